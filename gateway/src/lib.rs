@@ -1,0 +1,1 @@
+//! graphfleet gateway: supergraph → API schema; parse/validate → plan → execute → respond.

@@ -1,0 +1,1 @@
+//! Benchmark subgraphs, monolith oracles and the load-test runner.

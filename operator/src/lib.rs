@@ -1,0 +1,1 @@
+//! graphfleet operator: Subgraph, GraphGateway and LoadTest resources → a rolled-out gateway fleet.

@@ -1,0 +1,1 @@
+//! Test helpers: a real local Kubernetes control plane (etcd, kube-apiserver, kwok) per test run.

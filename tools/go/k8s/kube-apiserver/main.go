@@ -1,0 +1,14 @@
+// Command kube-apiserver is the upstream kube-apiserver, built from the pinned module.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	"k8s.io/kubernetes/cmd/kube-apiserver/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewAPIServerCommand()))
+}
