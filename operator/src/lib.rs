@@ -1,1 +1,3 @@
 //! graphfleet operator: Subgraph, GraphGateway and LoadTest resources → a rolled-out gateway fleet.
+
+pub mod crd;

@@ -1,0 +1,206 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Image used when a GraphGateway names none.
+pub const DEFAULT_GATEWAY_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gateway:0.1.0";
+
+/// A fleet of graphfleet gateways serving the supergraph composed from selected Subgraphs.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "graphfleet.dev",
+    version = "v1alpha1",
+    kind = "GraphGateway",
+    namespaced,
+    status = "GraphGatewayStatus",
+    shortname = "gw",
+    category = "graphfleet",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Composed",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Composed\")].status"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Available", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(name = "Supergraph", type_ = "string", json_path = ".status.supergraphHash"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphGatewaySpec {
+    /// Selects Subgraphs by label; absent selects every Subgraph in `namespaces`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgraph_selector: Option<LabelSelector>,
+    /// Namespaces searched for Subgraphs; absent or empty means the gateway's own namespace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Desired gateway pods (ignored while `autoscaling` is set).
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 0, max = 1000))]
+    pub replicas: i32,
+    /// Gateway container image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub image: Option<String>,
+    /// Container resources; defaults to 1 CPU requested and limited, 256Mi/512Mi memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Pod node selector; defaults to the router pool (`graphfleet.dev/pool: router`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Pod tolerations; defaults to tolerating the router pool's NoSchedule taint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    /// Pod affinity rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Gateway runtime configuration, mounted next to the supergraph.
+    #[serde(default)]
+    pub config: GatewayConfig,
+    /// Rolling-update strategy of the gateway Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStrategy>,
+    /// Horizontal pod autoscaling on CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<Autoscaling>,
+    /// PodDisruptionBudget for the gateway pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
+}
+
+fn default_replicas() -> i32 {
+    1
+}
+
+/// Gateway behaviour knobs; rendered as `gateway.json` beside the supergraph.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayConfig {
+    /// Whole-request timeout, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub request_timeout_ms: Option<u32>,
+    /// Timeout of one subgraph fetch, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub subgraph_timeout_ms: Option<u32>,
+    /// Deduplicate identical in-flight subgraph requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deduplicate_subgraph_requests: Option<bool>,
+    /// Largest accepted request body, in bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_request_bytes: Option<u64>,
+    /// Deepest accepted operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_query_depth: Option<u32>,
+    /// Serve introspection of the API schema.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub introspection: Option<bool>,
+    /// OTLP endpoint receiving the gateway's traces.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp_endpoint: Option<String>,
+}
+
+/// Deployment rolling-update parameters.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStrategy {
+    /// Extra pods during a rollout (count or percentage); default 25%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrString>,
+    /// Pods that may be unavailable during a rollout; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+    /// Seconds a new pod must be ready before it counts as available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_ready_seconds: Option<i32>,
+}
+
+/// CPU-based horizontal autoscaling.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("self.maxReplicas >= self.minReplicas")
+    .message("autoscaling.maxReplicas must be >= autoscaling.minReplicas"))]
+#[serde(rename_all = "camelCase")]
+pub struct Autoscaling {
+    #[schemars(range(min = 1))]
+    pub min_replicas: i32,
+    #[schemars(range(min = 1))]
+    pub max_replicas: i32,
+    /// Average CPU utilisation (percent of the request) to aim for.
+    #[serde(default = "default_cpu_target")]
+    #[schemars(range(min = 1, max = 100))]
+    pub target_cpu_utilization_percentage: i32,
+}
+
+fn default_cpu_target() -> i32 {
+    70
+}
+
+/// Exactly one of `minAvailable` or `maxUnavailable`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.minAvailable) != has(self.maxUnavailable)")
+    .message("podDisruptionBudget needs exactly one of minAvailable or maxUnavailable"))]
+#[serde(rename_all = "camelCase")]
+pub struct PodDisruptionBudgetSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available: Option<IntOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+}
+
+/// Observed state of a GraphGateway.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphGatewayStatus {
+    /// Generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Composed`, `Ready`, `Progressing`, `Degraded`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Short SHA-256 of the supergraph being served (the last good one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supergraph_hash: Option<String>,
+    /// Subgraphs in the served supergraph.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subgraphs: Vec<String>,
+    /// Errors of the latest failed composition (empty when it succeeded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub composition_errors: Vec<CompositionErrorStatus>,
+    /// Pods of the gateway Deployment.
+    #[serde(default)]
+    pub replicas: i32,
+    /// Ready pods of the gateway Deployment.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Label selector of the pods, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// One composition error as reported in status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompositionErrorStatus {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subgraphs: Vec<String>,
+}

@@ -1,0 +1,166 @@
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::ConfigMapKeyRef;
+
+/// An open-model (constant arrival rate) load test run from the client node pool.
+/// Types only: the LoadTest controller lands in a later issue.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "graphfleet.dev",
+    version = "v1alpha1",
+    kind = "LoadTest",
+    namespaced,
+    status = "LoadTestStatus",
+    shortname = "lt",
+    category = "graphfleet",
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
+    printcolumn(name = "Rate", type_ = "integer", json_path = ".spec.rate"),
+    printcolumn(name = "Duration", type_ = "string", json_path = ".spec.duration"),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[x_kube(validation = Rule::new("has(self.scenario) != has(self.script)")
+    .message("set exactly one of scenario or script"))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestSpec {
+    /// What receives the load.
+    pub target: LoadTestTarget,
+    /// A built-in benchmark scenario (e.g. `query`, `big-response`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub scenario: Option<String>,
+    /// A k6 script.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<LoadTestScript>,
+    /// Arrival rate, requests per second (open model).
+    #[schemars(range(min = 1))]
+    pub rate: i32,
+    /// Test duration as a Go duration, e.g. `30s` or `5m`.
+    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(ms|s|m|h))+$')")
+        .message("duration must look like 30s, 5m or 1h30m"))]
+    pub duration: String,
+    /// Pre-allocated virtual users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub vus: Option<i32>,
+    /// Upper bound of virtual users.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_vus: Option<i32>,
+    /// Load-generator pods sharing the rate.
+    #[serde(default = "default_parallelism")]
+    #[schemars(range(min = 1, max = 100))]
+    pub parallelism: i32,
+    /// Where load-generator pods run; defaults to the client pool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
+}
+
+fn default_parallelism() -> i32 {
+    1
+}
+
+/// Exactly one of a GraphGateway reference or a URL.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.gatewayRef) != has(self.url)")
+    .message("target needs exactly one of gatewayRef or url"))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestTarget {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_ref: Option<GatewayRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.matches('^https?://[^/?#\\\\s]+')")
+        .message("url must be an absolute http:// or https:// URL"))]
+    pub url: Option<String>,
+}
+
+/// A GraphGateway, by default in the LoadTest's namespace.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayRef {
+    #[schemars(length(min = 1))]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+}
+
+/// A k6 script, inline or from a ConfigMap.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.inline) != has(self.configMapRef)")
+    .message("script needs exactly one of inline or configMapRef"))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestScript {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<ConfigMapKeyRef>,
+}
+
+/// Scheduling of load-generator pods.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Placement {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+}
+
+/// Lifecycle of a LoadTest.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum LoadTestPhase {
+    #[default]
+    Pending,
+    Running,
+    Succeeded,
+    Failed,
+}
+
+/// Observed state of a LoadTest.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<LoadTestPhase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<LoadTestResults>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+}
+
+/// Measured outcome; latency is from the scheduled send time (no coordinated omission).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestResults {
+    pub requests: u64,
+    pub failures: u64,
+    /// Achieved arrival rate, requests per second.
+    pub achieved_rate: f64,
+    pub latency_ms: LatencySummary,
+}
+
+/// Latency percentiles in milliseconds.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct LatencySummary {
+    pub min: f64,
+    pub med: f64,
+    pub p90: f64,
+    pub p95: f64,
+    pub p99: f64,
+    pub max: f64,
+}
