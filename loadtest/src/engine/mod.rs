@@ -1,0 +1,227 @@
+//! A small GraphQL executor for the fixed benchmark schemas: operations are parsed
+//! and validated with apollo-compiler once per query text, then walked against
+//! hand-written resolvers that write JSON directly.
+
+mod exec;
+mod plan;
+mod schema;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use apollo_compiler::executable::ExecutableDocument;
+use apollo_compiler::validation::Valid;
+use apollo_compiler::{Schema, response::GraphQLError};
+use parking_lot::RwLock;
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub use exec::{Args, Object, Val};
+pub use schema::{SchemaError, api_schema, subgraph_schema};
+
+use exec::{Executor, Vars};
+use plan::Compiled;
+
+/// Distinct query texts kept compiled; the gateway sends a handful, so this only
+/// bounds memory against clients that send endless different queries.
+const CACHE_CAPACITY: usize = 1024;
+
+/// The resolvers of one endpoint (a subgraph or a monolith).
+pub trait Service: Send + Sync {
+    /// The root `Query` object.
+    fn query(&self) -> Box<dyn Object<'_> + '_>;
+
+    /// Resolves one `_entities` representation (subgraphs only).
+    fn entity(&self, representation: &Value) -> Val<'_> {
+        let _ = representation;
+        Val::Err("This subgraph has no entities.".into())
+    }
+}
+
+/// One GraphQL endpoint: schema, resolvers and the operation cache.
+pub struct Endpoint {
+    name: String,
+    sdl: Option<String>,
+    schema: Valid<Schema>,
+    service: Box<dyn Service>,
+    cache: RwLock<FxHashMap<String, Arc<Compiled>>>,
+}
+
+/// An HTTP status and a JSON body.
+pub struct Reply {
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
+#[derive(Deserialize)]
+struct Request<'a> {
+    #[serde(borrow)]
+    query: Option<Cow<'a, str>>,
+    #[serde(default, rename = "operationName")]
+    operation_name: Option<Cow<'a, str>>,
+    #[serde(default)]
+    variables: Option<Map<String, Value>>,
+}
+
+fn request_error(messages: impl IntoIterator<Item = GraphQLError>) -> Reply {
+    let errors: Vec<GraphQLError> = messages.into_iter().collect();
+    let body = serde_json::to_vec(&serde_json::json!({ "errors": errors }))
+        .unwrap_or_else(|_| br#"{"errors":[{"message":"internal error"}]}"#.to_vec());
+    Reply { status: 400, body }
+}
+
+fn message(text: impl Into<String>) -> GraphQLError {
+    GraphQLError::new(text.into(), None, &Default::default())
+}
+
+impl Endpoint {
+    /// A subgraph endpoint: serves `_service { sdl }` with `sdl` and `_entities` via `service`.
+    pub fn subgraph(name: &str, sdl: &str, service: Box<dyn Service>) -> Result<Self, SchemaError> {
+        Ok(Self {
+            name: name.to_owned(),
+            sdl: Some(sdl.to_owned()),
+            schema: subgraph_schema(name, sdl)?,
+            service,
+            cache: RwLock::default(),
+        })
+    }
+
+    /// A monolith endpoint serving the API schema of `supergraph`.
+    pub fn monolith(
+        name: &str,
+        supergraph: &str,
+        service: Box<dyn Service>,
+    ) -> Result<Self, SchemaError> {
+        Ok(Self {
+            name: name.to_owned(),
+            sdl: None,
+            schema: api_schema(name, supergraph)?,
+            service,
+            cache: RwLock::default(),
+        })
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Handles one GraphQL-over-HTTP JSON request body. Never panics on bad input:
+    /// malformed requests get a 400 with `errors`, field errors a 200 with `errors`.
+    pub fn handle(&self, body: &[u8]) -> Reply {
+        let request: Request<'_> = match serde_json::from_slice(body) {
+            Ok(r) => r,
+            Err(e) => return request_error([message(format!("Invalid JSON request body: {e}"))]),
+        };
+        let Some(query) = request.query else {
+            return request_error([message("Missing \"query\" in the request body.")]);
+        };
+        let compiled = match self.compiled(&query) {
+            Ok(c) => c,
+            Err(errors) => return request_error(errors),
+        };
+        let plan = match compiled.operation(request.operation_name.as_deref()) {
+            Ok(p) => p,
+            Err(e) => return request_error([message(e)]),
+        };
+        if !plan.is_query {
+            return request_error([message("Only query operations are supported.")]);
+        }
+        let vars = Vars {
+            given: request.variables.as_ref(),
+            defaults: &plan.variable_defaults,
+        };
+        let root = Root {
+            endpoint: self,
+            inner: self.service.query(),
+        };
+        let body = Executor::run(plan, &root, &vars, 4096);
+        Reply { status: 200, body }
+    }
+
+    fn compiled(&self, query: &str) -> Result<Arc<Compiled>, Vec<GraphQLError>> {
+        if let Some(c) = self.cache.read().get(query) {
+            return Ok(c.clone());
+        }
+        let doc = ExecutableDocument::parse_and_validate(&self.schema, query, "request.graphql")
+            .map_err(|e| e.errors.iter().map(|d| d.to_json()).collect::<Vec<_>>())?;
+        let compiled = Arc::new(plan::compile(&self.schema, &doc).map_err(|e| vec![message(e)])?);
+        self.remember(query, compiled.clone());
+        Ok(compiled)
+    }
+
+    fn remember(&self, query: &str, compiled: Arc<Compiled>) {
+        let mut cache = self.cache.write();
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(query.to_owned(), compiled);
+    }
+
+    /// Compiles `query` (for tests and benchmarks that want validation errors directly).
+    pub fn validate(&self, query: &str) -> Result<(), Vec<String>> {
+        self.compiled(query)
+            .map(|_| ())
+            .map_err(|errors| errors.into_iter().map(|e| e.message).collect())
+    }
+}
+
+/// The root `Query`: federation fields first, then the service's own fields.
+struct Root<'a> {
+    endpoint: &'a Endpoint,
+    inner: Box<dyn Object<'a> + 'a>,
+}
+
+struct ServiceObject<'a>(&'a str);
+
+impl<'a> Object<'a> for ServiceObject<'a> {
+    fn typename(&self) -> &'a str {
+        "_Service"
+    }
+
+    fn field(&self, _name: &str, _args: &Args<'_>) -> Val<'a> {
+        Val::Str(self.0)
+    }
+}
+
+impl<'a> Object<'a> for Root<'a> {
+    fn typename(&self) -> &'a str {
+        "Query"
+    }
+
+    fn field(&self, name: &str, args: &Args<'_>) -> Val<'a> {
+        match (name, &self.endpoint.sdl) {
+            ("_service", Some(sdl)) => Val::obj(ServiceObject(sdl)),
+            ("_entities", Some(_)) => match args.get("representations").as_deref() {
+                Some(Value::Array(reps)) => Val::List(
+                    reps.iter()
+                        .map(|r| self.endpoint.service.entity(r))
+                        .collect(),
+                ),
+                _ => Val::Err("\"representations\" must be a list of objects.".into()),
+            },
+            _ => self.inner.field(name, args),
+        }
+    }
+}
+
+/// Reads `__typename` and one key field of a representation.
+pub fn representation<'v>(rep: &'v Value, key: &str) -> Result<(&'v str, &'v Value), String> {
+    let typename = rep
+        .get("__typename")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("Representation without a \"__typename\" string: {rep}"))?;
+    let value = rep
+        .get(key)
+        .ok_or_else(|| format!("Representation of {typename} without the key field \"{key}\"."))?;
+    Ok((typename, value))
+}
+
+/// A scalar key as a string (IDs may arrive as numbers).
+pub fn key_string(value: &Value) -> Option<Cow<'_, str>> {
+    match value {
+        Value::String(s) => Some(Cow::Borrowed(s)),
+        Value::Number(n) => Some(Cow::Owned(n.to_string())),
+        _ => None,
+    }
+}
