@@ -4,7 +4,20 @@
 //! `@apollo/composition` emits (`@link` core schema, `join__*` and `link__*` elements),
 //! so gateways and composers can be swapped either way.
 
+use std::collections::HashSet;
 use std::fmt;
+
+pub mod config;
+mod errors;
+mod fieldsets;
+mod merge;
+mod model;
+mod print;
+mod satisfiability;
+mod specs;
+mod subgraph;
+
+pub use errors::codes;
 
 /// One subgraph to compose: its name (becomes a `join__Graph` value), routing URL and SDL.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,12 +93,81 @@ impl fmt::Display for CompositionErrors {
 impl std::error::Error for CompositionErrors {}
 
 /// Composes the subgraphs into an Apollo-format supergraph.
+///
+/// Errors carry Apollo's error codes where one exists; hints are non-fatal warnings.
 pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionErrors> {
-    let _ = subgraphs;
-    Err(CompositionErrors(vec![CompositionError {
-        code: "UNSUPPORTED".to_owned(),
-        message: "composition is not implemented yet".to_owned(),
-        subgraphs: Vec::new(),
-        locations: Vec::new(),
-    }]))
+    let mut sink = errors::ErrorSink::default();
+    if subgraphs.is_empty() {
+        sink.error_in(
+            codes::NO_QUERIES,
+            "No subgraphs to compose: a supergraph needs at least one subgraph with a query root type."
+                .to_owned(),
+            &[],
+        );
+        return Err(CompositionErrors(sink.errors));
+    }
+    let mut built = Vec::with_capacity(subgraphs.len());
+    let mut graph_names = HashSet::new();
+    for input in subgraphs {
+        let graph = unique_graph_name(&input.name, &mut graph_names);
+        if input.name.is_empty() || !graph_names.insert(graph.clone()) {
+            sink.error(
+                codes::INVALID_SUBGRAPH_NAME,
+                format!("Invalid or duplicate subgraph name \"{}\"", input.name),
+                &input.name,
+            );
+            continue;
+        }
+        if let Some(sg) = subgraph::build(&input.name, &input.url, graph, &input.sdl, &mut sink) {
+            built.push(sg);
+        }
+    }
+    if !sink.errors.is_empty() {
+        return Err(CompositionErrors(sink.errors));
+    }
+    let infos: Vec<_> = built
+        .iter()
+        .map(|sg| fieldsets::analyse(sg, &mut sink))
+        .collect();
+    if !sink.errors.is_empty() {
+        return Err(CompositionErrors(sink.errors));
+    }
+    let input = merge::Input {
+        subgraphs: &built,
+        infos: &infos,
+    };
+    let supergraph = merge::merge(&input, &mut sink);
+    if sink.errors.is_empty() {
+        satisfiability::check(&input, &supergraph, &mut sink);
+    }
+    if !sink.errors.is_empty() {
+        return Err(CompositionErrors(sink.errors));
+    }
+    let supergraph_sdl = print::print(&supergraph);
+    // The output must itself be a valid schema; anything else is a composer bug.
+    if let Err(with) = apollo_compiler::Schema::parse_and_validate(&supergraph_sdl, "supergraph.graphql") {
+        let first = with.errors.iter().next().map(|d| d.error.to_string()).unwrap_or_default();
+        sink.error_in(
+            codes::INVALID_SUPERGRAPH,
+            format!("internal error: the composed supergraph is invalid: {first}"),
+            &[],
+        );
+        return Err(CompositionErrors(sink.errors));
+    }
+    Ok(Composed {
+        supergraph_sdl,
+        hints: sink.hints,
+    })
+}
+
+/// The `join__Graph` value for a subgraph; a clash with an earlier one gets a numeric suffix.
+fn unique_graph_name(name: &str, taken: &HashSet<String>) -> String {
+    let base = subgraph::graph_enum_name(name);
+    if !taken.contains(&base) {
+        return base;
+    }
+    (1..)
+        .map(|i| format!("{base}_{i}"))
+        .find(|n| !taken.contains(n))
+        .unwrap_or(base)
 }

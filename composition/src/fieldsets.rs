@@ -1,0 +1,301 @@
+//! `@key`, `@requires` and `@provides` field sets of one subgraph: parsed against the
+//! subgraph schema, validated, and summarised for merging and satisfiability.
+
+use std::collections::{HashMap, HashSet};
+
+use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
+use apollo_compiler::schema::ExtendedType;
+use apollo_compiler::{Name, Node};
+
+use crate::errors::{ErrorSink, codes};
+use crate::specs::FedDirective;
+use crate::subgraph::{Subgraph, bool_arg, str_arg};
+
+/// (type, field), both as named in the subgraph.
+pub type Coord = (String, String);
+
+#[derive(Debug, Clone)]
+pub struct Key {
+    pub fields: String,
+    pub resolvable: bool,
+    pub extension: bool,
+    /// Top-level field names of the selection.
+    pub top_fields: Vec<String>,
+}
+
+#[derive(Debug, Default)]
+pub struct SubgraphInfo {
+    /// Keys per type (subgraph-local type name).
+    pub keys: HashMap<String, Vec<Key>>,
+    /// Fields selected anywhere in a key.
+    pub key_fields: HashSet<Coord>,
+    /// Fields referenced by any key, @requires or @provides.
+    pub referenced: HashSet<Coord>,
+    /// External fields provided by some @provides.
+    pub provided: HashSet<Coord>,
+    /// Top-level fields each @requires field needs: (type, field) → required field names.
+    pub requires: HashMap<Coord, Vec<String>>,
+    /// Fields marked @external (after the Federation 1 upgrade).
+    pub external: HashSet<Coord>,
+}
+
+impl SubgraphInfo {
+    pub fn is_external(&self, ty: &str, field: &str) -> bool {
+        self.external.contains(&(ty.to_owned(), field.to_owned()))
+    }
+}
+
+/// Analyses one subgraph's field sets; invalid ones are reported.
+pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
+    let mut info = SubgraphInfo::default();
+    let schema = &sg.schema;
+    for (tname, ty) in &schema.types {
+        if ty.is_built_in() || sg.is_internal_type(tname) {
+            continue;
+        }
+        let directives = match ty {
+            ExtendedType::Object(o) => &o.directives,
+            ExtendedType::Interface(i) => &i.directives,
+            _ => continue,
+        };
+        for d in directives.iter() {
+            if d.name != sg.dir_name(FedDirective::Key) {
+                continue;
+            }
+            let Some(fields) = str_arg(d, "fields") else {
+                continue;
+            };
+            let Some(set) = parse(sg, tname, fields, "@key", codes::KEY_INVALID_FIELDS, sink)
+            else {
+                continue;
+            };
+            check_key_selection(sg, tname, fields, &set.selection_set, sink);
+            let mut coords = Vec::new();
+            collect(&set.selection_set, &mut coords);
+            info.key_fields.extend(coords.iter().cloned());
+            info.referenced.extend(coords);
+            info.keys.entry(tname.to_string()).or_default().push(Key {
+                fields: fields.to_owned(),
+                resolvable: bool_arg(d, "resolvable").unwrap_or(true),
+                extension: !sg.fed1 && d.origin.extension_id().is_some(),
+                top_fields: top_fields(&set.selection_set),
+            });
+        }
+    }
+    for (tname, ty) in &schema.types {
+        if ty.is_built_in() || sg.is_internal_type(tname) {
+            continue;
+        }
+        let (fields, type_directives) = match ty {
+            ExtendedType::Object(o) => (&o.fields, &o.directives),
+            ExtendedType::Interface(i) => (&i.fields, &i.directives),
+            _ => continue,
+        };
+        let type_external = !sg.fed1
+            && type_directives
+                .iter()
+                .any(|d| d.name == sg.dir_name(FedDirective::External));
+        for (fname, field) in fields {
+            let coord = (tname.to_string(), fname.to_string());
+            if type_external || sg.has(&field.directives, FedDirective::External) {
+                // Federation 1 marks key fields of extensions @external; they are not.
+                if !(sg.fed1 && info.key_fields.contains(&coord)) {
+                    info.external.insert(coord.clone());
+                }
+            }
+            for d in sg.applications(&field.directives, FedDirective::Requires) {
+                let Some(sel) = str_arg(d, "fields") else {
+                    continue;
+                };
+                let Some(set) =
+                    parse(sg, tname, sel, "@requires", codes::REQUIRES_INVALID_FIELDS, sink)
+                else {
+                    continue;
+                };
+                let mut coords = Vec::new();
+                collect(&set.selection_set, &mut coords);
+                info.referenced.extend(coords);
+                info.requires
+                    .insert(coord.clone(), top_fields(&set.selection_set));
+                for f in top_fields(&set.selection_set) {
+                    let required = (tname.to_string(), f.clone());
+                    let is_ext = fields.get(f.as_str()).is_some_and(|fd| {
+                        type_external || sg.has(&fd.directives, FedDirective::External)
+                    });
+                    if !sg.fed1 && !is_ext {
+                        sink.error(
+                            codes::REQUIRES_FIELDS_MISSING_EXTERNAL,
+                            format!(
+                                "[{}] On field \"{tname}.{fname}\", for @requires(fields: \"{sel}\"): field \"{}.{}\" should not be part of a @requires since it is already provided by this subgraph (it is not marked @external)",
+                                sg.name, required.0, required.1
+                            ),
+                            &sg.name,
+                        );
+                    }
+                }
+            }
+            for d in sg.applications(&field.directives, FedDirective::Provides) {
+                let Some(sel) = str_arg(d, "fields") else {
+                    continue;
+                };
+                let target = field.ty.inner_named_type();
+                let composite = matches!(
+                    schema.types.get(target),
+                    Some(ExtendedType::Object(_) | ExtendedType::Interface(_) | ExtendedType::Union(_))
+                );
+                if !composite {
+                    sink.error(
+                        codes::PROVIDES_ON_NON_OBJECT_FIELD,
+                        format!(
+                            "[{}] Invalid @provides directive on field \"{tname}.{fname}\": field has type \"{}\" which is not a Composite Type",
+                            sg.name, field.ty
+                        ),
+                        &sg.name,
+                    );
+                    continue;
+                }
+                let Some(set) =
+                    parse(sg, target, sel, "@provides", codes::PROVIDES_INVALID_FIELDS, sink)
+                else {
+                    continue;
+                };
+                let mut coords = Vec::new();
+                collect(&set.selection_set, &mut coords);
+                info.referenced.extend(coords.iter().cloned());
+                info.provided.extend(coords);
+            }
+        }
+    }
+    if !sg.fed1 {
+        check_provided_external(sg, &info, sink);
+    }
+    info
+}
+
+/// Top-level provided fields must be @external (Federation 2).
+fn check_provided_external(sg: &Subgraph, info: &SubgraphInfo, sink: &mut ErrorSink) {
+    let mut provided: Vec<&Coord> = info.provided.iter().collect();
+    provided.sort();
+    for coord in provided {
+        let is_entity_like = sg.schema.types.get(coord.0.as_str()).is_some_and(|t| {
+            matches!(t, ExtendedType::Object(_) | ExtendedType::Interface(_))
+        });
+        if is_entity_like && !info.external.contains(coord) && !info.key_fields.contains(coord) {
+            // Fields nested under a provided external value are fine; only flag fields of
+            // types this subgraph resolves itself.
+            if info.external.iter().any(|(t, _)| t == &coord.0) {
+                sink.error(
+                    codes::PROVIDES_FIELDS_MISSING_EXTERNAL,
+                    format!(
+                        "[{}] @provides field \"{}.{}\" should not be part of a @provides since it is already provided by this subgraph (it is not marked @external)",
+                        sg.name, coord.0, coord.1
+                    ),
+                    &sg.name,
+                );
+            }
+        }
+    }
+}
+
+fn parse(
+    sg: &Subgraph,
+    ty: &str,
+    fields: &str,
+    directive: &str,
+    code: &str,
+    sink: &mut ErrorSink,
+) -> Option<Node<FieldSet>> {
+    let Ok(name) = Name::new(ty) else {
+        return None;
+    };
+    match FieldSet::parse_and_validate(&sg.schema, name, fields, "fields") {
+        Ok(set) => Some(Node::new(set.into_inner())),
+        Err(with) => {
+            let first = with
+                .errors
+                .iter()
+                .next()
+                .map(|d| d.error.to_string())
+                .unwrap_or_default();
+            sink.error(
+                code,
+                format!(
+                    "[{}] On type \"{ty}\", for {directive}(fields: \"{fields}\"): {first}",
+                    sg.name
+                ),
+                &sg.name,
+            );
+            None
+        }
+    }
+}
+
+fn check_key_selection(
+    sg: &Subgraph,
+    ty: &str,
+    fields: &str,
+    set: &SelectionSet,
+    sink: &mut ErrorSink,
+) {
+    for sel in &set.selections {
+        match sel {
+            Selection::Field(f) => {
+                let target = f.definition.ty.inner_named_type();
+                if let Some(ExtendedType::Interface(_) | ExtendedType::Union(_)) =
+                    sg.schema.types.get(target)
+                {
+                    sink.error(
+                        codes::KEY_FIELDS_SELECT_INVALID_TYPE,
+                        format!(
+                            "[{}] On type \"{ty}\", for @key(fields: \"{fields}\"): field \"{}.{}\" is a {} type which is not allowed in @key",
+                            sg.name,
+                            set.ty,
+                            f.name,
+                            if matches!(sg.schema.types.get(target), Some(ExtendedType::Union(_))) { "Union" } else { "Interface" }
+                        ),
+                        &sg.name,
+                    );
+                }
+                if !f.definition.arguments.is_empty() {
+                    sink.error(
+                        codes::KEY_FIELDS_HAS_ARGS,
+                        format!(
+                            "[{}] On type \"{ty}\", for @key(fields: \"{fields}\"): field {}.{} cannot be included because it has arguments (fields with argument are not allowed in @key)",
+                            sg.name, set.ty, f.name
+                        ),
+                        &sg.name,
+                    );
+                }
+                check_key_selection(sg, ty, fields, &f.selection_set, sink);
+            }
+            Selection::InlineFragment(i) => {
+                check_key_selection(sg, ty, fields, &i.selection_set, sink)
+            }
+            Selection::FragmentSpread(_) => {}
+        }
+    }
+}
+
+/// Every (type, field) a selection touches.
+pub fn collect(set: &SelectionSet, out: &mut Vec<Coord>) {
+    for sel in &set.selections {
+        match sel {
+            Selection::Field(f) => {
+                out.push((set.ty.to_string(), f.name.to_string()));
+                collect(&f.selection_set, out);
+            }
+            Selection::InlineFragment(i) => collect(&i.selection_set, out),
+            Selection::FragmentSpread(_) => {}
+        }
+    }
+}
+
+fn top_fields(set: &SelectionSet) -> Vec<String> {
+    set.selections
+        .iter()
+        .filter_map(|s| match s {
+            Selection::Field(f) => Some(f.name.to_string()),
+            _ => None,
+        })
+        .collect()
+}

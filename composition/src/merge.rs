@@ -1,0 +1,1213 @@
+//! Merging the subgraphs' types into one supergraph model.
+
+use std::collections::{HashMap, HashSet};
+
+use apollo_compiler::ast::{Directive, Type, Value};
+use apollo_compiler::schema::{ComponentName, ExtendedType, FieldDefinition, InputValueDefinition};
+use apollo_compiler::{Name, Node};
+use indexmap::{IndexMap, IndexSet};
+
+use crate::errors::{ErrorSink, codes, subgraphs_phrase};
+use crate::fieldsets::SubgraphInfo;
+use crate::model::{JoinField, JoinType, Kind, Link, MArg, MEnumValue, MField, MType, Supergraph};
+use crate::specs::{self, FedDirective};
+use crate::subgraph::{DirSource, Subgraph, str_arg};
+
+/// Everything merging reads: the subgraphs and their field-set analyses.
+pub struct Input<'a> {
+    pub subgraphs: &'a [Subgraph],
+    pub infos: &'a [SubgraphInfo],
+}
+
+/// One subgraph's definition of a type.
+struct Source<'a> {
+    sg: usize,
+    local: &'a str,
+    ty: &'a ExtendedType,
+}
+
+struct Ctx<'a> {
+    input: &'a Input<'a>,
+    sink: &'a mut ErrorSink,
+    /// Supergraph subtyping: (sub, super) pairs from implements and union membership.
+    subtypes: HashSet<(String, String)>,
+    enum_input_use: HashSet<String>,
+    enum_output_use: HashSet<String>,
+    /// Directive names (supergraph) propagated from subgraphs, with the feature links used.
+    used_features: IndexSet<FedDirective>,
+}
+
+pub fn merge(input: &Input<'_>, sink: &mut ErrorSink) -> Supergraph {
+    let mut ctx = Ctx {
+        input,
+        sink,
+        subtypes: HashSet::new(),
+        enum_input_use: HashSet::new(),
+        enum_output_use: HashSet::new(),
+        used_features: IndexSet::new(),
+    };
+    let groups = group_types(&mut ctx);
+    collect_relations(&mut ctx);
+    let mut sup = Supergraph::default();
+    for (name, (kind, sources)) in &groups {
+        let merged = match kind {
+            Kind::Object | Kind::Interface => merge_composite(&mut ctx, name, *kind, sources),
+            Kind::Union => merge_union(&mut ctx, name, sources),
+            Kind::Enum => merge_enum(&mut ctx, name, sources),
+            Kind::Input => merge_input(&mut ctx, name, sources),
+            Kind::Scalar => merge_scalar(&mut ctx, name, sources),
+        };
+        if let Some(t) = merged {
+            sup.types.insert(name.clone(), t);
+        }
+    }
+    add_interface_object_fields(&ctx, &mut sup);
+    finish(&mut ctx, &mut sup);
+    sup
+}
+
+fn kind_of(sg: &Subgraph, ty: &ExtendedType) -> Kind {
+    match ty {
+        ExtendedType::Scalar(_) => Kind::Scalar,
+        ExtendedType::Object(o) => {
+            if sg.has(&o.directives, FedDirective::InterfaceObject) {
+                Kind::Interface
+            } else {
+                Kind::Object
+            }
+        }
+        ExtendedType::Interface(_) => Kind::Interface,
+        ExtendedType::Union(_) => Kind::Union,
+        ExtendedType::Enum(_) => Kind::Enum,
+        ExtendedType::InputObject(_) => Kind::Input,
+    }
+}
+
+type Groups<'a> = IndexMap<String, (Kind, Vec<Source<'a>>)>;
+
+/// Types by canonical name, in order of first appearance; kinds must agree.
+fn group_types<'a>(ctx: &mut Ctx<'a>) -> Groups<'a> {
+    let mut groups: Groups<'a> = IndexMap::new();
+    let mut kinds: HashMap<String, Vec<(Kind, usize)>> = HashMap::new();
+    for (i, sg) in ctx.input.subgraphs.iter().enumerate() {
+        for (local, ty) in &sg.schema.types {
+            if ty.is_built_in() || sg.is_internal_type(local) {
+                continue;
+            }
+            let name = sg.canonical(local).to_owned();
+            let kind = kind_of(sg, ty);
+            kinds.entry(name.clone()).or_default().push((kind, i));
+            let entry = groups.entry(name).or_insert((kind, Vec::new()));
+            entry.1.push(Source { sg: i, local, ty });
+        }
+    }
+    let mut mismatched = Vec::new();
+    for (name, (kind, _)) in &groups {
+        let list = &kinds[name];
+        if list.iter().any(|(k, _)| k != kind) {
+            let parts: Vec<String> = list
+                .iter()
+                .map(|(k, i)| {
+                    format!(
+                        "{} in subgraph \"{}\"",
+                        k.describe(),
+                        ctx.input.subgraphs[*i].name
+                    )
+                })
+                .collect();
+            let sgs: Vec<&str> = list
+                .iter()
+                .map(|(_, i)| ctx.input.subgraphs[*i].name.as_str())
+                .collect();
+            ctx.sink.error_in(
+                codes::TYPE_KIND_MISMATCH,
+                format!(
+                    "Type \"{name}\" has mismatched kind: it is defined as {}",
+                    parts.join(" but ")
+                ),
+                &sgs,
+            );
+            mismatched.push(name.clone());
+        }
+    }
+    for name in mismatched {
+        groups.shift_remove(&name);
+    }
+    groups
+}
+
+/// Subtyping and enum usage across all subgraphs.
+fn collect_relations(ctx: &mut Ctx<'_>) {
+    for sg in ctx.input.subgraphs {
+        for (local, ty) in &sg.schema.types {
+            if ty.is_built_in() || sg.is_internal_type(local) {
+                continue;
+            }
+            let name = sg.canonical(local).to_owned();
+            match ty {
+                ExtendedType::Object(o) => {
+                    for i in &o.implements_interfaces {
+                        ctx.subtypes.insert((name.clone(), i.to_string()));
+                    }
+                    for f in o.fields.values() {
+                        note_field_use(ctx, sg, f);
+                    }
+                }
+                ExtendedType::Interface(o) => {
+                    for i in &o.implements_interfaces {
+                        ctx.subtypes.insert((name.clone(), i.to_string()));
+                    }
+                    for f in o.fields.values() {
+                        note_field_use(ctx, sg, f);
+                    }
+                }
+                ExtendedType::Union(u) => {
+                    for m in &u.members {
+                        ctx.subtypes
+                            .insert((sg.canonical(m).to_owned(), name.clone()));
+                    }
+                }
+                ExtendedType::InputObject(o) => {
+                    for f in o.fields.values() {
+                        ctx.enum_input_use
+                            .insert(f.ty.inner_named_type().to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+fn note_field_use(ctx: &mut Ctx<'_>, sg: &Subgraph, f: &FieldDefinition) {
+    ctx.enum_output_use
+        .insert(sg.canonical(f.ty.inner_named_type()).to_owned());
+    for a in &f.arguments {
+        ctx.enum_input_use
+            .insert(a.ty.inner_named_type().to_string());
+    }
+}
+
+/// Rewrites root type names in a type reference to their canonical names.
+fn canon_type(sg: &Subgraph, ty: &Type) -> Type {
+    let rename = |n: &Name| Name::new(sg.canonical(n)).unwrap_or_else(|_| n.clone());
+    match ty {
+        Type::Named(n) => Type::Named(rename(n)),
+        Type::NonNullNamed(n) => Type::NonNullNamed(rename(n)),
+        Type::List(inner) => Type::List(Box::new(canon_type(sg, inner))),
+        Type::NonNullList(inner) => Type::NonNullList(Box::new(canon_type(sg, inner))),
+    }
+}
+
+impl<'a> Ctx<'a> {
+    fn sg(&self, i: usize) -> &'a Subgraph {
+        &self.input.subgraphs[i]
+    }
+
+    /// Whether `sub` can stand where `sup` is expected in an output position.
+    fn is_subtype(&self, sub: &Type, sup: &Type) -> bool {
+        match (sub, sup) {
+            (Type::NonNullNamed(a), Type::NonNullNamed(b) | Type::Named(b))
+            | (Type::Named(a), Type::Named(b)) => {
+                a == b || self.subtypes.contains(&(a.to_string(), b.to_string()))
+            }
+            (Type::NonNullList(a), Type::NonNullList(b) | Type::List(b))
+            | (Type::List(a), Type::List(b)) => self.is_subtype(a, b),
+            _ => false,
+        }
+    }
+
+    /// Directives carried into the supergraph (tag, inaccessible, auth, cost, composed).
+    fn carried(&mut self, sg_idx: usize, directives: &[&Directive]) -> Vec<String> {
+        let sg = &self.input.subgraphs[sg_idx];
+        let mut out = Vec::new();
+        for d in directives {
+            let feature = [
+                FedDirective::Tag,
+                FedDirective::Inaccessible,
+                FedDirective::Authenticated,
+                FedDirective::RequiresScopes,
+                FedDirective::Policy,
+                FedDirective::Cost,
+                FedDirective::ListSize,
+            ]
+            .into_iter()
+            .find(|f| sg.dir_name(*f) == d.name.as_str());
+            let name = match feature {
+                Some(f) => {
+                    self.used_features.insert(f);
+                    f.name().to_owned()
+                }
+                None if sg.composed_directives.iter().any(|c| c == d.name.as_str()) => {
+                    d.name.to_string()
+                }
+                None => continue,
+            };
+            let mut renamed = (*d).clone();
+            if let Ok(n) = Name::new(&name) {
+                renamed.name = n;
+            }
+            out.push(renamed.to_string());
+        }
+        out
+    }
+
+    fn carried_union(&mut self, parts: &[(usize, Vec<&Directive>)]) -> Vec<String> {
+        let mut out: IndexSet<String> = IndexSet::new();
+        for (sg, dirs) in parts {
+            out.extend(self.carried(*sg, dirs));
+        }
+        dedupe_non_repeatable(out.into_iter().collect())
+    }
+}
+
+/// Non-repeatable directives appear once: the first application wins.
+fn dedupe_non_repeatable(list: Vec<String>) -> Vec<String> {
+    const SINGLE: &[&str] = &[
+        "@inaccessible",
+        "@authenticated",
+        "@requiresScopes",
+        "@policy",
+        "@cost",
+        "@listSize",
+    ];
+    let mut seen = HashSet::new();
+    list.into_iter()
+        .filter(|d| {
+            let name: String = d
+                .chars()
+                .take_while(|c| *c != '(' && *c != ' ')
+                .collect();
+            !SINGLE.contains(&name.as_str()) || seen.insert(name)
+        })
+        .collect()
+}
+
+/// The most common non-empty description (first wins ties).
+fn merge_description<'d>(
+    ctx: &mut Ctx<'_>,
+    element: &str,
+    descs: impl Iterator<Item = Option<&'d str>>,
+) -> Option<String> {
+    let mut counts: IndexMap<&str, usize> = IndexMap::new();
+    for d in descs.flatten() {
+        if !d.trim().is_empty() {
+            *counts.entry(d).or_default() += 1;
+        }
+    }
+    if counts.len() > 1 {
+        ctx.sink.hint(
+            codes::INCONSISTENT_DESCRIPTION,
+            format!("Element \"{element}\" has inconsistent descriptions across subgraphs."),
+        );
+    }
+    let best = counts.values().copied().max()?;
+    counts
+        .into_iter()
+        .find(|(_, c)| *c == best)
+        .map(|(d, _)| d.to_owned())
+}
+
+fn type_directives(ty: &ExtendedType) -> Vec<&Directive> {
+    match ty {
+        ExtendedType::Scalar(t) => t.directives.dirs(),
+        ExtendedType::Object(t) => t.directives.dirs(),
+        ExtendedType::Interface(t) => t.directives.dirs(),
+        ExtendedType::Union(t) => t.directives.dirs(),
+        ExtendedType::Enum(t) => t.directives.dirs(),
+        ExtendedType::InputObject(t) => t.directives.dirs(),
+    }
+}
+
+fn join_types_for(ctx: &Ctx<'_>, src: &Source<'_>, kind: Kind) -> Vec<JoinType> {
+    let sg = ctx.sg(src.sg);
+    let graph = sg.graph.clone();
+    let keys = ctx.input.infos[src.sg].keys.get(src.local);
+    let interface_object =
+        matches!(src.ty, ExtendedType::Object(_)) && kind == Kind::Interface;
+    match keys {
+        Some(keys) if !keys.is_empty() => keys
+            .iter()
+            .map(|k| JoinType {
+                graph: graph.clone(),
+                key: Some(k.fields.clone()),
+                extension: k.extension,
+                resolvable: k.resolvable,
+                interface_object,
+            })
+            .collect(),
+        _ => vec![JoinType {
+            graph,
+            key: None,
+            extension: false,
+            resolvable: true,
+            interface_object,
+        }],
+    }
+}
+
+/// One subgraph's definition of a field, with its federation properties.
+struct FieldSrc<'a> {
+    sg: usize,
+    def: &'a FieldDefinition,
+    ty: Type,
+    external: bool,
+    provided: bool,
+    requires: Option<String>,
+    provides: Option<String>,
+    shareable: bool,
+    /// (from subgraph, label) when this source overrides another.
+    overrides: Option<(String, Option<String>)>,
+    /// The label when another subgraph overrides this source; `Some(None)` without label.
+    overridden: Option<Option<String>>,
+    referenced: bool,
+}
+
+fn type_fields(
+    ty: &ExtendedType,
+) -> Option<&apollo_compiler::collections::IndexMap<Name, apollo_compiler::schema::Component<FieldDefinition>>> {
+    match ty {
+        ExtendedType::Object(o) => Some(&o.fields),
+        ExtendedType::Interface(i) => Some(&i.fields),
+        _ => None,
+    }
+}
+
+fn description_of(ty: &ExtendedType) -> Option<&str> {
+    match ty {
+        ExtendedType::Scalar(t) => t.description.as_deref(),
+        ExtendedType::Object(t) => t.description.as_deref(),
+        ExtendedType::Interface(t) => t.description.as_deref(),
+        ExtendedType::Union(t) => t.description.as_deref(),
+        ExtendedType::Enum(t) => t.description.as_deref(),
+        ExtendedType::InputObject(t) => t.description.as_deref(),
+    }
+}
+
+fn implements_of(ty: &ExtendedType) -> Vec<&ComponentName> {
+    match ty {
+        ExtendedType::Object(o) => o.implements_interfaces.iter().collect(),
+        ExtendedType::Interface(i) => i.implements_interfaces.iter().collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn base_type(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> MType {
+    let kind = kind_of(ctx.sg(sources[0].sg), sources[0].ty);
+    let mut t = MType::new(name, kind);
+    t.description = merge_description(ctx, name, sources.iter().map(|s| description_of(s.ty)));
+    for src in sources {
+        t.join_types.extend(join_types_for(ctx, src, kind));
+    }
+    let parts: Vec<(usize, Vec<&Directive>)> = sources
+        .iter()
+        .map(|s| (s.sg, type_directives(s.ty)))
+        .collect();
+    t.directives = ctx.carried_union(&parts);
+    t
+}
+
+fn merge_composite(
+    ctx: &mut Ctx<'_>,
+    name: &str,
+    kind: Kind,
+    sources: &[Source<'_>],
+) -> Option<MType> {
+    let mut t = base_type(ctx, name, sources);
+    for src in sources {
+        let sg = ctx.sg(src.sg);
+        for i in implements_of(src.ty) {
+            let iface = sg.canonical(i).to_owned();
+            if !t.implements.contains(&iface) {
+                t.implements.push(iface.clone());
+            }
+            t.join_implements.push((sg.graph.clone(), iface));
+        }
+    }
+    let is_query = name == "Query";
+    let type_sources = if is_query {
+        ctx.input.subgraphs.len()
+    } else {
+        sources.len()
+    };
+    let mut names: IndexSet<&str> = IndexSet::new();
+    for src in sources {
+        if let Some(fields) = type_fields(src.ty) {
+            names.extend(fields.keys().map(|n| n.as_str()));
+        }
+    }
+    for fname in names {
+        if is_query && (fname == "_service" || fname == "_entities") {
+            continue;
+        }
+        let srcs = field_sources(ctx, name, kind, sources, fname);
+        if srcs.is_empty() {
+            continue;
+        }
+        if let Some(f) = merge_field(ctx, name, kind, fname, srcs, type_sources) {
+            t.fields.insert(fname.to_owned(), f);
+        }
+    }
+    if t.fields.is_empty() {
+        return None;
+    }
+    Some(t)
+}
+
+fn field_sources<'a>(
+    ctx: &mut Ctx<'_>,
+    tname: &str,
+    kind: Kind,
+    sources: &[Source<'a>],
+    fname: &str,
+) -> Vec<FieldSrc<'a>> {
+    let mut out = Vec::new();
+    for src in sources {
+        let Some(def) = type_fields(src.ty).and_then(|f| f.get(fname)) else {
+            continue;
+        };
+        let sg = ctx.sg(src.sg);
+        let info = &ctx.input.infos[src.sg];
+        let coord = (src.local.to_owned(), fname.to_owned());
+        let external = info.external.contains(&coord);
+        let referenced = info.referenced.contains(&coord);
+        if external && !referenced {
+            if sg.fed1 {
+                // Federation 1 upgrade: unused @external fields are dropped.
+                continue;
+            }
+            let in_interface = implements_of(src.ty).iter().any(|i| {
+                sg.schema
+                    .types
+                    .get(i.as_str())
+                    .and_then(type_fields)
+                    .is_some_and(|f| f.contains_key(fname))
+            });
+            if !in_interface && kind == Kind::Object {
+                ctx.sink.error(
+                    codes::EXTERNAL_UNUSED,
+                    format!(
+                        "[{}] Field \"{tname}.{fname}\" is marked @external but is not used in any federation directive (@key, @provides, @requires) or to satisfy an interface; the field declaration has no use and should be removed (or the field should not be @external).",
+                        sg.name
+                    ),
+                    &sg.name,
+                );
+            }
+        }
+        let type_shareable = sg.has(&type_dirs_owned(src.ty), FedDirective::Shareable);
+        let shareable = sg.fed1
+            || type_shareable
+            || sg.has(&def.directives, FedDirective::Shareable)
+            || info.key_fields.contains(&coord);
+        let requires = sg
+            .applications(&def.directives, FedDirective::Requires)
+            .first()
+            .and_then(|d| str_arg(d, "fields"))
+            .map(str::to_owned);
+        let provides = sg
+            .applications(&def.directives, FedDirective::Provides)
+            .first()
+            .and_then(|d| str_arg(d, "fields"))
+            .map(str::to_owned);
+        let overrides = sg
+            .applications(&def.directives, FedDirective::Override)
+            .first()
+            .and_then(|d| {
+                str_arg(d, "from")
+                    .map(|from| (from.to_owned(), str_arg(d, "label").map(str::to_owned)))
+            });
+        out.push(FieldSrc {
+            sg: src.sg,
+            def,
+            ty: canon_type(sg, &def.ty),
+            external,
+            provided: info.provided.contains(&coord),
+            requires,
+            provides,
+            shareable,
+            overrides,
+            overridden: None,
+            referenced,
+        });
+    }
+    resolve_overrides(ctx, tname, fname, &mut out);
+    out
+}
+
+fn type_dirs_owned(ty: &ExtendedType) -> Vec<&Directive> {
+    type_directives(ty)
+}
+
+/// Marks the sources other subgraphs `@override`, reporting misuse.
+fn resolve_overrides(ctx: &mut Ctx<'_>, tname: &str, fname: &str, srcs: &mut [FieldSrc<'_>]) {
+    let mut marks = Vec::new();
+    for (i, s) in srcs.iter().enumerate() {
+        let Some((from, label)) = &s.overrides else {
+            continue;
+        };
+        let me = &ctx.sg(s.sg).name;
+        if from == me {
+            ctx.sink.error(
+                codes::OVERRIDE_FROM_SELF_ERROR,
+                format!("Source and destination subgraphs \"{from}\" are the same for overridden field \"{tname}.{fname}\""),
+                me,
+            );
+            continue;
+        }
+        if !ctx.input.subgraphs.iter().any(|g| &g.name == from) {
+            ctx.sink.hint(
+                codes::FROM_SUBGRAPH_DOES_NOT_EXIST,
+                format!("Source subgraph \"{from}\" for field \"{tname}.{fname}\" on subgraph \"{me}\" does not exist. Did you mean \"{me}\"?"),
+            );
+            continue;
+        }
+        let target = srcs.iter().position(|o| &ctx.sg(o.sg).name == from);
+        match target {
+            None => ctx.sink.hint(
+                codes::OVERRIDE_DIRECTIVE_CAN_BE_REMOVED,
+                format!("Field \"{tname}.{fname}\" on subgraph \"{me}\" no longer exists in the from subgraph. The @override directive can be removed."),
+            ),
+            Some(j) if srcs[j].overrides.is_some() => ctx.sink.error_in(
+                codes::OVERRIDE_SOURCE_HAS_OVERRIDE,
+                format!("Field \"{tname}.{fname}\" on subgraph \"{me}\" is also marked with directive @override in subgraph \"{from}\". Only one @override directive is allowed per field."),
+                &[me, from],
+            ),
+            Some(j) => {
+                if s.external {
+                    ctx.sink.error(
+                        codes::OVERRIDE_COLLISION_WITH_ANOTHER_DIRECTIVE,
+                        format!("@override cannot be used on field \"{tname}.{fname}\" on subgraph \"{me}\" since \"{tname}.{fname}\" on \"{me}\" is marked with directive \"@external\""),
+                        me,
+                    );
+                    continue;
+                }
+                if label.is_some() {
+                    ctx.sink.hint(
+                        codes::OVERRIDE_MIGRATION_IN_PROGRESS,
+                        format!("Field \"{tname}.{fname}\" is currently being migrated with progressive @override. Once the migration is complete, remove the field from subgraph \"{from}\"."),
+                    );
+                }
+                marks.push((i, j, label.clone()));
+            }
+        }
+    }
+    for (_, j, label) in marks {
+        srcs[j].overridden = Some(label);
+    }
+}
+
+fn merge_field(
+    ctx: &mut Ctx<'_>,
+    tname: &str,
+    kind: Kind,
+    fname: &str,
+    srcs: Vec<FieldSrc<'_>>,
+    type_sources: usize,
+) -> Option<MField> {
+    let coord = format!("{tname}.{fname}");
+    let live: Vec<&FieldSrc<'_>> = srcs.iter().filter(|s| !s.external).collect();
+    if live.is_empty() && kind == Kind::Object {
+        let names: Vec<&str> = srcs.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect();
+        ctx.sink.error_in(
+            codes::EXTERNAL_MISSING_ON_BASE,
+            format!(
+                "Field \"{coord}\" is marked @external on all the subgraphs in which it is listed ({}).",
+                subgraphs_phrase(&names)
+            ),
+            &names,
+        );
+        return None;
+    }
+    let typed: Vec<&FieldSrc<'_>> = if live.is_empty() { srcs.iter().collect() } else { live };
+    let ty = merge_output_type(ctx, &coord, &typed)?;
+    let types_differ = srcs.iter().any(|s| s.ty != ty);
+    check_sharing(ctx, kind, &coord, &srcs);
+    let args = merge_args(ctx, &coord, &typed);
+    let special = srcs.iter().any(|s| {
+        s.external
+            || s.requires.is_some()
+            || s.provides.is_some()
+            || s.overrides.is_some()
+            || s.overridden.is_some()
+    });
+    let joins = (srcs.len() != type_sources || special || types_differ)
+        .then(|| join_fields(ctx, &srcs, types_differ));
+    let description = merge_description(ctx, &coord, srcs.iter().map(|s| s.def.description.as_deref()));
+    let parts: Vec<(usize, Vec<&Directive>)> =
+        srcs.iter().map(|s| (s.sg, s.def.directives.dirs())).collect();
+    let directives = ctx.carried_union(&parts);
+    Some(MField {
+        name: fname.to_owned(),
+        description,
+        ty,
+        args,
+        default: None,
+        joins,
+        directives,
+    })
+}
+
+fn join_fields(ctx: &Ctx<'_>, srcs: &[FieldSrc<'_>], types_differ: bool) -> Vec<JoinField> {
+    let mut out = Vec::new();
+    for s in srcs {
+        let (override_from, mut override_label) = match &s.overrides {
+            Some((from, label)) => (Some(from.clone()), label.clone()),
+            None => (None, None),
+        };
+        let mut used_overridden = false;
+        match &s.overridden {
+            Some(None) if s.referenced => used_overridden = true,
+            Some(None) => continue,
+            Some(Some(label)) => override_label = Some(label.clone()),
+            None => {}
+        }
+        out.push(JoinField {
+            graph: Some(ctx.sg(s.sg).graph.clone()),
+            requires: s.requires.clone(),
+            provides: s.provides.clone(),
+            ty: types_differ.then(|| s.ty.to_string()),
+            external: s.external,
+            override_from,
+            used_overridden,
+            override_label,
+        });
+    }
+    out
+}
+
+/// The most general type of an output field across its sources.
+fn merge_output_type(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> Option<Type> {
+    let mut best = srcs[0];
+    for s in &srcs[1..] {
+        if ctx.is_subtype(&s.ty, &best.ty) {
+            continue;
+        }
+        if ctx.is_subtype(&best.ty, &s.ty) {
+            best = s;
+            continue;
+        }
+        let (a, b) = (ctx.sg(best.sg).name.clone(), ctx.sg(s.sg).name.clone());
+        ctx.sink.error_in(
+            codes::FIELD_TYPE_MISMATCH,
+            format!(
+                "Type of field \"{coord}\" is incompatible across subgraphs: it has type \"{}\" in subgraph \"{a}\" but type \"{}\" in subgraph \"{b}\"",
+                best.ty, s.ty
+            ),
+            &[&a, &b],
+        );
+        return None;
+    }
+    let other: Vec<&str> = srcs
+        .iter()
+        .filter(|s| s.ty != best.ty)
+        .map(|s| ctx.sg(s.sg).name.as_str())
+        .collect();
+    if !other.is_empty() {
+        let msg = format!(
+            "Type of field \"{coord}\" is inconsistent but compatible across subgraphs: will use type \"{}\" (from {}) in supergraph but \"{coord}\" has subtype in {}.",
+            best.ty,
+            subgraphs_phrase(&[ctx.sg(best.sg).name.as_str()]),
+            subgraphs_phrase(&other)
+        );
+        ctx.sink.hint(codes::INCONSISTENT_BUT_COMPATIBLE_FIELD_TYPE, msg);
+    }
+    Some(best.ty.clone())
+}
+
+fn check_sharing(ctx: &mut Ctx<'_>, kind: Kind, coord: &str, srcs: &[FieldSrc<'_>]) {
+    if kind != Kind::Object {
+        return;
+    }
+    let resolving: Vec<&FieldSrc<'_>> = srcs
+        .iter()
+        .filter(|s| (!s.external || s.provided) && s.overridden.is_none())
+        .collect();
+    if resolving.len() < 2 {
+        return;
+    }
+    let non_shareable: Vec<&str> = resolving
+        .iter()
+        .filter(|s| !s.shareable && !s.external)
+        .map(|s| ctx.sg(s.sg).name.as_str())
+        .collect();
+    if non_shareable.is_empty() {
+        return;
+    }
+    let all: Vec<&str> = resolving.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect();
+    let which = if non_shareable.len() == all.len() {
+        "in all of them".to_owned()
+    } else {
+        format!("in {}", subgraphs_phrase(&non_shareable))
+    };
+    ctx.sink.error_in(
+        codes::INVALID_FIELD_SHARING,
+        format!(
+            "Non-shareable field \"{coord}\" is resolved from multiple subgraphs: it is resolved from {} and defined as non-shareable {which}",
+            subgraphs_phrase(&all)
+        ),
+        &all,
+    );
+}
+
+/// The most restrictive type of an input position (argument or input field).
+fn merge_input_type(ctx: &mut Ctx<'_>, coord: &str, code: &str, types: &[(usize, Type)]) -> Option<Type> {
+    let mut best = &types[0];
+    for t in &types[1..] {
+        if ctx.is_subtype(&t.1, &best.1) && same_named(&t.1, &best.1) {
+            best = t;
+        } else if !(ctx.is_subtype(&best.1, &t.1) && same_named(&t.1, &best.1)) {
+            let (a, b) = (ctx.sg(best.0).name.clone(), ctx.sg(t.0).name.clone());
+            ctx.sink.error_in(
+                code,
+                format!(
+                    "Type of {coord} is incompatible across subgraphs: it has type \"{}\" in subgraph \"{a}\" but type \"{}\" in subgraph \"{b}\"",
+                    best.1, t.1
+                ),
+                &[&a, &b],
+            );
+            return None;
+        }
+    }
+    Some(best.1.clone())
+}
+
+fn same_named(a: &Type, b: &Type) -> bool {
+    a.inner_named_type() == b.inner_named_type()
+}
+
+fn is_required(v: &InputValueDefinition) -> bool {
+    v.ty.is_non_null() && v.default_value.is_none()
+}
+
+fn merge_args(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> Vec<MArg> {
+    let mut names: IndexSet<&str> = IndexSet::new();
+    for s in srcs {
+        names.extend(s.def.arguments.iter().map(|a| a.name.as_str()));
+    }
+    let mut out = Vec::new();
+    for aname in names {
+        let defs: Vec<(usize, &Node<InputValueDefinition>)> = srcs
+            .iter()
+            .filter_map(|s| s.def.arguments.iter().find(|a| a.name == aname).map(|a| (s.sg, a)))
+            .collect();
+        let arg_coord = format!("{coord}({aname}:)");
+        if defs.len() != srcs.len() {
+            let have: Vec<&str> = defs.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+            let missing: Vec<&str> = srcs
+                .iter()
+                .filter(|s| !defs.iter().any(|(i, _)| *i == s.sg))
+                .map(|s| ctx.sg(s.sg).name.as_str())
+                .collect();
+            if defs.iter().any(|(_, a)| is_required(a)) {
+                let msg = format!(
+                    "Argument \"{arg_coord}\" is required in some subgraphs but does not appear in all subgraphs: it is required in {} but does not appear in {}",
+                    subgraphs_phrase(&have),
+                    subgraphs_phrase(&missing)
+                );
+                ctx.sink.error_in(codes::REQUIRED_ARGUMENT_MISSING_IN_SOME_SUBGRAPH, msg, &have);
+            } else {
+                let msg = format!(
+                    "Optional argument \"{arg_coord}\" will not be included in the supergraph as it does not appear in all subgraphs: it is defined in {} but not in {}.",
+                    subgraphs_phrase(&have),
+                    subgraphs_phrase(&missing)
+                );
+                ctx.sink.hint(codes::INCONSISTENT_ARGUMENT_PRESENCE, msg);
+            }
+            continue;
+        }
+        if let Some(arg) = merge_input_value(ctx, &format!("argument \"{arg_coord}\""), &defs, true) {
+            out.push(arg);
+        }
+    }
+    out
+}
+
+/// Merges an argument or input field present in every source.
+fn merge_input_value(
+    ctx: &mut Ctx<'_>,
+    what: &str,
+    defs: &[(usize, &Node<InputValueDefinition>)],
+    is_arg: bool,
+) -> Option<MArg> {
+    let types: Vec<(usize, Type)> = defs
+        .iter()
+        .map(|(i, a)| (*i, canon_type(ctx.sg(*i), &a.ty)))
+        .collect();
+    let (type_code, default_code) = if is_arg {
+        (codes::FIELD_ARGUMENT_TYPE_MISMATCH, codes::FIELD_ARGUMENT_DEFAULT_MISMATCH)
+    } else {
+        (codes::FIELD_TYPE_MISMATCH, codes::INPUT_FIELD_DEFAULT_MISMATCH)
+    };
+    let ty = merge_input_type(ctx, what, type_code, &types)?;
+    let mut default: Option<(usize, &Value)> = None;
+    let mut some_missing = false;
+    for (i, a) in defs {
+        match (&a.default_value, default) {
+            (None, _) => some_missing = true,
+            (Some(v), None) => default = Some((*i, v)),
+            (Some(v), Some((j, d))) if v.as_ref() != d => {
+                let (a_name, b_name) = (ctx.sg(j).name.clone(), ctx.sg(*i).name.clone());
+                ctx.sink.error_in(
+                    default_code,
+                    format!(
+                        "Default value of {what} has incompatible default values across subgraphs: it has default value {d} in subgraph \"{a_name}\" but default value {v} in subgraph \"{b_name}\""
+                    ),
+                    &[&a_name, &b_name],
+                );
+                return None;
+            }
+            _ => {}
+        }
+    }
+    if some_missing && default.is_some() {
+        ctx.sink.hint(
+            codes::INCONSISTENT_DEFAULT_VALUE_PRESENCE,
+            format!("{what} has a default value in only some subgraphs."),
+        );
+    }
+    let description = merge_description(ctx, what, defs.iter().map(|(_, a)| a.description.as_deref()));
+    let parts: Vec<(usize, Vec<&Directive>)> = defs.iter().map(|(i, a)| (*i, a.directives.dirs())).collect();
+    let directives = ctx.carried_union(&parts);
+    Some(MArg {
+        name: defs[0].1.name.to_string(),
+        description,
+        ty,
+        default: default.map(|(_, v)| v.clone()),
+        directives,
+    })
+}
+
+fn merge_input(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<MType> {
+    let mut t = base_type(ctx, name, sources);
+    let objs: Vec<(usize, &apollo_compiler::schema::InputObjectType)> = sources
+        .iter()
+        .filter_map(|s| match s.ty {
+            ExtendedType::InputObject(o) => Some((s.sg, &**o)),
+            _ => None,
+        })
+        .collect();
+    let mut names: IndexSet<&str> = IndexSet::new();
+    for (_, o) in &objs {
+        names.extend(o.fields.keys().map(|n| n.as_str()));
+    }
+    for fname in names {
+        let defs: Vec<(usize, &Node<InputValueDefinition>)> = objs
+            .iter()
+            .filter_map(|(i, o)| o.fields.get(fname).map(|f| (*i, &f.node)))
+            .collect();
+        let coord = format!("{name}.{fname}");
+        if defs.len() != objs.len() {
+            let have: Vec<&str> = defs.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+            let missing: Vec<&str> = objs
+                .iter()
+                .filter(|(i, _)| !defs.iter().any(|(j, _)| j == i))
+                .map(|(i, _)| ctx.sg(*i).name.as_str())
+                .collect();
+            if defs.iter().any(|(_, f)| is_required(f)) {
+                let msg = format!(
+                    "Input object field \"{coord}\" is required in some subgraphs but does not appear in all subgraphs: it is required in {} but does not appear in {}",
+                    subgraphs_phrase(&have),
+                    subgraphs_phrase(&missing)
+                );
+                ctx.sink.error_in(codes::REQUIRED_INPUT_FIELD_MISSING_IN_SOME_SUBGRAPH, msg, &have);
+            } else {
+                let msg = format!(
+                    "Input object field \"{fname}\" will not be added to \"{name}\" in the supergraph as it does not appear in all subgraphs: it is defined in {} but not in {}.",
+                    subgraphs_phrase(&have),
+                    subgraphs_phrase(&missing)
+                );
+                ctx.sink.hint(codes::INCONSISTENT_INPUT_OBJECT_FIELD, msg);
+            }
+            continue;
+        }
+        let Some(v) = merge_input_value(ctx, &format!("field \"{coord}\""), &defs, false) else {
+            continue;
+        };
+        let types_differ = defs.iter().any(|(i, f)| canon_type(ctx.sg(*i), &f.ty) != v.ty);
+        let joins = types_differ.then(|| {
+            defs.iter()
+                .map(|(i, f)| JoinField {
+                    graph: Some(ctx.sg(*i).graph.clone()),
+                    ty: Some(canon_type(ctx.sg(*i), &f.ty).to_string()),
+                    ..JoinField::default()
+                })
+                .collect()
+        });
+        t.fields.insert(
+            fname.to_owned(),
+            MField {
+                name: v.name,
+                description: v.description,
+                ty: v.ty,
+                args: Vec::new(),
+                default: v.default,
+                joins,
+                directives: v.directives,
+            },
+        );
+    }
+    if t.fields.is_empty() {
+        let names: Vec<&str> = objs.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+        ctx.sink.error_in(
+            codes::EMPTY_MERGED_INPUT_TYPE,
+            format!("None of the fields of input object type \"{name}\" are consistently defined in all the subgraphs defining that type. As only fields common to all subgraphs are merged, this would result in an empty type."),
+            &names,
+        );
+        return None;
+    }
+    Some(t)
+}
+
+fn merge_union(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<MType> {
+    let mut t = base_type(ctx, name, sources);
+    for src in sources {
+        let ExtendedType::Union(u) = src.ty else {
+            continue;
+        };
+        let sg = ctx.sg(src.sg);
+        for m in &u.members {
+            let member = sg.canonical(m).to_owned();
+            if !t.members.contains(&member) {
+                t.members.push(member.clone());
+            }
+            t.join_members.push((sg.graph.clone(), member));
+        }
+    }
+    Some(t)
+}
+
+fn merge_scalar(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<MType> {
+    Some(base_type(ctx, name, sources))
+}
+
+fn merge_enum(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<MType> {
+    let mut t = base_type(ctx, name, sources);
+    let enums: Vec<(usize, &apollo_compiler::schema::EnumType)> = sources
+        .iter()
+        .filter_map(|s| match s.ty {
+            ExtendedType::Enum(e) => Some((s.sg, &**e)),
+            _ => None,
+        })
+        .collect();
+    let input = ctx.enum_input_use.contains(name);
+    let output = ctx.enum_output_use.contains(name);
+    let mut names: IndexSet<&str> = IndexSet::new();
+    for (_, e) in &enums {
+        names.extend(e.values.keys().map(|n| n.as_str()));
+    }
+    for vname in names {
+        let defs: Vec<(usize, &apollo_compiler::schema::EnumValueDefinition)> = enums
+            .iter()
+            .filter_map(|(i, e)| e.values.get(vname).map(|v| (*i, &***v)))
+            .collect();
+        if defs.len() != enums.len() {
+            let have: Vec<&str> = defs.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+            let missing: Vec<&str> = enums
+                .iter()
+                .filter(|(i, _)| !defs.iter().any(|(j, _)| j == i))
+                .map(|(i, _)| ctx.sg(*i).name.as_str())
+                .collect();
+            let detail = format!(
+                "\"{vname}\" is defined in {} but not in {}",
+                subgraphs_phrase(&have),
+                subgraphs_phrase(&missing)
+            );
+            if input && output {
+                let all: Vec<&str> = enums.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+                ctx.sink.error_in(
+                    codes::ENUM_VALUE_MISMATCH,
+                    format!("Enum type \"{name}\" is used as both input type and output type, but value \"{vname}\" is not defined in all the subgraphs defining \"{name}\": {detail}"),
+                    &all,
+                );
+                continue;
+            }
+            if input {
+                ctx.sink.hint(
+                    codes::INCONSISTENT_ENUM_VALUE_FOR_INPUT_ENUM,
+                    format!("Value \"{vname}\" of enum type \"{name}\" will not be part of the supergraph as it is not defined in all the subgraphs defining \"{name}\": {detail}."),
+                );
+                continue;
+            }
+            ctx.sink.hint(
+                codes::INCONSISTENT_ENUM_VALUE_FOR_OUTPUT_ENUM,
+                format!("Value \"{vname}\" of enum type \"{name}\" has been added to the supergraph but is only defined in a subset of the subgraphs defining \"{name}\": {detail}."),
+            );
+        }
+        let description = merge_description(
+            ctx,
+            &format!("{name}.{vname}"),
+            defs.iter().map(|(_, v)| v.description.as_deref()),
+        );
+        let parts: Vec<(usize, Vec<&Directive>)> =
+            defs.iter().map(|(i, v)| (*i, v.directives.dirs())).collect();
+        let directives = ctx.carried_union(&parts);
+        t.values.insert(
+            vname.to_owned(),
+            MEnumValue {
+                name: vname.to_owned(),
+                description,
+                graphs: defs.iter().map(|(i, _)| ctx.sg(*i).graph.clone()).collect(),
+                directives,
+            },
+        );
+    }
+    if t.values.is_empty() {
+        let all: Vec<&str> = enums.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+        ctx.sink.error_in(
+            codes::EMPTY_MERGED_ENUM_TYPE,
+            format!("None of the values of enum type \"{name}\" are defined consistently in all the subgraphs defining that type. As only values common to all subgraphs are merged, this would result in an empty type."),
+            &all,
+        );
+        return None;
+    }
+    Some(t)
+}
+
+/// Fields an `@interfaceObject` contributes appear on every implementation of the interface.
+fn add_interface_object_fields(ctx: &Ctx<'_>, sup: &mut Supergraph) {
+    let mut additions: Vec<(String, MField)> = Vec::new();
+    for (iname, iface) in &sup.types {
+        if iface.kind != Kind::Interface || !iface.join_types.iter().any(|j| j.interface_object) {
+            continue;
+        }
+        let object_graphs: HashSet<&str> = iface
+            .join_types
+            .iter()
+            .filter(|j| j.interface_object)
+            .map(|j| j.graph.as_str())
+            .collect();
+        for (tname, t) in &sup.types {
+            if t.kind != Kind::Object || !t.implements.contains(iname) {
+                continue;
+            }
+            for (fname, f) in &iface.fields {
+                if t.fields.contains_key(fname) {
+                    continue;
+                }
+                let from_object = f.joins.as_ref().is_some_and(|js| {
+                    js.iter().any(|j| j.graph.as_deref().is_some_and(|g| object_graphs.contains(g)))
+                });
+                if from_object {
+                    let mut nf = f.clone();
+                    nf.joins = Some(vec![JoinField::default()]);
+                    additions.push((tname.clone(), nf));
+                }
+            }
+        }
+    }
+    let _ = ctx;
+    for (tname, f) in additions {
+        if let Some(t) = sup.types.get_mut(&tname) {
+            t.fields.insert(f.name.clone(), f);
+        }
+    }
+}
+
+/// Graphs, roots, links and feature definitions.
+fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
+    let subgraphs = ctx.input.subgraphs;
+    let max_minor = subgraphs
+        .iter()
+        .filter(|s| !s.fed1)
+        .map(|s| s.version.minor)
+        .max()
+        .unwrap_or(0);
+    sup.join_version = specs::join_version(max_minor);
+    sup.graphs = subgraphs
+        .iter()
+        .map(|s| (s.graph.clone(), s.name.clone(), s.url.clone()))
+        .collect();
+    if let Some(q) = sup.types.get_mut("Query") {
+        let mut ordered = Vec::new();
+        for sg in subgraphs {
+            let existing: Vec<JoinType> =
+                q.join_types.iter().filter(|j| j.graph == sg.graph).cloned().collect();
+            if existing.is_empty() {
+                ordered.push(JoinType {
+                    graph: sg.graph.clone(),
+                    resolvable: true,
+                    ..JoinType::default()
+                });
+            } else {
+                ordered.extend(existing);
+            }
+        }
+        q.join_types = ordered;
+    } else {
+        ctx.sink.error_in(
+            codes::NO_QUERIES,
+            "No queries found in any subgraph: a supergraph must have a query root type.".to_owned(),
+            &[],
+        );
+    }
+    for op in ["Query", "Mutation", "Subscription"] {
+        if sup.types.contains_key(op) {
+            sup.roots.push((op, op.to_owned()));
+        }
+    }
+    for feature in specs::SUPERGRAPH_FEATURES {
+        if ctx.used_features.contains(&feature.directive) {
+            sup.links.push(Link {
+                url: feature.url.to_owned(),
+                purpose: feature.purpose,
+                import: None,
+            });
+            sup.extra_definitions
+                .extend(feature.definitions.iter().map(|d| (*d).to_owned()));
+        }
+    }
+    let cost = ctx.used_features.contains(&FedDirective::Cost);
+    let list_size = ctx.used_features.contains(&FedDirective::ListSize);
+    if cost || list_size {
+        sup.links.push(Link {
+            url: specs::COST_URL.to_owned(),
+            purpose: None,
+            import: list_size.then(|| "[\"@listSize\"]".to_owned()),
+        });
+        if cost {
+            sup.extra_definitions.push(specs::COST_DEFINITION.to_owned());
+        }
+        if list_size {
+            sup.extra_definitions.push(specs::LIST_SIZE_DEFINITION.to_owned());
+        }
+    }
+    composed_directives(ctx, sup);
+}
+
+/// `@composeDirective`: the custom spec's link and the directive definitions.
+fn composed_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
+    let mut seen_defs: HashSet<String> = HashSet::new();
+    let mut links: IndexMap<String, Vec<String>> = IndexMap::new();
+    for sg in ctx.input.subgraphs {
+        for local in &sg.composed_directives {
+            let Some(def) = sg.schema.directive_definitions.get(local.as_str()) else {
+                continue;
+            };
+            if seen_defs.insert(local.clone()) {
+                sup.extra_definitions.push(def.to_string());
+            }
+            let link = sg.custom_links.iter().find(|l| {
+                l.imports.iter().any(|(n, _)| n == local)
+                    || local.starts_with(&format!("{}__", l.namespace))
+            });
+            if let Some(link) = link {
+                let entry = links.entry(link.url.clone()).or_default();
+                for (n, raw) in &link.imports {
+                    if n == local {
+                        let text = raw.to_string();
+                        if !entry.contains(&text) {
+                            entry.push(text);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    for (url, imports) in links {
+        sup.links.push(Link {
+            url,
+            purpose: None,
+            import: (!imports.is_empty()).then(|| format!("[{}]", imports.join(", "))),
+        });
+    }
+}
