@@ -1,0 +1,380 @@
+//! Pure builders: a GraphGateway (plus its composed supergraph) → the objects the operator
+//! applies. No Kubernetes I/O here, so every object is unit-tested and snapshotted.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
+use k8s_openapi::api::autoscaling::v2::{
+    CrossVersionObjectReference, HorizontalPodAutoscaler, HorizontalPodAutoscalerSpec, MetricSpec,
+    MetricTarget, ResourceMetricSource,
+};
+use k8s_openapi::api::core::v1::{
+    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
+    EnvVar, HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec,
+    Toleration, Volume, VolumeMount,
+};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{Resource, ResourceExt};
+use sha2::{Digest, Sha256};
+
+use crate::crd::{DEFAULT_GATEWAY_IMAGE, GraphGateway, POOL_LABEL};
+
+/// Pool the gateway pods land on unless the spec says otherwise.
+pub const ROUTER_POOL: &str = "router";
+/// Pod-template annotation carrying the supergraph hash: a new hash rolls the pods.
+pub const SUPERGRAPH_HASH_ANNOTATION: &str = "graphfleet.dev/supergraph-hash";
+/// Pod-template annotation carrying the gateway-config hash.
+pub const CONFIG_HASH_ANNOTATION: &str = "graphfleet.dev/config-hash";
+/// ConfigMap keys mounted into the gateway.
+pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
+pub const CONFIG_KEY: &str = "gateway.json";
+/// Port the gateway listens on inside the pod.
+pub const GATEWAY_PORT: i32 = 4000;
+const MOUNT_DIR: &str = "/etc/graphfleet";
+const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+const NAME_LABEL: &str = "app.kubernetes.io/name";
+const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
+const GATEWAY_APP: &str = "graphfleet-gateway";
+const MANAGER: &str = "graphfleet-operator";
+
+/// Short, stable content hash (first 16 hex digits of SHA-256).
+pub fn short_hash(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Name of the ConfigMap holding the supergraph of a gateway.
+pub fn config_map_name(gateway: &str) -> String {
+    format!("{gateway}-supergraph")
+}
+
+/// Labels that select a gateway's pods.
+pub fn selector_labels(gw: &GraphGateway) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (NAME_LABEL.to_owned(), GATEWAY_APP.to_owned()),
+        (INSTANCE_LABEL.to_owned(), gw.name_any()),
+    ])
+}
+
+/// `selector_labels` as a label-selector string (for status and the scale subresource).
+pub fn selector_string(gw: &GraphGateway) -> String {
+    selector_labels(gw)
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn labels(gw: &GraphGateway) -> BTreeMap<String, String> {
+    let mut labels = selector_labels(gw);
+    labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned());
+    labels
+}
+
+fn owner(gw: &GraphGateway) -> OwnerReference {
+    gw.controller_owner_ref(&())
+        .expect("a GraphGateway read from the API server has a name and uid")
+}
+
+fn meta(gw: &GraphGateway, name: String) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: gw.namespace(),
+        labels: Some(labels(gw)),
+        owner_references: Some(vec![owner(gw)]),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The gateway config file rendered from the spec (stable key order).
+pub fn gateway_config_json(gw: &GraphGateway) -> String {
+    serde_json::to_string_pretty(&gw.spec.config).expect("GatewayConfig always serializes")
+}
+
+/// The ConfigMap holding the supergraph and the gateway config.
+pub fn config_map(gw: &GraphGateway, supergraph_sdl: &str, supergraph_hash: &str) -> ConfigMap {
+    let mut meta = meta(gw, config_map_name(&gw.name_any()));
+    meta.annotations = Some(BTreeMap::from([(
+        SUPERGRAPH_HASH_ANNOTATION.to_owned(),
+        supergraph_hash.to_owned(),
+    )]));
+    ConfigMap {
+        metadata: meta,
+        data: Some(BTreeMap::from([
+            (SUPERGRAPH_KEY.to_owned(), supergraph_sdl.to_owned()),
+            (CONFIG_KEY.to_owned(), gateway_config_json(gw)),
+        ])),
+        ..ConfigMap::default()
+    }
+}
+
+fn default_resources() -> ResourceRequirements {
+    let quantities = |cpu: &str, memory: &str| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])
+    };
+    ResourceRequirements {
+        requests: Some(quantities("1", "256Mi")),
+        limits: Some(quantities("1", "512Mi")),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn router_pool_tolerations() -> Vec<Toleration> {
+    vec![Toleration {
+        key: Some(POOL_LABEL.to_owned()),
+        operator: Some("Equal".to_owned()),
+        value: Some(ROUTER_POOL.to_owned()),
+        effect: Some("NoSchedule".to_owned()),
+        ..Toleration::default()
+    }]
+}
+
+fn probe(path: &str, period_seconds: i32, failure_threshold: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_owned()),
+            port: IntOrString::String("http".to_owned()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period_seconds),
+        failure_threshold: Some(failure_threshold),
+        timeout_seconds: Some(1),
+        ..Probe::default()
+    }
+}
+
+fn container_security_context() -> SecurityContext {
+    SecurityContext {
+        run_as_non_root: Some(true),
+        read_only_root_filesystem: Some(true),
+        allow_privilege_escalation: Some(false),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".to_owned()]),
+            ..Capabilities::default()
+        }),
+        ..SecurityContext::default()
+    }
+}
+
+fn gateway_container(gw: &GraphGateway) -> Container {
+    let supergraph_path = format!("{MOUNT_DIR}/{SUPERGRAPH_KEY}");
+    Container {
+        name: "gateway".to_owned(),
+        image: Some(
+            gw.spec
+                .image
+                .clone()
+                .unwrap_or_else(|| DEFAULT_GATEWAY_IMAGE.to_owned()),
+        ),
+        args: Some(vec![
+            "--supergraph".to_owned(),
+            supergraph_path,
+            "--listen".to_owned(),
+            format!("0.0.0.0:{GATEWAY_PORT}"),
+        ]),
+        env: Some(vec![EnvVar {
+            name: "GRAPHFLEET_CONFIG".to_owned(),
+            value: Some(format!("{MOUNT_DIR}/{CONFIG_KEY}")),
+            ..EnvVar::default()
+        }]),
+        ports: Some(vec![ContainerPort {
+            name: Some("http".to_owned()),
+            container_port: GATEWAY_PORT,
+            protocol: Some("TCP".to_owned()),
+            ..ContainerPort::default()
+        }]),
+        resources: Some(gw.spec.resources.clone().unwrap_or_else(default_resources)),
+        liveness_probe: Some(probe("/health/live", 10, 3)),
+        readiness_probe: Some(probe("/health/ready", 2, 2)),
+        security_context: Some(container_security_context()),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "supergraph".to_owned(),
+                mount_path: MOUNT_DIR.to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "tmp".to_owned(),
+                mount_path: "/tmp".to_owned(),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    }
+}
+
+fn pod_spec(gw: &GraphGateway) -> PodSpec {
+    let spec = &gw.spec;
+    PodSpec {
+        containers: vec![gateway_container(gw)],
+        node_selector: Some(
+            spec.node_selector.clone().unwrap_or_else(|| {
+                BTreeMap::from([(POOL_LABEL.to_owned(), ROUTER_POOL.to_owned())])
+            }),
+        ),
+        tolerations: Some(
+            spec.tolerations
+                .clone()
+                .unwrap_or_else(router_pool_tolerations),
+        ),
+        affinity: spec.affinity.clone(),
+        automount_service_account_token: Some(false),
+        security_context: Some(PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(65532),
+            run_as_group: Some(65532),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                ..SeccompProfile::default()
+            }),
+            ..PodSecurityContext::default()
+        }),
+        volumes: Some(vec![
+            Volume {
+                name: "supergraph".to_owned(),
+                config_map: Some(ConfigMapVolumeSource {
+                    name: config_map_name(&gw.name_any()),
+                    ..ConfigMapVolumeSource::default()
+                }),
+                ..Volume::default()
+            },
+            Volume {
+                name: "tmp".to_owned(),
+                empty_dir: Some(EmptyDirVolumeSource::default()),
+                ..Volume::default()
+            },
+        ]),
+        ..PodSpec::default()
+    }
+}
+
+fn strategy(gw: &GraphGateway) -> DeploymentStrategy {
+    let rollout = gw.spec.rollout.clone().unwrap_or_default();
+    DeploymentStrategy {
+        type_: Some("RollingUpdate".to_owned()),
+        rolling_update: Some(RollingUpdateDeployment {
+            max_surge: Some(
+                rollout
+                    .max_surge
+                    .unwrap_or_else(|| IntOrString::String("25%".to_owned())),
+            ),
+            max_unavailable: Some(rollout.max_unavailable.unwrap_or(IntOrString::Int(0))),
+        }),
+    }
+}
+
+/// The gateway Deployment. Its pod template carries the supergraph and config hashes, so a
+/// new supergraph rolls the pods. `replicas` is left to the HPA when autoscaling is on.
+pub fn deployment(gw: &GraphGateway, supergraph_hash: &str) -> Deployment {
+    let template_annotations = BTreeMap::from([
+        (
+            SUPERGRAPH_HASH_ANNOTATION.to_owned(),
+            supergraph_hash.to_owned(),
+        ),
+        (
+            CONFIG_HASH_ANNOTATION.to_owned(),
+            short_hash(gateway_config_json(gw).as_bytes()),
+        ),
+    ]);
+    Deployment {
+        metadata: meta(gw, gw.name_any()),
+        spec: Some(DeploymentSpec {
+            replicas: gw.spec.autoscaling.is_none().then_some(gw.spec.replicas),
+            selector: LabelSelector {
+                match_labels: Some(selector_labels(gw)),
+                ..LabelSelector::default()
+            },
+            strategy: Some(strategy(gw)),
+            min_ready_seconds: gw.spec.rollout.as_ref().and_then(|r| r.min_ready_seconds),
+            revision_history_limit: Some(5),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels(gw)),
+                    annotations: Some(template_annotations),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod_spec(gw)),
+            },
+            ..DeploymentSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// ClusterIP Service in front of the gateway pods (port 80 → the gateway's http port).
+pub fn service(gw: &GraphGateway) -> Service {
+    Service {
+        metadata: meta(gw, gw.name_any()),
+        spec: Some(ServiceSpec {
+            selector: Some(selector_labels(gw)),
+            ports: Some(vec![ServicePort {
+                name: Some("http".to_owned()),
+                port: 80,
+                target_port: Some(IntOrString::String("http".to_owned())),
+                protocol: Some("TCP".to_owned()),
+                ..ServicePort::default()
+            }]),
+            ..ServiceSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The PodDisruptionBudget, when the spec asks for one.
+pub fn pod_disruption_budget(gw: &GraphGateway) -> Option<PodDisruptionBudget> {
+    let pdb = gw.spec.pod_disruption_budget.as_ref()?;
+    Some(PodDisruptionBudget {
+        metadata: meta(gw, gw.name_any()),
+        spec: Some(PodDisruptionBudgetSpec {
+            selector: Some(LabelSelector {
+                match_labels: Some(selector_labels(gw)),
+                ..LabelSelector::default()
+            }),
+            min_available: pdb.min_available.clone(),
+            max_unavailable: pdb.max_unavailable.clone(),
+            ..PodDisruptionBudgetSpec::default()
+        }),
+        status: None,
+    })
+}
+
+/// The CPU HorizontalPodAutoscaler, when the spec asks for autoscaling.
+pub fn horizontal_pod_autoscaler(gw: &GraphGateway) -> Option<HorizontalPodAutoscaler> {
+    let scaling = gw.spec.autoscaling.as_ref()?;
+    Some(HorizontalPodAutoscaler {
+        metadata: meta(gw, gw.name_any()),
+        spec: Some(HorizontalPodAutoscalerSpec {
+            scale_target_ref: CrossVersionObjectReference {
+                api_version: Some("apps/v1".to_owned()),
+                kind: "Deployment".to_owned(),
+                name: gw.name_any(),
+            },
+            min_replicas: Some(scaling.min_replicas),
+            max_replicas: scaling.max_replicas,
+            metrics: Some(vec![MetricSpec {
+                type_: "Resource".to_owned(),
+                resource: Some(ResourceMetricSource {
+                    name: "cpu".to_owned(),
+                    target: MetricTarget {
+                        type_: "Utilization".to_owned(),
+                        average_utilization: Some(scaling.target_cpu_utilization_percentage),
+                        ..MetricTarget::default()
+                    },
+                }),
+                ..MetricSpec::default()
+            }]),
+            ..HorizontalPodAutoscalerSpec::default()
+        }),
+        status: None,
+    })
+}
