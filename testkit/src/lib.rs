@@ -1,1 +1,170 @@
-//! Test helpers: a real local Kubernetes control plane (etcd, kube-apiserver, kwok) per test run.
+//! Test helpers: a real local Kubernetes control plane (etcd, kube-apiserver,
+//! kube-controller-manager, kube-scheduler, kwok) for integration tests.
+//!
+//! One cluster serves a whole test run: `scripts/test.sh` starts it and exports
+//! `GRAPHFLEET_TEST_KUBECONFIG`; without that variable the first test starts one
+//! itself under `target/graphfleet-test-cluster` (reused by later runs; stop it with
+//! `scripts/cluster.sh down --state target/graphfleet-test-cluster`). Each test then
+//! isolates itself in a fresh [`TestNamespace`].
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, PostParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+/// The pools every local cluster has, one kwok node each (`<pool>-0`).
+pub const POOLS: [&str; 3] = ["router", "subgraph", "client"];
+/// Node label (and taint key) that marks a pool.
+pub const POOL_LABEL: &str = "graphfleet.dev/pool";
+
+static CLUSTER: OnceLock<Cluster> = OnceLock::new();
+
+/// A running local control plane.
+#[derive(Debug)]
+pub struct Cluster {
+    kubeconfig: PathBuf,
+}
+
+/// The cluster for this test run, started on first use (blocking; safe to call from
+/// several test binaries at once: starts are serialised by a file lock).
+pub fn cluster() -> &'static Cluster {
+    CLUSTER.get_or_init(|| {
+        let kubeconfig = match std::env::var_os("GRAPHFLEET_TEST_KUBECONFIG") {
+            Some(path) => PathBuf::from(path),
+            None => start_own_cluster(),
+        };
+        assert!(
+            kubeconfig.is_file(),
+            "kubeconfig {} does not exist",
+            kubeconfig.display()
+        );
+        Cluster { kubeconfig }
+    })
+}
+
+/// The workspace root (this crate lives one level below it).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("testkit lives inside the workspace")
+        .to_path_buf()
+}
+
+fn start_own_cluster() -> PathBuf {
+    let root = workspace_root();
+    let state = root.join("target").join("graphfleet-test-cluster");
+    std::fs::create_dir_all(root.join("target")).expect("create target/");
+    let lock = root.join("target").join("graphfleet-test-cluster.lock");
+    let script = format!(
+        "scripts/tools.sh etcd kubernetes kwok && scripts/cluster.sh up --state '{}'",
+        state.display()
+    );
+    let status = Command::new("flock")
+        .arg(&lock)
+        .args(["bash", "-c", &script])
+        .current_dir(&root)
+        .status()
+        .expect("run flock + scripts/cluster.sh (is util-linux installed?)");
+    assert!(
+        status.success(),
+        "starting the local cluster failed ({status}); see the output above"
+    );
+    state.join("kubeconfig")
+}
+
+impl Cluster {
+    /// Path of an admin kubeconfig for this cluster.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// A kube client authenticated as cluster admin.
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("read test kubeconfig");
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+            .await
+            .expect("test kubeconfig is valid");
+        kube::Client::try_from(config).expect("build kube client")
+    }
+
+    /// `kubectl` (the pinned build) preconfigured for this cluster.
+    pub fn kubectl(&self) -> Command {
+        let mut cmd = Command::new(tool_path("kubectl"));
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig);
+        cmd
+    }
+}
+
+/// Absolute path of a pinned tool binary in the tool cache (`scripts/tools.sh --path`).
+pub fn tool_path(binary: &str) -> PathBuf {
+    let output = Command::new(workspace_root().join("scripts/tools.sh"))
+        .arg("--path")
+        .output()
+        .expect("run scripts/tools.sh --path");
+    let dirs = String::from_utf8(output.stdout).expect("tool path is UTF-8");
+    dirs.trim()
+        .split(':')
+        .map(|dir| Path::new(dir).join(binary))
+        .find(|path| path.is_file())
+        .unwrap_or_else(|| panic!("{binary} is not in the tool cache; run scripts/tools.sh"))
+}
+
+/// A namespace of its own for one test, deleted (without waiting) when dropped.
+pub struct TestNamespace {
+    name: String,
+}
+
+impl TestNamespace {
+    /// Creates `<prefix>-<pid>-<n>`, unique within the run and across runs.
+    pub async fn create(client: &kube::Client, prefix: &str) -> Self {
+        static COUNTER: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock after 1970")
+            .subsec_nanos();
+        let name = format!(
+            "{prefix}-{}-{}-{:x}",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed),
+            nanos & 0xfff
+        );
+        let ns: Namespace = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": name, "labels": { "graphfleet.dev/test": "true" } }
+        }))
+        .expect("namespace object");
+        Api::<Namespace>::all(client.clone())
+            .create(&PostParams::default(), &ns)
+            .await
+            .unwrap_or_else(|e| panic!("create test namespace {name}: {e}"));
+        TestNamespace { name }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Deletes the namespace now and waits until the API server accepted it.
+    pub async fn delete(self, client: &kube::Client) {
+        let api = Api::<Namespace>::all(client.clone());
+        let _ = api.delete(&self.name, &DeleteParams::background()).await;
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for TestNamespace {
+    fn drop(&mut self) {
+        // Drop cannot await; kubectl is synchronous and already built.
+        if let Some(cluster) = CLUSTER.get() {
+            let _ = cluster
+                .kubectl()
+                .args(["delete", "namespace", &self.name, "--wait=false"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status();
+        }
+    }
+}
