@@ -5,16 +5,18 @@ use std::time::Duration;
 
 use crate::engine::{Endpoint, SchemaError, Service};
 
+pub mod big;
 pub mod fed;
 
 /// A benchmark set (a directory under `loadtest/sets/`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Set {
     Fed,
+    BigResponse,
 }
 
 /// Every set, for listing and tests.
-pub const ALL: [Set; 1] = [Set::Fed];
+pub const ALL: [Set; 2] = [Set::Fed, Set::BigResponse];
 
 #[derive(Debug, thiserror::Error)]
 #[error("unknown set {0:?} (expected one of: fed, big-response, many-plans, apollo)")]
@@ -50,6 +52,7 @@ impl Set {
     pub fn name(self) -> &'static str {
         match self {
             Set::Fed => "fed",
+            Set::BigResponse => "big-response",
         }
     }
 
@@ -63,8 +66,17 @@ impl Set {
             sub("products", include_str!("../../sets/fed/products.graphql")),
             sub("reviews", include_str!("../../sets/fed/reviews.graphql")),
         ];
+        const BIG: &[SubgraphDef] = &[
+            sub("sub0", include_str!("../../sets/big-response/sub0.graphql")),
+            sub("sub1", include_str!("../../sets/big-response/sub1.graphql")),
+            SubgraphDef {
+                intrinsic_delay: Some(Duration::from_millis(100)),
+                ..sub("sub2", include_str!("../../sets/big-response/sub2.graphql"))
+            },
+        ];
         match self {
             Set::Fed => FED,
+            Set::BigResponse => BIG,
         }
     }
 
@@ -72,6 +84,7 @@ impl Set {
     pub fn supergraph(self) -> &'static str {
         match self {
             Set::Fed => include_str!("../../sets/fed/supergraph.graphql"),
+            Set::BigResponse => include_str!("../../sets/big-response/supergraph.graphql"),
         }
     }
 
@@ -87,12 +100,25 @@ impl Set {
                     _ => return None,
                 })
             }
+            Set::BigResponse => {
+                let part = match subgraph {
+                    "sub0" => big::Part::Sub0,
+                    "sub1" => big::Part::Sub1,
+                    "sub2" => big::Part::Sub2,
+                    _ => return None,
+                };
+                Some(Box::new(big::BigService { nodes: big::nodes(), part }))
+            }
         }
     }
 
     fn monolith_service(self) -> Box<dyn Service> {
         match self {
             Set::Fed => Box::new(fed::Monolith(fed::Data::load())),
+            Set::BigResponse => Box::new(big::BigService {
+                nodes: big::nodes(),
+                part: big::Part::All,
+            }),
         }
     }
 
