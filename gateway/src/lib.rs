@@ -1,1 +1,27 @@
 //! graphfleet gateway: supergraph → API schema; parse/validate → plan → execute → respond.
+
+pub mod executor;
+pub mod gateway;
+pub mod http;
+pub mod operation;
+pub mod query_planner;
+pub mod response;
+pub mod supergraph;
+
+/// Plan `query` and render the plan as text (the `plan` CLI command).
+pub fn plan_text(
+    supergraph: &supergraph::Supergraph,
+    query: &str,
+    operation_name: Option<&str>,
+) -> anyhow::Result<String> {
+    let prepared = operation::prepare(&supergraph.api_schema, query, operation_name).map_err(
+        |e| {
+            anyhow::anyhow!(
+                "{}",
+                e.0.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("\n")
+            )
+        },
+    )?;
+    let plan = query_planner::build_plan(&supergraph.meta, &prepared.ir)?;
+    Ok(plan.to_string())
+}

@@ -1,0 +1,400 @@
+//! One fetch: build the request body (representations deduplicated), then merge the
+//! subgraph's response into the store and remap its errors to client paths.
+
+use crate::query_planner::{Fetch, PathElem, QueryPlan, RepSpec};
+use crate::response::store::{ObjId, ValueSeed};
+use crate::response::writer::{PathSeg, ResponseError, write_scalar, write_str};
+use crate::response::{KeyTable, Store, Value};
+use crate::supergraph::meta::{SelTree, SelTreeItem};
+use apollo_compiler::response::JsonMap;
+use bytes::Bytes;
+use rustc_hash::FxHashMap;
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+use std::fmt;
+
+pub(super) struct PreparedFetch {
+    pub body: Bytes,
+    /// For entity fetches: the store objects each representation extends.
+    pub targets: Vec<Vec<ObjId>>,
+}
+
+pub(super) fn prepare(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    store: &Store,
+    variables: &JsonMap,
+) -> Option<PreparedFetch> {
+    let mut body = Vec::with_capacity(256 + fetch.operation.len());
+    body.extend_from_slice(b"{\"query\":");
+    write_str(&mut body, &fetch.operation);
+    body.extend_from_slice(b",\"variables\":{");
+    let mut targets: Vec<Vec<ObjId>> = Vec::new();
+    let mut first = true;
+    if let Some(entity) = &fetch.entity {
+        let mut objects = Vec::new();
+        collect_objects(store, &plan.keys, Store::ROOT, &fetch.merge_path, &mut objects);
+        let typename = plan.keys.get("__typename");
+        let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
+        body.extend_from_slice(b"\"representations\":[");
+        let mut rep = Vec::with_capacity(64);
+        for obj in objects {
+            let Some(Value::String(tn)) = typename.and_then(|k| store.object(obj).get(k)) else {
+                continue;
+            };
+            let Some(spec) = entity.reps.iter().find(|r| r.matches.iter().any(|m| m == &**tn))
+            else {
+                continue;
+            };
+            rep.clear();
+            if !write_rep(store, &plan.keys, obj, tn, spec, &mut rep) {
+                continue; // missing key fields (e.g. an earlier fetch failed)
+            }
+            match seen.get(&rep) {
+                Some(i) => targets[*i].push(obj),
+                None => {
+                    if !targets.is_empty() {
+                        body.push(b',');
+                    }
+                    body.extend_from_slice(&rep);
+                    seen.insert(rep.clone(), targets.len());
+                    targets.push(vec![obj]);
+                }
+            }
+        }
+        if targets.is_empty() {
+            return None;
+        }
+        body.push(b']');
+        first = false;
+    }
+    for name in &fetch.variables {
+        if let Some(value) = variables.get(name.as_str()) {
+            if !first {
+                body.push(b',');
+            }
+            first = false;
+            write_str(&mut body, name);
+            body.push(b':');
+            serde_json::to_writer(&mut body, value).expect("JSON values always serialize");
+        }
+    }
+    body.extend_from_slice(b"}}");
+    Some(PreparedFetch {
+        body: Bytes::from(body),
+        targets,
+    })
+}
+
+/// Objects at `path` below `obj` (lists flattened), in response order.
+pub(super) fn collect_objects(
+    store: &Store,
+    keys: &KeyTable,
+    obj: ObjId,
+    path: &[PathElem],
+    out: &mut Vec<ObjId>,
+) {
+    match path.first() {
+        None => out.push(obj),
+        Some(PathElem::Key(k)) => {
+            if let Some(v) = keys.get(k).and_then(|k| store.object(obj).get(k)) {
+                collect_value(store, keys, v, &path[1..], out);
+            }
+        }
+        Some(PathElem::List) => {}
+    }
+}
+
+fn collect_value(store: &Store, keys: &KeyTable, v: &Value, path: &[PathElem], out: &mut Vec<ObjId>) {
+    match (v, path.first()) {
+        (Value::Object(id), _) => collect_objects(store, keys, *id, path, out),
+        (Value::List(items), Some(PathElem::List)) => {
+            for item in items {
+                collect_value(store, keys, item, &path[1..], out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The response path of every object at `path`, same order as [`collect_objects`].
+fn object_paths(store: &Store, keys: &KeyTable, path: &[PathElem]) -> Vec<(ObjId, Vec<PathSeg>)> {
+    fn walk(
+        store: &Store,
+        keys: &KeyTable,
+        v: &Value,
+        path: &[PathElem],
+        cur: &mut Vec<PathSeg>,
+        out: &mut Vec<(ObjId, Vec<PathSeg>)>,
+    ) {
+        match (v, path.first()) {
+            (Value::Object(id), None) => out.push((*id, cur.clone())),
+            (Value::Object(id), Some(PathElem::Key(k))) => {
+                if let Some(v) = keys.get(k).and_then(|kid| store.object(*id).get(kid)) {
+                    cur.push(PathSeg::Key(k.to_string()));
+                    walk(store, keys, v, &path[1..], cur, out);
+                    cur.pop();
+                }
+            }
+            (Value::List(items), Some(PathElem::List)) => {
+                for (i, item) in items.iter().enumerate() {
+                    cur.push(PathSeg::Index(i));
+                    walk(store, keys, item, &path[1..], cur, out);
+                    cur.pop();
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    walk(store, keys, &Value::Object(Store::ROOT), path, &mut Vec::new(), &mut out);
+    out
+}
+
+fn write_rep(
+    store: &Store,
+    keys: &KeyTable,
+    obj: ObjId,
+    typename: &str,
+    spec: &RepSpec,
+    out: &mut Vec<u8>,
+) -> bool {
+    out.extend_from_slice(b"{\"__typename\":");
+    write_str(out, spec.send_typename.as_deref().unwrap_or(typename));
+    if !write_fields(store, keys, obj, &spec.fields, out, true) {
+        return false;
+    }
+    out.push(b'}');
+    true
+}
+
+/// Writes `,"field":value` for each field of `tree` on `obj`.
+fn write_fields(
+    store: &Store,
+    keys: &KeyTable,
+    obj: ObjId,
+    tree: &SelTree,
+    out: &mut Vec<u8>,
+    mut after_first: bool,
+) -> bool {
+    let object = store.object(obj);
+    for item in &tree.items {
+        match item {
+            SelTreeItem::Field { name, sub } => {
+                let Some(v) = keys.get(name).and_then(|k| object.get(k)) else {
+                    return false;
+                };
+                if after_first {
+                    out.push(b',');
+                }
+                after_first = true;
+                write_str(out, name);
+                out.push(b':');
+                if !write_rep_value(store, keys, v, sub, out) {
+                    return false;
+                }
+            }
+            SelTreeItem::Fragment { sub, .. } => {
+                // Abstract key fields: include the ones this object has.
+                let _ = write_fields(store, keys, obj, sub, out, after_first);
+            }
+        }
+    }
+    true
+}
+
+fn write_rep_value(store: &Store, keys: &KeyTable, v: &Value, sub: &SelTree, out: &mut Vec<u8>) -> bool {
+    match v {
+        Value::Object(id) => {
+            out.push(b'{');
+            let tn = keys.get("__typename").and_then(|k| store.object(*id).get(k));
+            let mut first = false;
+            if let Some(Value::String(tn)) = tn {
+                out.extend_from_slice(b"\"__typename\":");
+                write_str(out, tn);
+                first = true;
+            }
+            if !write_fields(store, keys, *id, sub, out, first) {
+                return false;
+            }
+            out.push(b'}');
+            true
+        }
+        Value::List(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                if !write_rep_value(store, keys, item, sub, out) {
+                    return false;
+                }
+            }
+            out.push(b']');
+            true
+        }
+        scalar => {
+            write_scalar(out, scalar);
+            true
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct SubgraphError {
+    message: Option<String>,
+    path: Option<Vec<serde_json::Value>>,
+    extensions: Option<serde_json::Value>,
+}
+
+struct ResponseSeed<'a> {
+    store: &'a mut Store,
+    keys: &'a KeyTable,
+}
+
+struct Parsed {
+    data: Option<Value>,
+    errors: Vec<SubgraphError>,
+}
+
+impl<'de> DeserializeSeed<'de> for ResponseSeed<'_> {
+    type Value = Parsed;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ResponseSeed<'_> {
+    type Value = Parsed;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a GraphQL response object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
+        let mut parsed = Parsed {
+            data: None,
+            errors: Vec::new(),
+        };
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "data" => {
+                    parsed.data = Some(map.next_value_seed(ValueSeed {
+                        store: self.store,
+                        keys: self.keys,
+                    })?);
+                }
+                "errors" => {
+                    parsed.errors = map.next_value::<Option<Vec<SubgraphError>>>()?.unwrap_or_default();
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+pub(super) fn merge(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    prepared: &PreparedFetch,
+    bytes: &[u8],
+    store: &mut Store,
+    errors: &mut Vec<ResponseError>,
+) {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let parsed = match (ResponseSeed {
+        store,
+        keys: &plan.keys,
+    })
+    .deserialize(&mut de)
+    {
+        Ok(p) => p,
+        Err(e) => {
+            errors.push(ResponseError {
+                extensions: Some(serde_json::json!({
+                    "code": "SUBREQUEST_MALFORMED_RESPONSE",
+                    "service": fetch.subgraph_name,
+                })),
+                ..ResponseError::new(format!(
+                    "subgraph '{}' returned an invalid GraphQL response: {e}",
+                    fetch.subgraph_name
+                ))
+            });
+            return;
+        }
+    };
+    match (&fetch.entity, parsed.data) {
+        (None, Some(Value::Object(data))) => store.merge_object(Store::ROOT, data),
+        (Some(_), Some(Value::Object(data))) => {
+            let entities = plan
+                .keys
+                .get("_entities")
+                .and_then(|k| store.object(data).get(k))
+                .cloned();
+            if let Some(Value::List(items)) = entities {
+                for (item, targets) in items.iter().zip(&prepared.targets) {
+                    if let Value::Object(src) = item {
+                        for target in targets {
+                            store.merge_object(*target, *src);
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    if !parsed.errors.is_empty() {
+        remap_errors(fetch, plan, prepared, parsed.errors, store, errors);
+    }
+}
+
+fn remap_errors(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    prepared: &PreparedFetch,
+    subgraph_errors: Vec<SubgraphError>,
+    store: &Store,
+    errors: &mut Vec<ResponseError>,
+) {
+    let paths = if fetch.entity.is_some() {
+        object_paths(store, &plan.keys, &fetch.merge_path)
+    } else {
+        Vec::new()
+    };
+    for e in subgraph_errors {
+        let raw: Vec<PathSeg> = e
+            .path
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|p| match p {
+                serde_json::Value::String(s) => Some(PathSeg::Key(s)),
+                serde_json::Value::Number(n) => n.as_u64().map(|n| PathSeg::Index(n as usize)),
+                _ => None,
+            })
+            .collect();
+        let path = match (&fetch.entity, raw.as_slice()) {
+            (Some(_), [PathSeg::Key(k), PathSeg::Index(i), rest @ ..]) if k == "_entities" => {
+                let target = prepared.targets.get(*i).and_then(|t| t.first());
+                let base = target.and_then(|t| paths.iter().find(|(o, _)| o == t));
+                base.map(|(_, p)| {
+                    let mut p = p.clone();
+                    p.extend_from_slice(rest);
+                    p
+                })
+            }
+            (Some(_), _) => None,
+            (None, []) => None,
+            (None, p) => Some(p.to_vec()),
+        };
+        let mut extensions = e.extensions.unwrap_or_else(|| serde_json::json!({}));
+        if let Some(map) = extensions.as_object_mut() {
+            map.entry("service")
+                .or_insert_with(|| serde_json::Value::String(fetch.subgraph_name.clone()));
+        }
+        errors.push(ResponseError {
+            path,
+            extensions: Some(extensions),
+            ..ResponseError::new(e.message.unwrap_or_else(|| "subgraph error".to_string()))
+        });
+    }
+}

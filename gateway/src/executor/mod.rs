@@ -1,0 +1,167 @@
+//! Plan execution: independent fetches run concurrently, each `_entities` step sends
+//! one request with deduplicated representations, and responses are deserialized
+//! straight into the response store.
+
+mod fetch;
+pub mod transport;
+
+use crate::operation::PreparedOperation;
+use crate::query_planner::{PlanNode, QueryPlan};
+use crate::response::store::ObjId;
+use crate::response::writer::{ResponseError, Writer};
+use crate::response::{Store, Value};
+use crate::supergraph::Supergraph;
+use apollo_compiler::response::JsonMap;
+use fetch::PreparedFetch;
+use transport::Transport;
+
+/// Everything one request needs besides the store.
+pub struct ExecutionContext<'a, T: Transport> {
+    pub supergraph: &'a Supergraph,
+    pub prepared: &'a PreparedOperation,
+    pub plan: &'a QueryPlan,
+    pub variables: &'a JsonMap,
+    pub transport: &'a T,
+}
+
+/// Execute the plan and write the final response body.
+pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Vec<u8> {
+    let mut store = Store::with_root();
+    let mut errors = Vec::new();
+    if let Some(root) = &ctx.plan.root {
+        run_node(ctx, root, &mut store, &mut errors).await;
+    }
+    introspection(ctx, &mut store, &mut errors);
+    Writer::new(
+        &store,
+        &ctx.plan.keys,
+        &ctx.prepared.shapes,
+        ctx.variables,
+        &mut errors,
+    )
+    .write_response(Some(Store::ROOT))
+}
+
+fn run_node<'c, T: Transport>(
+    ctx: &'c ExecutionContext<'c, T>,
+    node: &'c PlanNode,
+    store: &'c mut Store,
+    errors: &'c mut Vec<ResponseError>,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'c>> {
+    Box::pin(async move {
+        match node {
+            PlanNode::Sequence(nodes) => {
+                for n in nodes {
+                    run_node(ctx, n, store, errors).await;
+                }
+            }
+            PlanNode::Fetch(i) | PlanNode::Flatten { fetch: i, .. } => {
+                run_fetches(ctx, &[*i], store, errors).await;
+            }
+            PlanNode::Parallel(nodes) => {
+                let leaves: Option<Vec<usize>> = nodes
+                    .iter()
+                    .map(|n| match n {
+                        PlanNode::Fetch(i) | PlanNode::Flatten { fetch: i, .. } => Some(*i),
+                        _ => None,
+                    })
+                    .collect();
+                match leaves {
+                    Some(fetches) => run_fetches(ctx, &fetches, store, errors).await,
+                    // Nested structure: still correct when run one after another.
+                    None => {
+                        for n in nodes {
+                            run_node(ctx, n, store, errors).await;
+                        }
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// Send a set of independent fetches concurrently, then merge each result.
+async fn run_fetches<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    fetches: &[usize],
+    store: &mut Store,
+    errors: &mut Vec<ResponseError>,
+) {
+    let prepared: Vec<Option<PreparedFetch>> = fetches
+        .iter()
+        .map(|i| fetch::prepare(&ctx.plan.fetches[*i], ctx.plan, store, ctx.variables))
+        .collect();
+    let sends = prepared.iter().zip(fetches).map(|(p, i)| async move {
+        let p = p.as_ref()?;
+        let fetch = &ctx.plan.fetches[*i];
+        let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
+        Some(ctx.transport.fetch(fetch.subgraph, url, p.body.clone()).await)
+    });
+    let responses = futures::future::join_all(sends).await;
+    for ((p, i), response) in prepared.iter().zip(fetches).zip(responses) {
+        let (Some(p), Some(response)) = (p, response) else {
+            continue;
+        };
+        let fetch = &ctx.plan.fetches[*i];
+        match response {
+            Ok(bytes) => fetch::merge(fetch, ctx.plan, p, &bytes, store, errors),
+            Err(e) => errors.push(ResponseError {
+                extensions: Some(serde_json::json!({
+                    "code": "SUBREQUEST_HTTP_ERROR",
+                    "service": fetch.subgraph_name,
+                })),
+                ..ResponseError::new(format!(
+                    "HTTP fetch failed from '{}': {e}",
+                    fetch.subgraph_name
+                ))
+            }),
+        }
+    }
+}
+
+/// `__schema` / `__type` root fields are answered from the API schema.
+fn introspection<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    store: &mut Store,
+    errors: &mut Vec<ResponseError>,
+) {
+    let prepared = ctx.prepared;
+    let wants = prepared
+        .operation
+        .root_fields(&prepared.document)
+        .any(|f| f.name == "__schema" || f.name == "__type");
+    if !wants || !prepared.operation.operation_type.is_query() {
+        return;
+    }
+    let schema = &ctx.supergraph.api_schema;
+    let variables = apollo_compiler::validation::Valid::assume_valid(ctx.variables.clone());
+    let response = apollo_compiler::introspection::partial_execute(
+        schema,
+        &ctx.supergraph.implementers,
+        &prepared.document,
+        &prepared.operation,
+        &variables,
+    );
+    match response {
+        Ok(response) => {
+            for e in response.errors {
+                errors.push(ResponseError::new(e.message));
+            }
+            let Some(data) = response.data else { return };
+            let bytes = serde_json::to_vec(&data).expect("JSON maps always serialize");
+            let mut de = serde_json::Deserializer::from_slice(&bytes);
+            let seed = crate::response::store::ValueSeed {
+                store,
+                keys: &ctx.plan.keys,
+            };
+            if let Ok(Value::Object(id)) = serde::de::DeserializeSeed::deserialize(seed, &mut de) {
+                store.merge_object(Store::ROOT, id);
+            }
+        }
+        Err(e) => errors.push(ResponseError::new(e.message().to_string())),
+    }
+}
+
+pub(crate) fn _root() -> ObjId {
+    Store::ROOT
+}

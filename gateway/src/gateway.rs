@@ -1,0 +1,150 @@
+//! The request pipeline: cached parse + validate + plan, then execute.
+
+use crate::executor::transport::{HttpTransport, Transport};
+use crate::executor::{ExecutionContext, execute};
+use crate::operation::{self, PreparedOperation, RequestErrors};
+use crate::query_planner::{PlanError, QueryPlan, build_plan};
+use crate::supergraph::Supergraph;
+use apollo_compiler::response::{GraphQLError, JsonMap};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// Bound on cached operations; the cache is cleared when full (benchmarks use few).
+const CACHE_CAPACITY: usize = 4096;
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphQLRequest {
+    pub query: Option<String>,
+    pub operation_name: Option<String>,
+    #[serde(default)]
+    pub variables: Option<JsonMap>,
+}
+
+/// What the HTTP layer needs to pick a status code.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Execution happened; the body may still carry field errors.
+    Executed(Vec<u8>),
+    /// A request error (parse, validation, variables): no `data` in the body.
+    RequestError(Vec<u8>),
+    /// A mutation sent with GET.
+    MutationNotAllowed(Vec<u8>),
+}
+
+impl Outcome {
+    pub fn body(&self) -> &[u8] {
+        match self {
+            Outcome::Executed(b) | Outcome::RequestError(b) | Outcome::MutationNotAllowed(b) => b,
+        }
+    }
+}
+
+pub struct CachedOperation {
+    pub prepared: PreparedOperation,
+    pub plan: Result<QueryPlan, PlanError>,
+}
+
+pub struct Gateway<T: Transport = HttpTransport> {
+    pub supergraph: Arc<Supergraph>,
+    cache: Mutex<FxHashMap<[u8; 32], Arc<CachedOperation>>>,
+    transport: T,
+}
+
+impl Gateway<HttpTransport> {
+    pub fn new(supergraph: Supergraph) -> Self {
+        Self::with_transport(supergraph, HttpTransport::default())
+    }
+}
+
+impl<T: Transport> Gateway<T> {
+    pub fn with_transport(supergraph: Supergraph, transport: T) -> Self {
+        Self {
+            supergraph: Arc::new(supergraph),
+            cache: Mutex::new(FxHashMap::default()),
+            transport,
+        }
+    }
+
+    /// Parse, validate and plan `query` once per (text, operation name, supergraph).
+    pub fn prepare(
+        &self,
+        query: &str,
+        operation_name: Option<&str>,
+    ) -> Result<Arc<CachedOperation>, RequestErrors> {
+        let mut hasher = Sha256::new();
+        hasher.update(self.supergraph.hash);
+        hasher.update(operation_name.unwrap_or("").as_bytes());
+        hasher.update([0]);
+        hasher.update(query.as_bytes());
+        let key: [u8; 32] = hasher.finalize().into();
+        if let Some(hit) = self.cache.lock().get(&key) {
+            return Ok(hit.clone());
+        }
+        let prepared = operation::prepare(&self.supergraph.api_schema, query, operation_name)?;
+        let plan = build_plan(&self.supergraph.meta, &prepared.ir);
+        let cached = Arc::new(CachedOperation { prepared, plan });
+        let mut cache = self.cache.lock();
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(key, cached.clone());
+        Ok(cached)
+    }
+
+    /// Run one request; `allow_mutation` is false for GET requests.
+    pub async fn execute(&self, request: &GraphQLRequest, allow_mutation: bool) -> Outcome {
+        let Some(query) = request.query.as_deref() else {
+            return request_error(RequestErrors::message("request has no query"));
+        };
+        let cached = match self.prepare(query, request.operation_name.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return request_error(e),
+        };
+        if !allow_mutation && !cached.prepared.operation.operation_type.is_query() {
+            let Outcome::RequestError(body) =
+                request_error(RequestErrors::message("mutations must be sent with POST"))
+            else {
+                unreachable!("request_error always builds a RequestError")
+            };
+            return Outcome::MutationNotAllowed(body);
+        }
+        let empty = JsonMap::new();
+        let variables = request.variables.as_ref().unwrap_or(&empty);
+        let variables = match operation::coerce_variables(
+            &self.supergraph.api_schema,
+            &cached.prepared,
+            variables,
+        ) {
+            Ok(v) => v,
+            Err(e) => return request_error(e),
+        };
+        let plan = match &cached.plan {
+            Ok(plan) => plan,
+            Err(e) => {
+                return request_error(RequestErrors::message(format!(
+                    "cannot plan this operation: {e}"
+                )));
+            }
+        };
+        let ctx = ExecutionContext {
+            supergraph: &self.supergraph,
+            prepared: &cached.prepared,
+            plan,
+            variables: &variables,
+            transport: &self.transport,
+        };
+        Outcome::Executed(execute(&ctx).await)
+    }
+}
+
+fn request_error(errors: RequestErrors) -> Outcome {
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        errors: &'a [GraphQLError],
+    }
+    let body = serde_json::to_vec(&Body { errors: &errors.0 }).expect("errors serialize");
+    Outcome::RequestError(body)
+}

@@ -1,0 +1,199 @@
+//! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
+//! `application/graphql-response+json` / `application/json` negotiation, and health.
+
+use crate::gateway::{Gateway, GraphQLRequest, Outcome};
+use crate::supergraph::Supergraph;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use std::sync::Arc;
+use tokio::net::TcpListener;
+
+const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
+const JSON: &str = "application/json";
+const MAX_BODY: usize = 16 * 1024 * 1024;
+
+/// Start a tokio runtime sized to the CPU quota and serve until the process ends.
+pub fn serve_blocking(supergraph: Supergraph, listen: &str) -> anyhow::Result<()> {
+    // available_parallelism honours cgroup CPU quotas, so the runtime fits the container.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let listener = TcpListener::bind(listen).await?;
+        tracing::info!(address = %listener.local_addr()?, "graphfleet-gateway listening");
+        eprintln!("graphfleet-gateway listening on {}", listener.local_addr()?);
+        serve(listener, Arc::new(Gateway::new(supergraph))).await;
+        Ok(())
+    })
+}
+
+/// Accept connections forever (tests run this in a task and drop the runtime).
+pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let gateway = gateway.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let gateway = gateway.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(&gateway, req).await) }
+            });
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut r = Response::new(Full::new(body.into()));
+    *r.status_mut() = status;
+    r.headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_str(content_type).expect("static content type"));
+    r
+}
+
+fn error_body(message: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({ "errors": [{ "message": message }] }))
+        .expect("static JSON serializes")
+}
+
+/// Which media type to answer with, per the Accept header (None: 406).
+fn negotiate(accept: Option<&HeaderValue>) -> Option<&'static str> {
+    let Some(accept) = accept.and_then(|a| a.to_str().ok()) else {
+        return Some(JSON);
+    };
+    let mut best = None;
+    for part in accept.split(',') {
+        let media = part.split(';').next().unwrap_or("").trim();
+        match media {
+            GRAPHQL_RESPONSE => return Some(GRAPHQL_RESPONSE),
+            JSON | "application/*" | "*/*" => best = best.or(Some(JSON)),
+            _ => {}
+        }
+    }
+    best
+}
+
+pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    match req.uri().path() {
+        "/health" | "/health/live" | "/health/ready" => {
+            return response(StatusCode::OK, JSON, &b"{\"status\":\"UP\"}"[..]);
+        }
+        "/graphql" => {}
+        _ => return response(StatusCode::NOT_FOUND, JSON, error_body("not found")),
+    }
+    let Some(media) = negotiate(req.headers().get(ACCEPT)) else {
+        return response(
+            StatusCode::NOT_ACCEPTABLE,
+            JSON,
+            error_body("Accept must allow application/graphql-response+json or application/json"),
+        );
+    };
+    let is_post = req.method() == Method::POST;
+    let request = match *req.method() {
+        Method::POST => {
+            let content_type = req
+                .headers()
+                .get(CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            if content_type.split(';').next().map(str::trim) != Some(JSON) {
+                return response(
+                    StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                    media,
+                    error_body("Content-Type must be application/json"),
+                );
+            }
+            let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => {
+                    return response(StatusCode::BAD_REQUEST, media, error_body(&format!("cannot read body: {e}")));
+                }
+            };
+            match serde_json::from_slice::<GraphQLRequest>(&body) {
+                Ok(r) => r,
+                Err(e) => {
+                    return response(
+                        StatusCode::BAD_REQUEST,
+                        media,
+                        error_body(&format!("request body is not a GraphQL request: {e}")),
+                    );
+                }
+            }
+        }
+        Method::GET => match parse_get(req.uri().query().unwrap_or("")) {
+            Ok(r) => r,
+            Err(message) => return response(StatusCode::BAD_REQUEST, media, error_body(&message)),
+        },
+        _ => {
+            let mut r = response(
+                StatusCode::METHOD_NOT_ALLOWED,
+                media,
+                error_body("use GET or POST"),
+            );
+            r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, POST"));
+            return r;
+        }
+    };
+    let outcome = gateway.execute(&request, is_post).await;
+    if let Outcome::MutationNotAllowed(body) = outcome {
+        let mut r = response(StatusCode::METHOD_NOT_ALLOWED, media, body);
+        r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+        return r;
+    }
+    let status = match (&outcome, media) {
+        (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    };
+    let body = match outcome {
+        Outcome::Executed(b) | Outcome::RequestError(b) | Outcome::MutationNotAllowed(b) => b,
+    };
+    response(status, media, body)
+}
+
+fn parse_get(query: &str) -> Result<GraphQLRequest, String> {
+    let mut request = GraphQLRequest::default();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        let v = percent_decode(v)?;
+        match k {
+            "query" => request.query = Some(v),
+            "operationName" => request.operation_name = Some(v).filter(|v| !v.is_empty()),
+            "variables" if !v.is_empty() => {
+                request.variables = Some(
+                    serde_json::from_str(&v).map_err(|e| format!("variables is not a JSON object: {e}"))?,
+                );
+            }
+            _ => {}
+        }
+    }
+    Ok(request)
+}
+
+fn percent_decode(s: &str) -> Result<String, String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' => {
+                let hex = s.get(i + 1..i + 3).ok_or("truncated percent escape")?;
+                out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad percent escape %{hex}"))?);
+                i += 2;
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8(out).map_err(|_| "query string is not UTF-8".to_string())
+}

@@ -1,0 +1,68 @@
+//! Operations: parse + validate against the API schema (apollo-compiler), pick the
+//! operation, and lower it into a flat IR (fields and selection sets in `Vec`s).
+
+mod ir;
+pub mod shape;
+
+pub use ir::{Condition, Conditions, OpField, OpFieldId, OpIr, OpSel, SelSetId};
+
+use apollo_compiler::executable::ExecutableDocument;
+use apollo_compiler::response::{GraphQLError, JsonMap};
+use apollo_compiler::validation::Valid;
+use apollo_compiler::{Node, Schema};
+
+/// A validated operation, lowered to IR; shared by every request with the same text.
+#[derive(Debug)]
+pub struct PreparedOperation {
+    pub document: Valid<ExecutableDocument>,
+    pub operation: Node<apollo_compiler::executable::Operation>,
+    pub ir: OpIr,
+    pub shapes: shape::Shapes,
+}
+
+/// Request errors, already in GraphQL error form.
+#[derive(Debug)]
+pub struct RequestErrors(pub Vec<GraphQLError>);
+
+impl RequestErrors {
+    pub fn message(message: impl Into<String>) -> Self {
+        Self(vec![GraphQLError::new(message, None, &Default::default())])
+    }
+}
+
+/// Parse, validate and lower `query`; `operation_name` selects among several operations.
+pub fn prepare(
+    schema: &Valid<Schema>,
+    query: &str,
+    operation_name: Option<&str>,
+) -> Result<PreparedOperation, RequestErrors> {
+    let document = ExecutableDocument::parse_and_validate(schema, query, "query.graphql")
+        .map_err(|e| RequestErrors(e.errors.iter().map(|d| d.to_json()).collect()))?;
+    let operation = document
+        .operations
+        .get(operation_name)
+        .map_err(|e| RequestErrors::message(e.message().to_string()))?
+        .clone();
+    let ir = ir::lower(schema, &document, &operation);
+    let shapes = shape::Shapes::build(schema, &ir);
+    Ok(PreparedOperation {
+        document,
+        operation,
+        ir,
+        shapes,
+    })
+}
+
+/// Coerce request variables against the operation's definitions (defaults, types).
+pub fn coerce_variables(
+    schema: &Valid<Schema>,
+    prepared: &PreparedOperation,
+    variables: &JsonMap,
+) -> Result<Valid<JsonMap>, RequestErrors> {
+    apollo_compiler::request::coerce_variable_values(schema, &prepared.operation, variables)
+        .map_err(|e| {
+            RequestErrors(vec![
+                e.to_graphql_error(&prepared.document.sources),
+            ])
+        })
+}

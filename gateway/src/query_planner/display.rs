@@ -1,0 +1,95 @@
+//! Human-readable plans (CLI `plan` command and insta snapshots).
+
+use super::plan::{PathElem, PlanNode, QueryPlan};
+use std::fmt::{self, Display, Write};
+
+impl Display for QueryPlan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("QueryPlan {\n")?;
+        if let Some(root) = &self.root {
+            self.node(f, root, 1)?;
+        }
+        f.write_str("}\n")
+    }
+}
+
+pub fn path_string(path: &[PathElem]) -> String {
+    let mut s = String::new();
+    for (i, p) in path.iter().enumerate() {
+        if i > 0 {
+            s.push('.');
+        }
+        match p {
+            PathElem::Key(k) => s.push_str(k),
+            PathElem::List => s.push('@'),
+        }
+    }
+    s
+}
+
+impl QueryPlan {
+    fn node(&self, f: &mut fmt::Formatter<'_>, node: &PlanNode, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        match node {
+            PlanNode::Sequence(nodes) | PlanNode::Parallel(nodes) => {
+                let kind = if matches!(node, PlanNode::Sequence(_)) {
+                    "Sequence"
+                } else {
+                    "Parallel"
+                };
+                writeln!(f, "{pad}{kind} {{")?;
+                for n in nodes {
+                    self.node(f, n, depth + 1)?;
+                }
+                writeln!(f, "{pad}}}")
+            }
+            PlanNode::Fetch(i) => self.fetch(f, *i, depth),
+            PlanNode::Flatten { path, fetch } => {
+                writeln!(f, "{pad}Flatten(path: \"{}\") {{", path_string(path))?;
+                self.fetch(f, *fetch, depth + 1)?;
+                writeln!(f, "{pad}}}")
+            }
+        }
+    }
+
+    fn fetch(&self, f: &mut fmt::Formatter<'_>, i: usize, depth: usize) -> fmt::Result {
+        let pad = "  ".repeat(depth);
+        let fetch = &self.fetches[i];
+        writeln!(f, "{pad}Fetch(service: \"{}\") {{", fetch.subgraph_name)?;
+        if let Some(entity) = &fetch.entity {
+            let mut reps = String::new();
+            for rep in &entity.reps {
+                let _ = write!(reps, " ... on {} {{ __typename", rep.type_condition);
+                write_tree(&mut reps, &rep.fields);
+                reps.push_str(" }");
+            }
+            writeln!(f, "{pad}  representations: {{{reps} }}")?;
+        }
+        writeln!(f, "{pad}  {}", fetch.operation)?;
+        writeln!(f, "{pad}}}")
+    }
+}
+
+fn write_tree(out: &mut String, tree: &crate::supergraph::meta::SelTree) {
+    use crate::supergraph::meta::SelTreeItem;
+    for item in &tree.items {
+        match item {
+            SelTreeItem::Field { name, sub } => {
+                let _ = write!(out, " {name}");
+                if !sub.items.is_empty() {
+                    out.push_str(" {");
+                    write_tree(out, sub);
+                    out.push_str(" }");
+                }
+            }
+            SelTreeItem::Fragment {
+                type_condition,
+                sub,
+            } => {
+                let _ = write!(out, " ... on {type_condition} {{");
+                write_tree(out, sub);
+                out.push_str(" }");
+            }
+        }
+    }
+}

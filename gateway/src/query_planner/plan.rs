@@ -1,0 +1,56 @@
+//! The query plan, as executed and as printed.
+
+use crate::response::KeyTable;
+use crate::supergraph::meta::{SelTree, SubgraphId};
+use apollo_compiler::Name;
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum PathElem {
+    Key(Name),
+    /// Every element of a list.
+    List,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PlanNode {
+    Sequence(Vec<PlanNode>),
+    Parallel(Vec<PlanNode>),
+    Fetch(usize),
+    Flatten { path: Vec<PathElem>, fetch: usize },
+}
+
+/// How to build one representation: for objects whose `__typename` is in `matches`,
+/// send `fields` (key ∪ requires), with `__typename` replaced by `send_typename`
+/// when the target subgraph sees the type as an `@interfaceObject`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RepSpec {
+    pub type_condition: Name,
+    pub matches: Vec<Name>,
+    pub send_typename: Option<Name>,
+    pub fields: SelTree,
+}
+
+#[derive(Debug, Clone)]
+pub struct EntityFetch {
+    pub reps: Vec<RepSpec>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Fetch {
+    pub subgraph: SubgraphId,
+    pub subgraph_name: String,
+    /// The GraphQL document sent to the subgraph.
+    pub operation: String,
+    /// Client variables forwarded to the subgraph.
+    pub variables: Vec<Name>,
+    pub merge_path: Vec<PathElem>,
+    pub entity: Option<EntityFetch>,
+}
+
+#[derive(Debug)]
+pub struct QueryPlan {
+    pub fetches: Vec<Fetch>,
+    pub root: Option<PlanNode>,
+    /// All response keys the plan's fetches can return (the store's key table).
+    pub keys: KeyTable,
+}

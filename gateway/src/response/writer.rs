@@ -1,0 +1,269 @@
+//! Writes the final response in one pass: field order and aliases from the operation's
+//! shapes, null propagation to the nearest nullable parent, errors with paths.
+
+use super::keys::KeyTable;
+use super::store::{ObjId, Store, Value};
+use crate::operation::shape::{ShapeObjectId, ShapeSetId, Shapes};
+use apollo_compiler::ast::Type;
+use apollo_compiler::response::JsonMap;
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum PathSeg {
+    Key(String),
+    Index(usize),
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Location {
+    pub line: usize,
+    pub column: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ResponseError {
+    pub message: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub locations: Vec<Location>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<Vec<PathSeg>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<serde_json::Value>,
+}
+
+impl ResponseError {
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            locations: Vec::new(),
+            path: None,
+            extensions: None,
+        }
+    }
+}
+
+/// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
+struct NullBubble;
+
+pub struct Writer<'a> {
+    pub store: &'a Store,
+    pub keys: &'a KeyTable,
+    pub shapes: &'a Shapes,
+    pub variables: &'a JsonMap,
+    pub errors: &'a mut Vec<ResponseError>,
+    out: Vec<u8>,
+    path: Vec<PathSeg>,
+    typename_key: Option<super::KeyId>,
+}
+
+impl<'a> Writer<'a> {
+    pub fn new(
+        store: &'a Store,
+        keys: &'a KeyTable,
+        shapes: &'a Shapes,
+        variables: &'a JsonMap,
+        errors: &'a mut Vec<ResponseError>,
+    ) -> Self {
+        Self {
+            store,
+            keys,
+            shapes,
+            variables,
+            errors,
+            out: Vec::with_capacity(16 * 1024),
+            path: Vec::new(),
+            typename_key: keys.get("__typename"),
+        }
+    }
+
+    /// The complete response body: `{"data":…,"errors":[…]}`.
+    pub fn write_response(mut self, root: Option<ObjId>) -> Vec<u8> {
+        self.out.extend_from_slice(b"{\"data\":");
+        match (root, self.shapes.root) {
+            (Some(root), Some(shape)) => {
+                let start = self.out.len();
+                if self.write_object(root, shape).is_err() {
+                    self.out.truncate(start);
+                    self.out.extend_from_slice(b"null");
+                }
+            }
+            _ => self.out.extend_from_slice(b"null"),
+        }
+        if !self.errors.is_empty() {
+            self.out.extend_from_slice(b",\"errors\":");
+            serde_json::to_writer(&mut self.out, &*self.errors)
+                .expect("serializing errors into a Vec cannot fail");
+        }
+        self.out.push(b'}');
+        self.out
+    }
+
+    fn write_object(&mut self, obj: ObjId, shape: ShapeObjectId) -> Result<(), NullBubble> {
+        let shapes = self.shapes;
+        let shape = shapes.object(shape);
+        let object = self.store.object(obj);
+        self.out.push(b'{');
+        let mut first = true;
+        for field in &shape.fields {
+            if !field.included(self.variables) {
+                continue;
+            }
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            write_str(&mut self.out, &field.key);
+            self.out.push(b':');
+            if field.name == "__typename" {
+                write_str(&mut self.out, &shape.typename);
+                continue;
+            }
+            let value = self
+                .keys
+                .get(&field.key)
+                .and_then(|k| object.get(k))
+                .unwrap_or(&Value::Null);
+            self.path.push(PathSeg::Key(field.key.to_string()));
+            let start = self.out.len();
+            let result = self.write_value(value, &field.ty, field.child, &shape.typename, &field.name);
+            self.path.pop();
+            if result.is_err() {
+                if field.ty.is_non_null() {
+                    return Err(NullBubble);
+                }
+                self.out.truncate(start);
+                self.out.extend_from_slice(b"null");
+            }
+        }
+        self.out.push(b'}');
+        Ok(())
+    }
+
+    fn write_value(
+        &mut self,
+        value: &Value,
+        ty: &Type,
+        child: Option<ShapeSetId>,
+        parent: &str,
+        field: &str,
+    ) -> Result<(), NullBubble> {
+        if matches!(value, Value::Null) {
+            if ty.is_non_null() {
+                self.non_null_error(parent, field);
+                return Err(NullBubble);
+            }
+            self.out.extend_from_slice(b"null");
+            return Ok(());
+        }
+        match ty {
+            Type::List(inner) | Type::NonNullList(inner) => {
+                let Value::List(items) = value else {
+                    return self.invalid(parent, field, ty);
+                };
+                self.out.push(b'[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.path.push(PathSeg::Index(i));
+                    let start = self.out.len();
+                    let r = self.write_value(item, inner, child, parent, field);
+                    self.path.pop();
+                    if r.is_err() {
+                        if inner.is_non_null() {
+                            return Err(NullBubble);
+                        }
+                        self.out.truncate(start);
+                        self.out.extend_from_slice(b"null");
+                    }
+                }
+                self.out.push(b']');
+                Ok(())
+            }
+            Type::Named(_) | Type::NonNullNamed(_) => match (child, value) {
+                (Some(set), Value::Object(id)) => {
+                    let typename = self.typename_of(*id);
+                    match typename.and_then(|t| self.shapes.for_type(set, t)) {
+                        Some(shape) => self.write_object(*id, shape),
+                        None => self.invalid(parent, field, ty),
+                    }
+                }
+                (None, v) => {
+                    write_scalar(&mut self.out, v);
+                    Ok(())
+                }
+                _ => self.invalid(parent, field, ty),
+            },
+        }
+    }
+
+    fn typename_of(&self, id: ObjId) -> Option<&'a str> {
+        let store: &'a Store = self.store;
+        match self.typename_key.and_then(|k| store.object(id).get(k)) {
+            Some(Value::String(s)) => Some(s),
+            // Objects of a statically known type need no __typename.
+            _ => Some(""),
+        }
+    }
+
+    fn invalid(&mut self, parent: &str, field: &str, ty: &Type) -> Result<(), NullBubble> {
+        self.push_error(format!(
+            "subgraph returned a value of the wrong shape for {parent}.{field} (expected {ty})"
+        ));
+        if ty.is_non_null() {
+            Err(NullBubble)
+        } else {
+            self.out.extend_from_slice(b"null");
+            Ok(())
+        }
+    }
+
+    fn non_null_error(&mut self, parent: &str, field: &str) {
+        // A subgraph error at or above this path already explains the null.
+        let explained = self.errors.iter().any(|e| match &e.path {
+            None => true,
+            Some(p) => self.path.starts_with(p),
+        });
+        if !explained {
+            self.push_error(format!(
+                "Cannot return null for non-nullable field {parent}.{field}"
+            ));
+        }
+    }
+
+    fn push_error(&mut self, message: String) {
+        self.errors.push(ResponseError {
+            path: Some(self.path.clone()),
+            ..ResponseError::new(message)
+        });
+    }
+}
+
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    serde_json::to_writer(out, s).expect("writing a string into a Vec cannot fail");
+}
+
+pub fn write_scalar(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Int(i) => serde_json::to_writer(out, i).expect("writing into a Vec cannot fail"),
+        Value::UInt(u) => serde_json::to_writer(out, u).expect("writing into a Vec cannot fail"),
+        Value::Float(f) => serde_json::to_writer(out, f).expect("writing into a Vec cannot fail"),
+        Value::String(s) => write_str(out, s),
+        // Custom scalars may be lists; objects are written without a shape.
+        Value::List(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_scalar(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(_) => out.extend_from_slice(b"{}"),
+    }
+}

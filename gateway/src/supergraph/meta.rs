@@ -1,0 +1,297 @@
+//! Flat federation metadata: every type, field and subgraph lives in a `Vec` and is
+//! referred to by a typed index, so planning walks plain slices instead of ASTs.
+
+use apollo_compiler::Name;
+use rustc_hash::FxHashMap;
+
+macro_rules! id_type {
+    ($name:ident) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(pub u32);
+        impl $name {
+            pub fn index(self) -> usize {
+                self.0 as usize
+            }
+        }
+    };
+}
+id_type!(SubgraphId);
+id_type!(TypeId);
+id_type!(FieldId);
+
+/// A parsed field set (`@key`, `@requires`, `@provides` argument).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct SelTree {
+    pub items: Vec<SelTreeItem>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum SelTreeItem {
+    Field { name: Name, sub: SelTree },
+    Fragment { type_condition: Name, sub: SelTree },
+}
+
+impl SelTree {
+    /// The sub-tree selected under field `name`, if this tree selects it.
+    pub fn field(&self, name: &str) -> Option<&SelTree> {
+        self.items.iter().find_map(|item| match item {
+            SelTreeItem::Field { name: n, sub } if n == name => Some(sub),
+            _ => None,
+        })
+    }
+
+    /// Union of two trees (used to build representation selections: key ∪ requires).
+    pub fn merge(&mut self, other: &SelTree) {
+        for item in &other.items {
+            match item {
+                SelTreeItem::Field { name, sub } => {
+                    let existing = self.items.iter_mut().find_map(|i| match i {
+                        SelTreeItem::Field { name: n, sub: s } if n == name => Some(s),
+                        _ => None,
+                    });
+                    match existing {
+                        Some(s) => s.merge(sub),
+                        None => self.items.push(item.clone()),
+                    }
+                }
+                SelTreeItem::Fragment {
+                    type_condition,
+                    sub,
+                } => {
+                    let existing = self.items.iter_mut().find_map(|i| match i {
+                        SelTreeItem::Fragment {
+                            type_condition: t,
+                            sub: s,
+                        } if t == type_condition => Some(s),
+                        _ => None,
+                    });
+                    match existing {
+                        Some(s) => s.merge(sub),
+                        None => self.items.push(item.clone()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Subgraph {
+    pub name: String,
+    pub url: String,
+    /// The `join__Graph` enum value naming this subgraph.
+    pub enum_value: Name,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeKind {
+    Object,
+    Interface,
+    Union,
+    Enum,
+    InputObject,
+    Scalar,
+}
+
+#[derive(Debug, Clone)]
+pub struct Key {
+    pub fields: SelTree,
+    pub resolvable: bool,
+}
+
+/// What one subgraph knows of a type (`@join__type`).
+#[derive(Debug, Clone)]
+pub struct TypeInSubgraph {
+    pub subgraph: SubgraphId,
+    pub keys: Vec<Key>,
+    pub interface_object: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct TypeMeta {
+    pub name: Name,
+    pub kind: TypeKind,
+    pub subgraphs: Vec<TypeInSubgraph>,
+    /// Fields of this type: `fields[first..first+len]` of [`FederationMeta::fields`].
+    pub fields: std::ops::Range<u32>,
+    /// `(subgraph, interface)` pairs from `@join__implements`.
+    pub implements: Vec<(SubgraphId, Name)>,
+    /// `(subgraph, member)` pairs from `@join__unionMember`.
+    pub union_members: Vec<(SubgraphId, Name)>,
+    /// Object types that belong to this abstract type in the supergraph.
+    pub possible_types: Vec<Name>,
+}
+
+/// One `@join__field` entry.
+#[derive(Debug, Clone)]
+pub struct FieldResolver {
+    pub subgraph: SubgraphId,
+    pub external: bool,
+    pub requires: Option<SelTree>,
+    pub provides: Option<SelTree>,
+    pub override_from: Option<String>,
+    pub override_label: Option<String>,
+    pub used_overridden: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct FieldMeta {
+    pub parent: TypeId,
+    pub name: Name,
+    /// Named output type.
+    pub output: Name,
+    /// Full output type (list and non-null wrappers).
+    pub ty: apollo_compiler::ast::Type,
+    /// Empty: resolvable in every subgraph that defines the parent type.
+    pub resolvers: Vec<FieldResolver>,
+}
+
+/// How a subgraph relates to a field.
+#[derive(Debug, Clone, Copy)]
+pub enum Resolution<'a> {
+    /// The subgraph resolves the field itself.
+    Resolvable(Option<&'a FieldResolver>),
+    /// The subgraph knows the field only as `@external` (or overridden).
+    External,
+    /// The subgraph does not know the field at all.
+    Absent,
+}
+
+#[derive(Debug, Default)]
+pub struct FederationMeta {
+    pub subgraphs: Vec<Subgraph>,
+    pub types: Vec<TypeMeta>,
+    pub fields: Vec<FieldMeta>,
+    pub type_by_name: FxHashMap<Name, TypeId>,
+    pub field_by_name: FxHashMap<(TypeId, Name), FieldId>,
+    /// Progressive-override labels treated as enabled (the default: none).
+    pub enabled_override_labels: Vec<String>,
+}
+
+impl FederationMeta {
+    pub fn type_id(&self, name: &str) -> Option<TypeId> {
+        self.type_by_name.get(name).copied()
+    }
+
+    pub fn ty(&self, id: TypeId) -> &TypeMeta {
+        &self.types[id.index()]
+    }
+
+    pub fn field(&self, id: FieldId) -> &FieldMeta {
+        &self.fields[id.index()]
+    }
+
+    pub fn subgraph(&self, id: SubgraphId) -> &Subgraph {
+        &self.subgraphs[id.index()]
+    }
+
+    pub fn field_id(&self, ty: &str, field: &str) -> Option<FieldId> {
+        let ty = self.type_id(ty)?;
+        let name = Name::new(field).ok()?;
+        self.field_by_name.get(&(ty, name)).copied()
+    }
+
+    pub fn type_in_subgraph(&self, ty: &str, sg: SubgraphId) -> Option<&TypeInSubgraph> {
+        let id = self.type_id(ty)?;
+        self.ty(id).subgraphs.iter().find(|t| t.subgraph == sg)
+    }
+
+    /// How subgraph `sg` relates to field `ty.field`.
+    pub fn resolution(&self, ty: &str, field: &str, sg: SubgraphId) -> Resolution<'_> {
+        if self.type_in_subgraph(ty, sg).is_none() {
+            return Resolution::Absent;
+        }
+        let Some(fid) = self.field_id(ty, field) else {
+            return Resolution::Absent;
+        };
+        let meta = self.field(fid);
+        if meta.resolvers.is_empty() {
+            return Resolution::Resolvable(None);
+        }
+        match meta.resolvers.iter().find(|r| r.subgraph == sg) {
+            None => Resolution::Absent,
+            Some(r) if r.external || r.used_overridden => Resolution::External,
+            Some(r) => {
+                let label_enabled = |label: &String| self.enabled_override_labels.contains(label);
+                match (&r.override_from, &r.override_label) {
+                    // Progressive override not enabled: the overriding side does not resolve yet.
+                    (Some(_), Some(label)) if !label_enabled(label) => Resolution::External,
+                    // The overridden side keeps resolving until the label is enabled.
+                    (None, Some(label)) if label_enabled(label) => Resolution::External,
+                    _ => Resolution::Resolvable(Some(r)),
+                }
+            }
+        }
+    }
+
+    /// Subgraphs that resolve `ty.field`, in supergraph order.
+    pub fn resolvers_of(&self, ty: &str, field: &str) -> Vec<SubgraphId> {
+        let Some(tid) = self.type_id(ty) else {
+            return Vec::new();
+        };
+        self.ty(tid)
+            .subgraphs
+            .iter()
+            .map(|t| t.subgraph)
+            .filter(|sg| matches!(self.resolution(ty, field, *sg), Resolution::Resolvable(_)))
+            .collect()
+    }
+
+    /// Whether `sg` knows that object `member` belongs to abstract type `abstract_ty`.
+    pub fn is_possible_in_subgraph(&self, abstract_ty: &str, member: &str, sg: SubgraphId) -> bool {
+        if abstract_ty == member {
+            return true;
+        }
+        let Some(aid) = self.type_id(abstract_ty) else {
+            return false;
+        };
+        let abs = self.ty(aid);
+        match abs.kind {
+            // join v0.2 has no @join__unionMember: any member the subgraph knows.
+            TypeKind::Union if abs.union_members.is_empty() => {
+                abs.possible_types.iter().any(|p| p == member)
+                    && self.type_in_subgraph(member, sg).is_some()
+            }
+            TypeKind::Union => abs
+                .union_members
+                .iter()
+                .any(|(s, m)| *s == sg && m == member),
+            TypeKind::Interface => self.type_id(member).is_some_and(|mid| {
+                self.ty(mid)
+                    .implements
+                    .iter()
+                    .any(|(s, i)| *s == sg && i == abstract_ty)
+            }),
+            _ => false,
+        }
+    }
+}
+
+impl FederationMeta {
+    pub fn kind(&self, ty: &str) -> Option<TypeKind> {
+        self.type_id(ty).map(|id| self.ty(id).kind)
+    }
+
+    pub fn field_meta(&self, ty: &str, field: &str) -> Option<&FieldMeta> {
+        self.field_id(ty, field).map(|id| self.field(id))
+    }
+
+    /// Object types of `ty`: itself for an object, its members/implementers otherwise.
+    pub fn possible_types(&self, ty: &str) -> Vec<Name> {
+        match self.type_id(ty) {
+            Some(id) if self.ty(id).kind == TypeKind::Object => vec![self.ty(id).name.clone()],
+            Some(id) => self.ty(id).possible_types.clone(),
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether a value of object/interface `sub` is always a `sup`.
+    pub fn is_subtype_or_same(&self, sup: &str, sub: &str) -> bool {
+        if sup == sub {
+            return true;
+        }
+        let sub_possible = self.possible_types(sub);
+        let sup_possible = self.possible_types(sup);
+        !sub_possible.is_empty() && sub_possible.iter().all(|p| sup_possible.contains(p))
+    }
+}
