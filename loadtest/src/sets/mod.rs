@@ -7,16 +7,18 @@ use crate::engine::{Endpoint, SchemaError, Service};
 
 pub mod big;
 pub mod fed;
+pub mod many;
 
 /// A benchmark set (a directory under `loadtest/sets/`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Set {
     Fed,
     BigResponse,
+    ManyPlans,
 }
 
 /// Every set, for listing and tests.
-pub const ALL: [Set; 2] = [Set::Fed, Set::BigResponse];
+pub const ALL: [Set; 3] = [Set::Fed, Set::BigResponse, Set::ManyPlans];
 
 #[derive(Debug, thiserror::Error)]
 #[error("unknown set {0:?} (expected one of: fed, big-response, many-plans, apollo)")]
@@ -53,6 +55,7 @@ impl Set {
         match self {
             Set::Fed => "fed",
             Set::BigResponse => "big-response",
+            Set::ManyPlans => "many-plans",
         }
     }
 
@@ -74,9 +77,19 @@ impl Set {
                 ..sub("sub2", include_str!("../../sets/big-response/sub2.graphql"))
             },
         ];
+        const MANY: &[SubgraphDef] = &[
+            sub("s1", include_str!("../../sets/many-plans/s1.graphql")),
+            sub("s2", include_str!("../../sets/many-plans/s2.graphql")),
+            sub("s3", include_str!("../../sets/many-plans/s3.graphql")),
+            sub("s4", include_str!("../../sets/many-plans/s4.graphql")),
+            sub("s5", include_str!("../../sets/many-plans/s5.graphql")),
+            sub("s6", include_str!("../../sets/many-plans/s6.graphql")),
+            sub("s7", include_str!("../../sets/many-plans/s7.graphql")),
+        ];
         match self {
             Set::Fed => FED,
             Set::BigResponse => BIG,
+            Set::ManyPlans => MANY,
         }
     }
 
@@ -85,6 +98,7 @@ impl Set {
         match self {
             Set::Fed => include_str!("../../sets/fed/supergraph.graphql"),
             Set::BigResponse => include_str!("../../sets/big-response/supergraph.graphql"),
+            Set::ManyPlans => include_str!("../../sets/many-plans/supergraph.graphql"),
         }
     }
 
@@ -109,6 +123,7 @@ impl Set {
                 };
                 Some(Box::new(big::BigService { nodes: big::nodes(), part }))
             }
+            Set::ManyPlans => Some(Box::new(many::ManyPlans)),
         }
     }
 
@@ -119,6 +134,7 @@ impl Set {
                 nodes: big::nodes(),
                 part: big::Part::All,
             }),
+            Set::ManyPlans => Box::new(many::ManyPlans),
         }
     }
 

@@ -1,0 +1,175 @@
+// One k6 script for every graphfleet benchmark scenario, parameterised by environment
+// variables (the runner `graphfleet-bench` sets them; see loadtest/k6/README.md).
+// Offline by design: only k6 built-in modules and open() of local files.
+import http from "k6/http";
+import { check } from "k6";
+import crypto from "k6/crypto";
+import exec from "k6/execution";
+import { Counter, Trend } from "k6/metrics";
+
+function env(name, fallback) {
+  const v = __ENV[name];
+  if (v === undefined || v === "") {
+    if (fallback === undefined) throw new Error(`environment variable ${name} is required`);
+    return fallback;
+  }
+  return v;
+}
+
+function int(name, fallback) {
+  const raw = env(name, fallback === undefined ? undefined : String(fallback));
+  const n = parseInt(raw, 10);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name}=${raw} is not a non-negative integer`);
+  return n;
+}
+
+const URL = env("GF_URL");
+// The POST body ({"query", "variables", "operationName"}), written by the runner.
+const PAYLOAD = open(env("GF_PAYLOAD"));
+// none: status only; length: status + body length (UTF-16 units) equal to the monolith's;
+// full: status + SHA-256 of the body equal to the monolith's. A body that differs in bytes
+// but has no errors and the same `data` as the monolith (e.g. float formatting) also passes.
+const CHECK = env("GF_CHECK", "length");
+if (!["none", "length", "full"].includes(CHECK)) throw new Error(`GF_CHECK=${CHECK}: expected none, length or full`);
+const EXPECTED_LEN = int("GF_EXPECTED_LEN", 0);
+const EXPECTED_SHA = env("GF_EXPECTED_SHA256", "");
+const EXPECTED_FILE = env("GF_EXPECTED_FILE", "");
+const EXPECTED_TEXT = CHECK !== "none" && EXPECTED_FILE !== "" ? open(EXPECTED_FILE) : null;
+
+// constant-arrival-rate (open model, the default) or constant-vus (closed model, N sequential users).
+const EXECUTOR = env("GF_EXECUTOR", "constant-arrival-rate");
+const RATE = int("GF_RATE", 10);
+const DURATION = env("GF_DURATION", "10s");
+const VUS = int("GF_VUS", 10);
+const MAX_VUS = int("GF_MAX_VUS", Math.max(VUS, 100));
+const SUMMARY = env("GF_SUMMARY", "summary.json");
+
+function scenario() {
+  if (EXECUTOR === "constant-arrival-rate") {
+    return {
+      executor: EXECUTOR,
+      rate: RATE,
+      timeUnit: "1s",
+      duration: DURATION,
+      preAllocatedVUs: Math.max(1, Math.min(VUS, MAX_VUS)),
+      maxVUs: Math.max(1, MAX_VUS),
+      gracefulStop: "10s",
+    };
+  }
+  if (EXECUTOR === "constant-vus") {
+    return { executor: EXECUTOR, vus: Math.max(1, VUS), duration: DURATION, gracefulStop: "10s" };
+  }
+  throw new Error(`GF_EXECUTOR=${EXECUTOR}: expected constant-arrival-rate or constant-vus`);
+}
+
+export const options = {
+  scenarios: { main: scenario() },
+  discardResponseBodies: CHECK === "none",
+  summaryTrendStats: ["min", "med", "avg", "p(90)", "p(95)", "p(99)", "max", "count"],
+  // The runner reads the summary file; k6's own end-of-test text is replaced by one line.
+  noConnectionReuse: false,
+  insecureSkipTLSVerify: true,
+};
+
+const ok = new Counter("gf_ok");
+const failures = new Counter("gf_failures");
+// Latency counted from the moment the open model scheduled the request, not from when a VU
+// got around to sending it (coordinated omission): late sends show up here.
+const scheduled = new Trend("gf_scheduled_latency", true);
+
+const params = {
+  headers: { "Content-Type": "application/json", Accept: "application/json" },
+  timeout: "60s",
+  responseType: CHECK === "none" ? "none" : "text",
+};
+
+let expectedData; // parsed lazily, only when a body differs in bytes
+let reported = 0;
+
+function sameData(body) {
+  if (EXPECTED_TEXT === null) return false;
+  let got;
+  try {
+    got = JSON.parse(body);
+  } catch (_) {
+    return false;
+  }
+  if (got.errors !== undefined) return false;
+  if (expectedData === undefined) expectedData = JSON.stringify(JSON.parse(EXPECTED_TEXT).data);
+  return JSON.stringify(got.data) === expectedData;
+}
+
+function bodyOk(body) {
+  if (CHECK === "none") return true;
+  if (typeof body !== "string") return false;
+  if (CHECK === "length" && body.length === EXPECTED_LEN) return true;
+  if (CHECK === "full" && crypto.sha256(body, "hex") === EXPECTED_SHA) return true;
+  return sameData(body);
+}
+
+export default function () {
+  const res = http.post(URL, PAYLOAD, params);
+  const end = Date.now();
+  const good = check(res, {
+    "status is 200": (r) => r.status === 200,
+    "body matches the monolith": (r) => r.status === 200 && bodyOk(r.body),
+  });
+  if (good) {
+    ok.add(1);
+  } else {
+    failures.add(1);
+    if (reported < 3) {
+      reported += 1;
+      const body = typeof res.body === "string" ? res.body.slice(0, 300) : "";
+      console.warn(`failure: status ${res.status} ${res.error || ""} len ${typeof res.body === "string" ? res.body.length : "-"}: ${body}`);
+    }
+  }
+  if (EXECUTOR === "constant-arrival-rate" && RATE > 0) {
+    const due = exec.scenario.startTime + (exec.scenario.iterationInTest * 1000) / RATE;
+    scheduled.add(Math.max(0, end - due));
+  }
+}
+
+function trend(metric) {
+  if (!metric) return null;
+  const v = metric.values;
+  return { min: v.min, med: v.med, avg: v.avg, p90: v["p(90)"], p95: v["p(95)"], p99: v["p(99)"], max: v.max, count: v.count };
+}
+
+function count(metric) {
+  return metric ? metric.values.count : 0;
+}
+
+function seconds(duration) {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(duration);
+  if (!m) return NaN;
+  const n = parseFloat(m[1]);
+  return m[2] === "ms" ? n / 1000 : m[2] === "m" ? n * 60 : n;
+}
+
+export function handleSummary(data) {
+  const m = data.metrics;
+  const requests = count(m.http_reqs);
+  const planned = seconds(DURATION);
+  const summary = {
+    executor: EXECUTOR,
+    target_rate: EXECUTOR === "constant-arrival-rate" ? RATE : null,
+    vus: VUS,
+    max_vus: m.vus_max ? m.vus_max.values.max : null,
+    duration_s: planned,
+    run_duration_s: data.state.testRunDurationMs / 1000,
+    requests,
+    ok: count(m.gf_ok),
+    failures: count(m.gf_failures),
+    dropped_iterations: count(m.dropped_iterations),
+    achieved_rate: planned > 0 ? requests / planned : null,
+    latency_ms: trend(m.http_req_duration),
+    scheduled_latency_ms: trend(m.gf_scheduled_latency),
+    data_received_bytes: count(m.data_received),
+  };
+  const l = summary.latency_ms || {};
+  const line =
+    `k6: ${requests} requests, ${summary.failures} failures, ${summary.dropped_iterations} dropped, ` +
+    `${(summary.achieved_rate || 0).toFixed(1)} req/s, p99 ${(l.p99 || 0).toFixed(2)} ms\n`;
+  return { [SUMMARY]: JSON.stringify(summary, null, 2), stdout: line };
+}
