@@ -1,0 +1,95 @@
+{{/* Chart name, truncated to the 63 characters a label value allows. */}}
+{{- define "graphfleet.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Prefix of every object name. It contains the release name, so cluster-scoped objects
+(ClusterRole, ClusterRoleBinding) of two releases never collide.
+*/}}
+{{- define "graphfleet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 52 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 52 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "graphfleet.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "graphfleet.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "graphfleet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "graphfleet.labels" -}}
+helm.sh/chart: {{ include "graphfleet.chart" . }}
+{{ include "graphfleet.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: graphfleet
+{{- end -}}
+
+{{- define "graphfleet.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "graphfleet.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "graphfleet.operatorImage" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+
+{{- define "graphfleet.gatewayImage" -}}
+{{- printf "%s:%s" .Values.gatewayImage.repository (default .Chart.AppVersion .Values.gatewayImage.tag) -}}
+{{- end -}}
+
+{{- define "graphfleet.leaseName" -}}
+{{- default (include "graphfleet.fullname" .) .Values.leaderElection.leaseName -}}
+{{- end -}}
+
+{{/*
+What the operator does in a namespace it watches, and nothing more:
+- reads its custom resources (kube-runtime watches: get, list, watch) and writes only their status;
+- server-side applies what a GraphGateway owns (patch; create for first apply) and removes
+  what a spec no longer asks for (delete: HPA, PDB), watching them to re-reconcile on drift;
+- reads ConfigMaps a Subgraph's configMapRef names (same ConfigMap verbs as above);
+- records Events.
+*/}}
+{{- define "graphfleet.rules" -}}
+- apiGroups: ["graphfleet.dev"]
+  resources: ["subgraphs", "graphgateways", "loadtests"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["graphfleet.dev"]
+  resources: ["subgraphs/status", "graphgateways/status", "loadtests/status"]
+  verbs: ["get", "patch", "update"]
+# Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement is on.
+- apiGroups: ["graphfleet.dev"]
+  resources: ["graphgateways/finalizers", "loadtests/finalizers"]
+  verbs: ["update"]
+- apiGroups: [""]
+  resources: ["configmaps", "services"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: ["apps"]
+  resources: ["deployments"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: ["policy"]
+  resources: ["poddisruptionbudgets"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: ["autoscaling"]
+  resources: ["horizontalpodautoscalers"]
+  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end -}}

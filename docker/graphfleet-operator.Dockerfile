@@ -1,0 +1,24 @@
+# syntax=docker/dockerfile:1.7
+# The operator. Configured by GRAPHFLEET_* environment variables (see charts/graphfleet/templates/deployment.yaml).
+# Build from the repository root:  docker build -f docker/graphfleet-operator.Dockerfile -t ghcr.io/graphfleet/graphfleet-operator:0.1.0 .
+# (docker/build-images.sh builds every image and loads it into kind.)
+ARG RUST_VERSION=1.95
+
+FROM rust:${RUST_VERSION}-bookworm AS builder
+WORKDIR /src
+# The whole workspace: cargo resolves every member even when building one package.
+COPY . .
+# Cache mounts keep the registry and target dir across builds; the binary is copied out
+# of the cached target dir because cache mounts are not part of the image.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/usr/local/cargo/git \
+    --mount=type=cache,target=/src/target,id=graphfleet-release-target \
+    cargo build --release --locked -p graphfleet-operator --bin graphfleet-operator \
+ && install -D -m 0755 target/release/graphfleet-operator /out/graphfleet-operator
+
+# glibc + libgcc + CA certificates, no shell, no package manager; uid/gid 65532.
+FROM gcr.io/distroless/cc-debian12:nonroot
+COPY --from=builder /out/graphfleet-operator /usr/local/bin/graphfleet-operator
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/graphfleet-operator"]
