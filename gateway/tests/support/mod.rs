@@ -1,0 +1,96 @@
+//! Test support: the gateway on a real loopback port and a small HTTP client.
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::supergraph::Supergraph;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub mod json_subgraph;
+
+pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
+
+pub fn client() -> HttpClient {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Serve `supergraph` on an ephemeral loopback port; returns the `/graphql` URL.
+pub async fn start_gateway(supergraph: Supergraph) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind an ephemeral loopback port");
+    let addr = listener.local_addr().expect("bound address");
+    tokio::spawn(graphfleet_gateway::http::serve(
+        listener,
+        Arc::new(Gateway::new(supergraph)),
+    ));
+    format!("http://{addr}/graphql")
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub content_type: String,
+    pub body: Bytes,
+}
+
+pub async fn request(
+    client: &HttpClient,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Reply {
+    let mut builder = hyper::Request::builder().method(method).uri(url);
+    for (k, v) in headers {
+        builder = builder.header(*k, *v);
+    }
+    let req = builder
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid request");
+    let response = tokio::time::timeout(Duration::from_secs(30), client.request(req))
+        .await
+        .expect("response within 30 s")
+        .expect("HTTP exchange");
+    let status = response.status().as_u16();
+    let content_type = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("response body")
+        .to_bytes();
+    Reply {
+        status,
+        content_type,
+        body,
+    }
+}
+
+/// POST a GraphQL request as application/json.
+pub async fn post_graphql(
+    client: &HttpClient,
+    url: &str,
+    query: &str,
+    variables: serde_json::Value,
+) -> Reply {
+    let body = serde_json::to_vec(&serde_json::json!({ "query": query, "variables": variables }))
+        .expect("serializable request");
+    request(
+        client,
+        "POST",
+        url,
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await
+}
