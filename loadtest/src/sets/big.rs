@@ -68,7 +68,9 @@ fn generate() -> Vec<Node> {
         .map(|i| {
             let floats = (0..rng.below(MAX_LIST + 1)).map(|_| rng.float()).collect();
             let ints = (0..rng.below(MAX_LIST + 1)).map(|_| rng.int()).collect();
-            let strings = (0..rng.below(MAX_LIST + 1)).map(|_| rng.string(MAX_STRING)).collect();
+            let strings = (0..rng.below(MAX_LIST + 1))
+                .map(|_| rng.string(MAX_STRING))
+                .collect();
             Node {
                 id: i.to_string(),
                 floats,

@@ -43,15 +43,19 @@ impl<'a> Object<'a> for Entity {
             (Entity::User(u), "age") => int(20 + u),
             (Entity::User(u), "bio") => Val::String(format!("User {u} writes about federation.")),
             (Entity::User(u), "karma") => int(u * 7),
-            (Entity::User(u), "posts") => list((1..=POSTS_PER_USER).map(|j| Entity::Post((u - 1) * POSTS_PER_USER + j))),
+            (Entity::User(u), "posts") => {
+                list((1..=POSTS_PER_USER).map(|j| Entity::Post((u - 1) * POSTS_PER_USER + j)))
+            }
             (Entity::Post(p), "slug") => Val::String(format!("post-{p}")),
             (Entity::Post(p), "title") => Val::String(format!("Post {p}")),
-            (Entity::Post(p), "body") => Val::String(format!("The body of post {p}, shared by several subgraphs.")),
+            (Entity::Post(p), "body") => Val::String(format!(
+                "The body of post {p}, shared by several subgraphs."
+            )),
             (Entity::Post(p), "score") => int(p * 13 % 100),
             (Entity::Post(p), "author") => Val::obj(Entity::User((p - 1) / POSTS_PER_USER + 1)),
-            (Entity::Post(p), "comments") => {
-                list((1..=COMMENTS_PER_POST).map(|j| Entity::Comment((p - 1) * COMMENTS_PER_POST + j)))
-            }
+            (Entity::Post(p), "comments") => list(
+                (1..=COMMENTS_PER_POST).map(|j| Entity::Comment((p - 1) * COMMENTS_PER_POST + j)),
+            ),
             (Entity::Comment(c), "text") => Val::String(format!("Comment {c}")),
             (Entity::Comment(c), "votes") => int(c % 7),
             (Entity::Comment(c), "author") => Val::obj(Entity::User(c % USERS + 1)),
@@ -63,12 +67,20 @@ impl<'a> Object<'a> for Entity {
 }
 
 fn list<'a>(items: impl Iterator<Item = Entity>) -> Val<'a> {
-    Val::List(items.map(|e| Val::Obj(Box::new(e) as Box<dyn Object<'a> + 'a>)).collect())
+    Val::List(
+        items
+            .map(|e| Val::Obj(Box::new(e) as Box<dyn Object<'a> + 'a>))
+            .collect(),
+    )
 }
 
 /// Parses a numeric id, optionally after a prefix (`post-3`, `user3@example.com`).
 fn parse_id(text: &str, prefix: &str, suffix: &str, max: usize) -> Option<usize> {
-    let n: usize = text.strip_prefix(prefix)?.strip_suffix(suffix)?.parse().ok()?;
+    let n: usize = text
+        .strip_prefix(prefix)?
+        .strip_suffix(suffix)?
+        .parse()
+        .ok()?;
     (1..=max).contains(&n).then_some(n)
 }
 
@@ -97,11 +109,20 @@ impl Service for ManyPlans {
     }
 
     fn entity(&self, rep: &Value) -> Val<'_> {
-        let typename = rep.get("__typename").and_then(Value::as_str).unwrap_or_default();
+        let typename = rep
+            .get("__typename")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         // Several keys: try each key this type has, in order.
         let keys: &[(&str, &str, &str, usize, fn(usize) -> Entity)] = match typename {
-            "User" => &[("id", "", "", USERS, Entity::User), ("email", "user", "@example.com", USERS, Entity::User)],
-            "Post" => &[("id", "", "", POSTS, Entity::Post), ("slug", "post-", "", POSTS, Entity::Post)],
+            "User" => &[
+                ("id", "", "", USERS, Entity::User),
+                ("email", "user", "@example.com", USERS, Entity::User),
+            ],
+            "Post" => &[
+                ("id", "", "", POSTS, Entity::Post),
+                ("slug", "post-", "", POSTS, Entity::Post),
+            ],
             "Comment" => &[("id", "", "", COMMENTS, Entity::Comment)],
             _ => return Val::Err(format!("Unknown entity type {typename:?}.")),
         };
@@ -113,7 +134,9 @@ impl Service for ManyPlans {
             };
         };
         let Some(text) = rep.get(*key).and_then(key_string) else {
-            return Val::Err(format!("Key field \"{key}\" of {typename} must be a scalar."));
+            return Val::Err(format!(
+                "Key field \"{key}\" of {typename} must be a scalar."
+            ));
         };
         parse_id(&text, prefix, suffix, *max).map_or(Val::Null, |n| Val::obj(make(n)))
     }

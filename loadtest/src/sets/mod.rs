@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::engine::{Endpoint, SchemaError, Service};
 
+pub mod apollo;
 pub mod big;
 pub mod fed;
 pub mod many;
@@ -15,10 +16,11 @@ pub enum Set {
     Fed,
     BigResponse,
     ManyPlans,
+    Apollo,
 }
 
 /// Every set, for listing and tests.
-pub const ALL: [Set; 3] = [Set::Fed, Set::BigResponse, Set::ManyPlans];
+pub const ALL: [Set; 4] = [Set::Fed, Set::BigResponse, Set::ManyPlans, Set::Apollo];
 
 #[derive(Debug, thiserror::Error)]
 #[error("unknown set {0:?} (expected one of: fed, big-response, many-plans, apollo)")]
@@ -50,12 +52,21 @@ const fn sub(name: &'static str, sdl: &'static str) -> SubgraphDef {
     }
 }
 
+const fn delayed(name: &'static str, sdl: &'static str, ms: u64) -> SubgraphDef {
+    SubgraphDef {
+        name,
+        sdl,
+        intrinsic_delay: Some(Duration::from_millis(ms)),
+    }
+}
+
 impl Set {
     pub fn name(self) -> &'static str {
         match self {
             Set::Fed => "fed",
             Set::BigResponse => "big-response",
             Set::ManyPlans => "many-plans",
+            Set::Apollo => "apollo",
         }
     }
 
@@ -72,10 +83,11 @@ impl Set {
         const BIG: &[SubgraphDef] = &[
             sub("sub0", include_str!("../../sets/big-response/sub0.graphql")),
             sub("sub1", include_str!("../../sets/big-response/sub1.graphql")),
-            SubgraphDef {
-                intrinsic_delay: Some(Duration::from_millis(100)),
-                ..sub("sub2", include_str!("../../sets/big-response/sub2.graphql"))
-            },
+            delayed(
+                "sub2",
+                include_str!("../../sets/big-response/sub2.graphql"),
+                100,
+            ),
         ];
         const MANY: &[SubgraphDef] = &[
             sub("s1", include_str!("../../sets/many-plans/s1.graphql")),
@@ -86,10 +98,49 @@ impl Set {
             sub("s6", include_str!("../../sets/many-plans/s6.graphql")),
             sub("s7", include_str!("../../sets/many-plans/s7.graphql")),
         ];
+        const APOLLO: &[SubgraphDef] = &[
+            sub("single", include_str!("../../sets/apollo/single.graphql")),
+            delayed(
+                "delayed",
+                include_str!("../../sets/apollo/delayed.graphql"),
+                40,
+            ),
+            delayed(
+                "chain1",
+                include_str!("../../sets/apollo/chain1.graphql"),
+                40,
+            ),
+            delayed(
+                "chain2",
+                include_str!("../../sets/apollo/chain2.graphql"),
+                40,
+            ),
+            delayed(
+                "chain3",
+                include_str!("../../sets/apollo/chain3.graphql"),
+                40,
+            ),
+            delayed(
+                "chain4",
+                include_str!("../../sets/apollo/chain4.graphql"),
+                40,
+            ),
+            delayed(
+                "chain5",
+                include_str!("../../sets/apollo/chain5.graphql"),
+                40,
+            ),
+            delayed(
+                "chain6",
+                include_str!("../../sets/apollo/chain6.graphql"),
+                40,
+            ),
+        ];
         match self {
             Set::Fed => FED,
             Set::BigResponse => BIG,
             Set::ManyPlans => MANY,
+            Set::Apollo => APOLLO,
         }
     }
 
@@ -99,6 +150,7 @@ impl Set {
             Set::Fed => include_str!("../../sets/fed/supergraph.graphql"),
             Set::BigResponse => include_str!("../../sets/big-response/supergraph.graphql"),
             Set::ManyPlans => include_str!("../../sets/many-plans/supergraph.graphql"),
+            Set::Apollo => include_str!("../../sets/apollo/supergraph.graphql"),
         }
     }
 
@@ -121,9 +173,19 @@ impl Set {
                     "sub2" => big::Part::Sub2,
                     _ => return None,
                 };
-                Some(Box::new(big::BigService { nodes: big::nodes(), part }))
+                Some(Box::new(big::BigService {
+                    nodes: big::nodes(),
+                    part,
+                }))
             }
             Set::ManyPlans => Some(Box::new(many::ManyPlans)),
+            Set::Apollo => match subgraph {
+                "single" | "delayed" => Some(Box::new(apollo::SingleService)),
+                _ => {
+                    let step = subgraph.strip_prefix("chain")?.parse().ok()?;
+                    Some(Box::new(apollo::ChainService { step }))
+                }
+            },
         }
     }
 
@@ -135,6 +197,7 @@ impl Set {
                 part: big::Part::All,
             }),
             Set::ManyPlans => Box::new(many::ManyPlans),
+            Set::Apollo => Box::new(apollo::Monolith),
         }
     }
 
