@@ -102,8 +102,12 @@ where
     K: Resource + Clone + Serialize + DeserializeOwned + std::fmt::Debug,
 {
     let name = object.meta().name.clone().unwrap_or_default();
-    api.patch(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(object))
-        .await
+    api.patch(
+        &name,
+        &PatchParams::apply(MANAGER).force(),
+        &Patch::Apply(object),
+    )
+    .await
 }
 
 /// Applies `desired`, or deletes the object named `name` when nothing is desired.
@@ -143,8 +147,7 @@ pub fn selects(gw: &GraphGateway, subgraph: &Subgraph) -> bool {
     let in_namespace = subgraph
         .namespace()
         .is_some_and(|ns| gateway_namespaces(gw).contains(&ns));
-    in_namespace
-        && subgraph_selector(gw).is_ok_and(|s| s.matches(subgraph.labels()))
+    in_namespace && subgraph_selector(gw).is_ok_and(|s| s.matches(subgraph.labels()))
 }
 
 struct Gathered {
@@ -195,7 +198,10 @@ struct Supergraph {
     subgraphs: Vec<String>,
 }
 
-async fn compose_gateway(ctx: &Context, gw: &GraphGateway) -> Result<Result<Supergraph, CompositionOutcome>, Error> {
+async fn compose_gateway(
+    ctx: &Context,
+    gw: &GraphGateway,
+) -> Result<Result<Supergraph, CompositionOutcome>, Error> {
     let selector = match subgraph_selector(gw) {
         Ok(s) => s,
         Err(e) => {
@@ -251,13 +257,36 @@ async fn compose_gateway(ctx: &Context, gw: &GraphGateway) -> Result<Result<Supe
     }
 }
 
-async fn apply_gateway_objects(ctx: &Context, gw: &GraphGateway, ns: &str, sg: &Supergraph) -> Result<(), Error> {
+async fn apply_gateway_objects(
+    ctx: &Context,
+    gw: &GraphGateway,
+    ns: &str,
+    sg: &Supergraph,
+) -> Result<(), Error> {
     let name = gw.name_any();
-    apply(&api::<ConfigMap>(ctx, ns), &build::config_map(gw, &sg.sdl, &sg.hash)).await?;
-    apply(&api::<Deployment>(ctx, ns), &build::deployment(gw, &sg.hash)).await?;
+    apply(
+        &api::<ConfigMap>(ctx, ns),
+        &build::config_map(gw, &sg.sdl, &sg.hash),
+    )
+    .await?;
+    apply(
+        &api::<Deployment>(ctx, ns),
+        &build::deployment(gw, &sg.hash),
+    )
+    .await?;
     apply(&api::<Service>(ctx, ns), &build::service(gw)).await?;
-    apply_or_delete(&api::<PodDisruptionBudget>(ctx, ns), &name, build::pod_disruption_budget(gw)).await?;
-    apply_or_delete(&api::<HorizontalPodAutoscaler>(ctx, ns), &name, build::horizontal_pod_autoscaler(gw)).await?;
+    apply_or_delete(
+        &api::<PodDisruptionBudget>(ctx, ns),
+        &name,
+        build::pod_disruption_budget(gw),
+    )
+    .await?;
+    apply_or_delete(
+        &api::<HorizontalPodAutoscaler>(ctx, ns),
+        &name,
+        build::horizontal_pod_autoscaler(gw),
+    )
+    .await?;
     Ok(())
 }
 
@@ -283,7 +312,11 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
         Ok(supergraph) => {
             apply_gateway_objects(&ctx, &gw, &ns, &supergraph).await?;
             if previous_hash.as_deref() != Some(supergraph.hash.as_str()) {
-                let note = format!("supergraph {} from {} subgraphs", supergraph.hash, supergraph.subgraphs.len());
+                let note = format!(
+                    "supergraph {} from {} subgraphs",
+                    supergraph.hash,
+                    supergraph.subgraphs.len()
+                );
                 publish(&ctx, &gw, EventType::Normal, "Composed", note).await;
                 tracing::info!(gateway = %name, namespace = %ns, hash = %supergraph.hash, "new supergraph");
             }
@@ -294,7 +327,11 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
         }
         Err(failed) => {
             if let CompositionOutcome::Failed { reason, errors } = &failed {
-                let note = errors.iter().map(|e| format!("{}: {}", e.code, e.message)).collect::<Vec<_>>().join("; ");
+                let note = errors
+                    .iter()
+                    .map(|e| format!("{}: {}", e.code, e.message))
+                    .collect::<Vec<_>>()
+                    .join("; ");
                 tracing::warn!(gateway = %name, namespace = %ns, %reason, errors = %note, "composition failed; keeping the last good supergraph");
                 publish(&ctx, &gw, EventType::Warning, reason, note).await;
             }
@@ -304,8 +341,15 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
     let served_hash = api::<ConfigMap>(&ctx, &ns)
         .get_opt(&build::config_map_name(&name))
         .await?
-        .and_then(|cm| cm.annotations().get(build::SUPERGRAPH_HASH_ANNOTATION).cloned());
-    let rollout = api::<Deployment>(&ctx, &ns).get_opt(&name).await?.map(|d| Rollout::of(&d));
+        .and_then(|cm| {
+            cm.annotations()
+                .get(build::SUPERGRAPH_HASH_ANNOTATION)
+                .cloned()
+        });
+    let rollout = api::<Deployment>(&ctx, &ns)
+        .get_opt(&name)
+        .await?
+        .map(|d| Rollout::of(&d));
     let observed = Observed {
         generation: gw.metadata.generation,
         outcome: &outcome,
@@ -321,10 +365,15 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
             "status": new_status,
         });
         api::<GraphGateway>(&ctx, &ns)
-            .patch_status(&name, &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
+            .patch_status(
+                &name,
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
             .await?;
     }
-    ctx.metrics.reconciled(GATEWAY_CONTROLLER, started.elapsed());
+    ctx.metrics
+        .reconciled(GATEWAY_CONTROLLER, started.elapsed());
     Ok(match outcome {
         CompositionOutcome::Failed { .. } => Action::requeue(Duration::from_secs(10)),
         CompositionOutcome::Composed { .. } => Action::requeue(ctx.settings.resync),
@@ -341,21 +390,43 @@ async fn reconcile_subgraph(sg: Arc<Subgraph>, ctx: Arc<Context>) -> Result<Acti
         Ok(sdl) => {
             let hash = build::short_hash(sdl.as_bytes());
             let message = format!("schema {hash} loaded ({} bytes)", sdl.len());
-            status::set_condition(&mut new_status.conditions, status::SCHEMA_LOADED, true, "Loaded", message, generation, &now());
+            status::set_condition(
+                &mut new_status.conditions,
+                status::SCHEMA_LOADED,
+                true,
+                "Loaded",
+                message,
+                generation,
+                &now(),
+            );
             new_status.schema_hash = Some(hash);
             Action::requeue(ctx.settings.resync)
         }
         Err(e) => {
-            status::set_condition(&mut new_status.conditions, status::SCHEMA_LOADED, false, e.reason(), e.to_string(), generation, &now());
+            status::set_condition(
+                &mut new_status.conditions,
+                status::SCHEMA_LOADED,
+                false,
+                e.reason(),
+                e.to_string(),
+                generation,
+                &now(),
+            );
             Action::requeue(Duration::from_secs(10))
         }
     };
     write_subgraph_status(&ctx, &sg, &ns, new_status).await?;
-    ctx.metrics.reconciled(SUBGRAPH_CONTROLLER, started.elapsed());
+    ctx.metrics
+        .reconciled(SUBGRAPH_CONTROLLER, started.elapsed());
     Ok(action)
 }
 
-async fn write_subgraph_status(ctx: &Context, sg: &Subgraph, ns: &str, new_status: SubgraphStatus) -> Result<(), Error> {
+async fn write_subgraph_status(
+    ctx: &Context,
+    sg: &Subgraph,
+    ns: &str,
+    new_status: SubgraphStatus,
+) -> Result<(), Error> {
     if sg.status.as_ref() == Some(&new_status) {
         return Ok(());
     }
@@ -365,7 +436,11 @@ async fn write_subgraph_status(ctx: &Context, sg: &Subgraph, ns: &str, new_statu
         "status": new_status,
     });
     api::<Subgraph>(ctx, ns)
-        .patch_status(&sg.name_any(), &PatchParams::apply(MANAGER).force(), &Patch::Apply(&patch))
+        .patch_status(
+            &sg.name_any(),
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(&patch),
+        )
         .await?;
     Ok(())
 }
@@ -389,7 +464,10 @@ where
 }
 
 /// Gateways (from the controller's own cache) that select `subgraph`.
-fn gateways_selecting(store: &Store<GraphGateway>, subgraph: &Subgraph) -> Vec<ObjectRef<GraphGateway>> {
+fn gateways_selecting(
+    store: &Store<GraphGateway>,
+    subgraph: &Subgraph,
+) -> Vec<ObjectRef<GraphGateway>> {
     store
         .state()
         .iter()
@@ -405,14 +483,23 @@ fn subgraphs_reading(store: &Store<Subgraph>, cm: &ConfigMap) -> Vec<ObjectRef<S
         .iter()
         .filter(|sg| {
             sg.namespace() == cm.namespace()
-                && sg.spec.config_map_ref.as_ref().is_some_and(|r| Some(&r.name) == cm.metadata.name.as_ref())
+                && sg
+                    .spec
+                    .config_map_ref
+                    .as_ref()
+                    .is_some_and(|r| Some(&r.name) == cm.metadata.name.as_ref())
         })
         .map(|sg| ObjectRef::from_obj(sg.as_ref()))
         .collect()
 }
 
 /// Runs the GraphGateway and Subgraph controllers until `shutdown` resolves.
-pub async fn run(client: Client, metrics: Arc<Metrics>, settings: Settings, shutdown: impl Future<Output = ()> + Send + Sync + 'static) {
+pub async fn run(
+    client: Client,
+    metrics: Arc<Metrics>,
+    settings: Settings,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) {
     let reporter = Reporter {
         controller: MANAGER.to_owned(),
         instance: std::env::var("POD_NAME").ok(),
@@ -438,20 +525,33 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, settings: Settings, shut
         .owns(all_or_namespaced::<ConfigMap>(&client, ns), wc.clone())
         .owns(all_or_namespaced::<Deployment>(&client, ns), wc.clone())
         .owns(all_or_namespaced::<Service>(&client, ns), wc.clone())
-        .owns(all_or_namespaced::<PodDisruptionBudget>(&client, ns), wc.clone())
-        .owns(all_or_namespaced::<HorizontalPodAutoscaler>(&client, ns), wc.clone())
-        .watches(all_or_namespaced::<Subgraph>(&client, ns), wc.clone(), move |sg| {
-            gateways_selecting(&gateway_store, &sg)
-        })
+        .owns(
+            all_or_namespaced::<PodDisruptionBudget>(&client, ns),
+            wc.clone(),
+        )
+        .owns(
+            all_or_namespaced::<HorizontalPodAutoscaler>(&client, ns),
+            wc.clone(),
+        )
+        .watches(
+            all_or_namespaced::<Subgraph>(&client, ns),
+            wc.clone(),
+            move |sg| gateways_selecting(&gateway_store, &sg),
+        )
         .graceful_shutdown_on(shutdown.clone())
-        .run(reconcile_gateway, error_policy(GATEWAY_CONTROLLER), ctx.clone())
+        .run(
+            reconcile_gateway,
+            error_policy(GATEWAY_CONTROLLER),
+            ctx.clone(),
+        )
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "graphgateway controller");
             }
         });
 
-    let subgraphs = Controller::new(all_or_namespaced::<Subgraph>(&client, ns), wc.clone()).with_config(config);
+    let subgraphs =
+        Controller::new(all_or_namespaced::<Subgraph>(&client, ns), wc.clone()).with_config(config);
     let subgraph_store = subgraphs.store();
     let subgraphs = subgraphs
         .watches(all_or_namespaced::<ConfigMap>(&client, ns), wc, move |cm| {
@@ -469,5 +569,8 @@ pub async fn run(client: Client, metrics: Arc<Metrics>, settings: Settings, shut
 
 /// Labels as a map, for tests and callers building Subgraphs.
 pub fn labels<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
-    pairs.into_iter().map(|(k, v)| (k.to_owned(), v.to_owned())).collect()
+    pairs
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
 }

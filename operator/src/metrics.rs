@@ -32,24 +32,38 @@ impl Metrics {
         )
         .expect("valid metric");
         let errors = IntCounterVec::new(
-            Opts::new("reconcile_errors_total", "Reconciles that failed, by controller and error kind."),
+            Opts::new(
+                "reconcile_errors_total",
+                "Reconciles that failed, by controller and error kind.",
+            ),
             &["controller", "error"],
         )
         .expect("valid metric");
         let durations = HistogramVec::new(
-            HistogramOpts::new("reconcile_duration_seconds", "Reconcile duration, by controller.")
-                .buckets(vec![0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]),
+            HistogramOpts::new(
+                "reconcile_duration_seconds",
+                "Reconcile duration, by controller.",
+            )
+            .buckets(vec![
+                0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+            ]),
             &["controller"],
         )
         .expect("valid metric");
         let compositions = IntCounterVec::new(
-            Opts::new("compositions_total", "Supergraph compositions, by outcome (success, failure, unavailable)."),
+            Opts::new(
+                "compositions_total",
+                "Supergraph compositions, by outcome (success, failure, unavailable).",
+            ),
             &["outcome"],
         )
         .expect("valid metric");
         let composition_seconds = HistogramVec::new(
-            HistogramOpts::new("composition_duration_seconds", "Time to compose a supergraph.")
-                .buckets(vec![0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0]),
+            HistogramOpts::new(
+                "composition_duration_seconds",
+                "Time to compose a supergraph.",
+            )
+            .buckets(vec![0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0]),
             &["outcome"],
         )
         .expect("valid metric");
@@ -60,7 +74,9 @@ impl Metrics {
             Box::new(compositions.clone()),
             Box::new(composition_seconds.clone()),
         ] {
-            registry.register(collector).expect("metric names are unique");
+            registry
+                .register(collector)
+                .expect("metric names are unique");
         }
         Self {
             registry,
@@ -111,8 +127,14 @@ mod tests {
         m.composed("success", Duration::from_millis(1));
         m.reconcile_failed("subgraph", "kube");
         let text = m.render();
-        assert!(text.contains("graphfleet_operator_reconciles_total{controller=\"graphgateway\"} 1"), "{text}");
-        assert!(text.contains("graphfleet_operator_compositions_total{outcome=\"success\"} 1"), "{text}");
+        assert!(
+            text.contains("graphfleet_operator_reconciles_total{controller=\"graphgateway\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("graphfleet_operator_compositions_total{outcome=\"success\"} 1"),
+            "{text}"
+        );
         assert!(text.contains("graphfleet_operator_reconcile_errors_total{controller=\"subgraph\",error=\"kube\"} 1"), "{text}");
     }
 }

@@ -16,7 +16,8 @@ use crate::crd::Subgraph;
 pub const DEFAULT_INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest introspection response accepted (an SDL is far smaller).
 const MAX_INTROSPECTION_BYTES: usize = 16 * 1024 * 1024;
-const SERVICE_QUERY: &str = r#"{"query":"query __ApolloGetServiceDefinition__ { _service { sdl } }"}"#;
+const SERVICE_QUERY: &str =
+    r#"{"query":"query __ApolloGetServiceDefinition__ { _service { sdl } }"}"#;
 
 /// Why a Subgraph's schema could not be loaded.
 #[derive(Debug, thiserror::Error)]
@@ -45,9 +46,9 @@ impl SchemaError {
     /// Condition reason for this error.
     pub fn reason(&self) -> &'static str {
         match self {
-            Self::ConfigMapMissing { .. } | Self::ConfigMapKeyMissing { .. } | Self::Kube { .. } => {
-                "ConfigMapUnavailable"
-            }
+            Self::ConfigMapMissing { .. }
+            | Self::ConfigMapKeyMissing { .. }
+            | Self::Kube { .. } => "ConfigMapUnavailable",
             Self::BadUrl { .. } => "InvalidUrl",
             Self::Introspection { .. } | Self::Timeout { .. } => "IntrospectionFailed",
             Self::Empty => "EmptySchema",
@@ -92,12 +93,12 @@ impl Introspector {
     }
 
     async fn fetch(&self, url: &str) -> Result<String, SchemaError> {
-        let uri: hyper::Uri = url.parse().map_err(|e: hyper::http::uri::InvalidUri| {
-            SchemaError::BadUrl {
-                url: url.to_owned(),
-                reason: e.to_string(),
-            }
-        })?;
+        let uri: hyper::Uri =
+            url.parse()
+                .map_err(|e: hyper::http::uri::InvalidUri| SchemaError::BadUrl {
+                    url: url.to_owned(),
+                    reason: e.to_string(),
+                })?;
         let request = hyper::Request::post(uri)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json")
@@ -171,12 +172,12 @@ pub async fn load_sdl(
             .ok_or_else(|| SchemaError::ConfigMapMissing {
                 name: r.name.clone(),
             })?;
-        cm.data
-            .and_then(|mut d| d.remove(&r.key))
-            .ok_or_else(|| SchemaError::ConfigMapKeyMissing {
+        cm.data.and_then(|mut d| d.remove(&r.key)).ok_or_else(|| {
+            SchemaError::ConfigMapKeyMissing {
                 name: r.name.clone(),
                 key: r.key.clone(),
-            })?
+            }
+        })?
     } else {
         let timeout = spec
             .introspection_timeout_ms

@@ -80,7 +80,8 @@ impl Rollout {
             updated: status.updated_replicas.unwrap_or(0),
             ready: status.ready_replicas.unwrap_or(0),
             available: status.available_replicas.unwrap_or(0),
-            observed: status.observed_generation.is_some() && status.observed_generation >= generation,
+            observed: status.observed_generation.is_some()
+                && status.observed_generation >= generation,
         }
     }
 
@@ -119,7 +120,9 @@ pub fn gateway_status(
             status.composition_errors.clear();
             status.subgraphs = subgraphs.clone();
             let message = format!("composed {} subgraphs into {hash}", subgraphs.len());
-            set_condition(conditions, COMPOSED, true, "Composed", message, generation, now);
+            set_condition(
+                conditions, COMPOSED, true, "Composed", message, generation, now,
+            );
             None
         }
         CompositionOutcome::Failed { reason, errors } => {
@@ -129,7 +132,9 @@ pub fn gateway_status(
                 .map(|e| format!("{}: {}", e.code, e.message))
                 .collect::<Vec<_>>()
                 .join("\n");
-            set_condition(conditions, COMPOSED, false, reason, message, generation, now);
+            set_condition(
+                conditions, COMPOSED, false, reason, message, generation, now,
+            );
             Some(reason.clone())
         }
     };
@@ -137,27 +142,57 @@ pub fn gateway_status(
     status.replicas = rollout.replicas;
     status.ready_replicas = rollout.ready;
     let (ready, ready_reason, ready_message) = match (&observed.served_hash, observed.rollout) {
-        (None, _) => (false, "NoSupergraph", "no supergraph has composed yet".to_owned()),
-        (Some(_), None) => (false, "DeploymentMissing", "the gateway Deployment does not exist yet".to_owned()),
+        (None, _) => (
+            false,
+            "NoSupergraph",
+            "no supergraph has composed yet".to_owned(),
+        ),
+        (Some(_), None) => (
+            false,
+            "DeploymentMissing",
+            "the gateway Deployment does not exist yet".to_owned(),
+        ),
         (Some(hash), Some(r)) if r.complete() => (
             true,
             "RolloutComplete",
-            format!("{}/{} replicas serve supergraph {hash}", r.available, r.desired),
+            format!(
+                "{}/{} replicas serve supergraph {hash}",
+                r.available, r.desired
+            ),
         ),
         (Some(_), Some(r)) => (
             false,
             "RollingOut",
-            format!("{}/{} replicas updated, {} available", r.updated, r.desired, r.available),
+            format!(
+                "{}/{} replicas updated, {} available",
+                r.updated, r.desired, r.available
+            ),
         ),
     };
-    set_condition(conditions, READY, ready, ready_reason, ready_message.clone(), generation, now);
+    set_condition(
+        conditions,
+        READY,
+        ready,
+        ready_reason,
+        ready_message.clone(),
+        generation,
+        now,
+    );
     let progressing = observed.rollout.is_some_and(|r| !r.complete());
     let (reason, message) = if progressing {
         ("RollingOut", ready_message)
     } else {
         ("Stable", "no rollout in progress".to_owned())
     };
-    set_condition(conditions, PROGRESSING, progressing, reason, message, generation, now);
+    set_condition(
+        conditions,
+        PROGRESSING,
+        progressing,
+        reason,
+        message,
+        generation,
+        now,
+    );
     let unavailable = observed
         .rollout
         .is_some_and(|r| r.observed && r.available < r.desired.min(1));
@@ -170,10 +205,20 @@ pub fn gateway_status(
                 None => "no supergraph to serve".to_owned(),
             },
         ),
-        (None, true) => (true, "Unavailable".to_owned(), "no gateway replica is available".to_owned()),
-        (None, false) => (false, "Healthy".to_owned(), "composition and rollout are healthy".to_owned()),
+        (None, true) => (
+            true,
+            "Unavailable".to_owned(),
+            "no gateway replica is available".to_owned(),
+        ),
+        (None, false) => (
+            false,
+            "Healthy".to_owned(),
+            "composition and rollout are healthy".to_owned(),
+        ),
     };
-    set_condition(conditions, DEGRADED, degraded, &reason, message, generation, now);
+    set_condition(
+        conditions, DEGRADED, degraded, &reason, message, generation, now,
+    );
     status
 }
 
@@ -204,10 +249,20 @@ mod tests {
     }
 
     fn condition<'a>(s: &'a GraphGatewayStatus, t: &str) -> &'a Condition {
-        s.conditions.iter().find(|c| c.type_ == t).expect("condition present")
+        s.conditions
+            .iter()
+            .find(|c| c.type_ == t)
+            .expect("condition present")
     }
 
-    const DONE: Rollout = Rollout { desired: 2, replicas: 2, updated: 2, ready: 2, available: 2, observed: true };
+    const DONE: Rollout = Rollout {
+        desired: 2,
+        replicas: 2,
+        updated: 2,
+        ready: 2,
+        available: 2,
+        observed: true,
+    };
 
     #[test]
     fn complete_rollout_is_ready() {
@@ -239,7 +294,12 @@ mod tests {
     #[test]
     fn rollout_in_progress_is_progressing_not_ready() {
         let outcome = composed();
-        let rolling = Rollout { updated: 1, available: 1, replicas: 3, ..DONE };
+        let rolling = Rollout {
+            updated: 1,
+            available: 1,
+            replicas: 3,
+            ..DONE
+        };
         let s = gateway_status(None, &observed(&outcome, Some(rolling)), &at(10));
         assert_eq!(condition(&s, READY).status, "False");
         assert_eq!(condition(&s, PROGRESSING).status, "True");

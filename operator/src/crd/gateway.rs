@@ -36,9 +36,21 @@ pub const DEFAULT_GATEWAY_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gateway:0
         json_path = ".status.conditions[?(@.type==\"Composed\")].status"
     ),
     printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
-    printcolumn(name = "Available", type_ = "integer", json_path = ".status.readyReplicas"),
-    printcolumn(name = "Supergraph", type_ = "string", json_path = ".status.supergraphHash"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Available",
+        type_ = "integer",
+        json_path = ".status.readyReplicas"
+    ),
+    printcolumn(
+        name = "Supergraph",
+        type_ = "string",
+        json_path = ".status.supergraphHash"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GraphGatewaySpec {

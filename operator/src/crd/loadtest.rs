@@ -22,7 +22,11 @@ use super::ConfigMapKeyRef;
     printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(name = "Rate", type_ = "integer", json_path = ".spec.rate"),
     printcolumn(name = "Duration", type_ = "string", json_path = ".spec.duration"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[x_kube(validation = Rule::new("has(self.scenario) != has(self.script)")
     .message("set exactly one of scenario or script"))]

@@ -25,7 +25,11 @@ use super::ConfigMapKeyRef;
         json_path = ".status.conditions[?(@.type==\"SchemaLoaded\")].status"
     ),
     printcolumn(name = "Schema", type_ = "string", json_path = ".status.schemaHash"),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[x_kube(validation = Rule::new("!(has(self.sdl) && has(self.configMapRef))")
     .message("set at most one schema source: sdl or configMapRef (neither means introspection)"))]
