@@ -108,7 +108,10 @@ pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionError
     }
     let mut built = Vec::with_capacity(subgraphs.len());
     let mut graph_names = HashSet::new();
-    for input in subgraphs {
+    // Apollo composes subgraphs in name order; ties between descriptions depend on it.
+    let mut ordered: Vec<&SubgraphInput> = subgraphs.iter().collect();
+    ordered.sort_by(|a, b| a.name.cmp(&b.name));
+    for input in ordered {
         let graph = unique_graph_name(&input.name, &mut graph_names);
         if input.name.is_empty() || !graph_names.insert(graph.clone()) {
             sink.error(

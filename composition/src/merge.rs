@@ -62,6 +62,7 @@ pub fn merge(input: &Input<'_>, sink: &mut ErrorSink) -> Supergraph {
         }
     }
     add_interface_object_fields(&ctx, &mut sup);
+    check_implementations(&mut ctx, &sup);
     finish(&mut ctx, &mut sup);
     sup
 }
@@ -1210,4 +1211,54 @@ fn composed_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
             import: (!imports.is_empty()).then(|| format!("[{}]", imports.join(", "))),
         });
     }
+}
+
+/// Every object type has the fields of the interfaces it implements.
+fn check_implementations(ctx: &mut Ctx<'_>, sup: &Supergraph) {
+    for t in sup.types.values() {
+        if t.kind != Kind::Object && t.kind != Kind::Interface {
+            continue;
+        }
+        for iname in &t.implements {
+            let Some(iface) = sup.types.get(iname) else {
+                continue;
+            };
+            for fname in iface.fields.keys() {
+                if t.fields.contains_key(fname) {
+                    continue;
+                }
+                let declared: Vec<&str> = graphs_of_field(ctx, iface, fname);
+                let implementing: Vec<&str> = t
+                    .join_implements
+                    .iter()
+                    .filter(|(_, i)| i == iname)
+                    .filter_map(|(g, _)| ctx.input.subgraphs.iter().find(|s| &s.graph == g))
+                    .map(|s| s.name.as_str())
+                    .collect();
+                ctx.sink.error_in(
+                    codes::INTERFACE_FIELD_NO_IMPLEM,
+                    format!(
+                        "Interface field \"{iname}.{fname}\" is declared in {} but type \"{}\", which implements \"{iname}\" only in {} does not have field \"{fname}\".",
+                        subgraphs_phrase(&declared),
+                        t.name,
+                        subgraphs_phrase(&implementing)
+                    ),
+                    &implementing,
+                );
+            }
+        }
+    }
+}
+
+fn graphs_of_field<'a>(ctx: &Ctx<'a>, t: &MType, fname: &str) -> Vec<&'a str> {
+    let graphs: Vec<String> = match t.fields.get(fname).and_then(|f| f.joins.as_ref()) {
+        Some(js) => js.iter().filter_map(|j| j.graph.clone()).collect(),
+        None => t.join_types.iter().map(|j| j.graph.clone()).collect(),
+    };
+    ctx.input
+        .subgraphs
+        .iter()
+        .filter(|s| graphs.contains(&s.graph))
+        .map(|s| s.name.as_str())
+        .collect()
 }
