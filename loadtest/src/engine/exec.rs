@@ -237,28 +237,18 @@ impl<'p> Executor<'p> {
                 self.error(message);
                 return self.null(ty);
             }
-            Val::Bool(b) => Ok(self
-                .out
-                .extend_from_slice(if b { b"true" } else { b"false" })),
-            Val::Int(i) => Ok(write_json(&mut self.out, &i)),
-            Val::Float(f) => Ok(write_json(&mut self.out, &f)),
-            Val::Str(s) => Ok(write_str(&mut self.out, s)),
-            Val::String(s) => Ok(write_str(&mut self.out, &s)),
-            Val::Floats(items) => Ok(self.scalars(items, |out, f| write_json(out, f))),
-            Val::Ints(items) => Ok(self.scalars(items, |out, i| write_json(out, i))),
-            Val::Strs(items) => Ok(self.scalars(items, |out, s| write_str(out, s))),
             Val::List(items) => self.list(ty.item_type(), items, children),
-            Val::Obj(obj) => {
-                let fields = children.and_then(|c| c.for_type(obj.typename()));
-                match fields {
-                    Some(fields) => self.object(obj.as_ref(), fields),
-                    None => {
-                        let message =
-                            format!("Type {} is not a possible type here.", obj.typename());
-                        self.error(message);
-                        Err(Bubble)
-                    }
+            Val::Obj(obj) => match children.and_then(|c| c.for_type(obj.typename())) {
+                Some(fields) => self.object(obj.as_ref(), fields),
+                None => {
+                    let message = format!("Type {} is not a possible type here.", obj.typename());
+                    self.error(message);
+                    Err(Bubble)
                 }
+            },
+            leaf => {
+                self.leaf(leaf);
+                Ok(())
             }
         };
         if result.is_err() {
@@ -268,15 +258,19 @@ impl<'p> Executor<'p> {
         Ok(())
     }
 
-    fn scalars<T>(&mut self, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
-        self.out.push(b'[');
-        for (i, item) in items.iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            write(&mut self.out, item);
+    fn leaf(&mut self, value: Val<'_>) {
+        let out = &mut self.out;
+        match value {
+            Val::Bool(b) => out.extend_from_slice(if b { b"true" } else { b"false" }),
+            Val::Int(i) => write_json(out, &i),
+            Val::Float(f) => write_json(out, &f),
+            Val::Str(s) => write_str(out, s),
+            Val::String(s) => write_str(out, &s),
+            Val::Floats(items) => scalars(out, items, write_json),
+            Val::Ints(items) => scalars(out, items, write_json),
+            Val::Strs(items) => scalars(out, items, |out, s: &String| write_str(out, s)),
+            Val::Null | Val::Err(_) | Val::List(_) | Val::Obj(_) => out.extend_from_slice(b"null"),
         }
-        self.out.push(b']');
     }
 
     fn list<'a>(
@@ -298,6 +292,17 @@ impl<'p> Executor<'p> {
         self.out.push(b']');
         Ok(())
     }
+}
+
+fn scalars<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&mut Vec<u8>, &T)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(out, item);
+    }
+    out.push(b']');
 }
 
 /// serde_json never fails writing these values into a Vec.

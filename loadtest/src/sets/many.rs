@@ -84,6 +84,15 @@ fn parse_id(text: &str, prefix: &str, suffix: &str, max: usize) -> Option<usize>
     (1..=max).contains(&n).then_some(n)
 }
 
+/// An entity key: field, text around the number in its value, id range, constructor.
+type Key = (
+    &'static str,
+    &'static str,
+    &'static str,
+    usize,
+    fn(usize) -> Entity,
+);
+
 pub struct ManyPlans;
 
 struct Query;
@@ -114,7 +123,7 @@ impl Service for ManyPlans {
             .and_then(Value::as_str)
             .unwrap_or_default();
         // Several keys: try each key this type has, in order.
-        let keys: &[(&str, &str, &str, usize, fn(usize) -> Entity)] = match typename {
+        let keys: &[Key] = match typename {
             "User" => &[
                 ("id", "", "", USERS, Entity::User),
                 ("email", "user", "@example.com", USERS, Entity::User),

@@ -1,0 +1,420 @@
+//! The benchmark loop: per scenario, start the set's subgraphs, ask the monolith for the
+//! expected answer, then per gateway start it under its CPU budget, warm up, measure with
+//! k6 while sampling /proc, read the subgraph counters and optionally search capacity.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use sha2::{Digest, Sha256};
+use tokio::process::Child;
+
+use crate::capacity::{self, Step};
+use crate::gateway::{Gateway, Kind, Slots};
+use crate::http::Client;
+use crate::k6::{self, Check, Expected, Summary};
+use crate::process::{self, Cgroup, Launch, Placement};
+use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun, System};
+use crate::sampler::{self, Sampler};
+use crate::scenario::Scenario;
+
+pub struct Config {
+    pub repo: PathBuf,
+    pub out: PathBuf,
+    pub k6: PathBuf,
+    pub subgraphs_bin: PathBuf,
+    pub gateways: Vec<(Gateway, Result<Option<PathBuf>, String>, String)>,
+    pub scenarios: Vec<Scenario>,
+    pub placement: Placement,
+    pub duration_s: u32,
+    pub warmup_s: u32,
+    pub rate: Option<u32>,
+    pub check: Check,
+    pub smoke: bool,
+    pub capacity: Option<CapacityConfig>,
+    pub start_timeout: Duration,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct CapacityConfig {
+    pub steps: u32,
+    pub duration_s: u32,
+    pub factor: f64,
+    pub start: Option<u32>,
+}
+
+/// What a scenario needs from the set's servers.
+struct SetServers {
+    subgraphs: Child,
+    base: String,
+    supergraph: PathBuf,
+}
+
+fn progress(msg: impl AsRef<str>) {
+    eprintln!("[bench {}] {}", humantime::format_rfc3339_seconds(std::time::SystemTime::now()), msg.as_ref());
+}
+
+pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
+    let work = cfg.out.join("work");
+    std::fs::create_dir_all(&work).with_context(|| format!("creating {}", work.display()))?;
+    let client = Client::new();
+    let mut scenarios = Vec::new();
+    for scenario in &cfg.scenarios {
+        let rate = cfg.rate.unwrap_or(scenario.load.rate);
+        let mut run = ScenarioRun {
+            name: scenario.name.clone(),
+            set: scenario.set.clone(),
+            description: scenario.description.clone(),
+            rate,
+            duration_s: cfg.duration_s,
+            response_bytes: None,
+            error: None,
+            gateways: Vec::new(),
+        };
+        progress(format!("scenario {} (set {}, {rate} req/s for {} s)", scenario.name, scenario.set, cfg.duration_s));
+        if let Err(e) = run_scenario(cfg, &client, scenario, rate, &work, &mut run).await {
+            progress(format!("scenario {} failed: {e:#}", scenario.name));
+            run.error = Some(format!("{e:#}"));
+        }
+        scenarios.push(run);
+    }
+    Ok(Report {
+        smoke: cfg.smoke,
+        system: system_info(cfg).await,
+        gateways: cfg
+            .gateways
+            .iter()
+            .map(|(g, installed, version)| GatewayInfo {
+                name: g.name.clone(),
+                label: g.label.clone(),
+                version: version.clone(),
+                status: match installed {
+                    Ok(Some(p)) => format!("`{}`", p.display()),
+                    Ok(None) => match &g.kind {
+                        Kind::Custom { template } => format!("command `{template}`"),
+                        _ => "ready".into(),
+                    },
+                    Err(e) => format!("**failed to install**: {}", e.lines().next().unwrap_or_default()),
+                },
+            })
+            .collect(),
+        scenarios,
+    })
+}
+
+async fn run_scenario(
+    cfg: &Config,
+    client: &Client,
+    scenario: &Scenario,
+    rate: u32,
+    work: &Path,
+    run: &mut ScenarioRun,
+) -> anyhow::Result<()> {
+    let dir = work.join(&scenario.name);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let payload = dir.join("payload.json");
+    let body = scenario.payload()?;
+    std::fs::write(&payload, &body).context("writing the payload")?;
+    let expected = oracle(cfg, client, scenario, &body, &dir).await?;
+    run.response_bytes = Some(expected.bytes);
+    let mut servers = start_set(cfg, client, &scenario.set, &dir).await?;
+    for (gateway, installed, _) in &cfg.gateways {
+        let outcome = match installed {
+            Err(e) => Outcome::NotInstalled { error: e.clone() },
+            Ok(bin) => {
+                match measure(cfg, client, scenario, rate, gateway, bin.as_deref(), &servers, &payload, &expected, &dir).await {
+                    Ok(m) => Outcome::Measured(Box::new(m)),
+                    Err(e) => {
+                        progress(format!("{} / {}: {e:#}", scenario.name, gateway.name));
+                        Outcome::Failed { error: format!("{e:#}") }
+                    }
+                }
+            }
+        };
+        run.gateways.push(GatewayRun {
+            gateway: gateway.name.clone(),
+            label: gateway.label.clone(),
+            outcome,
+        });
+    }
+    process::stop(&mut servers.subgraphs).await;
+    Ok(())
+}
+
+/// Starts `graphfleet-subgraphs` on an ephemeral port and returns the child and its base URL.
+async fn start_server(cfg: &Config, set: &str, monolith: bool, log: &Path) -> anyhow::Result<(Child, String)> {
+    let _ = std::fs::remove_file(log);
+    let mut command = format!(
+        "{} --set {} --listen 127.0.0.1:0",
+        process::sh_quote(&cfg.subgraphs_bin.to_string_lossy()),
+        process::sh_quote(set)
+    );
+    if monolith {
+        command.push_str(" --monolith");
+    }
+    if cfg.placement.others.is_some() {
+        command.push_str(" --threads 1");
+    }
+    let mut child = process::spawn(&Launch {
+        command,
+        env: vec![],
+        cwd: None,
+        cpus: cfg.placement.others.as_deref(),
+        cgroup: None,
+        log,
+    })?;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        if let Some(status) = child.try_wait().context("polling the subgraph server")? {
+            bail!("graphfleet-subgraphs --set {set} exited ({status}):\n{}", process::log_tail(log, 10));
+        }
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        if let Some(url) = text.split_whitespace().find(|w| w.starts_with("http://")) {
+            return Ok((child, url.trim_end_matches('/').to_owned()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    process::stop(&mut child).await;
+    bail!("graphfleet-subgraphs --set {set} printed no address within 30 s:\n{}", process::log_tail(log, 10))
+}
+
+/// Asks the set's monolith for the scenario's answer and writes it for k6.
+async fn oracle(cfg: &Config, client: &Client, scenario: &Scenario, body: &str, dir: &Path) -> anyhow::Result<Expected> {
+    let (mut mono, base) = start_server(cfg, &scenario.set, true, &dir.join("monolith.log")).await?;
+    let answer = client.post_json(&format!("{base}/graphql"), Bytes::from(body.to_owned())).await;
+    process::stop(&mut mono).await;
+    let (status, bytes) = answer.context("asking the monolith for the expected response")?;
+    let json: serde_json::Value =
+        serde_json::from_slice(&bytes).context("the monolith's answer is not JSON")?;
+    if status != 200 || json.get("errors").is_some() || !json["data"].is_object() {
+        bail!(
+            "the monolith answered the scenario query with status {status}: {}",
+            String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
+        );
+    }
+    let text = std::str::from_utf8(&bytes).context("the monolith's answer is not UTF-8")?;
+    let file = dir.join("expected.json");
+    std::fs::write(&file, &bytes).context("writing expected.json")?;
+    Ok(Expected {
+        file,
+        len_utf16: text.encode_utf16().count(),
+        sha256: Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect(),
+        bytes: bytes.len(),
+    })
+}
+
+async fn start_set(cfg: &Config, client: &Client, set: &str, dir: &Path) -> anyhow::Result<SetServers> {
+    let (subgraphs, base) = start_server(cfg, set, false, &dir.join("subgraphs.log")).await?;
+    let committed = cfg.repo.join("loadtest/sets").join(set).join("supergraph.graphql");
+    let text = std::fs::read_to_string(&committed).with_context(|| format!("reading {}", committed.display()))?;
+    let supergraph = dir.join("supergraph.graphql");
+    std::fs::write(&supergraph, text.replace("http://127.0.0.1:4200", &base)).context("writing the supergraph")?;
+    let stats = client.get(&format!("{base}/stats")).await.context("GET /stats of the subgraphs")?;
+    if stats.0 != 200 {
+        bail!("GET {base}/stats answered {}", stats.0);
+    }
+    Ok(SetServers { subgraphs, base, supergraph })
+}
+
+fn free_port() -> anyhow::Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
+    Ok(l.local_addr().context("local address")?.port())
+}
+
+async fn subgraph_total(client: &Client, base: &str, reset: bool) -> anyhow::Result<u64> {
+    let url = format!("{base}/stats{}", if reset { "/reset" } else { "" });
+    let (status, body) = if reset {
+        client.post_json(&url, Bytes::new()).await?
+    } else {
+        client.get(&url).await?
+    };
+    if status != 200 {
+        bail!("{url} answered {status}");
+    }
+    let json: serde_json::Value = serde_json::from_slice(&body).with_context(|| format!("{url} is not JSON"))?;
+    json["total"].as_u64().with_context(|| format!("{url} has no \"total\": {json}"))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure(
+    cfg: &Config,
+    client: &Client,
+    scenario: &Scenario,
+    rate: u32,
+    gateway: &Gateway,
+    bin: Option<&Path>,
+    servers: &SetServers,
+    payload: &Path,
+    expected: &Expected,
+    dir: &Path,
+) -> anyhow::Result<Measured> {
+    let tag = format!("{}-{}", scenario.name, gateway.name);
+    let port = free_port()?;
+    let slots = Slots { supergraph: &servers.supergraph, host: "127.0.0.1", port, set: &scenario.set };
+    let command = gateway.command(bin, &slots, cfg.placement.cpus)?;
+    let cgroup = Cgroup::create(&tag, cfg.placement.cpus);
+    let log = dir.join(format!("{}.log", gateway.name));
+    let _ = std::fs::remove_file(&log);
+    let mut child = process::spawn(&Launch {
+        command: command.line,
+        env: command.env,
+        cwd: command.cwd.as_deref(),
+        cpus: cfg.placement.gateway.as_deref(),
+        cgroup: cgroup.as_ref(),
+        log: &log,
+    })?;
+    let result = measure_running(cfg, client, scenario, rate, gateway, &mut child, port, servers, payload, expected, dir, &log).await;
+    process::stop(&mut child).await;
+    drop(cgroup);
+    result
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn measure_running(
+    cfg: &Config,
+    client: &Client,
+    scenario: &Scenario,
+    rate: u32,
+    gateway: &Gateway,
+    child: &mut Child,
+    port: u16,
+    servers: &SetServers,
+    payload: &Path,
+    expected: &Expected,
+    dir: &Path,
+    log: &Path,
+) -> anyhow::Result<Measured> {
+    let pid = child.id().context("the gateway exited immediately")?;
+    let url = format!("http://127.0.0.1:{port}{}", gateway.graphql_path);
+    let probe = Bytes::from_static(br#"{"query":"{ __typename }"}"#);
+    let started = Instant::now();
+    client
+        .wait_ok(&url, Some(probe), cfg.start_timeout, || match child.try_wait() {
+            Ok(Some(status)) => bail!("the gateway exited ({status}):\n{}", process::log_tail(log, 15)),
+            _ => Ok(()),
+        })
+        .await
+        .with_context(|| format!("{} did not become ready; its log ends with:\n{}", gateway.name, process::log_tail(log, 15)))?;
+    progress(format!("{} / {}: ready in {:.1} s", scenario.name, gateway.name, started.elapsed().as_secs_f64()));
+    let k6_log = dir.join(format!("{}-k6.log", gateway.name));
+    let _ = std::fs::remove_file(&k6_log);
+    let summary_file = dir.join(format!("{}-summary.json", gateway.name));
+    let load = scenario.load;
+    let script = cfg.repo.join("loadtest/k6/scenario.js");
+    let k6_run = |check: Check, rate: u32, duration_s: u32, max_vus: u32| k6::Run {
+        k6: &cfg.k6,
+        script: &script,
+        url: &url,
+        payload,
+        expected,
+        check,
+        rate,
+        vus: load.vus.min(max_vus),
+        max_vus,
+        duration_s,
+        summary: &summary_file,
+        log: &k6_log,
+        cpus: cfg.placement.others.as_deref(),
+    }
+    .run();
+    if cfg.warmup_s > 0 {
+        let w = k6_run(Check::Full, rate, cfg.warmup_s, load.max_vus).await.context("warm-up")?;
+        progress(format!("{} / {}: warm-up {} requests, {} failures", scenario.name, gateway.name, w.requests, w.failures));
+    }
+    subgraph_total(client, &servers.base, true).await?;
+    let sampler = Sampler::start(pid);
+    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus).await;
+    let usage = sampler::usage(&sampler.finish().await);
+    let summary = summary.context("measured run")?;
+    let subgraph_requests = subgraph_total(client, &servers.base, false).await?;
+    progress(format!(
+        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {:.0}%, RSS max {:.0} MiB",
+        scenario.name,
+        gateway.name,
+        summary.requests,
+        summary.failures,
+        summary.dropped_iterations,
+        summary.achieved_rate.unwrap_or(0.0),
+        summary.latency_ms.map_or(0.0, |l| l.p99),
+        usage.cpu_avg * 100.0,
+        usage.mem_max as f64 / 1048576.0
+    ));
+    let mut capacity = None;
+    if let Some(c) = cfg.capacity {
+        let mut steps: Vec<Step> = Vec::new();
+        let mut next = Some(c.start.unwrap_or(rate).max(1));
+        let deadline = Instant::now() + Duration::from_secs(u64::from(c.steps) * (u64::from(c.duration_s) + 75));
+        while let Some(target) = next {
+            if steps.len() >= c.steps as usize || Instant::now() > deadline {
+                break;
+            }
+            // Enough VUs for ~100 ms latency at the target rate, never fewer than the scenario's.
+            let max_vus = load.max_vus.max(target / 10 + 1);
+            let s: Summary = k6_run(Check::Length, target, c.duration_s, max_vus).await.context("capacity step")?;
+            let step = Step {
+                target,
+                achieved: s.achieved_rate.unwrap_or(0.0),
+                p99: s.latency_ms.map_or(f64::INFINITY, |l| l.p99),
+                failures: s.failures,
+                dropped: s.dropped_iterations,
+            };
+            progress(format!(
+                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped{}",
+                scenario.name,
+                gateway.name,
+                steps.len() + 1,
+                step.achieved,
+                step.p99,
+                step.failures,
+                step.dropped,
+                if step.kept_up() { "" } else { " (fell behind)" }
+            ));
+            steps.push(step);
+            next = capacity::next_rate(&steps, c.factor);
+        }
+        capacity = Some(capacity::analyse(steps));
+    }
+    Ok(Measured { summary, usage, subgraph_requests, capacity })
+}
+
+async fn output(program: &str, args: &[&str]) -> Option<String> {
+    let out = tokio::process::Command::new(program).args(args).output().await.ok()?;
+    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+async fn system_info(cfg: &Config) -> System {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpu = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        .unwrap_or_else(|| "unknown".into());
+    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let memory = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        .map_or("unknown".into(), |kb| format!("{:.1} GiB", kb / 1048576.0));
+    let repo = cfg.repo.to_string_lossy().into_owned();
+    let commit = output("git", &["-C", &repo, "rev-parse", "HEAD"]).await.unwrap_or_else(|| "unknown".into());
+    let dirty = output("git", &["-C", &repo, "status", "--porcelain"]).await.is_some_and(|s| !s.is_empty());
+    let k6 = output(&cfg.k6.to_string_lossy(), &["version"]).await.unwrap_or_else(|| "unknown".into());
+    let probe = Cgroup::create("probe", cfg.placement.cpus);
+    let limit = match &probe {
+        Some(cg) => format!("{} cores ({} + taskset)", cfg.placement.cpus, cg.kind),
+        None => format!("{} cores (taskset only: no writable cgroup)", cfg.placement.cpus),
+    };
+    drop(probe);
+    System {
+        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+        cpu,
+        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        memory,
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or("unknown".into(), |s| s.trim().to_owned()),
+        git_commit: if dirty { format!("{commit} (working tree has uncommitted changes)") } else { commit },
+        k6,
+        placement: cfg.placement.describe(),
+        cpu_limit: limit,
+    }
+}

@@ -1,0 +1,302 @@
+//! REPORT.md: system information, then per scenario the Latencies, Resources and Requests
+//! tables (the layout of the public federation benchmark reports) and SVG charts.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::Context;
+
+use crate::results::{GatewayRun, Measured, Outcome, Report, ScenarioRun};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// A markdown table with aligned columns; `right[i]` right-aligns column i.
+fn table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
+    for row in rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .zip(right)
+            .map(|((c, &w), &r)| if r { format!("{c:>w$}") } else { format!("{c:<w$}") })
+            .collect();
+        format!("| {} |\n", padded.join(" | "))
+    };
+    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
+    let rule: Vec<String> = widths
+        .iter()
+        .zip(right)
+        .map(|(&w, &r)| if r { format!("{}:", "-".repeat(w.max(2) - 1)) } else { format!(":{}", "-".repeat(w.max(2) - 1)) })
+        .collect();
+    out.push_str(&format!("| {} |\n", rule.join(" | ")));
+    for row in rows {
+        out.push_str(&line(row.clone()));
+    }
+    out
+}
+
+fn f1(x: f64) -> String {
+    format!("{x:.1}")
+}
+
+/// Three significant digits, like "13.0", "0.64", "203".
+fn sig3(x: f64) -> String {
+    if x >= 100.0 {
+        format!("{x:.0}")
+    } else if x >= 10.0 {
+        format!("{x:.1}")
+    } else {
+        format!("{x:.2}")
+    }
+}
+
+fn measured(g: &GatewayRun) -> Option<&Measured> {
+    match &g.outcome {
+        Outcome::Measured(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// The cell text for a gateway that produced no numbers.
+fn missing(g: &GatewayRun) -> &'static str {
+    match g.outcome {
+        Outcome::NotInstalled { .. } => "not installed",
+        _ => "errors",
+    }
+}
+
+fn latency_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
+    let mut ok: Vec<(&GatewayRun, &Measured)> = s.gateways.iter().filter_map(|g| measured(g).map(|m| (g, m))).collect();
+    let p99 = |m: &Measured| m.summary.latency_ms.map_or(f64::INFINITY, |l| l.p99);
+    ok.sort_by(|a, b| p99(a.1).total_cmp(&p99(b.1)));
+    let mut rows: Vec<Vec<String>> = ok
+        .iter()
+        .map(|(g, m)| {
+            let mut row = vec![g.label.clone()];
+            match (m.summary.latency_ms, m.summary.failures) {
+                (Some(l), 0) => row.extend([l.min, l.med, l.p90, l.p95, l.p99, l.max].map(f1)),
+                (Some(l), _) if m.summary.ok > 0 => {
+                    row.extend([l.min, l.med, l.p90, l.p95, l.p99, l.max].map(|x| format!("{x:.1}*")))
+                }
+                _ => row.extend(std::iter::repeat_n("errors".to_owned(), 6)),
+            }
+            row.push(m.summary.scheduled_latency_ms.map_or("-".into(), |l| f1(l.p99)));
+            row
+        })
+        .collect();
+    for g in s.gateways.iter().filter(|g| measured(g).is_none()) {
+        let mut row = vec![g.label.clone()];
+        row.extend(std::iter::repeat_n(missing(g).to_owned(), 7));
+        rows.push(row);
+    }
+    rows
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0}%", x * 100.0)
+}
+
+fn resource_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
+    let mut ok: Vec<(&GatewayRun, &Measured)> = s.gateways.iter().filter_map(|g| measured(g).map(|m| (g, m))).collect();
+    ok.sort_by(|a, b| b.1.per_core_second().unwrap_or(0.0).total_cmp(&a.1.per_core_second().unwrap_or(0.0)));
+    let mut rows: Vec<Vec<String>> = ok
+        .iter()
+        .map(|(g, m)| {
+            let u = &m.usage;
+            let clean = m.summary.failures == 0;
+            let rate = |x: Option<f64>| match x {
+                Some(v) if clean => f1(v),
+                Some(v) => format!("{v:.1}*"),
+                None => "-".into(),
+            };
+            vec![
+                g.label.clone(),
+                format!("{} ±{}", pct(u.cpu_avg), pct(u.cpu_std)),
+                pct(u.cpu_max),
+                format!("{:.0} ±{:.0} MiB", u.mem_avg / MIB, u.mem_std / MIB),
+                format!("{:.0} MiB", u.mem_max as f64 / MIB),
+                rate(m.per_core_second()),
+                rate(m.per_gb_second()),
+            ]
+        })
+        .collect();
+    for g in s.gateways.iter().filter(|g| measured(g).is_none()) {
+        let mut row = vec![g.label.clone()];
+        row.extend(std::iter::repeat_n(missing(g).to_owned(), 6));
+        rows.push(row);
+    }
+    rows
+}
+
+fn request_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
+    s.gateways
+        .iter()
+        .map(|g| match measured(g) {
+            Some(m) => vec![
+                g.label.clone(),
+                m.summary.requests.to_string(),
+                m.summary.failures.to_string(),
+                m.summary.dropped_iterations.to_string(),
+                format!("{:.1}", m.summary.achieved_rate.unwrap_or(0.0)),
+                format!("{} ({})", sig3(m.subgraph_per_request()), m.subgraph_requests),
+            ],
+            None => {
+                let mut row = vec![g.label.clone()];
+                row.extend(std::iter::repeat_n(missing(g).to_owned(), 5));
+                row
+            }
+        })
+        .collect()
+}
+
+fn capacity_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
+    s.gateways
+        .iter()
+        .filter_map(|g| {
+            let c = measured(g)?.capacity.as_ref()?;
+            let pair = |p: Option<(f64, f64)>| p.map_or("-".into(), |(r, l)| format!("{r:.0} ({l:.1} ms)"));
+            Some(vec![
+                g.label.clone(),
+                c.min_p99.map_or("-".into(), f1),
+                pair(c.at_150),
+                pair(c.peak),
+                c.steps.len().to_string(),
+            ])
+        })
+        .collect()
+}
+
+fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
+    let _ = writeln!(out, "# {}\n", s.name);
+    let _ = writeln!(out, "{}\n", s.description);
+    let size = s.response_bytes.map_or(String::new(), |b| format!(" The monolith's response is {b} bytes."));
+    let _ = writeln!(
+        out,
+        "Set `{}`. k6 runs an open model (constant-arrival-rate) at {} requests/s for {} s{}.{size}\n",
+        s.set,
+        s.rate,
+        s.duration_s,
+        if smoke { " (smoke: correctness only, every response compared with the monolith)" } else { "" }
+    );
+    if let Some(e) = &s.error {
+        let _ = writeln!(out, "**The scenario did not run:** {e}\n");
+        return;
+    }
+    let _ = writeln!(out, "## Latencies (ms)\n\n![Latency Chart](charts/{}-latency.svg)\n", s.name);
+    out.push_str(&table(
+        &["Gateway", "Min", "Med", "P90", "P95", "P99", "Max", "P99 from schedule"],
+        &[false, true, true, true, true, true, true, true],
+        &latency_rows(s),
+    ));
+    let _ = writeln!(
+        out,
+        "\n\"P99 from schedule\" counts from the moment the open model scheduled each request (no coordinated omission). `*` marks runs with failures.\n"
+    );
+    let _ = writeln!(out, "## Resources\n\n![Efficiency Chart](charts/{}-efficiency.svg)\n", s.name);
+    out.push_str(&table(
+        &["Gateway", "CPU avg", "CPU max", "MEM avg", "MEM max", "requests/core.s", "requests/GB.s"],
+        &[false, true, true, true, true, true, true],
+        &resource_rows(s),
+    ));
+    let _ = writeln!(out, "\n## Requests\n");
+    out.push_str(&table(
+        &["Gateway", "Requests", "Failures", "Dropped", "Achieved req/s", "Subgraph requests (total)"],
+        &[false, true, true, true, true, true],
+        &request_rows(s),
+    ));
+    let capacity = capacity_rows(s);
+    if !capacity.is_empty() {
+        let _ = writeln!(out, "\n## Capacity\n\n![Capacity Chart](charts/{}-capacity.svg)\n", s.name);
+        out.push_str(&table(
+            &["Gateway", "min p99 (ms)", "Throughput at 150% min p99 (req/s)", "Peak throughput (req/s)", "Steps"],
+            &[false, true, true, true, true],
+            &capacity,
+        ));
+        let _ = writeln!(
+            out,
+            "\nThe arrival rate rises step by step until the achieved rate falls {} req/s short or requests fail; the throughput at 150% of the lowest p99 is interpolated linearly between steps.",
+            crate::capacity::MARGIN
+        );
+    }
+    for g in &s.gateways {
+        if let Outcome::NotInstalled { error } | Outcome::Failed { error } = &g.outcome {
+            let first = error.lines().next().unwrap_or_default();
+            let _ = writeln!(out, "\n- {}: {}", g.label, first);
+        }
+    }
+    out.push('\n');
+}
+
+pub fn markdown(report: &Report) -> String {
+    let sys = &report.system;
+    let mut out = String::new();
+    let _ = writeln!(out, "# System Information\n");
+    for (k, v) in [
+        ("Date", &sys.date),
+        ("CPU", &sys.cpu),
+        ("Memory", &sys.memory),
+        ("Linux Version", &sys.kernel),
+        ("Git Commit", &sys.git_commit),
+        ("k6", &sys.k6),
+        ("Gateway CPU budget", &sys.cpu_limit),
+        ("Placement", &sys.placement),
+    ] {
+        let _ = writeln!(out, "- {k}: {v}");
+    }
+    let _ = writeln!(out, "- Cores: {}\n", sys.cores);
+    let _ = writeln!(out, "# Gateways\n");
+    for g in &report.gateways {
+        let _ = writeln!(out, "- {} ({}): {} — {}", g.label, g.name, g.version, g.status);
+    }
+    out.push('\n');
+    for s in &report.scenarios {
+        scenario_section(&mut out, s, report.smoke);
+    }
+    out
+}
+
+/// Writes REPORT.md, results.json and the charts into `dir`.
+pub fn write(report: &Report, dir: &Path) -> anyhow::Result<()> {
+    let charts = dir.join("charts");
+    std::fs::create_dir_all(&charts).with_context(|| format!("creating {}", charts.display()))?;
+    for s in &report.scenarios {
+        if s.error.is_none() {
+            crate::charts::scenario(s, &charts)
+                .with_context(|| format!("drawing the charts of {}", s.name))?;
+        }
+    }
+    std::fs::write(dir.join("REPORT.md"), markdown(report)).context("writing REPORT.md")?;
+    let json = serde_json::to_string_pretty(report).context("serialising the results")?;
+    std::fs::write(dir.join("results.json"), json).context("writing results.json")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tables_align_like_the_reference_reports() {
+        let t = table(
+            &["Gateway", "Min"],
+            &[false, true],
+            &[vec!["Hive Router".into(), "21.1".into()], vec!["x".into(), "125.0".into()]],
+        );
+        assert_eq!(
+            t,
+            "| Gateway     |   Min |\n| :---------- | ----: |\n| Hive Router |  21.1 |\n| x           | 125.0 |\n"
+        );
+    }
+
+    #[test]
+    fn three_significant_digits() {
+        assert_eq!(sig3(13.0), "13.0");
+        assert_eq!(sig3(0.64), "0.64");
+        assert_eq!(sig3(203.4), "203");
+    }
+}

@@ -1,0 +1,125 @@
+//! What a benchmark run measured (also written as results.json next to the report).
+
+use serde::Serialize;
+
+use crate::capacity::Capacity;
+use crate::k6::Summary;
+use crate::sampler::Usage;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Measured {
+    pub summary: Summary,
+    pub usage: Usage,
+    /// Subgraph requests the gateway made during the measured run.
+    pub subgraph_requests: u64,
+    pub capacity: Option<Capacity>,
+}
+
+impl Measured {
+    /// Requests per CPU-second the gateway used.
+    pub fn per_core_second(&self) -> Option<f64> {
+        (self.usage.cpu_seconds > 0.0).then(|| self.summary.requests as f64 / self.usage.cpu_seconds)
+    }
+
+    /// Requests per GB-second of average resident memory.
+    pub fn per_gb_second(&self) -> Option<f64> {
+        let gb_s = self.usage.mem_avg / 1e9 * self.summary.duration_s;
+        (gb_s > 0.0).then(|| self.summary.requests as f64 / gb_s)
+    }
+
+    pub fn subgraph_per_request(&self) -> f64 {
+        if self.summary.requests == 0 {
+            return 0.0;
+        }
+        self.subgraph_requests as f64 / self.summary.requests as f64
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum Outcome {
+    Measured(Box<Measured>),
+    /// The gateway could not be installed or built.
+    NotInstalled { error: String },
+    /// It was installed but the run failed (did not start, k6 failed, ...).
+    Failed { error: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GatewayRun {
+    pub gateway: String,
+    pub label: String,
+    pub outcome: Outcome,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioRun {
+    pub name: String,
+    pub set: String,
+    pub description: String,
+    pub rate: u32,
+    pub duration_s: u32,
+    /// Bytes of the monolith's response.
+    pub response_bytes: Option<usize>,
+    /// Set when the scenario could not run at all (e.g. its set failed to start).
+    pub error: Option<String>,
+    pub gateways: Vec<GatewayRun>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct System {
+    pub date: String,
+    pub cpu: String,
+    pub cores: usize,
+    pub memory: String,
+    pub kernel: String,
+    pub git_commit: String,
+    pub k6: String,
+    pub placement: String,
+    pub cpu_limit: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GatewayInfo {
+    pub name: String,
+    pub label: String,
+    pub version: String,
+    pub status: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub smoke: bool,
+    pub system: System,
+    pub gateways: Vec<GatewayInfo>,
+    pub scenarios: Vec<ScenarioRun>,
+}
+
+impl Report {
+    /// Problems that fail a smoke run: any failure, dropped request, or gateway that did not run.
+    pub fn smoke_problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in &self.scenarios {
+            if let Some(e) = &s.error {
+                out.push(format!("{}: {e}", s.name));
+            }
+            for g in &s.gateways {
+                match &g.outcome {
+                    Outcome::Measured(m) => {
+                        let k = &m.summary;
+                        if k.requests == 0 || k.failures > 0 || k.dropped_iterations > 0 {
+                            out.push(format!(
+                                "{} / {}: {} requests, {} failures, {} dropped",
+                                s.name, g.gateway, k.requests, k.failures, k.dropped_iterations
+                            ));
+                        }
+                    }
+                    Outcome::NotInstalled { error } | Outcome::Failed { error } => {
+                        out.push(format!("{} / {}: {error}", s.name, g.gateway));
+                    }
+                }
+            }
+        }
+        out
+    }
+}
