@@ -1,1 +1,116 @@
-fn main() {}
+//! CPU per TestQuery request with the plan cached and subgraph responses replayed from
+//! recorded bytes, against the floor: decoding those responses plus encoding the final
+//! JSON once.
+
+use bytes::Bytes;
+use criterion::{Criterion, criterion_group, criterion_main};
+use graphfleet_gateway::executor::transport::{HttpTransport, Transport};
+use graphfleet_gateway::gateway::{Gateway, GraphQLRequest};
+use graphfleet_gateway::supergraph::Supergraph;
+use graphfleet_gateway::supergraph::meta::SubgraphId;
+use graphfleet_loadtest::{Mode, Options, Set, spawn};
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use std::hint::black_box;
+use std::sync::Arc;
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Forwards to real subgraphs and keeps every (request, response) pair.
+#[derive(Default, Clone)]
+struct Recorder {
+    http: HttpTransport,
+    seen: Arc<Mutex<Vec<(Bytes, Bytes)>>>,
+}
+
+impl Transport for Recorder {
+    async fn fetch(&self, sg: SubgraphId, url: &str, body: Bytes) -> Result<Bytes, String> {
+        let response = self.http.fetch(sg, url, body.clone()).await?;
+        self.seen.lock().push((body, response.clone()));
+        Ok(response)
+    }
+}
+
+/// Answers from recorded bytes; no I/O.
+struct Replay(FxHashMap<Bytes, Bytes>);
+
+impl Transport for Replay {
+    async fn fetch(&self, _: SubgraphId, _: &str, body: Bytes) -> Result<Bytes, String> {
+        self.0
+            .get(&body)
+            .cloned()
+            .ok_or_else(|| "request not recorded".to_string())
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let query = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../loadtest/sets/fed/queries/query.graphql"
+    ))
+    .expect("fed TestQuery exists");
+    let request = GraphQLRequest {
+        query: Some(query),
+        ..Default::default()
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+
+    // Record the subgraph traffic of one real execution.
+    let (recorded, expected) = rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind loopback");
+        let subgraphs =
+            spawn(Set::Fed, Mode::Subgraphs, listener, Options::default()).expect("subgraphs");
+        let text = Set::Fed
+            .supergraph()
+            .replace("http://127.0.0.1:4200", &subgraphs.base_url());
+        let recorder = Recorder::default();
+        let gateway = Gateway::with_transport(
+            Supergraph::parse(&text).expect("supergraph"),
+            recorder.clone(),
+        );
+        let body = gateway.execute(&request, true).await.body().to_vec();
+        subgraphs.shutdown().await;
+        let seen = recorder.seen.lock().clone();
+        (seen, body)
+    });
+    println!(
+        "TestQuery: {} subgraph requests, {} response bytes from subgraphs, {} bytes final",
+        recorded.len(),
+        recorded.iter().map(|(_, r)| r.len()).sum::<usize>(),
+        expected.len()
+    );
+
+    let gateway = Gateway::with_transport(
+        Supergraph::parse(Set::Fed.supergraph()).expect("supergraph"),
+        Replay(recorded.iter().cloned().collect()),
+    );
+    let check = rt.block_on(gateway.execute(&request, true));
+    assert_eq!(check.body(), expected.as_slice(), "replay reproduces the response");
+
+    let mut group = c.benchmark_group("test_query");
+    group.bench_function("gateway", |b| {
+        b.iter(|| black_box(rt.block_on(gateway.execute(black_box(&request), true))))
+    });
+    let final_value: serde_json::Value =
+        serde_json::from_slice(&expected).expect("final response is JSON");
+    group.bench_function("floor", |b| {
+        b.iter(|| {
+            for (_, response) in &recorded {
+                let v: serde_json::Value =
+                    serde_json::from_slice(black_box(response)).expect("recorded JSON");
+                black_box(v);
+            }
+            black_box(serde_json::to_vec(black_box(&final_value)).expect("encode"))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
