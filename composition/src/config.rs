@@ -85,10 +85,8 @@ pub fn parse_config(text: &str, base: &Path) -> Result<Vec<SubgraphInput>, Confi
             (Some(sdl), _) => sdl,
             (None, Some(file)) => {
                 let file = base.join(file);
-                std::fs::read_to_string(&file).map_err(|source| ConfigError::Read {
-                    path: file,
-                    source,
-                })?
+                std::fs::read_to_string(&file)
+                    .map_err(|source| ConfigError::Read { path: file, source })?
             }
             (None, None) => {
                 return Err(invalid(format!(

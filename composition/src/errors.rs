@@ -114,7 +114,10 @@ impl ErrorSink {
 
 /// `"a"`, `"a" and "b"`, `"a", "b" and "c"` as Apollo words subgraph lists.
 pub fn join_names<S: AsRef<str>>(names: &[S]) -> String {
-    let quoted: Vec<String> = names.iter().map(|n| format!("\"{}\"", n.as_ref())).collect();
+    let quoted: Vec<String> = names
+        .iter()
+        .map(|n| format!("\"{}\"", n.as_ref()))
+        .collect();
     match quoted.len() {
         0 => String::new(),
         1 => quoted[0].clone(),

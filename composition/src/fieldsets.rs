@@ -39,12 +39,6 @@ pub struct SubgraphInfo {
     pub external: HashSet<Coord>,
 }
 
-impl SubgraphInfo {
-    pub fn is_external(&self, ty: &str, field: &str) -> bool {
-        self.external.contains(&(ty.to_owned(), field.to_owned()))
-    }
-}
-
 /// Analyses one subgraph's field sets; invalid ones are reported.
 pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
     let mut info = SubgraphInfo::default();
@@ -107,9 +101,14 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 let Some(sel) = str_arg(d, "fields") else {
                     continue;
                 };
-                let Some(set) =
-                    parse(sg, tname, sel, "@requires", codes::REQUIRES_INVALID_FIELDS, sink)
-                else {
+                let Some(set) = parse(
+                    sg,
+                    tname,
+                    sel,
+                    "@requires",
+                    codes::REQUIRES_INVALID_FIELDS,
+                    sink,
+                ) else {
                     continue;
                 };
                 let mut coords = Vec::new();
@@ -141,7 +140,11 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 let target = field.ty.inner_named_type();
                 let composite = matches!(
                     schema.types.get(target),
-                    Some(ExtendedType::Object(_) | ExtendedType::Interface(_) | ExtendedType::Union(_))
+                    Some(
+                        ExtendedType::Object(_)
+                            | ExtendedType::Interface(_)
+                            | ExtendedType::Union(_)
+                    )
                 );
                 if !composite {
                     sink.error(
@@ -154,9 +157,14 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                     );
                     continue;
                 }
-                let Some(set) =
-                    parse(sg, target, sel, "@provides", codes::PROVIDES_INVALID_FIELDS, sink)
-                else {
+                let Some(set) = parse(
+                    sg,
+                    target,
+                    sel,
+                    "@provides",
+                    codes::PROVIDES_INVALID_FIELDS,
+                    sink,
+                ) else {
                     continue;
                 };
                 let mut coords = Vec::new();
@@ -177,9 +185,11 @@ fn check_provided_external(sg: &Subgraph, info: &SubgraphInfo, sink: &mut ErrorS
     let mut provided: Vec<&Coord> = info.provided.iter().collect();
     provided.sort();
     for coord in provided {
-        let is_entity_like = sg.schema.types.get(coord.0.as_str()).is_some_and(|t| {
-            matches!(t, ExtendedType::Object(_) | ExtendedType::Interface(_))
-        });
+        let is_entity_like = sg
+            .schema
+            .types
+            .get(coord.0.as_str())
+            .is_some_and(|t| matches!(t, ExtendedType::Object(_) | ExtendedType::Interface(_)));
         if is_entity_like && !info.external.contains(coord) && !info.key_fields.contains(coord) {
             // Fields nested under a provided external value are fine; only flag fields of
             // types this subgraph resolves itself.

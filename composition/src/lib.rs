@@ -108,12 +108,13 @@ pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionError
     }
     let mut built = Vec::with_capacity(subgraphs.len());
     let mut graph_names = HashSet::new();
+    let mut seen_names = HashSet::new();
     // Apollo composes subgraphs in name order; ties between descriptions depend on it.
     let mut ordered: Vec<&SubgraphInput> = subgraphs.iter().collect();
     ordered.sort_by(|a, b| a.name.cmp(&b.name));
     for input in ordered {
-        let graph = unique_graph_name(&input.name, &mut graph_names);
-        if input.name.is_empty() || !graph_names.insert(graph.clone()) {
+        let graph = unique_graph_name(&input.name, &graph_names);
+        if input.name.is_empty() || !seen_names.insert(input.name.as_str()) {
             sink.error(
                 codes::INVALID_SUBGRAPH_NAME,
                 format!("Invalid or duplicate subgraph name \"{}\"", input.name),
@@ -121,6 +122,7 @@ pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionError
             );
             continue;
         }
+        graph_names.insert(graph.clone());
         if let Some(sg) = subgraph::build(&input.name, &input.url, graph, &input.sdl, &mut sink) {
             built.push(sg);
         }
@@ -148,8 +150,15 @@ pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionError
     }
     let supergraph_sdl = print::print(&supergraph);
     // The output must itself be a valid schema; anything else is a composer bug.
-    if let Err(with) = apollo_compiler::Schema::parse_and_validate(&supergraph_sdl, "supergraph.graphql") {
-        let first = with.errors.iter().next().map(|d| d.error.to_string()).unwrap_or_default();
+    if let Err(with) =
+        apollo_compiler::Schema::parse_and_validate(&supergraph_sdl, "supergraph.graphql")
+    {
+        let first = with
+            .errors
+            .iter()
+            .next()
+            .map(|d| d.error.to_string())
+            .unwrap_or_default();
         sink.error_in(
             codes::INVALID_SUPERGRAPH,
             format!("internal error: the composed supergraph is invalid: {first}"),

@@ -275,10 +275,7 @@ fn dedupe_non_repeatable(list: Vec<String>) -> Vec<String> {
     let mut seen = HashSet::new();
     list.into_iter()
         .filter(|d| {
-            let name: String = d
-                .chars()
-                .take_while(|c| *c != '(' && *c != ' ')
-                .collect();
+            let name: String = d.chars().take_while(|c| *c != '(' && *c != ' ').collect();
             !SINGLE.contains(&name.as_str()) || seen.insert(name)
         })
         .collect()
@@ -324,8 +321,7 @@ fn join_types_for(ctx: &Ctx<'_>, src: &Source<'_>, kind: Kind) -> Vec<JoinType> 
     let sg = ctx.sg(src.sg);
     let graph = sg.graph.clone();
     let keys = ctx.input.infos[src.sg].keys.get(src.local);
-    let interface_object =
-        matches!(src.ty, ExtendedType::Object(_)) && kind == Kind::Interface;
+    let interface_object = matches!(src.ty, ExtendedType::Object(_)) && kind == Kind::Interface;
     match keys {
         Some(keys) if !keys.is_empty() => keys
             .iter()
@@ -366,7 +362,12 @@ struct FieldSrc<'a> {
 
 fn type_fields(
     ty: &ExtendedType,
-) -> Option<&apollo_compiler::collections::IndexMap<Name, apollo_compiler::schema::Component<FieldDefinition>>> {
+) -> Option<
+    &apollo_compiler::collections::IndexMap<
+        Name,
+        apollo_compiler::schema::Component<FieldDefinition>,
+    >,
+> {
     match ty {
         ExtendedType::Object(o) => Some(&o.fields),
         ExtendedType::Interface(i) => Some(&i.fields),
@@ -619,7 +620,11 @@ fn merge_field(
         );
         return None;
     }
-    let typed: Vec<&FieldSrc<'_>> = if live.is_empty() { srcs.iter().collect() } else { live };
+    let typed: Vec<&FieldSrc<'_>> = if live.is_empty() {
+        srcs.iter().collect()
+    } else {
+        live
+    };
     let ty = merge_output_type(ctx, &coord, &typed)?;
     let types_differ = srcs.iter().any(|s| s.ty != ty);
     check_sharing(ctx, kind, &coord, &srcs);
@@ -633,9 +638,15 @@ fn merge_field(
     });
     let joins = (srcs.len() != type_sources || special || types_differ)
         .then(|| join_fields(ctx, &srcs, types_differ));
-    let description = merge_description(ctx, &coord, srcs.iter().map(|s| s.def.description.as_deref()));
-    let parts: Vec<(usize, Vec<&Directive>)> =
-        srcs.iter().map(|s| (s.sg, s.def.directives.dirs())).collect();
+    let description = merge_description(
+        ctx,
+        &coord,
+        srcs.iter().map(|s| s.def.description.as_deref()),
+    );
+    let parts: Vec<(usize, Vec<&Directive>)> = srcs
+        .iter()
+        .map(|s| (s.sg, s.def.directives.dirs()))
+        .collect();
     let directives = ctx.carried_union(&parts);
     Some(MField {
         name: fname.to_owned(),
@@ -710,7 +721,8 @@ fn merge_output_type(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> 
             subgraphs_phrase(&[ctx.sg(best.sg).name.as_str()]),
             subgraphs_phrase(&other)
         );
-        ctx.sink.hint(codes::INCONSISTENT_BUT_COMPATIBLE_FIELD_TYPE, msg);
+        ctx.sink
+            .hint(codes::INCONSISTENT_BUT_COMPATIBLE_FIELD_TYPE, msg);
     }
     Some(best.ty.clone())
 }
@@ -734,7 +746,10 @@ fn check_sharing(ctx: &mut Ctx<'_>, kind: Kind, coord: &str, srcs: &[FieldSrc<'_
     if non_shareable.is_empty() {
         return;
     }
-    let all: Vec<&str> = resolving.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect();
+    let all: Vec<&str> = resolving
+        .iter()
+        .map(|s| ctx.sg(s.sg).name.as_str())
+        .collect();
     let which = if non_shareable.len() == all.len() {
         "in all of them".to_owned()
     } else {
@@ -751,7 +766,12 @@ fn check_sharing(ctx: &mut Ctx<'_>, kind: Kind, coord: &str, srcs: &[FieldSrc<'_
 }
 
 /// The most restrictive type of an input position (argument or input field).
-fn merge_input_type(ctx: &mut Ctx<'_>, coord: &str, code: &str, types: &[(usize, Type)]) -> Option<Type> {
+fn merge_input_type(
+    ctx: &mut Ctx<'_>,
+    coord: &str,
+    code: &str,
+    types: &[(usize, Type)],
+) -> Option<Type> {
     let mut best = &types[0];
     for t in &types[1..] {
         if ctx.is_subtype(&t.1, &best.1) && same_named(&t.1, &best.1) {
@@ -789,7 +809,13 @@ fn merge_args(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> Vec<MAr
     for aname in names {
         let defs: Vec<(usize, &Node<InputValueDefinition>)> = srcs
             .iter()
-            .filter_map(|s| s.def.arguments.iter().find(|a| a.name == aname).map(|a| (s.sg, a)))
+            .filter_map(|s| {
+                s.def
+                    .arguments
+                    .iter()
+                    .find(|a| a.name == aname)
+                    .map(|a| (s.sg, a))
+            })
             .collect();
         let arg_coord = format!("{coord}({aname}:)");
         if defs.len() != srcs.len() {
@@ -805,7 +831,11 @@ fn merge_args(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> Vec<MAr
                     subgraphs_phrase(&have),
                     subgraphs_phrase(&missing)
                 );
-                ctx.sink.error_in(codes::REQUIRED_ARGUMENT_MISSING_IN_SOME_SUBGRAPH, msg, &have);
+                ctx.sink.error_in(
+                    codes::REQUIRED_ARGUMENT_MISSING_IN_SOME_SUBGRAPH,
+                    msg,
+                    &have,
+                );
             } else {
                 let msg = format!(
                     "Optional argument \"{arg_coord}\" will not be included in the supergraph as it does not appear in all subgraphs: it is defined in {} but not in {}.",
@@ -816,7 +846,8 @@ fn merge_args(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> Vec<MAr
             }
             continue;
         }
-        if let Some(arg) = merge_input_value(ctx, &format!("argument \"{arg_coord}\""), &defs, true) {
+        if let Some(arg) = merge_input_value(ctx, &format!("argument \"{arg_coord}\""), &defs, true)
+        {
             out.push(arg);
         }
     }
@@ -835,9 +866,15 @@ fn merge_input_value(
         .map(|(i, a)| (*i, canon_type(ctx.sg(*i), &a.ty)))
         .collect();
     let (type_code, default_code) = if is_arg {
-        (codes::FIELD_ARGUMENT_TYPE_MISMATCH, codes::FIELD_ARGUMENT_DEFAULT_MISMATCH)
+        (
+            codes::FIELD_ARGUMENT_TYPE_MISMATCH,
+            codes::FIELD_ARGUMENT_DEFAULT_MISMATCH,
+        )
     } else {
-        (codes::FIELD_TYPE_MISMATCH, codes::INPUT_FIELD_DEFAULT_MISMATCH)
+        (
+            codes::FIELD_TYPE_MISMATCH,
+            codes::INPUT_FIELD_DEFAULT_MISMATCH,
+        )
     };
     let ty = merge_input_type(ctx, what, type_code, &types)?;
     let mut default: Option<(usize, &Value)> = None;
@@ -866,8 +903,15 @@ fn merge_input_value(
             format!("{what} has a default value in only some subgraphs."),
         );
     }
-    let description = merge_description(ctx, what, defs.iter().map(|(_, a)| a.description.as_deref()));
-    let parts: Vec<(usize, Vec<&Directive>)> = defs.iter().map(|(i, a)| (*i, a.directives.dirs())).collect();
+    let description = merge_description(
+        ctx,
+        what,
+        defs.iter().map(|(_, a)| a.description.as_deref()),
+    );
+    let parts: Vec<(usize, Vec<&Directive>)> = defs
+        .iter()
+        .map(|(i, a)| (*i, a.directives.dirs()))
+        .collect();
     let directives = ctx.carried_union(&parts);
     Some(MArg {
         name: defs[0].1.name.to_string(),
@@ -910,7 +954,11 @@ fn merge_input(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<
                     subgraphs_phrase(&have),
                     subgraphs_phrase(&missing)
                 );
-                ctx.sink.error_in(codes::REQUIRED_INPUT_FIELD_MISSING_IN_SOME_SUBGRAPH, msg, &have);
+                ctx.sink.error_in(
+                    codes::REQUIRED_INPUT_FIELD_MISSING_IN_SOME_SUBGRAPH,
+                    msg,
+                    &have,
+                );
             } else {
                 let msg = format!(
                     "Input object field \"{fname}\" will not be added to \"{name}\" in the supergraph as it does not appear in all subgraphs: it is defined in {} but not in {}.",
@@ -924,7 +972,9 @@ fn merge_input(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<
         let Some(v) = merge_input_value(ctx, &format!("field \"{coord}\""), &defs, false) else {
             continue;
         };
-        let types_differ = defs.iter().any(|(i, f)| canon_type(ctx.sg(*i), &f.ty) != v.ty);
+        let types_differ = defs
+            .iter()
+            .any(|(i, f)| canon_type(ctx.sg(*i), &f.ty) != v.ty);
         let joins = types_differ.then(|| {
             defs.iter()
                 .map(|(i, f)| JoinField {
@@ -1014,7 +1064,10 @@ fn merge_enum(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<M
                 subgraphs_phrase(&missing)
             );
             if input && output {
-                let all: Vec<&str> = enums.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+                let all: Vec<&str> = enums
+                    .iter()
+                    .map(|(i, _)| ctx.sg(*i).name.as_str())
+                    .collect();
                 ctx.sink.error_in(
                     codes::ENUM_VALUE_MISMATCH,
                     format!("Enum type \"{name}\" is used as both input type and output type, but value \"{vname}\" is not defined in all the subgraphs defining \"{name}\": {detail}"),
@@ -1039,8 +1092,10 @@ fn merge_enum(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<M
             &format!("{name}.{vname}"),
             defs.iter().map(|(_, v)| v.description.as_deref()),
         );
-        let parts: Vec<(usize, Vec<&Directive>)> =
-            defs.iter().map(|(i, v)| (*i, v.directives.dirs())).collect();
+        let parts: Vec<(usize, Vec<&Directive>)> = defs
+            .iter()
+            .map(|(i, v)| (*i, v.directives.dirs()))
+            .collect();
         let directives = ctx.carried_union(&parts);
         t.values.insert(
             vname.to_owned(),
@@ -1053,7 +1108,10 @@ fn merge_enum(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<M
         );
     }
     if t.values.is_empty() {
-        let all: Vec<&str> = enums.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
+        let all: Vec<&str> = enums
+            .iter()
+            .map(|(i, _)| ctx.sg(*i).name.as_str())
+            .collect();
         ctx.sink.error_in(
             codes::EMPTY_MERGED_ENUM_TYPE,
             format!("None of the values of enum type \"{name}\" are defined consistently in all the subgraphs defining that type. As only values common to all subgraphs are merged, this would result in an empty type."),
@@ -1086,7 +1144,11 @@ fn add_interface_object_fields(ctx: &Ctx<'_>, sup: &mut Supergraph) {
                     continue;
                 }
                 let from_object = f.joins.as_ref().is_some_and(|js| {
-                    js.iter().any(|j| j.graph.as_deref().is_some_and(|g| object_graphs.contains(g)))
+                    js.iter().any(|j| {
+                        j.graph
+                            .as_deref()
+                            .is_some_and(|g| object_graphs.contains(g))
+                    })
                 });
                 if from_object {
                     let mut nf = f.clone();
@@ -1121,8 +1183,12 @@ fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
     if let Some(q) = sup.types.get_mut("Query") {
         let mut ordered = Vec::new();
         for sg in subgraphs {
-            let existing: Vec<JoinType> =
-                q.join_types.iter().filter(|j| j.graph == sg.graph).cloned().collect();
+            let existing: Vec<JoinType> = q
+                .join_types
+                .iter()
+                .filter(|j| j.graph == sg.graph)
+                .cloned()
+                .collect();
             if existing.is_empty() {
                 ordered.push(JoinType {
                     graph: sg.graph.clone(),
@@ -1137,7 +1203,8 @@ fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
     } else {
         ctx.sink.error_in(
             codes::NO_QUERIES,
-            "No queries found in any subgraph: a supergraph must have a query root type.".to_owned(),
+            "No queries found in any subgraph: a supergraph must have a query root type."
+                .to_owned(),
             &[],
         );
     }
@@ -1166,10 +1233,12 @@ fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
             import: list_size.then(|| "[\"@listSize\"]".to_owned()),
         });
         if cost {
-            sup.extra_definitions.push(specs::COST_DEFINITION.to_owned());
+            sup.extra_definitions
+                .push(specs::COST_DEFINITION.to_owned());
         }
         if list_size {
-            sup.extra_definitions.push(specs::LIST_SIZE_DEFINITION.to_owned());
+            sup.extra_definitions
+                .push(specs::LIST_SIZE_DEFINITION.to_owned());
         }
     }
     composed_directives(ctx, sup);

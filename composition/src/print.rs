@@ -10,8 +10,9 @@ pub fn print(sup: &Supergraph) -> String {
     let mut spec_defs: Vec<String> = specs::join_definitions(sup.join_version);
     spec_defs.extend(specs::LINK_DEFINITIONS.iter().map(|d| (*d).to_owned()));
     spec_defs.extend(sup.extra_definitions.iter().cloned());
-    let (mut directives, others): (Vec<String>, Vec<String>) =
-        spec_defs.into_iter().partition(|d| d.starts_with("directive"));
+    let (mut directives, others): (Vec<String>, Vec<String>) = spec_defs
+        .into_iter()
+        .partition(|d| d.starts_with("directive"));
     directives.sort_by(|a, b| spec_def_name(a).cmp(spec_def_name(b)));
     directives.dedup();
     defs.extend(directives);
@@ -21,7 +22,11 @@ pub fn print(sup: &Supergraph) -> String {
         .collect();
     types.push(("join__Graph".to_owned(), graph_enum(sup)));
     types.extend(sup.types.values().map(|t| (t.name.clone(), print_type(t))));
-    types.sort_by(|a, b| a.0.to_lowercase().cmp(&b.0.to_lowercase()).then(a.0.cmp(&b.0)));
+    types.sort_by(|a, b| {
+        a.0.to_lowercase()
+            .cmp(&b.0.to_lowercase())
+            .then(a.0.cmp(&b.0))
+    });
     types.dedup_by(|a, b| a.0 == b.0);
     defs.extend(types.into_iter().map(|(_, d)| d));
     let mut out = defs.join("\n\n");
@@ -187,7 +192,7 @@ fn print_field(out: &mut String, f: &MField) {
         out.push('(');
         for (i, a) in f.args.iter().enumerate() {
             if multiline {
-                out.push_str("\n");
+                out.push('\n');
                 description(out, a.description.as_deref(), "    ");
                 out.push_str("    ");
             } else if i > 0 {
@@ -211,8 +216,10 @@ fn print_field(out: &mut String, f: &MField) {
         let _ = write!(out, " = {d}");
     }
     // Apollo prints @inaccessible before the join directives, everything else after.
-    let (first, rest): (Vec<&String>, Vec<&String>) =
-        f.directives.iter().partition(|d| d.as_str() == "@inaccessible");
+    let (first, rest): (Vec<&String>, Vec<&String>) = f
+        .directives
+        .iter()
+        .partition(|d| d.as_str() == "@inaccessible");
     for d in first {
         let _ = write!(out, " {d}");
     }

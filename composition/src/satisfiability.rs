@@ -107,8 +107,11 @@ impl<'a> Graph<'a> {
                 let mut resolvable = HashSet::new();
                 for (fname, field) in fields {
                     let coord = (local.to_string(), fname.to_string());
-                    let external = info.external.contains(&coord) && !info.provided.contains(&coord);
-                    if external || overridden.contains(&(name.clone(), fname.to_string(), sg.name.clone())) {
+                    let external =
+                        info.external.contains(&coord) && !info.provided.contains(&coord);
+                    if external
+                        || overridden.contains(&(name.clone(), fname.to_string(), sg.name.clone()))
+                    {
                         continue;
                     }
                     resolvable.insert(fname.to_string());
@@ -264,7 +267,13 @@ impl<'a> Graph<'a> {
                     continue;
                 };
                 let target = (ret.clone(), node.1);
-                if self.subgraph(node.1).schema.types.keys().any(|t| self.subgraph(node.1).canonical(t) == ret.as_str()) {
+                if self
+                    .subgraph(node.1)
+                    .schema
+                    .types
+                    .keys()
+                    .any(|t| self.subgraph(node.1).canonical(t) == ret.as_str())
+                {
                     next.push((target, Some(f.clone())));
                 }
             }

@@ -125,7 +125,9 @@ impl FedDirective {
             Self::Policy => {
                 "directive @{D}(policies: [[{Policy}!]!]!) on FIELD_DEFINITION | OBJECT | INTERFACE | SCALAR | ENUM"
             }
-            Self::Context => "directive @{D}(name: String!) repeatable on INTERFACE | OBJECT | UNION",
+            Self::Context => {
+                "directive @{D}(name: String!) repeatable on INTERFACE | OBJECT | UNION"
+            }
             Self::FromContext => {
                 "directive @{D}(field: {ContextFieldValue}) on ARGUMENT_DEFINITION"
             }

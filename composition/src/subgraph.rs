@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 
 use apollo_compiler::ast::{self, Definition, Directive, Value};
-use apollo_compiler::schema::{ExtendedType, Schema};
+use apollo_compiler::schema::Schema;
 use apollo_compiler::validation::Valid;
 
 use crate::errors::{ErrorSink, codes};
@@ -58,7 +58,10 @@ impl Subgraph {
 
     /// Canonical (supergraph) name of a type named `local` in this subgraph.
     pub fn canonical<'a>(&'a self, local: &'a str) -> &'a str {
-        self.root_names.get(local).map(String::as_str).unwrap_or(local)
+        self.root_names
+            .get(local)
+            .map(String::as_str)
+            .unwrap_or(local)
     }
 
     /// Whether a type or directive definition belongs to federation machinery.
@@ -69,27 +72,22 @@ impl Subgraph {
             || name.starts_with("join__")
     }
 
-    /// Whether a directive definition is federation machinery (never copied to the supergraph).
-    pub fn is_fed_directive(&self, name: &str) -> bool {
-        self.names.values().any(|n| n == name)
-            || name == "link"
-            || name.starts_with("federation__")
-            || name.starts_with("link__")
-    }
-
     /// The applications of a federation directive in a directive list.
-    pub fn applications<'a>(&self, directives: &'a impl DirSource, d: FedDirective) -> Vec<&'a Directive> {
+    pub fn applications<'a>(
+        &self,
+        directives: &'a impl DirSource,
+        d: FedDirective,
+    ) -> Vec<&'a Directive> {
         let name = self.dir_name(d);
-        directives.dirs().into_iter().filter(|x| x.name == name).collect()
+        directives
+            .dirs()
+            .into_iter()
+            .filter(|x| x.name == name)
+            .collect()
     }
 
     pub fn has(&self, directives: &impl DirSource, d: FedDirective) -> bool {
         !self.applications(directives, d).is_empty()
-    }
-
-    /// Canonical root type names of this subgraph (operation kind, canonical, local).
-    pub fn root_types(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.root_names.iter().map(|(l, c)| (c.as_str(), l.as_str()))
     }
 }
 
@@ -199,7 +197,14 @@ pub fn build(
         .add_ast(&doc)
         .parse(prelude, "federation-prelude.graphql")
         .build();
-    let schema = match built.and_then(|s| s.validate()) {
+    let built = match built {
+        Ok(s) => s,
+        Err(with) => {
+            report_diagnostics(name, &with.errors, sink);
+            return None;
+        }
+    };
+    let schema = match built.validate() {
         Ok(s) => s,
         Err(with) => {
             report_diagnostics(name, &with.errors, sink);
@@ -279,7 +284,9 @@ fn root_names(schema: &Schema) -> HashMap<String, String> {
     out
 }
 
-fn schema_directives(doc: &ast::Document) -> impl Iterator<Item = &apollo_compiler::Node<Directive>> {
+fn schema_directives(
+    doc: &ast::Document,
+) -> impl Iterator<Item = &apollo_compiler::Node<Directive>> {
     doc.definitions.iter().flat_map(|d| match d {
         Definition::SchemaDefinition(s) => s.directives.iter().collect::<Vec<_>>(),
         Definition::SchemaExtension(s) => s.directives.iter().collect(),
@@ -351,8 +358,7 @@ fn resolve_links(name: &str, doc: &ast::Document, sink: &mut ErrorSink) -> Optio
             info.fed1 = false;
             let ns = alias.unwrap_or("federation");
             for fd in specs::ALL_DIRECTIVES {
-                info.names
-                    .insert(*fd, format!("{ns}__{}", fd.name()));
+                info.names.insert(*fd, format!("{ns}__{}", fd.name()));
             }
             for (imported, local, _) in &imports {
                 if let Some(dname) = imported.strip_prefix('@') {
@@ -364,17 +370,14 @@ fn resolve_links(name: &str, doc: &ast::Document, sink: &mut ErrorSink) -> Optio
                         _ => {
                             sink.error(
                                 codes::INVALID_LINK_DIRECTIVE_USAGE,
-                                format!(
-                                    "[{name}] Cannot import unknown element \"{imported}\"."
-                                ),
+                                format!("[{name}] Cannot import unknown element \"{imported}\"."),
                                 name,
                             );
                             ok = false;
                         }
                     }
                 } else {
-                    info.imported_types
-                        .insert(imported.clone(), local.clone());
+                    info.imported_types.insert(imported.clone(), local.clone());
                 }
             }
         } else if url.starts_with(LINK_URL_PREFIX) {
@@ -405,10 +408,10 @@ fn resolve_links(name: &str, doc: &ast::Document, sink: &mut ErrorSink) -> Optio
         .cloned()
         .unwrap_or_default();
     for d in schema_directives(doc) {
-        if d.name == compose_name.as_str() {
-            if let Some(n) = str_arg(d, "name") {
-                info.composed.push(n.trim_start_matches('@').to_owned());
-            }
+        if d.name == compose_name.as_str()
+            && let Some(n) = str_arg(d, "name")
+        {
+            info.composed.push(n.trim_start_matches('@').to_owned());
         }
     }
     ok.then_some(info)
@@ -437,10 +440,13 @@ fn import_list(d: &Directive) -> Vec<(String, String, Value)> {
             Value::String(s) => Some((s.to_string(), s.to_string(), item.as_ref().clone())),
             Value::Object(fields) => {
                 let get = |k: &str| {
-                    fields.iter().find(|(n, _)| n == k).and_then(|(_, v)| match v.as_ref() {
-                        Value::String(s) => Some(s.to_string()),
-                        _ => None,
-                    })
+                    fields
+                        .iter()
+                        .find(|(n, _)| n == k)
+                        .and_then(|(_, v)| match v.as_ref() {
+                            Value::String(s) => Some(s.to_string()),
+                            _ => None,
+                        })
                 };
                 let imported = get("name")?;
                 let local = get("as").unwrap_or_else(|| imported.clone());
@@ -449,21 +455,4 @@ fn import_list(d: &Directive) -> Vec<(String, String, Value)> {
             _ => None,
         })
         .collect()
-}
-
-/// Whether an extended type is only defined through `extend` blocks.
-pub fn only_extensions(ty: &ExtendedType) -> bool {
-    match ty {
-        ExtendedType::Object(o) => {
-            !o.extensions().is_empty()
-                && o.fields.values().all(|f| f.origin.extension_id().is_some())
-                && o.directives.iter().all(|d| d.origin.extension_id().is_some())
-        }
-        ExtendedType::Interface(o) => {
-            !o.extensions().is_empty()
-                && o.fields.values().all(|f| f.origin.extension_id().is_some())
-                && o.directives.iter().all(|d| d.origin.extension_id().is_some())
-        }
-        _ => false,
-    }
 }

@@ -9,7 +9,11 @@ fn fixtures_match_snapshots() {
     let fixtures = support::fixtures();
     assert!(fixtures.len() >= 10, "fixtures found: {}", fixtures.len());
     for dir in fixtures {
-        let name = dir.file_name().expect("dir name").to_string_lossy().into_owned();
+        let name = dir
+            .file_name()
+            .expect("dir name")
+            .to_string_lossy()
+            .into_owned();
         let text = match compose(&support::load(&dir)) {
             Ok(c) => {
                 assert!(!name.starts_with("err-"), "{name} should fail to compose");
@@ -33,7 +37,11 @@ fn fixtures_match_snapshots() {
 #[test]
 fn error_fixture_names_carry_the_expected_code() {
     for dir in support::fixtures() {
-        let name = dir.file_name().expect("dir name").to_string_lossy().into_owned();
+        let name = dir
+            .file_name()
+            .expect("dir name")
+            .to_string_lossy()
+            .into_owned();
         let Some(code) = name.strip_prefix("err-") else {
             continue;
         };

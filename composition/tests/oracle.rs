@@ -14,7 +14,10 @@ fn compare(dir: &Path) -> Result<(), String> {
     let name = dir.display();
     match (support::oracle(&dir.join("supergraph.yaml")), ours) {
         (Oracle::Supergraph(theirs), Ok(ours)) => {
-            let (a, b) = (support::normalize(&ours.supergraph_sdl), support::normalize(&theirs));
+            let (a, b) = (
+                support::normalize(&ours.supergraph_sdl),
+                support::normalize(&theirs),
+            );
             if a == b {
                 Ok(())
             } else {
@@ -22,14 +25,18 @@ fn compare(dir: &Path) -> Result<(), String> {
             }
         }
         (Oracle::Supergraph(_), Err(e)) => Err(format!("{name}: apollo composes, we fail:\n{e}")),
-        (Oracle::Errors(codes), Ok(_)) => Err(format!("{name}: apollo fails with {codes:?}, we compose")),
+        (Oracle::Errors(codes), Ok(_)) => {
+            Err(format!("{name}: apollo fails with {codes:?}, we compose"))
+        }
         (Oracle::Errors(codes), Err(e)) => {
             let theirs: BTreeSet<String> = codes.into_iter().collect();
             let ours: BTreeSet<String> = e.0.iter().map(|e| e.code.clone()).collect();
             if theirs == ours {
                 Ok(())
             } else {
-                Err(format!("{name}: error codes differ: ours {ours:?}, apollo {theirs:?}\n{e}"))
+                Err(format!(
+                    "{name}: error codes differ: ours {ours:?}, apollo {theirs:?}\n{e}"
+                ))
             }
         }
         (Oracle::Crashed(_), Err(e)) if e.0.iter().all(|e| e.code == "INVALID_GRAPHQL") => Ok(()),
@@ -50,7 +57,13 @@ fn equals_apollo_composition() {
     let mut dirs = support::fixtures();
     dirs.extend(support::benchmark_sets());
     let failures: Vec<String> = dirs.iter().filter_map(|d| compare(d).err()).collect();
-    assert!(failures.is_empty(), "{} of {} differ:\n{}", failures.len(), dirs.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} differ:\n{}",
+        failures.len(),
+        dirs.len(),
+        failures.join("\n\n")
+    );
 }
 
 /// Lines only in ours (`+`) or only in Apollo's (`-`).
