@@ -6,6 +6,8 @@
 pub mod build;
 pub mod controller;
 pub mod crd;
+pub mod lease;
 pub mod metrics;
+pub mod ops;
 pub mod schema;
 pub mod status;

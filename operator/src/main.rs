@@ -1,1 +1,195 @@
-fn main() {}
+//! `graphfleet-operator`: reconciles Subgraphs and GraphGateways into a gateway fleet.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use graphfleet_operator::controller::{self, Settings};
+use graphfleet_operator::lease::{LeaderElector, LeaseSettings};
+use graphfleet_operator::metrics::Metrics;
+use graphfleet_operator::ops::{self, OpsState};
+use tokio::sync::oneshot;
+
+mod telemetry;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LogFormat {
+    Json,
+    Text,
+}
+
+/// Reconciles Subgraph and GraphGateway resources into rolled-out gateway Deployments.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Args {
+    /// Watch only this namespace (default: all namespaces).
+    #[arg(long, env = "WATCH_NAMESPACE")]
+    namespace: Option<String>,
+    /// Address of /metrics, /healthz and /readyz.
+    #[arg(long, env = "GRAPHFLEET_OPS_ADDR", default_value = "0.0.0.0:8080")]
+    ops_addr: SocketAddr,
+    /// Elect a leader through a Lease so only one replica reconciles.
+    #[arg(long, env = "GRAPHFLEET_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
+    leader_election: bool,
+    /// Name of the leader-election Lease.
+    #[arg(
+        long,
+        env = "GRAPHFLEET_LEASE_NAME",
+        default_value = "graphfleet-operator"
+    )]
+    lease_name: String,
+    /// Namespace of the leader-election Lease.
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    lease_namespace: String,
+    /// This replica's identity in the Lease (default: hostname and pid).
+    #[arg(long, env = "POD_NAME")]
+    identity: Option<String>,
+    /// Seconds a leader may go without renewing before another replica takes over.
+    #[arg(long, env = "GRAPHFLEET_LEASE_DURATION_SECONDS", default_value_t = 15)]
+    lease_duration_seconds: u64,
+    /// Quiet period (ms) collapsing bursts of changes into one reconcile.
+    #[arg(long, env = "GRAPHFLEET_DEBOUNCE_MS", default_value_t = 100)]
+    debounce_ms: u64,
+    /// Re-check period (s) of healthy objects, picking up introspected schema drift.
+    #[arg(long, env = "GRAPHFLEET_RESYNC_SECONDS", default_value_t = 60)]
+    resync_seconds: u64,
+    /// Concurrent reconciles per controller.
+    #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
+    concurrency: u16,
+    /// Log format.
+    #[arg(
+        long,
+        env = "GRAPHFLEET_LOG_FORMAT",
+        value_enum,
+        default_value = "json"
+    )]
+    log_format: LogFormat,
+}
+
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/etc/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "graphfleet-operator".to_owned());
+    format!("{host}-{}", std::process::id())
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn termination() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("installing a SIGTERM handler");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let telemetry = telemetry::init(matches!(args.log_format, LogFormat::Json))?;
+    let result = run(args).await;
+    telemetry.shutdown();
+    result
+}
+
+async fn run(args: Args) -> anyhow::Result<()> {
+    let client = kube::Client::try_default()
+        .await
+        .context("building a Kubernetes client (in-cluster or KUBECONFIG)")?;
+    let metrics = Arc::new(Metrics::new());
+    let state = Arc::new(OpsState {
+        metrics: metrics.clone(),
+        ready: false.into(),
+        leader: false.into(),
+    });
+    let listener = tokio::net::TcpListener::bind(args.ops_addr)
+        .await
+        .with_context(|| format!("binding the ops endpoint {}", args.ops_addr))?;
+    let ops_addr = listener.local_addr().context("ops endpoint address")?;
+    tracing::info!(ops_addr = %ops_addr, "ops endpoint listening");
+    let (ops_stop, ops_stopped) = oneshot::channel::<()>();
+    let ops_task = tokio::spawn(ops::serve(listener, state.clone(), async {
+        let _ = ops_stopped.await;
+    }));
+    let version = client
+        .apiserver_version()
+        .await
+        .context("reaching the API server")?;
+    tracing::info!(apiserver = %version.git_version, "connected");
+    state.ready.store(true, Ordering::Relaxed);
+
+    let elector = args.leader_election.then(|| {
+        let duration = Duration::from_secs(args.lease_duration_seconds.max(3));
+        LeaderElector::new(
+            client.clone(),
+            LeaseSettings {
+                name: args.lease_name.clone(),
+                namespace: args.lease_namespace.clone(),
+                identity: args.identity.clone().unwrap_or_else(default_identity),
+                duration,
+                renew_every: duration / 3,
+            },
+        )
+    });
+    let terminated = termination();
+    tokio::pin!(terminated);
+    if let Some(elector) = &elector {
+        tracing::info!(identity = %elector.settings().identity, lease = %elector.settings().name, "waiting for leadership");
+        tokio::select! {
+            () = elector.acquire() => {}
+            () = &mut terminated => {
+                let _ = ops_stop.send(());
+                return Ok(());
+            }
+        }
+        state.leader.store(true, Ordering::Relaxed);
+        tracing::info!("elected leader");
+    } else {
+        state.leader.store(true, Ordering::Relaxed);
+    }
+
+    let settings = Settings {
+        namespace: args.namespace.clone(),
+        debounce: Duration::from_millis(args.debounce_ms),
+        resync: Duration::from_secs(args.resync_seconds.max(1)),
+        concurrency: args.concurrency.max(1),
+    };
+    let (stop, stopped) = oneshot::channel::<()>();
+    let controllers = tokio::spawn(controller::run(client, metrics, settings, async {
+        let _ = stopped.await;
+    }));
+    let lost = async {
+        match &elector {
+            Some(e) => e.hold().await,
+            None => std::future::pending().await,
+        }
+    };
+    let lost_leadership = tokio::select! {
+        () = &mut terminated => { tracing::info!("terminating: finishing in-flight reconciles"); false }
+        () = lost => { tracing::error!("lost leadership: stopping"); true }
+    };
+    let _ = stop.send(());
+    controllers.await.context("controller task panicked")?;
+    if let Some(elector) = &elector {
+        if !lost_leadership {
+            elector.release().await;
+        }
+    }
+    state.leader.store(false, Ordering::Relaxed);
+    let _ = ops_stop.send(());
+    let _ = ops_task.await;
+    anyhow::ensure!(!lost_leadership, "lost the leader lease");
+    tracing::info!("stopped");
+    Ok(())
+}
