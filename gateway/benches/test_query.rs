@@ -91,7 +91,11 @@ fn bench(c: &mut Criterion) {
         Replay(recorded.iter().cloned().collect()),
     );
     let check = rt.block_on(gateway.execute(&request, true));
-    assert_eq!(check.body(), expected.as_slice(), "replay reproduces the response");
+    assert_eq!(
+        check.body(),
+        expected.as_slice(),
+        "replay reproduces the response"
+    );
 
     let mut group = c.benchmark_group("test_query");
     group.bench_function("gateway", |b| {

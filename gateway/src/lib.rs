@@ -14,14 +14,16 @@ pub fn plan_text(
     query: &str,
     operation_name: Option<&str>,
 ) -> anyhow::Result<String> {
-    let prepared = operation::prepare(&supergraph.api_schema, query, operation_name).map_err(
-        |e| {
+    let prepared =
+        operation::prepare(&supergraph.api_schema, query, operation_name).map_err(|e| {
             anyhow::anyhow!(
                 "{}",
-                e.0.iter().map(|e| e.message.clone()).collect::<Vec<_>>().join("\n")
+                e.0.iter()
+                    .map(|e| e.message.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n")
             )
-        },
-    )?;
+        })?;
     let plan = query_planner::build_plan(&supergraph.meta, &prepared.ir)?;
     Ok(plan.to_string())
 }

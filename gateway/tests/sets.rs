@@ -45,8 +45,8 @@ async fn check_set(set: Set) {
             .await
             .expect("bind loopback")
     };
-    let subgraphs = spawn(set, Mode::Subgraphs, listen().await, Options::default())
-        .expect("subgraphs start");
+    let subgraphs =
+        spawn(set, Mode::Subgraphs, listen().await, Options::default()).expect("subgraphs start");
     let monolith =
         spawn(set, Mode::Monolith, listen().await, Options::default()).expect("monolith starts");
     let text = set
@@ -62,7 +62,12 @@ async fn check_set(set: Set) {
         let expected = support::post_graphql(&client, &oracle, &query, variables.clone()).await;
         let actual = support::post_graphql(&client, &gateway, &query, variables).await;
         assert_eq!(expected.status, 200, "oracle failed on {name}");
-        assert_eq!(actual.status, 200, "gateway status on {}/{name}", set.name());
+        assert_eq!(
+            actual.status,
+            200,
+            "gateway status on {}/{name}",
+            set.name()
+        );
         if expected.body != actual.body {
             let e = String::from_utf8_lossy(&expected.body);
             let a = String::from_utf8_lossy(&actual.body);

@@ -32,7 +32,13 @@ pub(super) fn prepare(
     let mut first = true;
     if let Some(entity) = &fetch.entity {
         let mut objects = Vec::new();
-        collect_objects(store, &plan.keys, Store::ROOT, &fetch.merge_path, &mut objects);
+        collect_objects(
+            store,
+            &plan.keys,
+            Store::ROOT,
+            &fetch.merge_path,
+            &mut objects,
+        );
         let typename = plan.keys.get("__typename");
         let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
         body.extend_from_slice(b"\"representations\":[");
@@ -41,7 +47,10 @@ pub(super) fn prepare(
             let Some(Value::String(tn)) = typename.and_then(|k| store.object(obj).get(k)) else {
                 continue;
             };
-            let Some(spec) = entity.reps.iter().find(|r| r.matches.iter().any(|m| m == &**tn))
+            let Some(spec) = entity
+                .reps
+                .iter()
+                .find(|r| r.matches.iter().any(|m| m == &**tn))
             else {
                 continue;
             };
@@ -104,7 +113,13 @@ pub(super) fn collect_objects(
     }
 }
 
-fn collect_value(store: &Store, keys: &KeyTable, v: &Value, path: &[PathElem], out: &mut Vec<ObjId>) {
+fn collect_value(
+    store: &Store,
+    keys: &KeyTable,
+    v: &Value,
+    path: &[PathElem],
+    out: &mut Vec<ObjId>,
+) {
     match (v, path.first()) {
         (Value::Object(id), _) => collect_objects(store, keys, *id, path, out),
         (Value::List(items), Some(PathElem::List)) => {
@@ -146,7 +161,14 @@ fn object_paths(store: &Store, keys: &KeyTable, path: &[PathElem]) -> Vec<(ObjId
         }
     }
     let mut out = Vec::new();
-    walk(store, keys, &Value::Object(Store::ROOT), path, &mut Vec::new(), &mut out);
+    walk(
+        store,
+        keys,
+        &Value::Object(Store::ROOT),
+        path,
+        &mut Vec::new(),
+        &mut out,
+    );
     out
 }
 
@@ -202,11 +224,19 @@ fn write_fields(
     true
 }
 
-fn write_rep_value(store: &Store, keys: &KeyTable, v: &Value, sub: &SelTree, out: &mut Vec<u8>) -> bool {
+fn write_rep_value(
+    store: &Store,
+    keys: &KeyTable,
+    v: &Value,
+    sub: &SelTree,
+    out: &mut Vec<u8>,
+) -> bool {
     match v {
         Value::Object(id) => {
             out.push(b'{');
-            let tn = keys.get("__typename").and_then(|k| store.object(*id).get(k));
+            let tn = keys
+                .get("__typename")
+                .and_then(|k| store.object(*id).get(k));
             let mut first = false;
             if let Some(Value::String(tn)) = tn {
                 out.extend_from_slice(b"\"__typename\":");
@@ -282,7 +312,9 @@ impl<'de> Visitor<'de> for ResponseSeed<'_> {
                     })?);
                 }
                 "errors" => {
-                    parsed.errors = map.next_value::<Option<Vec<SubgraphError>>>()?.unwrap_or_default();
+                    parsed.errors = map
+                        .next_value::<Option<Vec<SubgraphError>>>()?
+                        .unwrap_or_default();
                 }
                 _ => {
                     map.next_value::<IgnoredAny>()?;

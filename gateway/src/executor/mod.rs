@@ -95,7 +95,11 @@ async fn run_fetches<T: Transport>(
         let p = p.as_ref()?;
         let fetch = &ctx.plan.fetches[*i];
         let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
-        Some(ctx.transport.fetch(fetch.subgraph, url, p.body.clone()).await)
+        Some(
+            ctx.transport
+                .fetch(fetch.subgraph, url, p.body.clone())
+                .await,
+        )
     });
     let responses = futures::future::join_all(sends).await;
     for ((p, i), response) in prepared.iter().zip(fetches).zip(responses) {

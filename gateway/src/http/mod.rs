@@ -53,11 +53,17 @@ pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
     }
 }
 
-fn response(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+fn response(
+    status: StatusCode,
+    content_type: &str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
     let mut r = Response::new(Full::new(body.into()));
     *r.status_mut() = status;
-    r.headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_str(content_type).expect("static content type"));
+    r.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_str(content_type).expect("static content type"),
+    );
     r
 }
 
@@ -116,7 +122,11 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
             let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
                 Ok(b) => b.to_bytes(),
                 Err(e) => {
-                    return response(StatusCode::BAD_REQUEST, media, error_body(&format!("cannot read body: {e}")));
+                    return response(
+                        StatusCode::BAD_REQUEST,
+                        media,
+                        error_body(&format!("cannot read body: {e}")),
+                    );
                 }
             };
             match serde_json::from_slice::<GraphQLRequest>(&body) {
@@ -140,14 +150,16 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
                 media,
                 error_body("use GET or POST"),
             );
-            r.headers_mut().insert(ALLOW, HeaderValue::from_static("GET, POST"));
+            r.headers_mut()
+                .insert(ALLOW, HeaderValue::from_static("GET, POST"));
             return r;
         }
     };
     let outcome = gateway.execute(&request, is_post).await;
     if let Outcome::MutationNotAllowed(body) = outcome {
         let mut r = response(StatusCode::METHOD_NOT_ALLOWED, media, body);
-        r.headers_mut().insert(ALLOW, HeaderValue::from_static("POST"));
+        r.headers_mut()
+            .insert(ALLOW, HeaderValue::from_static("POST"));
         return r;
     }
     let status = match (&outcome, media) {
@@ -170,7 +182,8 @@ fn parse_get(query: &str) -> Result<GraphQLRequest, String> {
             "operationName" => request.operation_name = Some(v).filter(|v| !v.is_empty()),
             "variables" if !v.is_empty() => {
                 request.variables = Some(
-                    serde_json::from_str(&v).map_err(|e| format!("variables is not a JSON object: {e}"))?,
+                    serde_json::from_str(&v)
+                        .map_err(|e| format!("variables is not a JSON object: {e}"))?,
                 );
             }
             _ => {}
@@ -188,7 +201,10 @@ fn percent_decode(s: &str) -> Result<String, String> {
             b'+' => out.push(b' '),
             b'%' => {
                 let hex = s.get(i + 1..i + 3).ok_or("truncated percent escape")?;
-                out.push(u8::from_str_radix(hex, 16).map_err(|_| format!("bad percent escape %{hex}"))?);
+                out.push(
+                    u8::from_str_radix(hex, 16)
+                        .map_err(|_| format!("bad percent escape %{hex}"))?,
+                );
                 i += 2;
             }
             b => out.push(b),

@@ -15,8 +15,14 @@ pub struct SelSetId(pub u32);
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Condition {
     /// `@include(if:)` when `include`, `@skip(if:)` otherwise.
-    Literal { include: bool, value: bool },
-    Variable { include: bool, name: Name },
+    Literal {
+        include: bool,
+        value: bool,
+    },
+    Variable {
+        include: bool,
+        name: Name,
+    },
 }
 
 /// A conjunction of `@skip`/`@include` conditions.
@@ -117,7 +123,9 @@ impl OpIr {
     }
 
     pub fn root_type(&self) -> &Name {
-        self.root_type.as_ref().expect("lowered operations always have a root type")
+        self.root_type
+            .as_ref()
+            .expect("lowered operations always have a root type")
     }
 
     pub fn kind(&self) -> OperationType {
@@ -154,8 +162,8 @@ impl Lowering<'_> {
         for sel in &set.selections {
             items.push(match sel {
                 Selection::Field(f) => {
-                    let selection =
-                        (!f.selection_set.selections.is_empty()).then(|| self.selset(&f.selection_set));
+                    let selection = (!f.selection_set.selections.is_empty())
+                        .then(|| self.selset(&f.selection_set));
                     let fid = OpFieldId(self.ir.fields.len() as u32);
                     self.ir.fields.push(OpField {
                         response_key: f.response_key().clone(),

@@ -60,9 +60,5 @@ pub fn coerce_variables(
     variables: &JsonMap,
 ) -> Result<Valid<JsonMap>, RequestErrors> {
     apollo_compiler::request::coerce_variable_values(schema, &prepared.operation, variables)
-        .map_err(|e| {
-            RequestErrors(vec![
-                e.to_graphql_error(&prepared.document.sources),
-            ])
-        })
+        .map_err(|e| RequestErrors(vec![e.to_graphql_error(&prepared.document.sources)]))
 }

@@ -136,7 +136,8 @@ impl Builder<'_> {
                 v.dedup();
                 v
             };
-            let child = (!child_sets.is_empty()).then(|| self.set(&child_sets, first.ty.inner_named_type()));
+            let child = (!child_sets.is_empty())
+                .then(|| self.set(&child_sets, first.ty.inner_named_type()));
             fields.push(ShapeField {
                 key,
                 name: first.name.clone(),

@@ -17,7 +17,9 @@ use std::fmt::Write;
 pub enum PlanError {
     #[error("no subgraph resolves {ty}.{field}")]
     NoResolver { ty: String, field: String },
-    #[error("cannot reach {ty}.{field}: no subgraph resolving it has a key that subgraph {from} can provide")]
+    #[error(
+        "cannot reach {ty}.{field}: no subgraph resolving it has a key that subgraph {from} can provide"
+    )]
     NoKey {
         ty: String,
         field: String,
@@ -120,7 +122,11 @@ struct Planner<'a> {
     /// Entity groups in creation order, to learn which groups a `@requires` needed.
     touched: Vec<usize>,
     children: FxHashMap<(usize, SubgraphId, Vec<PathElem>), usize>,
+    /// Nesting of key hops, bounded so cyclic key graphs end in an error.
+    depth: usize,
 }
+
+const MAX_HOPS: usize = 8;
 
 pub fn build_plan(meta: &FederationMeta, ir: &OpIr) -> Result<QueryPlan, PlanError> {
     let mut planner = Planner {
@@ -128,6 +134,7 @@ pub fn build_plan(meta: &FederationMeta, ir: &OpIr) -> Result<QueryPlan, PlanErr
         groups: Vec::new(),
         touched: Vec::new(),
         children: FxHashMap::default(),
+        depth: 0,
     };
     planner.plan_root(ir)?;
     Ok(planner.finish(ir))
@@ -278,9 +285,9 @@ impl<'a> Planner<'a> {
 
     fn add_frag(&mut self, g: usize, steps: &[Step], ty: &Name) {
         let sel = self.sel_at(g, steps);
-        let exists = sel
-            .iter()
-            .any(|item| matches!(item, SgItem::Frag { type_condition, .. } if type_condition == ty));
+        let exists = sel.iter().any(
+            |item| matches!(item, SgItem::Frag { type_condition, .. } if type_condition == ty),
+        );
         if !exists {
             sel.push(SgItem::Frag {
                 type_condition: ty.clone(),
@@ -414,10 +421,20 @@ impl<'a> Planner<'a> {
             };
             let mut child_path = rpath.to_vec();
             child_path.push(PathElem::Key(f.key.clone()));
-            child_path.extend(std::iter::repeat_n(PathElem::List, list_depth(&field_meta.ty)));
+            child_path.extend(std::iter::repeat_n(
+                PathElem::List,
+                list_depth(&field_meta.ty),
+            ));
             let inner = Self::with(steps, Step::Field(f.key.clone()));
             let child_ty = field_meta.output.clone();
-            self.plan_sels(g, &inner, &child_ty, &f.children, &child_path, child_provided)?;
+            self.plan_sels(
+                g,
+                &inner,
+                &child_ty,
+                &f.children,
+                &child_path,
+                child_provided,
+            )?;
         }
         Ok(())
     }
@@ -438,7 +455,13 @@ impl<'a> Planner<'a> {
             .find(|k| self.available(ty, k, from, provided))
     }
 
-    fn available(&self, ty: &str, tree: &SelTree, sg: SubgraphId, provided: Option<&SelTree>) -> bool {
+    fn available(
+        &self,
+        ty: &str,
+        tree: &SelTree,
+        sg: SubgraphId,
+        provided: Option<&SelTree>,
+    ) -> bool {
         tree.items.iter().all(|item| match item {
             SelTreeItem::Field { name, sub } => {
                 let ok = match self.meta.resolution(ty, name, sg) {
@@ -483,18 +506,41 @@ impl<'a> Planner<'a> {
                 .copied()
                 .find(|s| self.usable_key(ty, *s, from, provided).is_some())
         });
-        let Some(target) = target else {
-            return Err(PlanError::NoKey {
-                ty: ty.to_string(),
-                field: f.name.to_string(),
-                from: meta.subgraph(from).name.clone(),
-            });
+        // No key of the target is available here: fetch one first from yet another
+        // subgraph (like a @requires), then jump.
+        let (target, key, key_hop) = match target {
+            Some(t) => {
+                let key = self
+                    .usable_key(ty, t, from, provided)
+                    .expect("target was chosen for having a usable key");
+                (t, key, false)
+            }
+            None => {
+                let indirect = candidates.iter().copied().find_map(|s| {
+                    let keys = &meta.type_in_subgraph(ty, s)?.keys;
+                    keys.iter().find(|k| k.resolvable).map(|k| (s, &k.fields))
+                });
+                let Some((t, key)) = indirect.filter(|_| self.depth < MAX_HOPS) else {
+                    return Err(PlanError::NoKey {
+                        ty: ty.to_string(),
+                        field: f.name.to_string(),
+                        from: meta.subgraph(from).name.clone(),
+                    });
+                };
+                (t, key, true)
+            }
         };
-        let key = self
-            .usable_key(ty, target, from, provided)
-            .expect("target was chosen for having a usable key");
         self.add_typename(g, steps);
-        self.plan_sels(g, steps, ty, &from_tree(key), rpath, provided)?;
+        let before_key = self.touched.len();
+        self.depth += 1;
+        let planned_key = self.plan_sels(g, steps, ty, &from_tree(key), rpath, provided);
+        self.depth -= 1;
+        planned_key?;
+        let key_groups: Vec<usize> = if key_hop {
+            self.touched[before_key..].to_vec()
+        } else {
+            Vec::new()
+        };
 
         let child_key = (g, target, rpath.to_vec());
         let g2 = match self.children.get(&child_key) {
@@ -505,6 +551,11 @@ impl<'a> Planner<'a> {
                 g2
             }
         };
+        for d in key_groups {
+            if d != g2 && !self.groups[g2].deps.contains(&d) {
+                self.groups[g2].deps.push(d);
+            }
+        }
         let mut rep_fields = key.clone();
         let requires = match meta.resolution(ty, &f.name, target) {
             Resolution::Resolvable(Some(r)) => r.requires.as_ref(),
@@ -622,7 +673,11 @@ impl<'a> Planner<'a> {
                 }
                 i
             };
-            let roots: Vec<usize> = all.iter().copied().filter(|i| self.groups[*i].parent.is_none()).collect();
+            let roots: Vec<usize> = all
+                .iter()
+                .copied()
+                .filter(|i| self.groups[*i].parent.is_none())
+                .collect();
             let parts: Vec<PlanNode> = roots
                 .iter()
                 .map(|r| {

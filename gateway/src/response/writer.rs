@@ -126,7 +126,8 @@ impl<'a> Writer<'a> {
                 .unwrap_or(&Value::Null);
             self.path.push(PathSeg::Key(field.key.to_string()));
             let start = self.out.len();
-            let result = self.write_value(value, &field.ty, field.child, &shape.typename, &field.name);
+            let result =
+                self.write_value(value, &field.ty, field.child, &shape.typename, &field.name);
             self.path.pop();
             if result.is_err() {
                 if field.ty.is_non_null() {

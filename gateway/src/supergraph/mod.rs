@@ -28,7 +28,9 @@ pub enum SupergraphError {
     },
     #[error("supergraph is not a valid GraphQL schema:\n{0}")]
     Invalid(String),
-    #[error("supergraph has no @link to the join spec ({JOIN_URL}vX.Y); is this a federation 2 supergraph?")]
+    #[error(
+        "supergraph has no @link to the join spec ({JOIN_URL}vX.Y); is this a federation 2 supergraph?"
+    )]
     MissingJoinLink,
     #[error("unsupported join spec version {found} (supported: {})", SUPPORTED_JOIN.join(", "))]
     UnsupportedJoinVersion { found: String },
@@ -61,7 +63,8 @@ pub struct Supergraph {
     /// SHA-256 of the supergraph text; part of every plan-cache key.
     pub hash: [u8; 32],
     /// API schema implementers, computed once for introspection.
-    pub implementers: apollo_compiler::collections::HashMap<Name, apollo_compiler::schema::Implementers>,
+    pub implementers:
+        apollo_compiler::collections::HashMap<Name, apollo_compiler::schema::Implementers>,
 }
 
 impl Supergraph {
@@ -179,10 +182,11 @@ fn arg_bool(d: &Directive, name: &str) -> bool {
 }
 
 fn arg_enum<'a>(d: &'a Directive, name: &str) -> Option<&'a Name> {
-    d.specified_argument_by_name(name).and_then(|v| match v.as_ref() {
-        Value::Enum(e) => Some(e),
-        _ => None,
-    })
+    d.specified_argument_by_name(name)
+        .and_then(|v| match v.as_ref() {
+            Value::Enum(e) => Some(e),
+            _ => None,
+        })
 }
 
 fn build_meta(
@@ -247,7 +251,9 @@ fn build_meta(
         let mut union_members = Vec::new();
         for d in ty.directives().iter() {
             if d.name.as_str() == join_type {
-                let Some(sg) = graph_of(d, name)? else { continue };
+                let Some(sg) = graph_of(d, name)? else {
+                    continue;
+                };
                 let key = arg_str(d, "key")
                     .map(|k| parse_field_set(schema, name, k, "key", name))
                     .transpose()?;
@@ -310,8 +316,10 @@ fn build_meta(
                     used_overridden: arg_bool(d, "usedOverridden"),
                 });
             }
-            meta.field_by_name
-                .insert((type_id, def.name.clone()), crate::supergraph::meta::FieldId(fields.len() as u32));
+            meta.field_by_name.insert(
+                (type_id, def.name.clone()),
+                crate::supergraph::meta::FieldId(fields.len() as u32),
+            );
             fields.push(FieldMeta {
                 parent: type_id,
                 name: def.name.clone(),
@@ -393,7 +401,10 @@ fn sel_tree(set: &SelectionSet) -> SelTree {
 
 fn possible_types(
     schema: &Schema,
-    implementers: &apollo_compiler::collections::HashMap<Name, apollo_compiler::schema::Implementers>,
+    implementers: &apollo_compiler::collections::HashMap<
+        Name,
+        apollo_compiler::schema::Implementers,
+    >,
     name: &Name,
     ty: &ExtendedType,
 ) -> Vec<Name> {
