@@ -52,7 +52,11 @@ struct SetServers {
 }
 
 fn progress(msg: impl AsRef<str>) {
-    eprintln!("[bench {}] {}", humantime::format_rfc3339_seconds(std::time::SystemTime::now()), msg.as_ref());
+    eprintln!(
+        "[bench {}] {}",
+        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
+        msg.as_ref()
+    );
 }
 
 pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
@@ -61,7 +65,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     let client = Client::new();
     let mut scenarios = Vec::new();
     for scenario in &cfg.scenarios {
-        let rate = cfg.rate.unwrap_or(scenario.load.rate);
+        // Smoke runs are about correctness: a fifth of the scenario's rate, 1 to 5 req/s.
+        let rate = match (cfg.rate, cfg.smoke) {
+            (Some(r), _) => r,
+            (None, true) => (scenario.load.rate / 5).clamp(1, 5),
+            (None, false) => scenario.load.rate,
+        };
         let mut run = ScenarioRun {
             name: scenario.name.clone(),
             set: scenario.set.clone(),
@@ -72,7 +81,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             error: None,
             gateways: Vec::new(),
         };
-        progress(format!("scenario {} (set {}, {rate} req/s for {} s)", scenario.name, scenario.set, cfg.duration_s));
+        progress(format!(
+            "scenario {} (set {}, {rate} req/s for {} s)",
+            scenario.name, scenario.set, cfg.duration_s
+        ));
         if let Err(e) = run_scenario(cfg, &client, scenario, rate, &work, &mut run).await {
             progress(format!("scenario {} failed: {e:#}", scenario.name));
             run.error = Some(format!("{e:#}"));
@@ -95,7 +107,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
                         Kind::Custom { template } => format!("command `{template}`"),
                         _ => "ready".into(),
                     },
-                    Err(e) => format!("**failed to install**: {}", e.lines().next().unwrap_or_default()),
+                    Err(e) => format!(
+                        "**failed to install**: {}",
+                        e.lines().next().unwrap_or_default()
+                    ),
                 },
             })
             .collect(),
@@ -123,11 +138,26 @@ async fn run_scenario(
         let outcome = match installed {
             Err(e) => Outcome::NotInstalled { error: e.clone() },
             Ok(bin) => {
-                match measure(cfg, client, scenario, rate, gateway, bin.as_deref(), &servers, &payload, &expected, &dir).await {
+                match measure(
+                    cfg,
+                    client,
+                    scenario,
+                    rate,
+                    gateway,
+                    bin.as_deref(),
+                    &servers,
+                    &payload,
+                    &expected,
+                    &dir,
+                )
+                .await
+                {
                     Ok(m) => Outcome::Measured(Box::new(m)),
                     Err(e) => {
                         progress(format!("{} / {}: {e:#}", scenario.name, gateway.name));
-                        Outcome::Failed { error: format!("{e:#}") }
+                        Outcome::Failed {
+                            error: format!("{e:#}"),
+                        }
                     }
                 }
             }
@@ -143,7 +173,12 @@ async fn run_scenario(
 }
 
 /// Starts `graphfleet-subgraphs` on an ephemeral port and returns the child and its base URL.
-async fn start_server(cfg: &Config, set: &str, monolith: bool, log: &Path) -> anyhow::Result<(Child, String)> {
+async fn start_server(
+    cfg: &Config,
+    set: &str,
+    monolith: bool,
+    log: &Path,
+) -> anyhow::Result<(Child, String)> {
     let _ = std::fs::remove_file(log);
     let mut command = format!(
         "{} --set {} --listen 127.0.0.1:0",
@@ -167,7 +202,10 @@ async fn start_server(cfg: &Config, set: &str, monolith: bool, log: &Path) -> an
     let start = Instant::now();
     while start.elapsed() < Duration::from_secs(30) {
         if let Some(status) = child.try_wait().context("polling the subgraph server")? {
-            bail!("graphfleet-subgraphs --set {set} exited ({status}):\n{}", process::log_tail(log, 10));
+            bail!(
+                "graphfleet-subgraphs --set {set} exited ({status}):\n{}",
+                process::log_tail(log, 10)
+            );
         }
         let text = std::fs::read_to_string(log).unwrap_or_default();
         if let Some(url) = text.split_whitespace().find(|w| w.starts_with("http://")) {
@@ -176,13 +214,25 @@ async fn start_server(cfg: &Config, set: &str, monolith: bool, log: &Path) -> an
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     process::stop(&mut child).await;
-    bail!("graphfleet-subgraphs --set {set} printed no address within 30 s:\n{}", process::log_tail(log, 10))
+    bail!(
+        "graphfleet-subgraphs --set {set} printed no address within 30 s:\n{}",
+        process::log_tail(log, 10)
+    )
 }
 
 /// Asks the set's monolith for the scenario's answer and writes it for k6.
-async fn oracle(cfg: &Config, client: &Client, scenario: &Scenario, body: &str, dir: &Path) -> anyhow::Result<Expected> {
-    let (mut mono, base) = start_server(cfg, &scenario.set, true, &dir.join("monolith.log")).await?;
-    let answer = client.post_json(&format!("{base}/graphql"), Bytes::from(body.to_owned())).await;
+async fn oracle(
+    cfg: &Config,
+    client: &Client,
+    scenario: &Scenario,
+    body: &str,
+    dir: &Path,
+) -> anyhow::Result<Expected> {
+    let (mut mono, base) =
+        start_server(cfg, &scenario.set, true, &dir.join("monolith.log")).await?;
+    let answer = client
+        .post_json(&format!("{base}/graphql"), Bytes::from(body.to_owned()))
+        .await;
     process::stop(&mut mono).await;
     let (status, bytes) = answer.context("asking the monolith for the expected response")?;
     let json: serde_json::Value =
@@ -199,22 +249,43 @@ async fn oracle(cfg: &Config, client: &Client, scenario: &Scenario, body: &str, 
     Ok(Expected {
         file,
         len_utf16: text.encode_utf16().count(),
-        sha256: Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect(),
+        sha256: Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
         bytes: bytes.len(),
     })
 }
 
-async fn start_set(cfg: &Config, client: &Client, set: &str, dir: &Path) -> anyhow::Result<SetServers> {
+async fn start_set(
+    cfg: &Config,
+    client: &Client,
+    set: &str,
+    dir: &Path,
+) -> anyhow::Result<SetServers> {
     let (subgraphs, base) = start_server(cfg, set, false, &dir.join("subgraphs.log")).await?;
-    let committed = cfg.repo.join("loadtest/sets").join(set).join("supergraph.graphql");
-    let text = std::fs::read_to_string(&committed).with_context(|| format!("reading {}", committed.display()))?;
+    let committed = cfg
+        .repo
+        .join("loadtest/sets")
+        .join(set)
+        .join("supergraph.graphql");
+    let text = std::fs::read_to_string(&committed)
+        .with_context(|| format!("reading {}", committed.display()))?;
     let supergraph = dir.join("supergraph.graphql");
-    std::fs::write(&supergraph, text.replace("http://127.0.0.1:4200", &base)).context("writing the supergraph")?;
-    let stats = client.get(&format!("{base}/stats")).await.context("GET /stats of the subgraphs")?;
+    std::fs::write(&supergraph, text.replace("http://127.0.0.1:4200", &base))
+        .context("writing the supergraph")?;
+    let stats = client
+        .get(&format!("{base}/stats"))
+        .await
+        .context("GET /stats of the subgraphs")?;
     if stats.0 != 200 {
         bail!("GET {base}/stats answered {}", stats.0);
     }
-    Ok(SetServers { subgraphs, base, supergraph })
+    Ok(SetServers {
+        subgraphs,
+        base,
+        supergraph,
+    })
 }
 
 fn free_port() -> anyhow::Result<u16> {
@@ -232,8 +303,11 @@ async fn subgraph_total(client: &Client, base: &str, reset: bool) -> anyhow::Res
     if status != 200 {
         bail!("{url} answered {status}");
     }
-    let json: serde_json::Value = serde_json::from_slice(&body).with_context(|| format!("{url} is not JSON"))?;
-    json["total"].as_u64().with_context(|| format!("{url} has no \"total\": {json}"))
+    let json: serde_json::Value =
+        serde_json::from_slice(&body).with_context(|| format!("{url} is not JSON"))?;
+    json["total"]
+        .as_u64()
+        .with_context(|| format!("{url} has no \"total\": {json}"))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -251,7 +325,12 @@ async fn measure(
 ) -> anyhow::Result<Measured> {
     let tag = format!("{}-{}", scenario.name, gateway.name);
     let port = free_port()?;
-    let slots = Slots { supergraph: &servers.supergraph, host: "127.0.0.1", port, set: &scenario.set };
+    let slots = Slots {
+        supergraph: &servers.supergraph,
+        host: "127.0.0.1",
+        port,
+        set: &scenario.set,
+    };
     let command = gateway.command(bin, &slots, cfg.placement.cpus)?;
     let cgroup = Cgroup::create(&tag, cfg.placement.cpus);
     let log = dir.join(format!("{}.log", gateway.name));
@@ -264,7 +343,11 @@ async fn measure(
         cgroup: cgroup.as_ref(),
         log: &log,
     })?;
-    let result = measure_running(cfg, client, scenario, rate, gateway, &mut child, port, servers, payload, expected, dir, &log).await;
+    let result = measure_running(
+        cfg, client, scenario, rate, gateway, &mut child, port, servers, payload, expected, dir,
+        &log,
+    )
+    .await;
     process::stop(&mut child).await;
     drop(cgroup);
     result
@@ -290,13 +373,29 @@ async fn measure_running(
     let probe = Bytes::from_static(br#"{"query":"{ __typename }"}"#);
     let started = Instant::now();
     client
-        .wait_ok(&url, Some(probe), cfg.start_timeout, || match child.try_wait() {
-            Ok(Some(status)) => bail!("the gateway exited ({status}):\n{}", process::log_tail(log, 15)),
-            _ => Ok(()),
+        .wait_ok(&url, Some(probe), cfg.start_timeout, || {
+            match child.try_wait() {
+                Ok(Some(status)) => bail!(
+                    "the gateway exited ({status}):\n{}",
+                    process::log_tail(log, 15)
+                ),
+                _ => Ok(()),
+            }
         })
         .await
-        .with_context(|| format!("{} did not become ready; its log ends with:\n{}", gateway.name, process::log_tail(log, 15)))?;
-    progress(format!("{} / {}: ready in {:.1} s", scenario.name, gateway.name, started.elapsed().as_secs_f64()));
+        .with_context(|| {
+            format!(
+                "{} did not become ready; its log ends with:\n{}",
+                gateway.name,
+                process::log_tail(log, 15)
+            )
+        })?;
+    progress(format!(
+        "{} / {}: ready in {:.1} s",
+        scenario.name,
+        gateway.name,
+        started.elapsed().as_secs_f64()
+    ));
     let k6_log = dir.join(format!("{}-k6.log", gateway.name));
     let _ = std::fs::remove_file(&k6_log);
     let summary_file = dir.join(format!("{}-summary.json", gateway.name));
@@ -316,15 +415,22 @@ async fn measure_running(
         summary: &summary_file,
         log: &k6_log,
         cpus: cfg.placement.others.as_deref(),
-    }
-    .run();
+    };
     if cfg.warmup_s > 0 {
-        let w = k6_run(Check::Full, rate, cfg.warmup_s, load.max_vus).await.context("warm-up")?;
-        progress(format!("{} / {}: warm-up {} requests, {} failures", scenario.name, gateway.name, w.requests, w.failures));
+        let w = k6_run(Check::Full, rate, cfg.warmup_s, load.max_vus)
+            .run()
+            .await
+            .context("warm-up")?;
+        progress(format!(
+            "{} / {}: warm-up {} requests, {} failures",
+            scenario.name, gateway.name, w.requests, w.failures
+        ));
     }
     subgraph_total(client, &servers.base, true).await?;
     let sampler = Sampler::start(pid);
-    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus).await;
+    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus)
+        .run()
+        .await;
     let usage = sampler::usage(&sampler.finish().await);
     let summary = summary.context("measured run")?;
     let subgraph_requests = subgraph_total(client, &servers.base, false).await?;
@@ -344,14 +450,18 @@ async fn measure_running(
     if let Some(c) = cfg.capacity {
         let mut steps: Vec<Step> = Vec::new();
         let mut next = Some(c.start.unwrap_or(rate).max(1));
-        let deadline = Instant::now() + Duration::from_secs(u64::from(c.steps) * (u64::from(c.duration_s) + 75));
+        let deadline = Instant::now()
+            + Duration::from_secs(u64::from(c.steps) * (u64::from(c.duration_s) + 75));
         while let Some(target) = next {
             if steps.len() >= c.steps as usize || Instant::now() > deadline {
                 break;
             }
             // Enough VUs for ~100 ms latency at the target rate, never fewer than the scenario's.
             let max_vus = load.max_vus.max(target / 10 + 1);
-            let s: Summary = k6_run(Check::Length, target, c.duration_s, max_vus).await.context("capacity step")?;
+            let s: Summary = k6_run(Check::Length, target, c.duration_s, max_vus)
+                .run()
+                .await
+                .context("capacity step")?;
             let step = Step {
                 target,
                 achieved: s.achieved_rate.unwrap_or(0.0),
@@ -375,12 +485,23 @@ async fn measure_running(
         }
         capacity = Some(capacity::analyse(steps));
     }
-    Ok(Measured { summary, usage, subgraph_requests, capacity })
+    Ok(Measured {
+        summary,
+        usage,
+        subgraph_requests,
+        capacity,
+    })
 }
 
 async fn output(program: &str, args: &[&str]) -> Option<String> {
-    let out = tokio::process::Command::new(program).args(args).output().await.ok()?;
-    out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    let out = tokio::process::Command::new(program)
+        .args(args)
+        .output()
+        .await
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 
 async fn system_info(cfg: &Config) -> System {
@@ -397,13 +518,22 @@ async fn system_info(cfg: &Config) -> System {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or("unknown".into(), |kb| format!("{:.1} GiB", kb / 1048576.0));
     let repo = cfg.repo.to_string_lossy().into_owned();
-    let commit = output("git", &["-C", &repo, "rev-parse", "HEAD"]).await.unwrap_or_else(|| "unknown".into());
-    let dirty = output("git", &["-C", &repo, "status", "--porcelain"]).await.is_some_and(|s| !s.is_empty());
-    let k6 = output(&cfg.k6.to_string_lossy(), &["version"]).await.unwrap_or_else(|| "unknown".into());
+    let commit = output("git", &["-C", &repo, "rev-parse", "HEAD"])
+        .await
+        .unwrap_or_else(|| "unknown".into());
+    let dirty = output("git", &["-C", &repo, "status", "--porcelain"])
+        .await
+        .is_some_and(|s| !s.is_empty());
+    let k6 = output(&cfg.k6.to_string_lossy(), &["version"])
+        .await
+        .unwrap_or_else(|| "unknown".into());
     let probe = Cgroup::create("probe", cfg.placement.cpus);
     let limit = match &probe {
         Some(cg) => format!("{} cores ({} + taskset)", cfg.placement.cpus, cg.kind),
-        None => format!("{} cores (taskset only: no writable cgroup)", cfg.placement.cpus),
+        None => format!(
+            "{} cores (taskset only: no writable cgroup)",
+            cfg.placement.cpus
+        ),
     };
     drop(probe);
     System {
@@ -411,8 +541,13 @@ async fn system_info(cfg: &Config) -> System {
         cpu,
         cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
         memory,
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").map_or("unknown".into(), |s| s.trim().to_owned()),
-        git_commit: if dirty { format!("{commit} (working tree has uncommitted changes)") } else { commit },
+        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+            .map_or("unknown".into(), |s| s.trim().to_owned()),
+        git_commit: if dirty {
+            format!("{commit} (working tree has uncommitted changes)")
+        } else {
+            commit
+        },
         k6,
         placement: cfg.placement.describe(),
         cpu_limit: limit,

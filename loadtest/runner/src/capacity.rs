@@ -27,7 +27,11 @@ impl Step {
 pub fn next_rate(steps: &[Step], factor: f64) -> Option<u32> {
     let last = steps.last()?;
     let best_ok = steps.iter().filter(|s| s.kept_up()).map(|s| s.target).max();
-    let lowest_miss = steps.iter().filter(|s| !s.kept_up()).map(|s| s.target).min();
+    let lowest_miss = steps
+        .iter()
+        .filter(|s| !s.kept_up())
+        .map(|s| s.target)
+        .min();
     match (best_ok, lowest_miss) {
         (_, None) => {
             let next = (f64::from(last.target) * factor).ceil() as u32;
@@ -57,7 +61,7 @@ pub struct Capacity {
 
 pub fn analyse(steps: Vec<Step>) -> Capacity {
     let mut ok: Vec<Step> = steps.iter().copied().filter(Step::kept_up).collect();
-    ok.sort_by(|a, b| a.target.cmp(&b.target));
+    ok.sort_by_key(|s| s.target);
     let min_p99 = ok.iter().map(|s| s.p99).reduce(f64::min);
     let peak = ok
         .iter()
@@ -66,9 +70,12 @@ pub fn analyse(steps: Vec<Step>) -> Capacity {
     let at_150 = min_p99.and_then(|min| {
         let limit = 1.5 * min;
         let mut all = steps.clone();
-        all.sort_by(|a, b| a.target.cmp(&b.target));
+        all.sort_by_key(|s| s.target);
         // The last run under the limit (in rate order, stopping at the first over it)...
-        let under = all.iter().take_while(|s| s.kept_up() && s.p99 <= limit).last()?;
+        let under = all
+            .iter()
+            .take_while(|s| s.kept_up() && s.p99 <= limit)
+            .last()?;
         // ...and the next one, which went over the limit or fell behind.
         match all.iter().find(|s| s.target > under.target) {
             Some(over) if over.p99 > under.p99 => {
@@ -92,7 +99,13 @@ mod tests {
     use super::*;
 
     fn step(target: u32, achieved: f64, p99: f64) -> Step {
-        Step { target, achieved, p99, failures: 0, dropped: 0 }
+        Step {
+            target,
+            achieved,
+            p99,
+            failures: 0,
+            dropped: 0,
+        }
     }
 
     #[test]

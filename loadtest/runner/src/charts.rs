@@ -44,17 +44,29 @@ fn grouped_bars(
         .disable_x_mesh()
         .disable_x_axis()
         .y_desc(y_desc)
-        .y_label_formatter(&|y| if *y < 0.0 { String::new() } else { format!("{y:.1}") })
+        .y_label_formatter(&|y| {
+            if *y < 0.0 {
+                String::new()
+            } else {
+                format!("{y:.1}")
+            }
+        })
         .draw()
         .map_err(err)?;
     let width = 0.8 / series.len().max(1) as f64;
     for (j, (name, values)) in series.iter().enumerate() {
         let color = Palette99::pick(j).to_rgba();
         chart
-            .draw_series(values.iter().enumerate().filter(|(_, v)| v.is_finite()).map(|(i, &v)| {
-                let x0 = i as f64 + 0.1 + j as f64 * width;
-                Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
-            }))
+            .draw_series(
+                values
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, v)| v.is_finite())
+                    .map(|(i, &v)| {
+                        let x0 = i as f64 + 0.1 + j as f64 * width;
+                        Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
+                    }),
+            )
             .map_err(err)?
             .label(name.as_str())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
@@ -64,11 +76,12 @@ fn grouped_bars(
             Text::new(
                 c.clone(),
                 (i as f64 + 0.5, -below * 0.35),
-                TextStyle::from(("sans-serif", 13).into_font()).pos(Pos::new(HPos::Center, VPos::Center)),
+                TextStyle::from(("sans-serif", 13).into_font())
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
             )
         }))
         .map_err(err)?;
-    if series.len() > 1 {
+    if !series.is_empty() {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperLeft)
@@ -83,19 +96,30 @@ fn grouped_bars(
 fn latency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
     let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
-    let categories: Vec<String> = ["Min", "Med", "P90", "P95", "P99", "Max"].map(String::from).to_vec();
+    let categories: Vec<String> = ["Min", "Med", "P90", "P95", "P99", "Max"]
+        .map(String::from)
+        .to_vec();
     let series: Vec<(String, Vec<f64>)> = s
         .gateways
         .iter()
         .filter_map(|g| match &g.outcome {
             Outcome::Measured(m) => {
                 let l = m.summary.latency_ms?;
-                Some((g.label.clone(), vec![l.min, l.med, l.p90, l.p95, l.p99, l.max]))
+                Some((
+                    g.label.clone(),
+                    vec![l.min, l.med, l.p90, l.p95, l.p99, l.max],
+                ))
             }
             _ => None,
         })
         .collect();
-    grouped_bars(&root, &format!("{}: latency (ms)", s.name), "ms", &categories, &series)?;
+    grouped_bars(
+        &root,
+        &format!("{}: latency (ms)", s.name),
+        "ms",
+        &categories,
+        &series,
+    )?;
     root.present().map_err(err)
 }
 
@@ -116,10 +140,28 @@ fn efficiency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
         })
         .collect();
     let labels: Vec<String> = measured.iter().map(|m| m.0.clone()).collect();
-    let core = vec![("requests/core.s".to_owned(), measured.iter().map(|m| m.1).collect())];
-    let gb = vec![("requests/GB.s".to_owned(), measured.iter().map(|m| m.2).collect())];
-    grouped_bars(&left, &format!("{}: requests per core-second", s.name), "req/core.s", &labels, &core)?;
-    grouped_bars(&right, &format!("{}: requests per GB-second", s.name), "req/GB.s", &labels, &gb)?;
+    let core = vec![(
+        "requests/core.s".to_owned(),
+        measured.iter().map(|m| m.1).collect(),
+    )];
+    let gb = vec![(
+        "requests/GB.s".to_owned(),
+        measured.iter().map(|m| m.2).collect(),
+    )];
+    grouped_bars(
+        &left,
+        &format!("{}: requests per core-second", s.name),
+        "req/core.s",
+        &labels,
+        &core,
+    )?;
+    grouped_bars(
+        &right,
+        &format!("{}: requests per GB-second", s.name),
+        "req/GB.s",
+        &labels,
+        &gb,
+    )?;
     root.present().map_err(err)
 }
 
@@ -131,8 +173,11 @@ fn capacity(s: &ScenarioRun, path: &Path) -> anyhow::Result<bool> {
             Outcome::Measured(m) => {
                 let c = m.capacity.as_ref()?;
                 let mut steps = c.steps.clone();
-                steps.sort_by(|a, b| a.target.cmp(&b.target));
-                Some((g.label.clone(), steps.iter().map(|s| (s.achieved, s.p99)).collect()))
+                steps.sort_by_key(|s| s.target);
+                Some((
+                    g.label.clone(),
+                    steps.iter().map(|s| (s.achieved, s.p99)).collect(),
+                ))
             }
             _ => None,
         })
@@ -145,7 +190,10 @@ fn capacity(s: &ScenarioRun, path: &Path) -> anyhow::Result<bool> {
     let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
     root.fill(&WHITE).map_err(err)?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: p99 latency vs achieved throughput", s.name), ("sans-serif", 18))
+        .caption(
+            format!("{}: p99 latency vs achieved throughput", s.name),
+            ("sans-serif", 18),
+        )
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(60)
@@ -163,7 +211,9 @@ fn capacity(s: &ScenarioRun, path: &Path) -> anyhow::Result<bool> {
             .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
             .map_err(err)?
             .label(name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
+            });
         chart
             .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
             .map_err(err)?;

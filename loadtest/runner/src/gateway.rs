@@ -14,7 +14,9 @@ pub enum Kind {
     Graphfleet,
     Peer(Peer),
     /// A user template: a simple command line with placeholders.
-    Custom { template: String },
+    Custom {
+        template: String,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -77,7 +79,11 @@ impl Gateway {
             bail!("--gateway-command expects NAME=TEMPLATE, got {spec:?}");
         };
         let name = name.trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) {
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        {
             bail!("gateway name {name:?} must be non-empty [A-Za-z0-9._-]");
         }
         if !template.contains("{port}") {
@@ -96,7 +102,12 @@ impl Gateway {
 
     /// The command that starts this gateway; `bin` is the graphfleet binary or the peer's
     /// install directory (None for custom gateways).
-    pub fn command(&self, bin: Option<&Path>, slots: &Slots<'_>, cpus: f64) -> anyhow::Result<Command> {
+    pub fn command(
+        &self,
+        bin: Option<&Path>,
+        slots: &Slots<'_>,
+        cpus: f64,
+    ) -> anyhow::Result<Command> {
         let q = |p: &Path| sh_quote(&p.to_string_lossy());
         let addr = format!("{}:{}", slots.host, slots.port);
         let need = || bin.with_context(|| format!("{}: no binary/install directory", self.name));
@@ -128,10 +139,14 @@ fn check_placeholders(template: &str) -> anyhow::Result<()> {
     // Bounded by the template length: every iteration consumes a '{'.
     while let Some(i) = rest.find('{') {
         let tail = &rest[i + 1..];
-        let end = tail.find('}').with_context(|| format!("unclosed '{{' in {template:?}"))?;
+        let end = tail
+            .find('}')
+            .with_context(|| format!("unclosed '{{' in {template:?}"))?;
         let name = &tail[..end];
         if !["supergraph", "host", "port", "set"].contains(&name) {
-            bail!("unknown placeholder {{{name}}} in {template:?} (known: {{supergraph}} {{host}} {{port}} {{set}})");
+            bail!(
+                "unknown placeholder {{{name}}} in {template:?} (known: {{supergraph}} {{host}} {{port}} {{set}})"
+            );
         }
         rest = &tail[end + 1..];
     }
@@ -141,7 +156,10 @@ fn check_placeholders(template: &str) -> anyhow::Result<()> {
 /// Substitutes the placeholders (shell-quoted).
 pub fn fill(template: &str, slots: &Slots<'_>) -> String {
     template
-        .replace("{supergraph}", &sh_quote(&slots.supergraph.to_string_lossy()))
+        .replace(
+            "{supergraph}",
+            &sh_quote(&slots.supergraph.to_string_lossy()),
+        )
         .replace("{host}", &sh_quote(slots.host))
         .replace("{port}", &slots.port.to_string())
         .replace("{set}", &sh_quote(slots.set))
@@ -162,8 +180,9 @@ mod tests {
 
     #[test]
     fn fills_a_custom_template() {
-        let g = Gateway::custom("mono=srv --set {set} --listen {host}:{port} --schema {supergraph}")
-            .expect("spec");
+        let g =
+            Gateway::custom("mono=srv --set {set} --listen {host}:{port} --schema {supergraph}")
+                .expect("spec");
         let cmd = g.command(None, &slots(), 1.0).expect("command");
         assert_eq!(
             cmd.line,
@@ -187,7 +206,10 @@ mod tests {
 
     #[test]
     fn built_ins_know_their_endpoint() {
-        assert_eq!(Gateway::built_in("apollo-router").expect("b").graphql_path, "/");
+        assert_eq!(
+            Gateway::built_in("apollo-router").expect("b").graphql_path,
+            "/"
+        );
         let g = Gateway::built_in("graphfleet").expect("b");
         let cmd = g
             .command(Some(Path::new("/bin/gw")), &slots(), 1.0)

@@ -88,7 +88,10 @@ impl Client {
             {
                 Ok((200, _)) => return Ok(()),
                 Ok((status, b)) => {
-                    last = format!("status {status}: {}", String::from_utf8_lossy(&b[..b.len().min(200)]))
+                    last = format!(
+                        "status {status}: {}",
+                        String::from_utf8_lossy(&b[..b.len().min(200)])
+                    )
                 }
                 Err(e) => last = format!("{e:#}"),
             }

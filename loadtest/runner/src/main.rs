@@ -132,7 +132,10 @@ async fn resolve_gateways(
     let graphql_paths = pairs("--gateway-path", &cli.gateway_paths)?;
     let mut out = Vec::new();
     for name in &names {
-        if out.iter().any(|(g, _, _): &(Gateway, _, _)| &g.name == name) {
+        if out
+            .iter()
+            .any(|(g, _, _): &(Gateway, _, _)| &g.name == name)
+        {
             bail!("gateway {name:?} is listed twice");
         }
         let mut gateway = match customs.iter().find(|g| &g.name == name) {
@@ -152,7 +155,10 @@ async fn resolve_gateways(
                     Some(p) => Ok(p.clone()),
                     None => paths::release_binary(repo, "graphfleet-gateway", "graphfleet-gateway"),
                 };
-                (bin.map(Some).map_err(|e| format!("{e:#}")), env!("CARGO_PKG_VERSION").to_owned())
+                (
+                    bin.map(Some).map_err(|e| format!("{e:#}")),
+                    env!("CARGO_PKG_VERSION").to_owned(),
+                )
             }
             Kind::Peer(peer) => {
                 let version = versions
@@ -178,15 +184,24 @@ async fn resolve_gateways(
 
 impl Peer {
     fn from_name(name: &str) -> Option<Peer> {
-        [Peer::HiveRouter, Peer::ApolloRouter, Peer::HiveGateway, Peer::ApolloGateway]
-            .into_iter()
-            .find(|p| p.name() == name)
+        [
+            Peer::HiveRouter,
+            Peer::ApolloRouter,
+            Peer::HiveGateway,
+            Peer::ApolloGateway,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
     }
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let repo = paths::repo_root(cli.repo.as_deref())?;
-    let out = if cli.out.is_absolute() { cli.out.clone() } else { std::env::current_dir().context("cwd")?.join(&cli.out) };
+    let out = if cli.out.is_absolute() {
+        cli.out.clone()
+    } else {
+        std::env::current_dir().context("cwd")?.join(&cli.out)
+    };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     let k6 = paths::k6(cli.k6.as_deref(), &repo)?;
     let all = scenario::discover(&repo.join("loadtest/sets"))?;
@@ -201,7 +216,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     };
     let gateways = resolve_gateways(&cli, &repo).await?;
     let (duration_s, warmup_s, rate, check) = if cli.smoke {
-        (cli.duration.min(3), 0, Some(cli.rate.unwrap_or(5).min(20)), Check::Full)
+        (cli.duration.min(3), 0, cli.rate, Check::Full)
     } else {
         (cli.duration, cli.warmup, cli.rate, cli.check)
     };

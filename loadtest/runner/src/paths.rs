@@ -48,13 +48,17 @@ pub fn release_binary(root: &Path, package: &str, bin: &str) -> anyhow::Result<P
     if path.is_file() {
         return Ok(path);
     }
-    eprintln!("[bench] {} missing: cargo build --release -p {package} --bin {bin}", path.display());
-    let status = std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args(["build", "--release", "-p", package, "--bin", bin])
-        .current_dir(root)
-        .stdin(Stdio::null())
-        .status()
-        .context("running cargo")?;
+    eprintln!(
+        "[bench] {} missing: cargo build --release -p {package} --bin {bin}",
+        path.display()
+    );
+    let status =
+        std::process::Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "-p", package, "--bin", bin])
+            .current_dir(root)
+            .stdin(Stdio::null())
+            .status()
+            .context("running cargo")?;
     if !status.success() || !path.is_file() {
         bail!("cargo build --release -p {package} --bin {bin} failed ({status})");
     }

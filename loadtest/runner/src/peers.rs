@@ -60,7 +60,10 @@ impl Peer {
             Peer::HiveRouter => Command {
                 line: q(&dir.join("bin/hive_router")),
                 env: vec![
-                    ("SUPERGRAPH_FILE_PATH".into(), slots.supergraph.to_string_lossy().into_owned()),
+                    (
+                        "SUPERGRAPH_FILE_PATH".into(),
+                        slots.supergraph.to_string_lossy().into_owned(),
+                    ),
                     ("HOST".into(), slots.host.into()),
                     ("PORT".into(), port),
                     ("ROUTER_HTTP_WORKERS".into(), threads.into()),
@@ -86,7 +89,10 @@ impl Peer {
                 cwd: Some(dir.to_path_buf()),
             },
             Peer::ApolloGateway => Command {
-                line: format!("node {} {supergraph} {host} {port}", q(&dir.join("server.mjs"))),
+                line: format!(
+                    "node {} {supergraph} {host} {port}",
+                    q(&dir.join("server.mjs"))
+                ),
                 env: vec![("NODE_ENV".into(), "production".into())],
                 cwd: Some(dir.to_path_buf()),
             },
@@ -95,7 +101,11 @@ impl Peer {
 
     /// The install directory, installing first when it is not there yet.
     pub async fn ensure(self, version: &str, repo: &Path) -> anyhow::Result<PathBuf> {
-        if version.is_empty() || !version.chars().all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c)) {
+        if version.is_empty()
+            || !version
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || ".-+".contains(c))
+        {
             bail!("{}: invalid version {version:?}", self.name());
         }
         let tools = crate::paths::tools_dir()?;
@@ -106,7 +116,11 @@ impl Peer {
         let logs = tools.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         let log = logs.join(format!("{}-{version}.log", self.name()));
-        let staging = tools.join(format!("{}-{version}.partial.{}", self.name(), std::process::id()));
+        let staging = tools.join(format!(
+            "{}-{version}.partial.{}",
+            self.name(),
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&staging);
         std::fs::create_dir_all(&staging)
             .with_context(|| format!("creating {}", staging.display()))?;
@@ -142,16 +156,36 @@ impl Peer {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::rename(&staging, &dir)
             .with_context(|| format!("moving {} into place", dir.display()))?;
-        eprintln!("[bench] installed {} {version} in {:.0} s", self.name(), start.elapsed().as_secs_f64());
+        eprintln!(
+            "[bench] installed {} {version} in {:.0} s",
+            self.name(),
+            start.elapsed().as_secs_f64()
+        );
         Ok(dir)
     }
 
-    async fn install(self, version: &str, dir: &Path, log: &Path, repo: &Path, tools: &Path) -> anyhow::Result<()> {
+    async fn install(
+        self,
+        version: &str,
+        dir: &Path,
+        log: &Path,
+        repo: &Path,
+        tools: &Path,
+    ) -> anyhow::Result<()> {
         let root = dir.to_string_lossy().into_owned();
         match self {
             Peer::HiveRouter => {
                 let spec = format!("hive-router@{version}");
-                let args = ["install", &spec, "--locked", "--ignore-rust-version", "--features", "graphiql", "--root", &root];
+                let args = [
+                    "install",
+                    &spec,
+                    "--locked",
+                    "--ignore-rust-version",
+                    "--features",
+                    "graphiql",
+                    "--root",
+                    &root,
+                ];
                 run("cargo", &args, &[], None, log).await
             }
             Peer::ApolloRouter => {
@@ -162,7 +196,9 @@ impl Peer {
             }
             Peer::HiveGateway | Peer::ApolloGateway => {
                 let source = repo.join("loadtest/runner/peers").join(self.name());
-                for entry in std::fs::read_dir(&source).with_context(|| format!("reading {}", source.display()))? {
+                for entry in std::fs::read_dir(&source)
+                    .with_context(|| format!("reading {}", source.display()))?
+                {
                     let entry = entry.context("listing peer files")?;
                     std::fs::copy(entry.path(), dir.join(entry.file_name()))
                         .with_context(|| format!("copying {}", entry.path().display()))?;
@@ -175,21 +211,45 @@ impl Peer {
                 if version != pinned {
                     // Another version than the committed lock file: resolve afresh.
                     let manifest = dir.join("package.json");
-                    let text = std::fs::read_to_string(&manifest).context("reading package.json")?;
-                    let text = text.replace(&format!("\"{package}\": \"{pinned}\""), &format!("\"{package}\": \"{version}\""));
+                    let text =
+                        std::fs::read_to_string(&manifest).context("reading package.json")?;
+                    let text = text.replace(
+                        &format!("\"{package}\": \"{pinned}\""),
+                        &format!("\"{package}\": \"{version}\""),
+                    );
                     std::fs::write(&manifest, text).context("writing package.json")?;
                     let _ = std::fs::remove_file(dir.join("package-lock.json"));
                 }
-                let verb = if dir.join("package-lock.json").is_file() { "ci" } else { "install" };
-                run("npm", &[verb, "--omit=dev", "--no-audit", "--no-fund"], &[], Some(dir), log).await
+                let verb = if dir.join("package-lock.json").is_file() {
+                    "ci"
+                } else {
+                    "install"
+                };
+                run(
+                    "npm",
+                    &[verb, "--omit=dev", "--no-audit", "--no-fund"],
+                    &[],
+                    Some(dir),
+                    log,
+                )
+                .await
             }
         }
     }
 }
 
 /// Runs one install step with its output appended to `log`, bounded by [`INSTALL_LIMIT`].
-async fn run(program: &str, args: &[&str], env: &[(String, String)], cwd: Option<&Path>, log: &Path) -> anyhow::Result<()> {
-    let out = std::fs::OpenOptions::new().create(true).append(true).open(log)
+async fn run(
+    program: &str,
+    args: &[&str],
+    env: &[(String, String)],
+    cwd: Option<&Path>,
+    log: &Path,
+) -> anyhow::Result<()> {
+    let out = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
         .with_context(|| format!("opening {}", log.display()))?;
     let err = out.try_clone().context("duplicating the log handle")?;
     let mut cmd = tokio::process::Command::new(program);
@@ -204,7 +264,12 @@ async fn run(program: &str, args: &[&str], env: &[(String, String)], cwd: Option
     }
     let status = tokio::time::timeout(INSTALL_LIMIT, cmd.status())
         .await
-        .with_context(|| format!("{program} {} took longer than {INSTALL_LIMIT:?}", args.join(" ")))?
+        .with_context(|| {
+            format!(
+                "{program} {} took longer than {INSTALL_LIMIT:?}",
+                args.join(" ")
+            )
+        })?
         .with_context(|| format!("running {program}"))?;
     if !status.success() {
         bail!("{program} {} failed ({status})", args.join(" "));
@@ -223,28 +288,46 @@ async fn protoc(tools: &Path, log: &Path) -> anyhow::Result<Vec<(String, String)
     if !bin.is_file() {
         let debs = tools.join("protoc-debian.debs");
         std::fs::create_dir_all(&debs).context("creating the protoc download dir")?;
-        let packages = ["protobuf-compiler", "libprotoc32", "libprotobuf32", "libprotobuf-dev"];
+        let packages = [
+            "protobuf-compiler",
+            "libprotoc32",
+            "libprotobuf32",
+            "libprotobuf-dev",
+        ];
         let mut args = vec!["download"];
         args.extend(packages);
         run("apt-get", &args, &[], Some(&debs), log).await?;
         for entry in std::fs::read_dir(&debs).context("listing the downloaded packages")? {
             let path = entry.context("listing")?.path();
             if path.extension().is_some_and(|e| e == "deb") {
-                let (deb, target) = (path.to_string_lossy().into_owned(), dir.to_string_lossy().into_owned());
+                let (deb, target) = (
+                    path.to_string_lossy().into_owned(),
+                    dir.to_string_lossy().into_owned(),
+                );
                 run("dpkg", &["-x", &deb, &target], &[], None, log).await?;
             }
         }
     }
     if !bin.is_file() {
-        bail!("protoc was not found in the unpacked Debian packages ({})", bin.display());
+        bail!(
+            "protoc was not found in the unpacked Debian packages ({})",
+            bin.display()
+        );
     }
-    let libdirs: Vec<String> = ["usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib"]
-        .iter()
-        .map(|d| dir.join(d).to_string_lossy().into_owned())
-        .collect();
+    let libdirs: Vec<String> = [
+        "usr/lib/x86_64-linux-gnu",
+        "usr/lib/aarch64-linux-gnu",
+        "usr/lib",
+    ]
+    .iter()
+    .map(|d| dir.join(d).to_string_lossy().into_owned())
+    .collect();
     Ok(vec![
         ("PROTOC".into(), bin.to_string_lossy().into_owned()),
-        ("PROTOC_INCLUDE".into(), dir.join("usr/include").to_string_lossy().into_owned()),
+        (
+            "PROTOC_INCLUDE".into(),
+            dir.join("usr/include").to_string_lossy().into_owned(),
+        ),
         ("LD_LIBRARY_PATH".into(), libdirs.join(":")),
     ])
 }

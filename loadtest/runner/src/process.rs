@@ -44,7 +44,12 @@ impl Placement {
             });
         }
         let n = (cpus.ceil() as usize).clamp(1, allowed.len());
-        let list = |ids: &[usize]| ids.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+        let list = |ids: &[usize]| {
+            ids.iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        };
         let others = (n < allowed.len()).then(|| list(&allowed[n..]));
         Ok(Placement {
             cpus,
@@ -111,7 +116,10 @@ impl Cgroup {
                 continue;
             }
             if std::fs::write(dir.join("cpu.max"), format!("{quota} {period}")).is_ok() {
-                return Some(Cgroup { dir, kind: "cgroup v2 cpu.max" });
+                return Some(Cgroup {
+                    dir,
+                    kind: "cgroup v2 cpu.max",
+                });
             }
             let _ = std::fs::remove_dir(&dir);
         }
@@ -130,7 +138,10 @@ impl Cgroup {
             let _ = std::fs::remove_dir(&dir);
             return None;
         }
-        Some(Cgroup { dir, kind: "cgroup v1 cpu.cfs_quota_us" })
+        Some(Cgroup {
+            dir,
+            kind: "cgroup v1 cpu.cfs_quota_us",
+        })
     }
 
     pub fn procs(&self) -> PathBuf {

@@ -23,7 +23,13 @@ fn table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
             .iter()
             .zip(&widths)
             .zip(right)
-            .map(|((c, &w), &r)| if r { format!("{c:>w$}") } else { format!("{c:<w$}") })
+            .map(|((c, &w), &r)| {
+                if r {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
             .collect();
         format!("| {} |\n", padded.join(" | "))
     };
@@ -31,7 +37,13 @@ fn table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
     let rule: Vec<String> = widths
         .iter()
         .zip(right)
-        .map(|(&w, &r)| if r { format!("{}:", "-".repeat(w.max(2) - 1)) } else { format!(":{}", "-".repeat(w.max(2) - 1)) })
+        .map(|(&w, &r)| {
+            if r {
+                format!("{}:", "-".repeat(w.max(2) - 1))
+            } else {
+                format!(":{}", "-".repeat(w.max(2) - 1))
+            }
+        })
         .collect();
     out.push_str(&format!("| {} |\n", rule.join(" | ")));
     for row in rows {
@@ -71,7 +83,11 @@ fn missing(g: &GatewayRun) -> &'static str {
 }
 
 fn latency_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
-    let mut ok: Vec<(&GatewayRun, &Measured)> = s.gateways.iter().filter_map(|g| measured(g).map(|m| (g, m))).collect();
+    let mut ok: Vec<(&GatewayRun, &Measured)> = s
+        .gateways
+        .iter()
+        .filter_map(|g| measured(g).map(|m| (g, m)))
+        .collect();
     let p99 = |m: &Measured| m.summary.latency_ms.map_or(f64::INFINITY, |l| l.p99);
     ok.sort_by(|a, b| p99(a.1).total_cmp(&p99(b.1)));
     let mut rows: Vec<Vec<String>> = ok
@@ -80,12 +96,15 @@ fn latency_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
             let mut row = vec![g.label.clone()];
             match (m.summary.latency_ms, m.summary.failures) {
                 (Some(l), 0) => row.extend([l.min, l.med, l.p90, l.p95, l.p99, l.max].map(f1)),
-                (Some(l), _) if m.summary.ok > 0 => {
-                    row.extend([l.min, l.med, l.p90, l.p95, l.p99, l.max].map(|x| format!("{x:.1}*")))
-                }
+                (Some(l), _) if m.summary.ok > 0 => row
+                    .extend([l.min, l.med, l.p90, l.p95, l.p99, l.max].map(|x| format!("{x:.1}*"))),
                 _ => row.extend(std::iter::repeat_n("errors".to_owned(), 6)),
             }
-            row.push(m.summary.scheduled_latency_ms.map_or("-".into(), |l| f1(l.p99)));
+            row.push(
+                m.summary
+                    .scheduled_latency_ms
+                    .map_or("-".into(), |l| f1(l.p99)),
+            );
             row
         })
         .collect();
@@ -102,8 +121,16 @@ fn pct(x: f64) -> String {
 }
 
 fn resource_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
-    let mut ok: Vec<(&GatewayRun, &Measured)> = s.gateways.iter().filter_map(|g| measured(g).map(|m| (g, m))).collect();
-    ok.sort_by(|a, b| b.1.per_core_second().unwrap_or(0.0).total_cmp(&a.1.per_core_second().unwrap_or(0.0)));
+    let mut ok: Vec<(&GatewayRun, &Measured)> = s
+        .gateways
+        .iter()
+        .filter_map(|g| measured(g).map(|m| (g, m)))
+        .collect();
+    ok.sort_by(|a, b| {
+        b.1.per_core_second()
+            .unwrap_or(0.0)
+            .total_cmp(&a.1.per_core_second().unwrap_or(0.0))
+    });
     let mut rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(g, m)| {
@@ -143,7 +170,11 @@ fn request_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
                 m.summary.failures.to_string(),
                 m.summary.dropped_iterations.to_string(),
                 format!("{:.1}", m.summary.achieved_rate.unwrap_or(0.0)),
-                format!("{} ({})", sig3(m.subgraph_per_request()), m.subgraph_requests),
+                format!(
+                    "{} ({})",
+                    sig3(m.subgraph_per_request()),
+                    m.subgraph_requests
+                ),
             ],
             None => {
                 let mut row = vec![g.label.clone()];
@@ -159,7 +190,9 @@ fn capacity_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
         .iter()
         .filter_map(|g| {
             let c = measured(g)?.capacity.as_ref()?;
-            let pair = |p: Option<(f64, f64)>| p.map_or("-".into(), |(r, l)| format!("{r:.0} ({l:.1} ms)"));
+            let pair = |p: Option<(f64, f64)>| {
+                p.map_or("-".into(), |(r, l)| format!("{r:.0} ({l:.1} ms)"))
+            };
             Some(vec![
                 g.label.clone(),
                 c.min_p99.map_or("-".into(), f1),
@@ -174,22 +207,41 @@ fn capacity_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
 fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
     let _ = writeln!(out, "# {}\n", s.name);
     let _ = writeln!(out, "{}\n", s.description);
-    let size = s.response_bytes.map_or(String::new(), |b| format!(" The monolith's response is {b} bytes."));
+    let size = s.response_bytes.map_or(String::new(), |b| {
+        format!(" The monolith's response is {b} bytes.")
+    });
     let _ = writeln!(
         out,
         "Set `{}`. k6 runs an open model (constant-arrival-rate) at {} requests/s for {} s{}.{size}\n",
         s.set,
         s.rate,
         s.duration_s,
-        if smoke { " (smoke: correctness only, every response compared with the monolith)" } else { "" }
+        if smoke {
+            " (smoke: correctness only, every response compared with the monolith)"
+        } else {
+            ""
+        }
     );
     if let Some(e) = &s.error {
         let _ = writeln!(out, "**The scenario did not run:** {e}\n");
         return;
     }
-    let _ = writeln!(out, "## Latencies (ms)\n\n![Latency Chart](charts/{}-latency.svg)\n", s.name);
+    let _ = writeln!(
+        out,
+        "## Latencies (ms)\n\n![Latency Chart](charts/{}-latency.svg)\n",
+        s.name
+    );
     out.push_str(&table(
-        &["Gateway", "Min", "Med", "P90", "P95", "P99", "Max", "P99 from schedule"],
+        &[
+            "Gateway",
+            "Min",
+            "Med",
+            "P90",
+            "P95",
+            "P99",
+            "Max",
+            "P99 from schedule",
+        ],
         &[false, true, true, true, true, true, true, true],
         &latency_rows(s),
     ));
@@ -197,23 +249,52 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
         out,
         "\n\"P99 from schedule\" counts from the moment the open model scheduled each request (no coordinated omission). `*` marks runs with failures.\n"
     );
-    let _ = writeln!(out, "## Resources\n\n![Efficiency Chart](charts/{}-efficiency.svg)\n", s.name);
+    let _ = writeln!(
+        out,
+        "## Resources\n\n![Efficiency Chart](charts/{}-efficiency.svg)\n",
+        s.name
+    );
     out.push_str(&table(
-        &["Gateway", "CPU avg", "CPU max", "MEM avg", "MEM max", "requests/core.s", "requests/GB.s"],
+        &[
+            "Gateway",
+            "CPU avg",
+            "CPU max",
+            "MEM avg",
+            "MEM max",
+            "requests/core.s",
+            "requests/GB.s",
+        ],
         &[false, true, true, true, true, true, true],
         &resource_rows(s),
     ));
     let _ = writeln!(out, "\n## Requests\n");
     out.push_str(&table(
-        &["Gateway", "Requests", "Failures", "Dropped", "Achieved req/s", "Subgraph requests (total)"],
+        &[
+            "Gateway",
+            "Requests",
+            "Failures",
+            "Dropped",
+            "Achieved req/s",
+            "Subgraph requests (total)",
+        ],
         &[false, true, true, true, true, true],
         &request_rows(s),
     ));
     let capacity = capacity_rows(s);
     if !capacity.is_empty() {
-        let _ = writeln!(out, "\n## Capacity\n\n![Capacity Chart](charts/{}-capacity.svg)\n", s.name);
+        let _ = writeln!(
+            out,
+            "\n## Capacity\n\n![Capacity Chart](charts/{}-capacity.svg)\n",
+            s.name
+        );
         out.push_str(&table(
-            &["Gateway", "min p99 (ms)", "Throughput at 150% min p99 (req/s)", "Peak throughput (req/s)", "Steps"],
+            &[
+                "Gateway",
+                "min p99 (ms)",
+                "Throughput at 150% min p99 (req/s)",
+                "Peak throughput (req/s)",
+                "Steps",
+            ],
             &[false, true, true, true, true],
             &capacity,
         ));
@@ -251,7 +332,11 @@ pub fn markdown(report: &Report) -> String {
     let _ = writeln!(out, "- Cores: {}\n", sys.cores);
     let _ = writeln!(out, "# Gateways\n");
     for g in &report.gateways {
-        let _ = writeln!(out, "- {} ({}): {} — {}", g.label, g.name, g.version, g.status);
+        let _ = writeln!(
+            out,
+            "- {} ({}): {} — {}",
+            g.label, g.name, g.version, g.status
+        );
     }
     out.push('\n');
     for s in &report.scenarios {
@@ -285,7 +370,10 @@ mod tests {
         let t = table(
             &["Gateway", "Min"],
             &[false, true],
-            &[vec!["Hive Router".into(), "21.1".into()], vec!["x".into(), "125.0".into()]],
+            &[
+                vec!["Hive Router".into(), "21.1".into()],
+                vec!["x".into(), "125.0".into()],
+            ],
         );
         assert_eq!(
             t,

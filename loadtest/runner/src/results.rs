@@ -18,7 +18,8 @@ pub struct Measured {
 impl Measured {
     /// Requests per CPU-second the gateway used.
     pub fn per_core_second(&self) -> Option<f64> {
-        (self.usage.cpu_seconds > 0.0).then(|| self.summary.requests as f64 / self.usage.cpu_seconds)
+        (self.usage.cpu_seconds > 0.0)
+            .then(|| self.summary.requests as f64 / self.usage.cpu_seconds)
     }
 
     /// Requests per GB-second of average resident memory.
@@ -40,9 +41,13 @@ impl Measured {
 pub enum Outcome {
     Measured(Box<Measured>),
     /// The gateway could not be installed or built.
-    NotInstalled { error: String },
+    NotInstalled {
+        error: String,
+    },
     /// It was installed but the run failed (did not start, k6 failed, ...).
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -96,7 +101,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// Problems that fail a smoke run: any failure, dropped request, or gateway that did not run.
+    /// Problems that fail a smoke run: no requests, any failure, or a gateway that did not run.
+    /// Dropped iterations (a slow debug build) are speed, not correctness, so they pass.
     pub fn smoke_problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         for s in &self.scenarios {
@@ -107,10 +113,10 @@ impl Report {
                 match &g.outcome {
                     Outcome::Measured(m) => {
                         let k = &m.summary;
-                        if k.requests == 0 || k.failures > 0 || k.dropped_iterations > 0 {
+                        if k.requests == 0 || k.failures > 0 {
                             out.push(format!(
-                                "{} / {}: {} requests, {} failures, {} dropped",
-                                s.name, g.gateway, k.requests, k.failures, k.dropped_iterations
+                                "{} / {}: {} requests, {} failures",
+                                s.name, g.gateway, k.requests, k.failures
                             ));
                         }
                     }

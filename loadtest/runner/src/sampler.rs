@@ -57,7 +57,11 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     let mut parents: HashMap<u32, Vec<u32>> = HashMap::new();
     if let Ok(dir) = std::fs::read_dir("/proc") {
         for entry in dir.flatten() {
-            let Some(p) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            let Some(p) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u32>().ok())
+            else {
                 continue;
             };
             if let Some((ppid, _)) = stat(p) {
@@ -70,7 +74,13 @@ pub fn descendants(pid: u32) -> Vec<u32> {
     // Bounded by the number of processes: each is visited once.
     while i < out.len() {
         if let Some(children) = parents.get(&out[i]) {
-            out.extend(children.iter().copied().filter(|c| !out.contains(c)).collect::<Vec<_>>());
+            out.extend(
+                children
+                    .iter()
+                    .copied()
+                    .filter(|c| !out.contains(c))
+                    .collect::<Vec<_>>(),
+            );
         }
         i += 1;
     }
@@ -114,7 +124,11 @@ impl Sampler {
                     _ = &mut stopped => break,
                 }
                 if let Some((cpu_s, rss)) = read_tree(pid, ticks) {
-                    out.push(Sample { at: start.elapsed().as_secs_f64(), cpu_s, rss });
+                    out.push(Sample {
+                        at: start.elapsed().as_secs_f64(),
+                        cpu_s,
+                        rss,
+                    });
                 }
             }
             out
@@ -194,7 +208,11 @@ mod tests {
     fn usage_over_one_second_windows() {
         // Half a core for 2 s, memory growing from 10 to 30 bytes.
         let samples: Vec<Sample> = (0..=20)
-            .map(|i| Sample { at: i as f64 * 0.1, cpu_s: i as f64 * 0.05, rss: 10 + i as u64 })
+            .map(|i| Sample {
+                at: i as f64 * 0.1,
+                cpu_s: i as f64 * 0.05,
+                rss: 10 + i as u64,
+            })
             .collect();
         let u = usage(&samples);
         assert!((u.cpu_avg - 0.5).abs() < 1e-9, "{u:?}");

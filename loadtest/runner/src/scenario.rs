@@ -64,6 +64,26 @@ const KNOWN: &[Known] = &[
         description: "Seven overlapping subgraphs and a large, deep query: many candidate plans, so planning cost and subgraph request count dominate.",
         load: load(20, 2, 40),
     },
+    Known {
+        name: "small",
+        description: "Apollo's base case: a one-field query answered by a single subgraph; measures the gateway's own overhead.",
+        load: load(200, 10, 100),
+    },
+    Known {
+        name: "small-delayed",
+        description: "The one-field query against a subgraph that takes 40 ms: the gateway must hold many requests in flight.",
+        load: load(200, 20, 200),
+    },
+    Known {
+        name: "large-delayed",
+        description: "A 100-field query against one subgraph that takes 40 ms: more data to parse and serialise per request.",
+        load: load(100, 10, 100),
+    },
+    Known {
+        name: "chain",
+        description: "A 100-field query needing 6 sequential subgraph fetches (40 ms each, linked by @requires): at least 240 ms per request.",
+        load: load(50, 20, 200),
+    },
 ];
 
 const DEFAULT_LOAD: Load = load(50, 10, 100);
@@ -80,8 +100,8 @@ pub fn discover(sets_dir: &Path) -> anyhow::Result<Vec<Scenario>> {
             continue;
         }
         let set_name = file_name(&set)?;
-        for entry in std::fs::read_dir(&queries)
-            .with_context(|| format!("reading {}", queries.display()))?
+        for entry in
+            std::fs::read_dir(&queries).with_context(|| format!("reading {}", queries.display()))?
         {
             let path = entry.context("listing queries")?.path();
             if path.extension().is_none_or(|e| e != "graphql") {
@@ -174,14 +194,22 @@ mod tests {
         let query = all.iter().find(|s| s.name == "query").expect("query");
         assert_eq!(query.set, "fed");
         assert_eq!(query.load, KNOWN[0].load);
-        let payload: Value = serde_json::from_str(&query.payload().expect("payload")).expect("json");
-        assert!(payload["query"].as_str().is_some_and(|q| q.contains("topProducts")));
+        let payload: Value =
+            serde_json::from_str(&query.payload().expect("payload")).expect("json");
+        assert!(
+            payload["query"]
+                .as_str()
+                .is_some_and(|q| q.contains("topProducts"))
+        );
     }
 
     #[test]
     fn unknown_scenario_is_a_clear_error() {
         let all = discover(&sets_dir()).expect("discover");
         let err = select(all, &["nope".into()]).expect_err("unknown");
-        assert!(err.to_string().contains("unknown scenario \"nope\""), "{err}");
+        assert!(
+            err.to_string().contains("unknown scenario \"nope\""),
+            "{err}"
+        );
     }
 }

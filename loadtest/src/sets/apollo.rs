@@ -95,7 +95,7 @@ impl<'a> Object<'a> for Step {
         if self.step.is_some_and(|step| step > 1) && self.previous.is_none() {
             return Val::Err(format!(
                 "Representation is missing the required field s{}.",
-                k - 1
+                k.saturating_sub(1)
             ));
         }
         match (chain_field(name), &self.previous) {

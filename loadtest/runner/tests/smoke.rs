@@ -1,0 +1,256 @@
+//! Runs the real runner in --smoke mode with real k6 against the monolith used as a
+//! "gateway" (a command template), and checks the report it writes.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repository root")
+}
+
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
+}
+
+/// The debug graphfleet-subgraphs (another package's binary: built here, without --release).
+fn subgraphs_bin() -> PathBuf {
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .args([
+            "build",
+            "-p",
+            "graphfleet-loadtest",
+            "--bin",
+            "graphfleet-subgraphs",
+        ])
+        .current_dir(repo())
+        .status()
+        .expect("running cargo build");
+    assert!(status.success(), "building graphfleet-subgraphs failed");
+    target_dir().join("debug/graphfleet-subgraphs")
+}
+
+/// k6 from the tool cache or PATH; the test needs the real one.
+fn k6() -> PathBuf {
+    let versions =
+        std::fs::read_to_string(repo().join("tools/versions.env")).expect("versions.env");
+    let version = versions
+        .lines()
+        .find_map(|l| l.strip_prefix("K6_VERSION="))
+        .expect("K6_VERSION")
+        .trim()
+        .to_owned();
+    let cache = match std::env::var_os("GRAPHFLEET_CACHE") {
+        Some(c) => PathBuf::from(c),
+        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/graphfleet"),
+    };
+    let cached = cache.join(format!("tools/k6-{version}/k6"));
+    assert!(
+        cached.is_file(),
+        "k6 is missing at {}: run scripts/tools.sh k6",
+        cached.display()
+    );
+    cached
+}
+
+fn bench(args: &[&str], out: &Path) -> (bool, String) {
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_graphfleet-bench"))
+        .args(args)
+        .arg("--out")
+        .arg(out)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("running graphfleet-bench");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    println!("{stderr}\n(took {:?})", started.elapsed());
+    (output.status.success(), stderr)
+}
+
+fn table_rows<'a>(report: &'a str, section: &str, table: &str) -> Vec<&'a str> {
+    let start = report
+        .find(&format!("# {section}\n"))
+        .unwrap_or_else(|| panic!("no section {section}"));
+    let rest = &report[start..];
+    let t = rest
+        .find(&format!("## {table}"))
+        .unwrap_or_else(|| panic!("{section}: no {table}"));
+    rest[t..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .collect()
+}
+
+#[test]
+fn smoke_against_the_monolith_writes_a_report() {
+    let subgraphs = subgraphs_bin();
+    let k6 = k6();
+    let out = tempdir("smoke");
+    let template = format!(
+        "{} --set {{set}} --monolith --listen {{host}}:{{port}}",
+        subgraphs.display()
+    );
+    let started = Instant::now();
+    let (ok, stderr) = bench(
+        &[
+            "--smoke",
+            "--scenario",
+            "query",
+            "--scenario",
+            "deduplication",
+            "--scenario",
+            "small",
+            "--gateway-command",
+            &format!("monolith={template}"),
+            "--subgraphs-bin",
+            &subgraphs.to_string_lossy(),
+            "--k6",
+            &k6.to_string_lossy(),
+        ],
+        &out,
+    );
+    assert!(ok, "smoke run failed:\n{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "took {:?}",
+        started.elapsed()
+    );
+    let report = std::fs::read_to_string(out.join("REPORT.md")).expect("REPORT.md");
+    assert!(report.starts_with("# System Information\n"));
+    for scenario in ["query", "deduplication", "small"] {
+        for table in ["Latencies (ms)", "Resources", "Requests"] {
+            let rows = table_rows(&report, scenario, table);
+            assert_eq!(rows.len(), 1, "{scenario} {table}: {rows:?}");
+            assert!(
+                rows[0].starts_with("| monolith "),
+                "{scenario} {table}: {}",
+                rows[0]
+            );
+        }
+        // Zero failures, and the monolith makes no subgraph requests.
+        let requests = table_rows(&report, scenario, "Requests")[0];
+        let cells: Vec<&str> = requests.split('|').map(str::trim).collect();
+        assert!(cells[2].parse::<u64>().expect("requests") > 0, "{requests}");
+        assert_eq!(cells[3], "0", "failures: {requests}");
+        assert_eq!(cells[6], "0.00 (0)", "{requests}");
+        for chart in ["latency", "efficiency"] {
+            let svg = std::fs::read_to_string(out.join(format!("charts/{scenario}-{chart}.svg")))
+                .expect("chart");
+            assert!(
+                svg.starts_with("<svg") && svg.contains("monolith"),
+                "{scenario}-{chart}.svg"
+            );
+        }
+    }
+    let results: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.join("results.json")).expect("results.json"),
+    )
+    .expect("json");
+    assert_eq!(results["scenarios"].as_array().expect("scenarios").len(), 3);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_wrong_gateway_fails_the_smoke_run() {
+    let subgraphs = subgraphs_bin();
+    let k6 = k6();
+    let out = tempdir("wrong");
+    // The many-plans monolith answers the fed query with errors: every check must fail.
+    let template = format!(
+        "{} --set many-plans --monolith --listen {{host}}:{{port}}",
+        subgraphs.display()
+    );
+    let (ok, stderr) = bench(
+        &[
+            "--smoke",
+            "--scenario",
+            "query",
+            "--duration",
+            "1",
+            "--gateway-command",
+            &format!("wrong={template}"),
+            "--subgraphs-bin",
+            &subgraphs.to_string_lossy(),
+            "--k6",
+            &k6.to_string_lossy(),
+        ],
+        &out,
+    );
+    assert!(
+        !ok,
+        "a gateway answering the wrong schema passed:\n{stderr}"
+    );
+    assert!(
+        stderr.contains("smoke test failed") && stderr.contains("query / wrong"),
+        "{stderr}"
+    );
+    let report = std::fs::read_to_string(out.join("REPORT.md")).expect("REPORT.md");
+    let row = table_rows(&report, "query", "Requests")[0];
+    assert!(!row.contains("|        0 |"), "{row}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn a_peer_that_fails_to_install_is_reported() {
+    let subgraphs = subgraphs_bin();
+    let k6 = k6();
+    let out = tempdir("peer");
+    // A private tool cache, so nothing real is touched; the bogus version cannot install.
+    let cache = out.join("cache");
+    let output = Command::new(env!("CARGO_BIN_EXE_graphfleet-bench"))
+        .args([
+            "--smoke",
+            "--scenario",
+            "small",
+            "--gateway",
+            "apollo-gateway",
+            "--peer-version",
+            "apollo-gateway=0.0.0-bogus",
+        ])
+        .arg("--subgraphs-bin")
+        .arg(&subgraphs)
+        .arg("--k6")
+        .arg(&k6)
+        .arg("--out")
+        .arg(&out)
+        .env("GRAPHFLEET_CACHE", &cache)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("running graphfleet-bench");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("failed to install apollo-gateway 0.0.0-bogus"),
+        "{stderr}"
+    );
+    let report = std::fs::read_to_string(out.join("REPORT.md")).expect("REPORT.md");
+    assert!(
+        report.contains("Apollo Gateway (apollo-gateway): 0.0.0-bogus — **failed to install**"),
+        "{report}"
+    );
+    let row = table_rows(&report, "small", "Latencies (ms)")[0];
+    assert!(
+        row.starts_with("| Apollo Gateway") && row.contains("not installed"),
+        "{row}"
+    );
+    assert!(
+        !cache.join("tools/apollo-gateway-0.0.0-bogus").exists(),
+        "a failed install left a cache entry"
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "graphfleet-bench-test-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
