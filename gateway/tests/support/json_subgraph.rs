@@ -10,7 +10,7 @@
 //!
 //! Entities are found by `__typename` and every representation field they also hold
 //! (so `@requires` fields sent along do not need to be stored); a value
-//! `{"__rep": "field"}` echoes a representation field (to observe `@requires`), and
+//! `{"__rep": "field.sub"}` echoes a representation field (to observe `@requires`), and
 //! `{"__error": "message"}` resolves to null with a GraphQL error at that path.
 
 use apollo_compiler::ast::{self, Definition, Selection};
@@ -256,7 +256,12 @@ fn resolve(ctx: &mut Ctx, v: &Value, rep: &Value, sel: &[Selection], path: &[Val
         return Value::Null;
     }
     if let Some(field) = v.get("__rep").and_then(|f| f.as_str()) {
-        return rep.get(field).cloned().unwrap_or(Value::Null);
+        // A dotted path reaches into nested @requires selections.
+        return field
+            .split('.')
+            .try_fold(rep, |v, k| v.get(k))
+            .cloned()
+            .unwrap_or(Value::Null);
     }
     match v {
         Value::Array(items) => Value::Array(
