@@ -181,10 +181,8 @@ async fn run(args: Args) -> anyhow::Result<()> {
     };
     let _ = stop.send(());
     controllers.await.context("controller task panicked")?;
-    if let Some(elector) = &elector {
-        if !lost_leadership {
-            elector.release().await;
-        }
+    if let Some(elector) = elector.as_ref().filter(|_| !lost_leadership) {
+        elector.release().await;
     }
     state.leader.store(false, Ordering::Relaxed);
     let _ = ops_stop.send(());

@@ -207,7 +207,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
         .expect("limits");
     assert_eq!(limits["cpu"].0, "500m");
     let pods = Api::<Pod>::namespaced(client.clone(), &ns)
-        .list(&ListParams::default().labels(&format!("app.kubernetes.io/instance=shop")))
+        .list(&ListParams::default().labels("app.kubernetes.io/instance=shop"))
         .await
         .expect("list pods");
     assert!(!pods.items.is_empty());

@@ -30,7 +30,10 @@ fn gateway_crd_has_scale_status_and_printer_columns() {
     assert!(sub.status.is_some());
     let scale = sub.scale.as_ref().expect("scale subresource");
     assert_eq!(scale.spec_replicas_path, ".spec.replicas");
-    assert_eq!(scale.label_selector_path.as_deref(), Some(".status.selector"));
+    assert_eq!(
+        scale.label_selector_path.as_deref(),
+        Some(".status.selector")
+    );
     let columns: Vec<_> = version
         .additional_printer_columns
         .iter()
@@ -39,6 +42,13 @@ fn gateway_crd_has_scale_status_and_printer_columns() {
         .collect();
     assert_eq!(
         columns,
-        ["Ready", "Composed", "Replicas", "Available", "Supergraph", "Age"]
+        [
+            "Ready",
+            "Composed",
+            "Replicas",
+            "Available",
+            "Supergraph",
+            "Age"
+        ]
     );
 }

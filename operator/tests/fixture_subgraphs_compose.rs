@@ -3,7 +3,10 @@
 use graphfleet_composition::{SubgraphInput, compose};
 
 fn fixture(name: &str) -> SubgraphInput {
-    let path = format!("{}/tests/fixtures/subgraphs/{name}.graphql", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/subgraphs/{name}.graphql",
+        env!("CARGO_MANIFEST_DIR")
+    );
     SubgraphInput {
         name: name.to_owned(),
         url: format!("http://127.0.0.1:4200/{name}"),

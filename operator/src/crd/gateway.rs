@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_GATEWAY_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gateway:0.1.0";
 
 /// A fleet of graphfleet gateways serving the supergraph composed from selected Subgraphs.
+// Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "graphfleet.dev",

@@ -10,6 +10,8 @@ use super::ConfigMapKeyRef;
 
 /// An open-model (constant arrival rate) load test run from the client node pool.
 /// Types only: the LoadTest controller lands in a later issue.
+// Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "graphfleet.dev",

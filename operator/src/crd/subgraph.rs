@@ -9,6 +9,8 @@ use super::ConfigMapKeyRef;
 ///
 /// The schema comes from exactly one source: inline `sdl`, a `configMapRef`, or (when neither
 /// is given) introspection of the running subgraph's `_service { sdl }`.
+// Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "graphfleet.dev",
