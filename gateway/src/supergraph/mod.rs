@@ -77,9 +77,17 @@ impl Supergraph {
     }
 
     pub fn parse(text: &str) -> Result<Self, SupergraphError> {
-        let schema = Schema::parse_and_validate(text, "supergraph.graphql")
+        let schema = Schema::parse(text, "supergraph.graphql")
             .map_err(|e| SupergraphError::Invalid(e.errors.to_string()))?;
+        // Federation-level problems first: they explain more than GraphQL validation would.
         let features = Features::from_schema(&schema)?;
+        let graph_enum = features.join("Graph");
+        if !matches!(schema.types.get(graph_enum.as_str()), Some(ExtendedType::Enum(_))) {
+            return Err(SupergraphError::MissingGraphEnum(graph_enum));
+        }
+        let schema = schema
+            .validate()
+            .map_err(|e| SupergraphError::Invalid(e.errors.to_string()))?;
         let meta = build_meta(&schema, &features)?;
         let api_schema = api_schema::build(&schema, &features)?;
         let hash = Sha256::digest(text.as_bytes()).into();
