@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -95,7 +95,6 @@ fn smoke_against_the_monolith_writes_a_report() {
         "{} --set {{set}} --monolith --listen {{host}}:{{port}}",
         subgraphs.display()
     );
-    let started = Instant::now();
     let (ok, stderr) = bench(
         &[
             "--smoke",
@@ -115,11 +114,6 @@ fn smoke_against_the_monolith_writes_a_report() {
         &out,
     );
     assert!(ok, "smoke run failed:\n{stderr}");
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "took {:?}",
-        started.elapsed()
-    );
     let report = std::fs::read_to_string(out.join("REPORT.md")).expect("REPORT.md");
     assert!(report.starts_with("# System Information\n"));
     for scenario in ["query", "deduplication", "small"] {
