@@ -16,7 +16,10 @@ fn good_supergraph_loads_and_hides_join_machinery() {
     let sg = Supergraph::parse(GOOD).expect("fixture supergraph loads");
     assert_eq!(sg.meta.subgraphs.len(), 4);
     let api = sg.api_schema.to_string();
-    assert!(!api.contains("join__"), "API schema leaks join machinery:\n{api}");
+    assert!(
+        !api.contains("join__"),
+        "API schema leaks join machinery:\n{api}"
+    );
     assert!(!api.contains("@link"), "API schema leaks @link:\n{api}");
     insta::assert_snapshot!("keys_api_schema", api);
 }
@@ -32,7 +35,10 @@ fn inaccessible_elements_are_not_in_the_api_schema() {
         .replace("plan: String", "plan: String @inaccessible");
     let sg = Supergraph::parse(&text).expect("supergraph with @inaccessible loads");
     let api = sg.api_schema.to_string();
-    assert!(!api.contains("plan"), "inaccessible field is exposed:\n{api}");
+    assert!(
+        !api.contains("plan"),
+        "inaccessible field is exposed:\n{api}"
+    );
     assert!(!api.contains("inaccessible"), "directive leaked:\n{api}");
     assert!(api.contains("email"), "other fields stay:\n{api}");
 }

@@ -612,6 +612,10 @@ impl<'a> Planner<'a> {
         for group in &self.groups {
             intern_keys(&group.sel, &mut keys);
         }
+        // Operation keys too: introspection results are merged into the same store.
+        for field in &ir.fields {
+            keys.intern(&field.response_key);
+        }
         let fetches: Vec<Fetch> = self
             .groups
             .iter()

@@ -82,7 +82,10 @@ impl Supergraph {
         // Federation-level problems first: they explain more than GraphQL validation would.
         let features = Features::from_schema(&schema)?;
         let graph_enum = features.join("Graph");
-        if !matches!(schema.types.get(graph_enum.as_str()), Some(ExtendedType::Enum(_))) {
+        if !matches!(
+            schema.types.get(graph_enum.as_str()),
+            Some(ExtendedType::Enum(_))
+        ) {
             return Err(SupergraphError::MissingGraphEnum(graph_enum));
         }
         let schema = schema
