@@ -385,9 +385,9 @@ async fn measure_running(
         .await
         .with_context(|| {
             format!(
-                "{} did not become ready; its log ends with:\n{}",
+                "{} did not become ready (log: {})",
                 gateway.name,
-                process::log_tail(log, 15)
+                log.display()
             )
         })?;
     progress(format!(

@@ -195,7 +195,19 @@ impl Peer {
     }
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
+/// Makes a given binary path absolute (gateways may run in another directory).
+fn absolute(flag: &str, path: Option<&PathBuf>) -> anyhow::Result<Option<PathBuf>> {
+    path.map(|p| {
+        p.canonicalize()
+            .with_context(|| format!("{flag} {}: no such file", p.display()))
+    })
+    .transpose()
+}
+
+async fn run(mut cli: Cli) -> anyhow::Result<()> {
+    cli.k6 = absolute("--k6", cli.k6.as_ref())?;
+    cli.subgraphs_bin = absolute("--subgraphs-bin", cli.subgraphs_bin.as_ref())?;
+    cli.gateway_bin = absolute("--gateway-bin", cli.gateway_bin.as_ref())?;
     let repo = paths::repo_root(cli.repo.as_deref())?;
     let out = if cli.out.is_absolute() {
         cli.out.clone()
