@@ -258,3 +258,34 @@ async fn bad_requests_get_graphql_errors() {
     let (status, _) = common::send(&client, "GET", &accounts, Vec::new()).await;
     assert_eq!(status, 405);
 }
+
+/// Gateways may talk HTTP/2 with prior knowledge (h2c) to subgraphs.
+#[tokio::test]
+async fn serves_h2c_with_prior_knowledge() {
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::{TokioExecutor, TokioIo};
+
+    let (server, _) = fed().await;
+    let stream = tokio::net::TcpStream::connect(server.addr())
+        .await
+        .expect("connect");
+    let (mut sender, connection) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .expect("h2 handshake");
+    tokio::spawn(connection);
+    let body = json!({ "query": "{ me { username } }" }).to_string();
+    let request = hyper::Request::post(format!("{}/accounts", server.base_url()))
+        .header("content-type", "application/json")
+        .body(Full::new(bytes::Bytes::from(body)))
+        .expect("request");
+    let response = sender.send_request(request).await.expect("h2 response");
+    assert_eq!(response.version(), hyper::Version::HTTP_2);
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    assert_eq!(&body[..], br#"{"data":{"me":{"username":"urigo"}}}"#);
+}

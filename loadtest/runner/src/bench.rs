@@ -107,10 +107,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
                         Kind::Custom { template } => format!("command `{template}`"),
                         _ => "ready".into(),
                     },
-                    Err(e) => format!(
-                        "**failed to install**: {}",
-                        e.lines().next().unwrap_or_default()
-                    ),
+                    Err(e) => format!("**{}**", e.lines().next().unwrap_or_default()),
                 },
             })
             .collect(),

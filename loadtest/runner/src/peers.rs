@@ -138,12 +138,12 @@ impl Peer {
         let result = self.install(version, &staging, &log, repo, &tools).await;
         if let Err(e) = result {
             let _ = std::fs::remove_dir_all(&staging);
-            return Err(e.context(format!(
-                "failed to install {} {version} (log: {}):\n{}",
+            bail!(
+                "failed to install {} {version}: {e:#} (log: {})\n{}",
                 self.name(),
                 log.display(),
                 crate::process::log_tail(&log, 8)
-            )));
+            );
         }
         if !self.marker(&staging).is_file() {
             let _ = std::fs::remove_dir_all(&staging);

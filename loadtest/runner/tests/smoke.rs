@@ -224,7 +224,7 @@ fn a_peer_that_fails_to_install_is_reported() {
     );
     let report = std::fs::read_to_string(out.join("REPORT.md")).expect("REPORT.md");
     assert!(
-        report.contains("Apollo Gateway (apollo-gateway): 0.0.0-bogus — **failed to install**"),
+        report.contains("Apollo Gateway (apollo-gateway): 0.0.0-bogus — **failed to install apollo-gateway 0.0.0-bogus: "),
         "{report}"
     );
     let row = table_rows(&report, "small", "Latencies (ms)")[0];
