@@ -47,6 +47,8 @@ struct Graph<'a> {
 
 pub fn check(input: &Input<'_>, sup: &Supergraph, sink: &mut ErrorSink) {
     let graph = Graph::build(input, sup);
+    // Only nodes a query is forced into (roots, field edges) must resolve every field;
+    // nodes reached by key jumps are options the planner may or may not take.
     let (reached, parents) = graph.explore();
     let mut reported: HashSet<(String, String)> = HashSet::new();
     let mut nodes: Vec<&Node> = reached.iter().collect();
@@ -242,6 +244,7 @@ impl<'a> Graph<'a> {
 
     /// Breadth-first search from every subgraph's root types.
     fn explore(&self) -> (HashSet<Node>, Parent) {
+        let mut entries = HashSet::new();
         let mut reached = HashSet::new();
         let mut parents: Parent = HashMap::new();
         let mut queue = VecDeque::new();
@@ -250,6 +253,7 @@ impl<'a> Graph<'a> {
                 let node = (root.to_owned(), i);
                 let has_root = sg.schema.types.keys().any(|t| sg.canonical(t) == root);
                 if has_root && reached.insert(node.clone()) {
+                    entries.insert(node.clone());
                     queue.push_back(node);
                 }
             }
@@ -293,13 +297,16 @@ impl<'a> Graph<'a> {
                 }
             }
             for (n, via) in next {
+                if via.is_some() {
+                    entries.insert(n.clone());
+                }
                 if reached.insert(n.clone()) {
-                    parents.insert(n.clone(), (node.clone(), via));
+                    parents.entry(n.clone()).or_insert((node.clone(), via));
                     queue.push_back(n);
                 }
             }
         }
-        (reached, parents)
+        (entries, parents)
     }
 }
 
