@@ -16,9 +16,11 @@ RUN --mount=type=cache,target=/go/pkg/mod \
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=builder /out/k6 /usr/local/bin/k6
 COPY loadtest/k6/ /graphfleet/k6/
-# Scripts read queries (and variables) from /graphfleet/sets/<set>/queries/.
+# The benchmark sets: queries (and variables) to build GF_PAYLOAD files from.
 COPY loadtest/sets/ /graphfleet/sets/
 WORKDIR /graphfleet/k6
+# scenario.js writes its JSON summary here; mount an emptyDir at /tmp with a read-only root.
+ENV GF_SUMMARY=/tmp/summary.json
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/k6"]
 CMD ["version"]

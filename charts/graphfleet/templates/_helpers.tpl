@@ -59,37 +59,39 @@ app.kubernetes.io/part-of: graphfleet
 {{- end -}}
 
 {{/*
-What the operator does in a namespace it watches, and nothing more:
-- reads its custom resources (kube-runtime watches: get, list, watch) and writes only their status;
-- server-side applies what a GraphGateway owns (patch; create for first apply) and removes
-  what a spec no longer asks for (delete: HPA, PDB), watching them to re-reconcile on drift;
-- reads ConfigMaps a Subgraph's configMapRef names (same ConfigMap verbs as above);
-- records Events.
+What the operator does in a namespace it watches, and nothing more (operator/src/controller.rs):
+- its controllers list/watch Subgraphs and GraphGateways (and get them) and patch only their status;
+- it server-side applies what a GraphGateway owns (patch, plus create for the first apply),
+  lists/watches those kinds to re-reconcile on drift, reads the served ConfigMap and the
+  Deployment (get), and deletes a PDB or HPA the spec no longer asks for;
+- the Subgraph controller reads the ConfigMaps a configMapRef names (covered above);
+- kube-runtime's event recorder creates and patches events.k8s.io Events.
+LoadTests get rights when the operator grows a LoadTest controller.
 */}}
 {{- define "graphfleet.rules" -}}
 - apiGroups: ["graphfleet.dev"]
-  resources: ["subgraphs", "graphgateways", "loadtests"]
+  resources: ["subgraphs", "graphgateways"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["graphfleet.dev"]
-  resources: ["subgraphs/status", "graphgateways/status", "loadtests/status"]
-  verbs: ["get", "patch", "update"]
+  resources: ["subgraphs/status", "graphgateways/status"]
+  verbs: ["patch"]
 # Owner references with blockOwnerDeletion need this where OwnerReferencesPermissionEnforcement is on.
 - apiGroups: ["graphfleet.dev"]
-  resources: ["graphgateways/finalizers", "loadtests/finalizers"]
+  resources: ["graphgateways/finalizers"]
   verbs: ["update"]
 - apiGroups: [""]
   resources: ["configmaps", "services"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["policy"]
   resources: ["poddisruptionbudgets"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
-  verbs: ["get", "list", "watch", "create", "patch", "update", "delete"]
-- apiGroups: ["", "events.k8s.io"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end -}}

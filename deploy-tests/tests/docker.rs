@@ -1,0 +1,332 @@
+//! `docker/`: no container engine runs here, so the images are checked for shape: each
+//! Dockerfile is multi-stage with a small non-root runtime, builds a package and binary
+//! that exist in the workspace at the pinned toolchain versions, copies only sources that
+//! exist, and every image the chart and manifests name has a Dockerfile and the chart's
+//! appVersion as tag.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+
+use graphfleet_deploy_tests::{
+    app_version, chart_dir, manifests_dir, pinned_version, read, run, template, workspace_root,
+};
+use serde_json::Value;
+
+const REGISTRY: &str = "ghcr.io/graphfleet/";
+
+fn docker_dir() -> PathBuf {
+    workspace_root().join("docker")
+}
+
+/// `<image name>` → Dockerfile text, for every `docker/<name>.Dockerfile`.
+fn dockerfiles() -> BTreeMap<String, String> {
+    let mut found = BTreeMap::new();
+    for entry in std::fs::read_dir(docker_dir()).expect("read docker/") {
+        let path = entry.expect("entry").path();
+        let file = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        if let Some(name) = file.strip_suffix(".Dockerfile") {
+            found.insert(name.to_owned(), read(&path));
+        }
+    }
+    found
+}
+
+/// Instructions with line continuations joined, comments dropped.
+fn instructions(dockerfile: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in dockerfile.lines() {
+        let trimmed = line.trim();
+        if trimmed.starts_with('#') || (trimmed.is_empty() && current.is_empty()) {
+            continue;
+        }
+        match trimmed.strip_suffix('\\') {
+            Some(head) => {
+                current.push_str(head);
+                current.push(' ');
+            }
+            None => {
+                current.push_str(trimmed);
+                out.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    out
+}
+
+/// Instructions of the final stage.
+fn final_stage(dockerfile: &str) -> Vec<String> {
+    let all = instructions(dockerfile);
+    let start = all
+        .iter()
+        .rposition(|i| i.starts_with("FROM "))
+        .expect("a FROM");
+    all[start..].to_vec()
+}
+
+/// Workspace packages → their binary targets, from `cargo metadata`.
+fn workspace_binaries() -> BTreeMap<String, BTreeSet<String>> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let ran = run(
+        std::process::Command::new(cargo)
+            .args([
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--offline",
+            ])
+            .current_dir(workspace_root()),
+        None,
+    );
+    assert!(ran.success, "cargo metadata failed: {}", ran.stderr);
+    let metadata: Value = serde_json::from_str(&ran.stdout).expect("cargo metadata JSON");
+    metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .map(|p| {
+            let bins = p["targets"]
+                .as_array()
+                .expect("targets")
+                .iter()
+                .filter(|t| {
+                    t["kind"]
+                        .as_array()
+                        .is_some_and(|k| k.iter().any(|k| k == "bin"))
+                })
+                .map(|t| t["name"].as_str().expect("target name").to_owned())
+                .collect();
+            (p["name"].as_str().expect("package name").to_owned(), bins)
+        })
+        .collect()
+}
+
+#[test]
+fn every_image_is_multi_stage_small_and_non_root() {
+    let files = dockerfiles();
+    assert_eq!(
+        files.keys().map(String::as_str).collect::<Vec<_>>(),
+        [
+            "graphfleet-gateway",
+            "graphfleet-k6",
+            "graphfleet-operator",
+            "graphfleet-subgraphs"
+        ]
+    );
+    for (name, text) in &files {
+        let all = instructions(text);
+        let stages = all.iter().filter(|i| i.starts_with("FROM ")).count();
+        assert!(stages >= 2, "{name}: multi-stage build expected");
+        let last = final_stage(text);
+        let base = &last[0];
+        assert!(
+            base.starts_with("FROM gcr.io/distroless/") && base.ends_with(":nonroot"),
+            "{name}: runtime base {base:?} should be a distroless :nonroot image"
+        );
+        assert!(
+            last.iter().any(|i| i == "USER 65532:65532"),
+            "{name}: final stage must run as uid 65532"
+        );
+        assert!(
+            last.iter()
+                .any(|i| i.starts_with("ENTRYPOINT [\"/usr/local/bin/")),
+            "{name}: exec-form ENTRYPOINT expected"
+        );
+        assert!(
+            !last.iter().any(|i| i.starts_with("RUN ")),
+            "{name}: distroless has no shell; the final stage cannot RUN"
+        );
+        let ignore = docker_dir().join(format!("{name}.Dockerfile.dockerignore"));
+        let ignore = read(&ignore);
+        assert!(
+            ignore.lines().any(|l| l == "target/" || l == "*"),
+            "{name}: the build context must leave target/ out"
+        );
+    }
+}
+
+#[test]
+fn rust_images_build_existing_workspace_binaries_with_the_pinned_toolchain() {
+    let binaries = workspace_binaries();
+    let rust_version = read(&workspace_root().join("Cargo.toml"))
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("rust-version = "))
+        .expect("workspace rust-version")
+        .trim_matches('"')
+        .to_owned();
+    let expected = [
+        (
+            "graphfleet-gateway",
+            "graphfleet-gateway",
+            "graphfleet-gateway",
+        ),
+        (
+            "graphfleet-operator",
+            "graphfleet-operator",
+            "graphfleet-operator",
+        ),
+        (
+            "graphfleet-subgraphs",
+            "graphfleet-loadtest",
+            "graphfleet-subgraphs",
+        ),
+    ];
+    let files = dockerfiles();
+    for (image, package, binary) in expected {
+        let text = &files[image];
+        let all = instructions(text);
+        assert!(
+            all.contains(&format!("ARG RUST_VERSION={rust_version}")),
+            "{image}: builder must use the workspace rust-version {rust_version}"
+        );
+        assert!(
+            all.iter()
+                .any(|i| i == "FROM rust:${RUST_VERSION}-bookworm AS builder")
+        );
+        let build = format!("cargo build --release --locked -p {package} --bin {binary}");
+        assert!(
+            all.iter().any(|i| i.contains(&build)),
+            "{image}: expected `{build}`"
+        );
+        assert!(
+            binaries.get(package).is_some_and(|b| b.contains(binary)),
+            "{image}: package {package} has no binary {binary}: {binaries:?}"
+        );
+        let last = final_stage(text);
+        assert!(last.contains(&format!(
+            "COPY --from=builder /out/{binary} /usr/local/bin/{binary}"
+        )));
+        assert!(last.contains(&format!("ENTRYPOINT [\"/usr/local/bin/{binary}\"]")));
+    }
+}
+
+#[test]
+fn k6_image_builds_the_pinned_k6_with_the_scripts() {
+    let text = &dockerfiles()["graphfleet-k6"];
+    let all = instructions(text);
+    let k6 = pinned_version("K6_VERSION");
+    assert!(
+        all.contains(&format!("ARG K6_VERSION=v{k6}")),
+        "k6 must be v{k6} (tools/versions.env)"
+    );
+    assert!(
+        all.iter()
+            .any(|i| i.contains("go install") && i.contains("go.k6.io/k6@${K6_VERSION}"))
+    );
+    assert!(
+        all.iter().any(|i| i.starts_with("FROM golang:")),
+        "golang builder"
+    );
+    // Every COPY source outside a build stage exists in the repository and is not ignored.
+    let ignore = read(&docker_dir().join("graphfleet-k6.Dockerfile.dockerignore"));
+    let copies: Vec<String> = final_stage(text)
+        .iter()
+        .filter(|i| i.starts_with("COPY ") && !i.contains("--from="))
+        .map(|i| i.split_whitespace().nth(1).expect("COPY source").to_owned())
+        .collect();
+    assert!(copies.contains(&"loadtest/k6/".to_owned()), "{copies:?}");
+    for source in &copies {
+        assert!(
+            workspace_root().join(source).is_dir(),
+            "COPY source {source} does not exist"
+        );
+        assert!(
+            ignore.lines().any(|l| l == format!("!{source}")),
+            "{source} is excluded by the .dockerignore"
+        );
+    }
+    assert!(
+        workspace_root().join("loadtest/k6/scenario.js").is_file(),
+        "the k6 image ships loadtest/k6/scenario.js"
+    );
+}
+
+/// Every `ghcr.io/graphfleet/...` image the chart, the manifests and the operator's
+/// default refer to.
+fn referenced_images() -> BTreeSet<String> {
+    let mut texts = vec![template("img", "img", "")];
+    for file in graphfleet_deploy_tests::yaml_files(&manifests_dir()) {
+        texts.push(read(&file));
+    }
+    texts.push(read(&chart_dir().join("values.yaml")));
+    texts.push(read(&workspace_root().join("operator/src/crd/gateway.rs")));
+    let mut images = BTreeSet::new();
+    for text in texts {
+        for (i, _) in text.match_indices(REGISTRY) {
+            let image: String = text[i..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || "/:.-_".contains(*c))
+                .collect();
+            images.insert(image);
+        }
+    }
+    images
+}
+
+#[test]
+fn every_referenced_image_has_a_dockerfile_and_the_app_version_tag() {
+    let files = dockerfiles();
+    let version = app_version();
+    let images = referenced_images();
+    let mut seen = BTreeSet::new();
+    for image in &images {
+        let rest = image.strip_prefix(REGISTRY).expect("registry prefix");
+        // values.yaml names repositories without a tag (the tag defaults to appVersion).
+        let (name, tag) = rest.split_once(':').unwrap_or((rest, version.as_str()));
+        assert!(
+            files.contains_key(name),
+            "{image} has no docker/{name}.Dockerfile"
+        );
+        assert_eq!(
+            tag, version,
+            "{image} should be tagged with appVersion {version}"
+        );
+        seen.insert(name.to_owned());
+    }
+    for name in [
+        "graphfleet-gateway",
+        "graphfleet-operator",
+        "graphfleet-subgraphs",
+    ] {
+        assert!(
+            seen.contains(name),
+            "{name} is referenced nowhere: {images:?}"
+        );
+    }
+}
+
+#[test]
+fn build_script_builds_every_dockerfile_and_refuses_unknown_arguments() {
+    let script = docker_dir().join("build-images.sh");
+    let text = read(&script);
+    let listed: BTreeSet<String> = text
+        .lines()
+        .find_map(|l| l.strip_prefix("all=("))
+        .expect("an all=(...) image list")
+        .trim_end_matches(')')
+        .split_whitespace()
+        .map(|n| format!("graphfleet-{n}"))
+        .collect();
+    let files: BTreeSet<String> = dockerfiles().into_keys().collect();
+    assert_eq!(listed, files, "build-images.sh must build every Dockerfile");
+    assert!(text.contains("kind load docker-image"));
+    assert!(text.contains("docker build -f \"docker/graphfleet-$name.Dockerfile\""));
+
+    let syntax = run(
+        std::process::Command::new("bash").arg("-n").arg(&script),
+        None,
+    );
+    assert!(syntax.success, "bash -n: {}", syntax.stderr);
+    let bad = run(std::process::Command::new(&script).arg("nonsense"), None);
+    assert!(!bad.success);
+    assert!(
+        bad.stderr.contains("unknown argument: nonsense"),
+        "{}",
+        bad.stderr
+    );
+}
