@@ -198,6 +198,7 @@ struct Supergraph {
     subgraphs: Vec<String>,
 }
 
+#[tracing::instrument(skip_all)]
 async fn compose_gateway(
     ctx: &Context,
     gw: &GraphGateway,
@@ -257,6 +258,7 @@ async fn compose_gateway(
     }
 }
 
+#[tracing::instrument(skip_all)]
 async fn apply_gateway_objects(
     ctx: &Context,
     gw: &GraphGateway,
@@ -303,6 +305,7 @@ async fn publish(ctx: &Context, gw: &GraphGateway, type_: EventType, reason: &st
     }
 }
 
+#[tracing::instrument(skip_all, fields(gateway = %gw.name_any(), namespace = gw.namespace().unwrap_or_default()))]
 async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let ns = gw.namespace().ok_or(Error::NoNamespace)?;
@@ -380,6 +383,7 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
     })
 }
 
+#[tracing::instrument(skip_all, fields(subgraph = %sg.name_any(), namespace = sg.namespace().unwrap_or_default()))]
 async fn reconcile_subgraph(sg: Arc<Subgraph>, ctx: Arc<Context>) -> Result<Action, Error> {
     let started = Instant::now();
     let ns = sg.namespace().ok_or(Error::NoNamespace)?;

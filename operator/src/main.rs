@@ -59,6 +59,9 @@ struct Args {
     /// Concurrent reconciles per controller.
     #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
     concurrency: u16,
+    /// OTLP/gRPC endpoint receiving traces, e.g. http://otel-collector:4317 (off when unset).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
     /// Log format.
     #[arg(
         long,
@@ -97,7 +100,10 @@ async fn termination() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
-    let telemetry = telemetry::init(matches!(args.log_format, LogFormat::Json))?;
+    let telemetry = telemetry::init(
+        matches!(args.log_format, LogFormat::Json),
+        args.otlp_endpoint.as_deref(),
+    )?;
     let result = run(args).await;
     telemetry.shutdown();
     result

@@ -13,6 +13,12 @@ use common::{cluster_client, wait_for};
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
+use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
+    TraceService, TraceServiceServer,
+};
+use opentelemetry_proto::tonic::collector::trace::v1::{
+    ExportTraceServiceRequest, ExportTraceServiceResponse,
+};
 
 struct Replica {
     child: Child,
@@ -28,6 +34,10 @@ impl Drop for Replica {
 
 /// Starts the binary and reads its JSON log until it reports the ops address.
 fn start(namespace: &str, identity: &str) -> Replica {
+    start_with(namespace, identity, &[])
+}
+
+fn start_with(namespace: &str, identity: &str, extra: &[&str]) -> Replica {
     let kubeconfig = graphfleet_testkit::cluster().kubeconfig_path().to_owned();
     let mut child = Command::new(env!("CARGO_BIN_EXE_graphfleet-operator"))
         .args([
@@ -39,6 +49,7 @@ fn start(namespace: &str, identity: &str) -> Replica {
             identity,
         ])
         .args(["--ops-addr", "127.0.0.1:0", "--lease-duration-seconds", "6"])
+        .args(extra)
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
@@ -141,4 +152,87 @@ async fn one_leader_and_graceful_handover_on_sigterm() {
         || async { is_leader(&second).await?.then_some(()) },
     )
     .await;
+}
+
+/// A real OTLP/gRPC trace receiver recording the names of the spans it is sent.
+#[derive(Default, Clone)]
+struct Collector {
+    spans: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+#[tonic::async_trait]
+impl TraceService for Collector {
+    async fn export(
+        &self,
+        request: tonic::Request<ExportTraceServiceRequest>,
+    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
+        let names = request
+            .into_inner()
+            .resource_spans
+            .into_iter()
+            .flat_map(|r| r.scope_spans)
+            .flat_map(|s| s.spans)
+            .map(|span| span.name);
+        self.spans.lock().expect("spans lock").extend(names);
+        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_traces_are_exported_over_otlp() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "op-otlp").await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+    let collector = Collector::default();
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(TraceServiceServer::new(collector.clone()))
+            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    );
+    let mut replica = start_with(ns.name(), "traced", &["--otlp-endpoint", &endpoint]);
+    let subgraphs: Api<graphfleet_operator::crd::Subgraph> =
+        Api::namespaced(client.clone(), ns.name());
+    let sg = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "accounts" },
+        "spec": { "url": "http://accounts:4001/graphql", "sdl": common::fixture_sdl("accounts") },
+    }))
+    .expect("valid Subgraph");
+    subgraphs
+        .create(&Default::default(), &sg)
+        .await
+        .expect("create subgraph");
+    wait_for("subgraph reconciled", Duration::from_secs(30), || async {
+        subgraphs.get("accounts").await.ok()?.status?.schema_hash
+    })
+    .await;
+    // SIGTERM flushes the batch exporter on the way out.
+    let pid = replica.child.id().to_string();
+    Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    let status = tokio::task::spawn_blocking(move || {
+        let status = replica.child.wait();
+        (status, replica)
+    })
+    .await
+    .expect("wait task");
+    assert!(status.0.expect("wait").success());
+    let spans = wait_for(
+        "reconcile span exported",
+        Duration::from_secs(10),
+        || async {
+            let spans = collector.spans.lock().expect("spans lock").clone();
+            spans
+                .iter()
+                .any(|s| s == "reconcile_subgraph")
+                .then_some(spans)
+        },
+    )
+    .await;
+    assert!(!spans.is_empty());
+    server.abort();
 }
