@@ -4,6 +4,7 @@
 import http from "k6/http";
 import { check } from "k6";
 import crypto from "k6/crypto";
+import { SharedArray } from "k6/data";
 import exec from "k6/execution";
 import { Counter, Trend } from "k6/metrics";
 
@@ -34,7 +35,11 @@ if (!["none", "length", "full"].includes(CHECK)) throw new Error(`GF_CHECK=${CHE
 const EXPECTED_LEN = int("GF_EXPECTED_LEN", 0);
 const EXPECTED_SHA = env("GF_EXPECTED_SHA256", "");
 const EXPECTED_FILE = env("GF_EXPECTED_FILE", "");
-const EXPECTED_TEXT = CHECK !== "none" && EXPECTED_FILE !== "" ? open(EXPECTED_FILE) : null;
+// Loaded once and shared by every VU (an 8 MiB answer times hundreds of VUs would not fit);
+// read only when a body differs in bytes.
+const EXPECTED = new SharedArray("expected", () =>
+  CHECK !== "none" && EXPECTED_FILE !== "" ? [open(EXPECTED_FILE)] : [],
+);
 
 // constant-arrival-rate (open model, the default) or constant-vus (closed model, N sequential users).
 const EXECUTOR = env("GF_EXECUTOR", "constant-arrival-rate");
@@ -67,8 +72,6 @@ export const options = {
   discardResponseBodies: CHECK === "none",
   summaryTrendStats: ["min", "med", "avg", "p(90)", "p(95)", "p(99)", "max", "count"],
   // The runner reads the summary file; k6's own end-of-test text is replaced by one line.
-  noConnectionReuse: false,
-  insecureSkipTLSVerify: true,
 };
 
 const ok = new Counter("gf_ok");
@@ -87,7 +90,7 @@ let expectedData; // parsed lazily, only when a body differs in bytes
 let reported = 0;
 
 function sameData(body) {
-  if (EXPECTED_TEXT === null) return false;
+  if (EXPECTED.length === 0) return false;
   let got;
   try {
     got = JSON.parse(body);
@@ -95,7 +98,7 @@ function sameData(body) {
     return false;
   }
   if (got.errors !== undefined) return false;
-  if (expectedData === undefined) expectedData = JSON.stringify(JSON.parse(EXPECTED_TEXT).data);
+  if (expectedData === undefined) expectedData = JSON.stringify(JSON.parse(EXPECTED[0]).data);
   return JSON.stringify(got.data) === expectedData;
 }
 

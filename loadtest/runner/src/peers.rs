@@ -1,6 +1,7 @@
 //! Peer gateways, installed on first use into the tool cache
 //! (`~/.cache/graphfleet/tools/<peer>-<version>/`), keyed by version.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -116,6 +117,7 @@ impl Peer {
         let logs = tools.join("logs");
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
         let log = logs.join(format!("{}-{version}.log", self.name()));
+        let _ = std::fs::remove_file(&log);
         let staging = tools.join(format!(
             "{}-{version}.partial.{}",
             self.name(),
@@ -314,6 +316,9 @@ async fn protoc(tools: &Path, log: &Path) -> anyhow::Result<Vec<(String, String)
             bin.display()
         );
     }
+    // A wrapper finds the unpacked shared libraries without putting them on every
+    // process of the build.
+    let wrapper = dir.join("protoc");
     let libdirs: Vec<String> = [
         "usr/lib/x86_64-linux-gnu",
         "usr/lib/aarch64-linux-gnu",
@@ -322,12 +327,67 @@ async fn protoc(tools: &Path, log: &Path) -> anyhow::Result<Vec<(String, String)
     .iter()
     .map(|d| dir.join(d).to_string_lossy().into_owned())
     .collect();
+    let script = format!(
+        "#!/bin/sh\nLD_LIBRARY_PATH={}${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}} exec {} \"$@\"\n",
+        sh_quote(&libdirs.join(":")),
+        sh_quote(&bin.to_string_lossy())
+    );
+    std::fs::write(&wrapper, script).context("writing the protoc wrapper")?;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755))
+        .context("making the protoc wrapper executable")?;
+    run(&wrapper.to_string_lossy(), &["--version"], &[], None, log)
+        .await
+        .context("the unpacked protoc does not run")?;
     Ok(vec![
-        ("PROTOC".into(), bin.to_string_lossy().into_owned()),
+        ("PROTOC".into(), wrapper.to_string_lossy().into_owned()),
         (
             "PROTOC_INCLUDE".into(),
             dir.join("usr/include").to_string_lossy().into_owned(),
         ),
-        ("LD_LIBRARY_PATH".into(), libdirs.join(":")),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs the Debian archive (apt-get download): run with --ignored.
+    #[tokio::test]
+    #[ignore = "downloads Debian packages"]
+    async fn unpacks_a_working_protoc() {
+        let tools =
+            std::env::temp_dir().join(format!("graphfleet-bench-protoc-{}", std::process::id()));
+        std::fs::create_dir_all(&tools).expect("temp dir");
+        let log = tools.join("log");
+        let env = protoc(&tools, &log).await.expect("protoc");
+        let protoc = &env.iter().find(|(k, _)| k == "PROTOC").expect("PROTOC").1;
+        let out = std::process::Command::new(protoc)
+            .arg("--version")
+            .output()
+            .expect("run protoc");
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("libprotoc "),
+            "{out:?}"
+        );
+        let include = &env
+            .iter()
+            .find(|(k, _)| k == "PROTOC_INCLUDE")
+            .expect("include")
+            .1;
+        assert!(
+            Path::new(include)
+                .join("google/protobuf/any.proto")
+                .is_file()
+        );
+        let _ = std::fs::remove_dir_all(&tools);
+    }
+
+    #[tokio::test]
+    async fn rejects_a_version_that_is_not_one() {
+        let err = Peer::HiveRouter
+            .ensure("1.0; rm -rf /", Path::new("."))
+            .await
+            .expect_err("bad");
+        assert!(err.to_string().contains("invalid version"), "{err}");
+    }
 }
