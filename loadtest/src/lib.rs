@@ -1,7 +1,20 @@
 //! Benchmark subgraphs, monolith oracles and the load-test runner.
 //!
 //! [`spawn`] starts a set's subgraphs (each at `/<subgraph>`) or its monolith (at
-//! `/graphql`) on a listener, with request counters at `/stats`.
+//! `/graphql`) on a listener, with request counters at `GET /stats` (reset with
+//! `POST /stats/reset`). A gateway test typically does:
+//!
+//! ```text
+//! let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! let subgraphs = spawn(Set::Fed, Mode::Subgraphs, listener, Options::default())?;
+//! let supergraph = Set::Fed.supergraph_at(&subgraphs.base_url());
+//! // ... start the gateway on `supergraph`, then for each (name, query) in
+//! // Set::Fed.scenarios(), compare its response bytes with the monolith's
+//! // (spawn(Set::Fed, Mode::Monolith, ..) at /graphql) ...
+//! subgraphs.shutdown().await;
+//! ```
+//!
+//! [`engine::Endpoint::handle`] runs one request body in-process, without HTTP.
 
 pub mod engine;
 mod server;

@@ -19,6 +19,14 @@ async fn every_scenario_runs_on_its_monolith() {
                 continue;
             }
             let query = std::fs::read_to_string(&path).expect("read query");
+            let name = path
+                .file_stem()
+                .and_then(|s| s.to_str())
+                .expect("a file name");
+            assert!(
+                set.scenarios().contains(&(name, query.as_str())),
+                "{name} missing from Set::scenarios"
+            );
             let variables = std::fs::read(path.with_extension("variables.json"))
                 .map(|b| common::parse(&b))
                 .unwrap_or(Value::Null);
@@ -36,7 +44,32 @@ async fn every_scenario_runs_on_its_monolith() {
             println!("{} {}: {} bytes", set.name(), path.display(), body.len());
             scenarios += 1;
         }
-        assert!(scenarios > 0, "{} has no scenarios", set.name());
+        assert_eq!(
+            scenarios,
+            set.scenarios().len(),
+            "{}: Set::scenarios lists every query file",
+            set.name()
+        );
         server.shutdown().await;
+    }
+}
+
+#[test]
+fn supergraph_at_rewrites_every_routing_url() {
+    for set in ALL {
+        let rewritten = set.supergraph_at("http://10.0.0.9:1234/");
+        assert!(
+            !rewritten.contains(graphfleet_loadtest::sets::DEFAULT_BASE_URL),
+            "{}",
+            set.name()
+        );
+        for def in set.subgraphs() {
+            assert!(
+                rewritten.contains(&format!("url: \"http://10.0.0.9:1234/{}\"", def.name)),
+                "{} {}",
+                set.name(),
+                def.name
+            );
+        }
     }
 }

@@ -19,6 +19,9 @@ pub enum Set {
     Apollo,
 }
 
+/// The routing URL prefix in the committed `supergraph.yaml`/`supergraph.graphql`.
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:4200";
+
 /// Every set, for listing and tests.
 pub const ALL: [Set; 4] = [Set::Fed, Set::BigResponse, Set::ManyPlans, Set::Apollo];
 
@@ -198,6 +201,39 @@ impl Set {
             }),
             Set::ManyPlans => Box::new(many::ManyPlans),
             Set::Apollo => Box::new(apollo::Monolith),
+        }
+    }
+
+    /// The committed supergraph with routing URLs pointing at `base_url`
+    /// (e.g. [`crate::Handle::base_url`]) instead of `http://127.0.0.1:4200`.
+    pub fn supergraph_at(self, base_url: &str) -> String {
+        self.supergraph()
+            .replace(DEFAULT_BASE_URL, base_url.trim_end_matches('/'))
+    }
+
+    /// The set's scenarios: (name, query text) from `queries/<name>.graphql`.
+    pub fn scenarios(self) -> &'static [(&'static str, &'static str)] {
+        macro_rules! q {
+            ($set:literal, $name:literal) => {
+                (
+                    $name,
+                    include_str!(concat!("../../sets/", $set, "/queries/", $name, ".graphql")),
+                )
+            };
+        }
+        match self {
+            Set::Fed => &[q!("fed", "query"), q!("fed", "deduplication")],
+            Set::BigResponse => &[
+                q!("big-response", "big-response"),
+                q!("big-response", "long-lived-big-response"),
+            ],
+            Set::ManyPlans => &[q!("many-plans", "many-plans")],
+            Set::Apollo => &[
+                q!("apollo", "small"),
+                q!("apollo", "small-delayed"),
+                q!("apollo", "large-delayed"),
+                q!("apollo", "chain"),
+            ],
         }
     }
 
