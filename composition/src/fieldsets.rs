@@ -91,6 +91,20 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 .any(|d| d.name == sg.dir_name(FedDirective::External));
         for (fname, field) in fields {
             let coord = (tname.to_string(), fname.to_string());
+            let uses_context = field
+                .arguments
+                .iter()
+                .any(|a| sg.has(&a.directives, FedDirective::FromContext));
+            if uses_context {
+                sink.error(
+                    codes::UNSUPPORTED_FEATURE,
+                    format!(
+                        "[{}] @fromContext on \"{tname}.{fname}\": @context/@fromContext are not supported by this composer yet",
+                        sg.name
+                    ),
+                    &sg.name,
+                );
+            }
             if type_external || sg.has(&field.directives, FedDirective::External) {
                 // Federation 1 marks key fields of extensions @external; they are not.
                 if !(sg.fed1 && info.key_fields.contains(&coord)) {

@@ -415,6 +415,22 @@ fn merge_composite(
     kind: Kind,
     sources: &[Source<'_>],
 ) -> Option<MType> {
+    if kind == Kind::Interface
+        && sources
+            .iter()
+            .all(|s| matches!(s.ty, ExtendedType::Object(_)))
+    {
+        let names: Vec<&str> = sources.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect();
+        ctx.sink.error_in(
+            codes::INTERFACE_OBJECT_USAGE_ERROR,
+            format!(
+                "Type \"{name}\" is declared with @interfaceObject in all the subgraphs in which it is defined (it is defined in {} but should be defined as an interface in at least one subgraph)",
+                subgraphs_phrase(&names)
+            ),
+            &names,
+        );
+        return None;
+    }
     let mut t = base_type(ctx, name, sources);
     for src in sources {
         let sg = ctx.sg(src.sg);
