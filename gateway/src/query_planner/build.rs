@@ -320,9 +320,12 @@ impl<'a> Planner<'a> {
             }
             return Ok(());
         }
+        let sg = self.groups[g].subgraph;
+        if meta.type_in_subgraph(ty, sg).is_some_and(|t| t.interface_object) {
+            return self.plan_interface_object(g, steps, ty, sels, rpath, provided);
+        }
         // Abstract type: the writer needs __typename to pick each object's shape.
         self.add_typename(g, steps);
-        let sg = self.groups[g].subgraph;
         let possible_here: Vec<Name> = meta
             .possible_types(ty)
             .into_iter()
@@ -336,6 +339,9 @@ impl<'a> Planner<'a> {
                 PSel::Field(f) => {
                     if self.resolvable_here(ty, f, sg, provided) {
                         self.plan_field(g, steps, ty, f, rpath, provided, false)?;
+                    } else if !meta.resolvers_of(ty, &f.name).is_empty() {
+                        // The interface itself is an entity elsewhere (@interfaceObject).
+                        self.jump(g, steps, ty, f, rpath, provided)?;
                     } else {
                         for o in &possible_here {
                             self.add_frag(g, steps, o);
@@ -357,6 +363,65 @@ impl<'a> Planner<'a> {
                 },
             }
         }
+        Ok(())
+    }
+
+    /// `ty` is an `@interfaceObject` in this subgraph: its `__typename` is the interface
+    /// name, so the concrete type and concrete-only fields come from a subgraph that owns
+    /// the interface, through an `_entities` fetch keyed by the interface's key.
+    fn plan_interface_object(
+        &mut self,
+        g: usize,
+        steps: &[Step],
+        ty: &Name,
+        sels: &[PSel],
+        rpath: &[PathElem],
+        provided: Option<&'a SelTree>,
+    ) -> Result<(), PlanError> {
+        let meta = self.meta;
+        let sg = self.groups[g].subgraph;
+        let mut remote = Vec::new();
+        for sel in sels {
+            match sel {
+                PSel::Field(f)
+                    if f.name != "__typename" && self.resolvable_here(ty, f, sg, provided) =>
+                {
+                    self.plan_field(g, steps, ty, f, rpath, provided, false)?;
+                }
+                other => remote.push(other.clone()),
+            }
+        }
+        if remote.is_empty() {
+            return Ok(());
+        }
+        let owner = meta.ty(meta.type_id(ty).expect("planned types exist")).subgraphs.iter().find_map(|t| {
+            (!t.interface_object)
+                .then(|| self.usable_key(ty, t.subgraph, sg, provided).map(|k| (t.subgraph, k)))
+                .flatten()
+        });
+        let Some((owner, key)) = owner else {
+            return Err(PlanError::NoKey {
+                ty: ty.to_string(),
+                field: "__typename".to_string(),
+                from: meta.subgraph(sg).name.clone(),
+            });
+        };
+        self.add_typename(g, steps);
+        self.plan_sels(g, steps, ty, &from_tree(key), rpath, provided)?;
+        let child_key = (g, owner, rpath.to_vec());
+        let g2 = match self.children.get(&child_key) {
+            Some(g2) => *g2,
+            None => {
+                let g2 = self.new_group(owner, rpath.to_vec(), true, Some(g));
+                self.children.insert(child_key, g2);
+                g2
+            }
+        };
+        // The objects carry the interface name as __typename until the owner answers.
+        self.add_rep_matching(g2, ty, vec![ty.clone()], None, key.clone());
+        self.add_frag(g2, &[], ty);
+        self.plan_sels(g2, &[Step::Frag(ty.clone())], ty, &remote, rpath, None)?;
+        self.touched.push(g2);
         Ok(())
     }
 
@@ -491,6 +556,16 @@ impl<'a> Planner<'a> {
         let from = self.groups[g].subgraph;
         let candidates = meta.resolvers_of(ty, &f.name);
         if candidates.is_empty() {
+            // A concrete type's field contributed by an @interfaceObject: jump as the interface.
+            let via = meta.types.iter().find(|t| {
+                t.kind == TypeKind::Interface
+                    && t.possible_types.contains(ty)
+                    && !meta.resolvers_of(&t.name, &f.name).is_empty()
+            });
+            if let Some(interface) = via {
+                let interface = interface.name.clone();
+                return self.jump(g, steps, &interface, f, rpath, provided);
+            }
             return Err(PlanError::NoResolver {
                 ty: ty.to_string(),
                 field: f.name.to_string(),
@@ -585,11 +660,6 @@ impl<'a> Planner<'a> {
 
     fn add_rep(&mut self, g: usize, ty: &Name, target: SubgraphId, fields: SelTree) {
         let meta = self.meta;
-        let reps = &mut self.groups[g].reps;
-        if let Some(rep) = reps.iter_mut().find(|r| &r.type_condition == ty) {
-            rep.fields.merge(&fields);
-            return;
-        }
         let interface_object = meta
             .type_in_subgraph(ty, target)
             .is_some_and(|t| t.interface_object);
@@ -597,10 +667,32 @@ impl<'a> Planner<'a> {
         if matches.is_empty() {
             matches.push(ty.clone());
         }
+        let send = interface_object.then(|| ty.clone());
+        self.add_rep_matching(g, ty, matches, send, fields);
+    }
+
+    fn add_rep_matching(
+        &mut self,
+        g: usize,
+        ty: &Name,
+        matches: Vec<Name>,
+        send_typename: Option<Name>,
+        fields: SelTree,
+    ) {
+        let reps = &mut self.groups[g].reps;
+        if let Some(rep) = reps.iter_mut().find(|r| &r.type_condition == ty) {
+            rep.fields.merge(&fields);
+            for m in matches {
+                if !rep.matches.contains(&m) {
+                    rep.matches.push(m);
+                }
+            }
+            return;
+        }
         reps.push(RepSpec {
             type_condition: ty.clone(),
             matches,
-            send_typename: interface_object.then(|| ty.clone()),
+            send_typename,
             fields,
         });
     }

@@ -144,6 +144,8 @@ pub struct FieldMeta {
     pub ty: apollo_compiler::ast::Type,
     /// Empty: resolvable in every subgraph that defines the parent type.
     pub resolvers: Vec<FieldResolver>,
+    /// Only reachable through an `@interfaceObject` of one of the type's interfaces.
+    pub via_interface_object: bool,
 }
 
 /// How a subgraph relates to a field.
@@ -205,6 +207,9 @@ impl FederationMeta {
             return Resolution::Absent;
         };
         let meta = self.field(fid);
+        if meta.via_interface_object {
+            return Resolution::Absent;
+        }
         if meta.resolvers.is_empty() {
             return Resolution::Resolvable(None);
         }

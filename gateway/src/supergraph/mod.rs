@@ -306,8 +306,11 @@ fn build_meta(
         for def in field_defs {
             let location = format!("{name}.{}", def.name);
             let mut resolvers = Vec::new();
+            let mut via_interface_object = false;
             for d in def.directives.get_all(&join_field) {
                 let Some(sg) = graph_of(d, &location)? else {
+                    // `@join__field` without a graph: served through an @interfaceObject.
+                    via_interface_object = true;
                     continue;
                 };
                 let output_name = def.ty.inner_named_type().as_str();
@@ -337,6 +340,7 @@ fn build_meta(
                 output: def.ty.inner_named_type().clone(),
                 ty: def.ty.clone(),
                 resolvers,
+                via_interface_object,
             });
         }
         meta.type_by_name.insert(name.clone(), type_id);
