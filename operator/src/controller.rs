@@ -1,7 +1,6 @@
 //! The reconcilers and their wiring. Kubernetes I/O lives here; what to write comes from
 //! the pure `build` and `status` modules.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -569,12 +568,4 @@ pub async fn run(
             }
         });
     futures::join!(gateways, subgraphs);
-}
-
-/// Labels as a map, for tests and callers building Subgraphs.
-pub fn labels<const N: usize>(pairs: [(&str, &str); N]) -> BTreeMap<String, String> {
-    pairs
-        .into_iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect()
 }

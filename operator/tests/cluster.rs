@@ -7,10 +7,11 @@ use std::time::{Duration, Instant};
 
 use common::{Operator, SubgraphServer, cluster_client, fixture_sdl, wait_for};
 use graphfleet_operator::build;
-use graphfleet_operator::crd::{GraphGateway, Subgraph};
+use graphfleet_operator::crd::{GraphGateway, LoadTest, Subgraph};
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
@@ -182,6 +183,45 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     assert_eq!(
         gw.status.as_ref().map(|s| s.subgraphs.clone()),
         Some(vec!["accounts".into(), "products".into(), "reviews".into()])
+    );
+
+    // `kubectl get` shows readiness, replicas and the supergraph hash.
+    let cluster = graphfleet_testkit::cluster();
+    let out = cluster
+        .kubectl()
+        .args(["get", "graphgateways", "-n", &ns])
+        .output()
+        .expect("run kubectl get");
+    let table = String::from_utf8_lossy(&out.stdout).into_owned();
+    let header: Vec<&str> = table
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "COMPOSED",
+            "REPLICAS",
+            "AVAILABLE",
+            "SUPERGRAPH",
+            "AGE"
+        ],
+        "{table}"
+    );
+    let row: Vec<&str> = table
+        .lines()
+        .nth(1)
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        &row[..6],
+        ["shop", "True", "True", "2", "2", first.as_str()],
+        "{table}"
     );
 
     // Deployment: router pool, CPU limits; its pods really run on the router node.
@@ -356,6 +396,49 @@ async fn configmap_and_introspected_schema_changes_recompose() {
     create(&shop.gateways, &shop_gateway()).await;
     let first = wait_for("first supergraph", WAIT, || served_hash(&client, &ns)).await;
 
+    // The scale subresource drives the Deployment; a PodDisruptionBudget comes and goes
+    // with the spec.
+    shop.gateways
+        .patch_scale(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "replicas": 3 } })),
+        )
+        .await
+        .expect("scale gateway");
+    shop.gateways
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "podDisruptionBudget": { "maxUnavailable": 1 } } })),
+        )
+        .await
+        .expect("add pdb");
+    let pdbs: Api<PodDisruptionBudget> = Api::namespaced(client.clone(), &ns);
+    wait_for("3 replicas and a PDB", WAIT, || async {
+        let d = Api::<Deployment>::namespaced(client.clone(), &ns)
+            .get("shop")
+            .await
+            .ok()?;
+        let pdb = pdbs.get_opt("shop").await.ok()??;
+        (d.spec?.replicas == Some(3) && pdb.spec?.max_unavailable.is_some()).then_some(())
+    })
+    .await;
+    let scale = shop.gateways.get_scale("shop").await.expect("scale");
+    assert_eq!(scale.spec.and_then(|s| s.replicas), Some(3));
+    shop.gateways
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "podDisruptionBudget": null } })),
+        )
+        .await
+        .expect("remove pdb");
+    wait_for("PDB removed", WAIT, || async {
+        pdbs.get_opt("shop").await.ok()?.is_none().then_some(())
+    })
+    .await;
+
     // The reviews SDL lives in a ConfigMap: editing it recomposes.
     let reviews = fixture_sdl("reviews").replace("body: String", "body: String\n  rating: Int");
     Api::<ConfigMap>::namespaced(client.clone(), &ns)
@@ -510,6 +593,25 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
         msg.contains("exactly one of minAvailable or maxUnavailable"),
         "{msg}"
     );
+
+    let loadtests: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    let both: LoadTest = serde_json::from_value(json!({
+        "metadata": { "name": "both" },
+        "spec": { "target": { "url": "http://gw/graphql" }, "scenario": "query", "script": { "inline": "export default () => {}" }, "rate": 100, "duration": "30s" },
+    }))
+    .expect("LoadTest object");
+    let msg = rejected_with(loadtests.create(&PostParams::default(), &both).await);
+    assert!(msg.contains("exactly one of scenario or script"), "{msg}");
+    let good: LoadTest = serde_json::from_value(json!({
+        "metadata": { "name": "good" },
+        "spec": { "target": { "gatewayRef": { "name": "ok" } }, "scenario": "query", "rate": 100, "duration": "1m30s" },
+    }))
+    .expect("LoadTest object");
+    let good = loadtests
+        .create(&PostParams::default(), &good)
+        .await
+        .expect("valid LoadTest");
+    assert_eq!(good.spec.parallelism, 1);
 
     // And a valid one is accepted with defaults filled in.
     let ok = gateways
