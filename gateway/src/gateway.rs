@@ -103,12 +103,14 @@ impl<T: Transport> Gateway<T> {
             Ok(c) => c,
             Err(e) => return request_error(e),
         };
-        if !allow_mutation && !cached.prepared.operation.operation_type.is_query() {
-            let Outcome::RequestError(body) =
-                request_error(RequestErrors::message("mutations must be sent with POST"))
-            else {
-                unreachable!("request_error always builds a RequestError")
-            };
+        let kind = cached.prepared.operation.operation_type;
+        if kind.is_subscription() {
+            return request_error(RequestErrors::message(
+                "subscriptions are not supported by this gateway",
+            ));
+        }
+        if !allow_mutation && kind.is_mutation() {
+            let body = error_body(RequestErrors::message("mutations must be sent with POST"));
             return Outcome::MutationNotAllowed(body);
         }
         let empty = JsonMap::new();
@@ -141,10 +143,13 @@ impl<T: Transport> Gateway<T> {
 }
 
 fn request_error(errors: RequestErrors) -> Outcome {
+    Outcome::RequestError(error_body(errors))
+}
+
+fn error_body(errors: RequestErrors) -> Vec<u8> {
     #[derive(serde::Serialize)]
     struct Body<'a> {
         errors: &'a [GraphQLError],
     }
-    let body = serde_json::to_vec(&Body { errors: &errors.0 }).expect("errors serialize");
-    Outcome::RequestError(body)
+    serde_json::to_vec(&Body { errors: &errors.0 }).expect("errors serialize")
 }

@@ -88,6 +88,19 @@ async fn check_set(set: Set) {
     }
 }
 
+/// The plan of every scenario, snapshotted (plans are deterministic).
+#[test]
+fn set_plans() {
+    for set in ALL {
+        let supergraph = Supergraph::parse(set.supergraph()).expect("set supergraph loads");
+        for (name, query, _) in scenarios(set) {
+            let plan = graphfleet_gateway::plan_text(&supergraph, &query, None)
+                .unwrap_or_else(|e| panic!("{}/{name} does not plan: {e}", set.name()));
+            insta::assert_snapshot!(format!("{}__{name}", set.name()), plan);
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fed_set_matches_monolith() {
     check_set(Set::Fed).await;

@@ -7,7 +7,6 @@ pub mod transport;
 
 use crate::operation::PreparedOperation;
 use crate::query_planner::{PlanNode, QueryPlan};
-use crate::response::store::ObjId;
 use crate::response::writer::{ResponseError, Writer};
 use crate::response::{Store, Value};
 use crate::supergraph::Supergraph;
@@ -164,8 +163,4 @@ fn introspection<T: Transport>(
         }
         Err(e) => errors.push(ResponseError::new(e.message().to_string())),
     }
-}
-
-pub(crate) fn _root() -> ObjId {
-    Store::ROOT
 }

@@ -321,7 +321,10 @@ impl<'a> Planner<'a> {
             return Ok(());
         }
         let sg = self.groups[g].subgraph;
-        if meta.type_in_subgraph(ty, sg).is_some_and(|t| t.interface_object) {
+        if meta
+            .type_in_subgraph(ty, sg)
+            .is_some_and(|t| t.interface_object)
+        {
             return self.plan_interface_object(g, steps, ty, sels, rpath, provided);
         }
         // Abstract type: the writer needs __typename to pick each object's shape.
@@ -394,11 +397,18 @@ impl<'a> Planner<'a> {
         if remote.is_empty() {
             return Ok(());
         }
-        let owner = meta.ty(meta.type_id(ty).expect("planned types exist")).subgraphs.iter().find_map(|t| {
-            (!t.interface_object)
-                .then(|| self.usable_key(ty, t.subgraph, sg, provided).map(|k| (t.subgraph, k)))
-                .flatten()
-        });
+        let owner = meta
+            .ty(meta.type_id(ty).expect("planned types exist"))
+            .subgraphs
+            .iter()
+            .find_map(|t| {
+                (!t.interface_object)
+                    .then(|| {
+                        self.usable_key(ty, t.subgraph, sg, provided)
+                            .map(|k| (t.subgraph, k))
+                    })
+                    .flatten()
+            });
         let Some((owner, key)) = owner else {
             return Err(PlanError::NoKey {
                 ty: ty.to_string(),
