@@ -103,6 +103,25 @@ pub struct Observed<'a> {
     pub selector: String,
 }
 
+/// Errors reported in status at most; a broken subgraph can yield hundreds and the status
+/// must stay small.
+pub const MAX_REPORTED_ERRORS: usize = 20;
+
+fn capped(errors: &[CompositionErrorStatus]) -> Vec<CompositionErrorStatus> {
+    let mut out: Vec<_> = errors.iter().take(MAX_REPORTED_ERRORS).cloned().collect();
+    if errors.len() > MAX_REPORTED_ERRORS {
+        out.push(CompositionErrorStatus {
+            code: "TRUNCATED".to_owned(),
+            message: format!(
+                "{} more errors not shown",
+                errors.len() - MAX_REPORTED_ERRORS
+            ),
+            subgraphs: Vec::new(),
+        });
+    }
+    out
+}
+
 /// The new status, given the previous one (for transition times and served subgraphs).
 pub fn gateway_status(
     previous: Option<&GraphGatewayStatus>,
@@ -126,8 +145,9 @@ pub fn gateway_status(
             None
         }
         CompositionOutcome::Failed { reason, errors } => {
-            status.composition_errors = errors.clone();
-            let message = errors
+            status.composition_errors = capped(errors);
+            let message = status
+                .composition_errors
                 .iter()
                 .map(|e| format!("{}: {}", e.code, e.message))
                 .collect::<Vec<_>>()
@@ -289,6 +309,29 @@ mod tests {
         assert_eq!(after.subgraphs, before.subgraphs, "served subgraphs stay");
         // Ready did not change, so its transition time stays.
         assert_eq!(condition(&after, READY).last_transition_time, at(10));
+    }
+
+    #[test]
+    fn many_errors_are_capped_with_a_summary() {
+        let errors = (0..25)
+            .map(|i| CompositionErrorStatus {
+                code: format!("E{i}"),
+                message: "bad".to_owned(),
+                subgraphs: vec![],
+            })
+            .collect();
+        let bad = CompositionOutcome::Failed {
+            reason: "CompositionFailed".to_owned(),
+            errors,
+        };
+        let s = gateway_status(None, &observed(&bad, None), &at(1));
+        assert_eq!(s.composition_errors.len(), MAX_REPORTED_ERRORS + 1);
+        let last = s.composition_errors.last().expect("summary");
+        assert_eq!(
+            (last.code.as_str(), last.message.as_str()),
+            ("TRUNCATED", "5 more errors not shown")
+        );
+        assert_eq!(condition(&s, READY).reason, "DeploymentMissing");
     }
 
     #[test]
