@@ -285,6 +285,57 @@ async fn start_set(
     })
 }
 
+/// Checks the gateway's answer once before any load. Byte-identical to the monolith's: k6
+/// compares against the monolith. The same answer formatted differently (e.g. `1` for
+/// `1.0`): k6 compares against this gateway's own bytes. Anything else is an error naming
+/// the first difference.
+async fn conformance(
+    client: &Client,
+    url: &str,
+    payload: &Path,
+    expected: &Expected,
+    dir: &Path,
+    name: &str,
+) -> anyhow::Result<Expected> {
+    let body = std::fs::read(payload).context("reading the payload")?;
+    let (status, got) = client
+        .post_json(url, Bytes::from(body))
+        .await
+        .context("first request")?;
+    let want = std::fs::read(&expected.file).context("reading the expected answer")?;
+    if status == 200 && got[..] == want[..] {
+        return Ok(expected.clone());
+    }
+    let snippet = || String::from_utf8_lossy(&got[..got.len().min(300)]).into_owned();
+    let answer: serde_json::Value = serde_json::from_slice(&got)
+        .with_context(|| format!("status {status}, not JSON: {}", snippet()))?;
+    if status != 200 || answer.get("errors").is_some() {
+        bail!("answered with status {status}: {}", snippet());
+    }
+    let want: serde_json::Value =
+        serde_json::from_slice(&want).context("parsing the expected answer")?;
+    if let Some(d) = crate::compare::first_difference(&want["data"], &answer["data"]) {
+        bail!("the answer differs from the monolith's {d}");
+    }
+    progress(format!(
+        "{name}: same answer as the monolith, formatted differently ({} bytes vs {})",
+        got.len(),
+        expected.bytes
+    ));
+    let file = dir.join(format!("{name}-answer.json"));
+    std::fs::write(&file, &got).context("writing the gateway's answer")?;
+    let text = std::str::from_utf8(&got).context("the answer is not UTF-8")?;
+    Ok(Expected {
+        file,
+        len_utf16: text.encode_utf16().count(),
+        sha256: Sha256::digest(&got)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect(),
+        bytes: got.len(),
+    })
+}
+
 fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr().context("local address")?.port())
@@ -393,6 +444,7 @@ async fn measure_running(
         gateway.name,
         started.elapsed().as_secs_f64()
     ));
+    let expected = &conformance(client, &url, payload, expected, dir, &gateway.name).await?;
     let k6_log = dir.join(format!("{}-k6.log", gateway.name));
     let _ = std::fs::remove_file(&k6_log);
     let summary_file = dir.join(format!("{}-summary.json", gateway.name));

@@ -53,6 +53,7 @@ impl Check {
 }
 
 /// The monolith's answer to a scenario, written where k6 can `open()` it.
+#[derive(Debug, Clone)]
 pub struct Expected {
     pub file: PathBuf,
     pub len_utf16: usize,

@@ -4,6 +4,7 @@
 mod bench;
 mod capacity;
 mod charts;
+mod compare;
 mod gateway;
 mod http;
 mod k6;

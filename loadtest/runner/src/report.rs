@@ -247,7 +247,7 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
     ));
     let _ = writeln!(
         out,
-        "\n\"P99 from schedule\" counts from the moment the open model scheduled each request (no coordinated omission). `*` marks runs with failures.\n"
+        "\n\"P99 from schedule\" counts from the moment the open model scheduled each request so queueing in a gateway that falls behind is not hidden (coordinated omission); it has millisecond resolution and is an upper bound when k6 dropped iterations. `*` marks runs with failures.\n"
     );
     let _ = writeln!(
         out,
