@@ -96,6 +96,9 @@ async fn parse_errors_are_request_errors() {
     )
     .await;
     assert_eq!(reply.status, 400);
+    let body: Value = serde_json::from_slice(&reply.body).expect("JSON body");
+    let errors = body["errors"].as_array().expect("errors list");
+    assert_eq!(errors.len(), 1, "one syntax error, reported once: {body}");
     assert!(text(&reply).contains("syntax error"), "{}", text(&reply));
 }
 

@@ -36,8 +36,17 @@ pub fn prepare(
     query: &str,
     operation_name: Option<&str>,
 ) -> Result<PreparedOperation, RequestErrors> {
-    let document = ExecutableDocument::parse_and_validate(schema, query, "query.graphql")
-        .map_err(|e| RequestErrors(e.errors.iter().map(|d| d.to_json()).collect()))?;
+    let document =
+        ExecutableDocument::parse_and_validate(schema, query, "query.graphql").map_err(|e| {
+            // A syntax error can be reported by both parsing passes; report it once.
+            let mut errors: Vec<GraphQLError> = Vec::new();
+            for error in e.errors.iter().map(|d| d.to_json()) {
+                if !errors.contains(&error) {
+                    errors.push(error);
+                }
+            }
+            RequestErrors(errors)
+        })?;
     let operation = document
         .operations
         .get(operation_name)

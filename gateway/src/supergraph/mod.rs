@@ -21,10 +21,10 @@ const JOIN_URL: &str = "https://specs.apollo.dev/join/";
 
 #[derive(Debug, thiserror::Error)]
 pub enum SupergraphError {
-    #[error("cannot read supergraph file {path}: {source}")]
+    #[error("cannot read supergraph file {path}: {reason}")]
     Io {
         path: String,
-        source: std::io::Error,
+        reason: std::io::Error,
     },
     #[error("supergraph is not a valid GraphQL schema:\n{0}")]
     Invalid(String),
@@ -69,9 +69,9 @@ pub struct Supergraph {
 
 impl Supergraph {
     pub fn from_file(path: &std::path::Path) -> Result<Self, SupergraphError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SupergraphError::Io {
+        let text = std::fs::read_to_string(path).map_err(|reason| SupergraphError::Io {
             path: path.display().to_string(),
-            source,
+            reason,
         })?;
         Self::parse(&text)
     }
