@@ -104,6 +104,13 @@ impl ErrorSink {
         }
     }
 
+    /// Adds a source location to the most recent error.
+    pub fn locate(&mut self, loc: Option<Location>) {
+        if let (Some(loc), Some(last)) = (loc, self.errors.last_mut()) {
+            last.locations.push(loc);
+        }
+    }
+
     pub fn hint(&mut self, code: &str, message: String) {
         self.hints.push(Hint {
             code: code.to_owned(),

@@ -510,6 +510,7 @@ fn field_sources<'a>(
                     ),
                     &sg.name,
                 );
+                ctx.sink.locate(sg.location(def.name.location()));
             }
         }
         let type_shareable = sg.has(&type_dirs_owned(src.ty), FedDirective::Shareable);
@@ -634,6 +635,10 @@ fn merge_field(
             ),
             &names,
         );
+        for s in &srcs {
+            ctx.sink
+                .locate(ctx.sg(s.sg).location(s.def.name.location()));
+        }
         return None;
     }
     let typed: Vec<&FieldSrc<'_>> = if live.is_empty() {
@@ -723,6 +728,10 @@ fn merge_output_type(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> 
             ),
             &[&a, &b],
         );
+        for src in [best, s] {
+            ctx.sink
+                .locate(ctx.sg(src.sg).location(src.def.name.location()));
+        }
         return None;
     }
     let other: Vec<&str> = srcs
@@ -779,6 +788,10 @@ fn check_sharing(ctx: &mut Ctx<'_>, kind: Kind, coord: &str, srcs: &[FieldSrc<'_
         ),
         &all,
     );
+    for s in resolving {
+        ctx.sink
+            .locate(ctx.sg(s.sg).location(s.def.name.location()));
+    }
 }
 
 /// The most restrictive type of an input position (argument or input field).
@@ -1216,7 +1229,8 @@ fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
             }
         }
         q.join_types = ordered;
-    } else {
+    } else if ctx.sink.errors.is_empty() {
+        // Otherwise the query type was dropped because of an error already reported.
         ctx.sink.error_in(
             codes::NO_QUERIES,
             "No queries found in any subgraph: a supergraph must have a query root type."

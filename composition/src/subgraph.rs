@@ -7,6 +7,7 @@ use apollo_compiler::ast::{self, Definition, Directive, Value};
 use apollo_compiler::schema::Schema;
 use apollo_compiler::validation::Valid;
 
+use crate::Location;
 use crate::errors::{ErrorSink, codes};
 use crate::specs::{self, FedDirective};
 
@@ -70,6 +71,16 @@ impl Subgraph {
             || name.starts_with("federation__")
             || name.starts_with("link__")
             || name.starts_with("join__")
+    }
+
+    /// Line and column of a node of this subgraph's SDL.
+    pub fn location(&self, span: Option<apollo_compiler::parser::SourceSpan>) -> Option<Location> {
+        let start = span?.line_column_range(&self.schema.sources)?.start;
+        Some(Location {
+            subgraph: self.name.clone(),
+            line: start.line,
+            column: start.column,
+        })
     }
 
     /// The applications of a federation directive in a directive list.

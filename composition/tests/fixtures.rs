@@ -53,3 +53,19 @@ fn error_fixture_names_carry_the_expected_code() {
         );
     }
 }
+
+#[test]
+fn field_errors_carry_source_locations() {
+    let dir = support::fixtures()
+        .into_iter()
+        .find(|d| d.ends_with("err-field-type-mismatch"))
+        .expect("fixture exists");
+    let errors = compose(&support::load(&dir)).expect_err("fails");
+    let locs: Vec<(String, usize, usize)> = errors.0[0]
+        .locations
+        .iter()
+        .map(|l| (l.subgraph.clone(), l.line, l.column))
+        .collect();
+    // `T.v` is at line 3 in a.graphql and line 2 in b.graphql, column 37 in both.
+    assert_eq!(locs, [("a".to_owned(), 3, 37), ("b".to_owned(), 2, 37)]);
+}
