@@ -95,6 +95,23 @@ fn field_errors_null_the_nearest_nullable_parent() {
     assert_eq!(response["data"], Value::Null);
     assert_eq!(response["errors"][0]["path"], json!(["nodes", 0, "nodes"]));
 
+    // Multiplied list sizes are cut off with an error instead of exhausting memory.
+    let limited = Set::BigResponse
+        .monolith_endpoint()
+        .expect("big-response monolith")
+        .with_max_response(1 << 20);
+    let (status, body) = run(
+        &limited,
+        "{ nodes(n: 10000) { strings nodes(n: 10000) { strings nodes(n: 10000) { id } } } }",
+        Value::Null,
+    );
+    assert_eq!(status, 200);
+    assert!(
+        body.starts_with(r#"{"data":null,"errors":[{"message":"The response exceeds"#),
+        "{}",
+        &body[..200.min(body.len())]
+    );
+
     // In fed, topProducts is nullable: only it becomes null.
     let (_, body) = run(
         &fed(),
@@ -116,6 +133,19 @@ fn deep_and_unknown_input_is_rejected_cleanly() {
     );
     let (status, body) = run(&endpoint, &deep, Value::Null);
     assert_eq!(status, 400, "{body}");
+    // Fragments spreading the next one twice: 2^30 selections if expanded naively.
+    let mut bomb = String::from("{ me { ...F0 } } ");
+    for i in 0..30 {
+        bomb.push_str(&format!(
+            "fragment F{i} on User {{ ...F{} ...F{} }} ",
+            i + 1,
+            i + 1
+        ));
+    }
+    bomb.push_str("fragment F30 on User { id }");
+    let (status, body) = run(&endpoint, &bomb, Value::Null);
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("more than"), "{body}");
     let (status, body) = run(&endpoint, "mutation { me { id } }", Value::Null);
     assert_eq!(status, 400, "{body}");
     let (status, _) = run(

@@ -109,6 +109,8 @@ pub struct Executor<'p> {
     errors: Vec<(String, Vec<PathOwned>)>,
     path: Vec<Seg<'p>>,
     vars: &'p Vars<'p>,
+    exhausted: bool,
+    max_output: usize,
 }
 
 #[derive(Clone)]
@@ -118,18 +120,21 @@ enum PathOwned {
 }
 
 impl<'p> Executor<'p> {
-    /// Executes `plan` on `root` and returns the complete `{"data":…,"errors":…}` body.
+    /// Executes `plan` on `root` and returns the complete `{"data":…,"errors":…}` body;
+    /// output beyond `max_output` bytes is cut off with an error.
     pub fn run<'a>(
         plan: &'p Plan,
         root: &dyn Object<'a>,
         vars: &'p Vars<'p>,
-        capacity: usize,
+        max_output: usize,
     ) -> Vec<u8> {
         let mut ex = Executor {
-            out: Vec::with_capacity(capacity),
+            out: Vec::with_capacity(4096),
             errors: Vec::new(),
             path: Vec::new(),
             vars,
+            exhausted: false,
+            max_output,
         };
         ex.out.extend_from_slice(b"{\"data\":");
         if ex.object(root, &plan.fields).is_err() {
@@ -187,6 +192,13 @@ impl<'p> Executor<'p> {
     }
 
     fn object<'a>(&mut self, obj: &dyn Object<'a>, fields: &'p [Field]) -> Result<(), Bubble> {
+        if self.exhausted || self.out.len() > self.max_output {
+            if !self.exhausted {
+                self.exhausted = true;
+                self.error(format!("The response exceeds {} bytes.", self.max_output));
+            }
+            return Err(Bubble);
+        }
         self.out.push(b'{');
         let mut first = true;
         for field in fields {

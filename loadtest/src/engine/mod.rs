@@ -26,6 +26,9 @@ use plan::Compiled;
 /// Distinct query texts kept compiled; the gateway sends a handful, so this only
 /// bounds memory against clients that send endless different queries.
 const CACHE_CAPACITY: usize = 1024;
+/// Responses are cut off beyond this size by default (the biggest scenario is
+/// ~8 MiB), so a query multiplying list sizes cannot exhaust memory.
+pub const DEFAULT_MAX_RESPONSE: usize = 256 << 20;
 
 /// The resolvers of one endpoint (a subgraph or a monolith).
 pub trait Service: Send + Sync {
@@ -46,6 +49,7 @@ pub struct Endpoint {
     schema: Valid<Schema>,
     service: Box<dyn Service>,
     cache: RwLock<FxHashMap<String, Arc<Compiled>>>,
+    max_response: usize,
 }
 
 /// An HTTP status and a JSON body.
@@ -84,6 +88,7 @@ impl Endpoint {
             schema: subgraph_schema(name, sdl)?,
             service,
             cache: RwLock::default(),
+            max_response: DEFAULT_MAX_RESPONSE,
         })
     }
 
@@ -99,7 +104,14 @@ impl Endpoint {
             schema: api_schema(name, supergraph)?,
             service,
             cache: RwLock::default(),
+            max_response: DEFAULT_MAX_RESPONSE,
         })
+    }
+
+    /// Sets the response size beyond which execution stops with an error.
+    pub fn with_max_response(mut self, bytes: usize) -> Self {
+        self.max_response = bytes;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -135,7 +147,7 @@ impl Endpoint {
             endpoint: self,
             inner: self.service.query(),
         };
-        let body = Executor::run(plan, &root, &vars, 4096);
+        let body = Executor::run(plan, &root, &vars, self.max_response);
         Reply { status: 200, body }
     }
 

@@ -11,6 +11,9 @@ use serde_json::Value;
 
 /// Deeper operations are refused instead of recursing without bound.
 const MAX_DEPTH: usize = 64;
+/// Selections visited while compiling one document: bounds fragment fan-out
+/// (`...A ...A` nested many times expands exponentially).
+const MAX_SELECTIONS: usize = 200_000;
 
 /// An argument: a literal (converted once) or a variable reference.
 #[derive(Debug)]
@@ -90,7 +93,11 @@ pub fn compile(
     schema: &Valid<Schema>,
     doc: &Valid<ExecutableDocument>,
 ) -> Result<Compiled, String> {
-    let compiler = Compiler { schema, doc };
+    let compiler = Compiler {
+        schema,
+        doc,
+        visited: std::cell::Cell::new(0),
+    };
     let operations = doc
         .operations
         .iter()
@@ -121,6 +128,7 @@ pub fn compile(
 struct Compiler<'a> {
     schema: &'a Valid<Schema>,
     doc: &'a Valid<ExecutableDocument>,
+    visited: std::cell::Cell<usize>,
 }
 
 /// A field being collected: its first occurrence plus every sub-selection merged into it.
@@ -164,6 +172,12 @@ impl<'a> Compiler<'a> {
         if depth > MAX_DEPTH {
             return Err(format!(
                 "Operation is nested deeper than {MAX_DEPTH} levels."
+            ));
+        }
+        self.visited.set(self.visited.get() + set.selections.len());
+        if self.visited.get() > MAX_SELECTIONS {
+            return Err(format!(
+                "Operation expands to more than {MAX_SELECTIONS} selections."
             ));
         }
         for selection in &set.selections {
