@@ -23,7 +23,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 use sha2::{Digest, Sha256};
 
-use crate::crd::{DEFAULT_GATEWAY_IMAGE, GraphGateway, POOL_LABEL};
+use crate::crd::{GraphGateway, POOL_LABEL};
 
 /// Pool the gateway pods land on unless the spec says otherwise.
 pub const ROUTER_POOL: &str = "router";
@@ -165,7 +165,7 @@ fn container_security_context() -> SecurityContext {
     }
 }
 
-fn gateway_container(gw: &GraphGateway) -> Container {
+fn gateway_container(gw: &GraphGateway, default_image: &str) -> Container {
     let supergraph_path = format!("{MOUNT_DIR}/{SUPERGRAPH_KEY}");
     Container {
         name: "gateway".to_owned(),
@@ -173,7 +173,7 @@ fn gateway_container(gw: &GraphGateway) -> Container {
             gw.spec
                 .image
                 .clone()
-                .unwrap_or_else(|| DEFAULT_GATEWAY_IMAGE.to_owned()),
+                .unwrap_or_else(|| default_image.to_owned()),
         ),
         args: Some(vec![
             "--supergraph".to_owned(),
@@ -213,10 +213,10 @@ fn gateway_container(gw: &GraphGateway) -> Container {
     }
 }
 
-fn pod_spec(gw: &GraphGateway) -> PodSpec {
+fn pod_spec(gw: &GraphGateway, default_image: &str) -> PodSpec {
     let spec = &gw.spec;
     PodSpec {
-        containers: vec![gateway_container(gw)],
+        containers: vec![gateway_container(gw, default_image)],
         node_selector: Some(
             spec.node_selector.clone().unwrap_or_else(|| {
                 BTreeMap::from([(POOL_LABEL.to_owned(), ROUTER_POOL.to_owned())])
@@ -275,7 +275,8 @@ fn strategy(gw: &GraphGateway) -> DeploymentStrategy {
 
 /// The gateway Deployment. Its pod template carries the supergraph and config hashes, so a
 /// new supergraph rolls the pods. `replicas` is left to the HPA when autoscaling is on.
-pub fn deployment(gw: &GraphGateway, supergraph_hash: &str) -> Deployment {
+/// `default_image` is used when the spec names no image.
+pub fn deployment(gw: &GraphGateway, supergraph_hash: &str, default_image: &str) -> Deployment {
     let template_annotations = BTreeMap::from([
         (
             SUPERGRAPH_HASH_ANNOTATION.to_owned(),
@@ -303,7 +304,7 @@ pub fn deployment(gw: &GraphGateway, supergraph_hash: &str) -> Deployment {
                     annotations: Some(template_annotations),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod_spec(gw)),
+                spec: Some(pod_spec(gw, default_image)),
             },
             ..DeploymentSpec::default()
         }),

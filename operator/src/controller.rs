@@ -24,7 +24,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::build;
-use crate::crd::{CompositionErrorStatus, GraphGateway, Subgraph, SubgraphStatus};
+use crate::crd::{
+    CompositionErrorStatus, DEFAULT_GATEWAY_IMAGE, GraphGateway, Subgraph, SubgraphStatus,
+};
 use crate::metrics::Metrics;
 use crate::schema::{Introspector, load_sdl};
 use crate::status::{self, CompositionOutcome, Observed, Rollout};
@@ -45,6 +47,8 @@ pub struct Settings {
     pub resync: Duration,
     /// Concurrent reconciles per controller.
     pub concurrency: u16,
+    /// Gateway image of GraphGateways that name none.
+    pub default_image: String,
 }
 
 impl Default for Settings {
@@ -54,6 +58,7 @@ impl Default for Settings {
             debounce: Duration::from_millis(100),
             resync: Duration::from_secs(60),
             concurrency: 4,
+            default_image: DEFAULT_GATEWAY_IMAGE.to_owned(),
         }
     }
 }
@@ -272,7 +277,7 @@ async fn apply_gateway_objects(
     .await?;
     apply(
         &api::<Deployment>(ctx, ns),
-        &build::deployment(gw, &sg.hash),
+        &build::deployment(gw, &sg.hash, &ctx.settings.default_image),
     )
     .await?;
     apply(&api::<Service>(ctx, ns), &build::service(gw)).await?;

@@ -56,6 +56,9 @@ struct Args {
     /// Re-check period (s) of healthy objects, picking up introspected schema drift.
     #[arg(long, env = "GRAPHFLEET_RESYNC_SECONDS", default_value_t = 60)]
     resync_seconds: u64,
+    /// Gateway image of GraphGateways that name none.
+    #[arg(long, env = "GRAPHFLEET_GATEWAY_IMAGE", default_value = graphfleet_operator::crd::DEFAULT_GATEWAY_IMAGE)]
+    gateway_image: String,
     /// Concurrent reconciles per controller.
     #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
     concurrency: u16,
@@ -170,6 +173,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         debounce: Duration::from_millis(args.debounce_ms),
         resync: Duration::from_secs(args.resync_seconds.max(1)),
         concurrency: args.concurrency.max(1),
+        default_image: args.gateway_image.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controllers = tokio::spawn(controller::run(client, metrics, settings, async {
