@@ -32,13 +32,9 @@ pub(super) fn prepare(
     let mut first = true;
     if let Some(entity) = &fetch.entity {
         let mut objects = Vec::new();
-        collect_objects(
-            store,
-            &plan.keys,
-            Store::ROOT,
-            &fetch.merge_path,
-            &mut objects,
-        );
+        for path in &fetch.merge_paths {
+            collect_objects(store, &plan.keys, Store::ROOT, path, &mut objects);
+        }
         let typename = plan.keys.get("__typename");
         let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
         body.extend_from_slice(b"\"representations\":[");
@@ -389,7 +385,11 @@ fn remap_errors(
     errors: &mut Vec<ResponseError>,
 ) {
     let paths = if fetch.entity.is_some() {
-        object_paths(store, &plan.keys, &fetch.merge_path)
+        fetch
+            .merge_paths
+            .iter()
+            .flat_map(|p| object_paths(store, &plan.keys, p))
+            .collect()
     } else {
         Vec::new()
     };

@@ -108,7 +108,8 @@ enum SgItem {
 #[derive(Debug)]
 struct Group {
     subgraph: SubgraphId,
-    merge_path: Vec<PathElem>,
+    /// Where results merge; several when sibling fetches were combined.
+    merge_paths: Vec<Vec<PathElem>>,
     entity: bool,
     sel: Vec<SgItem>,
     reps: Vec<RepSpec>,
@@ -214,7 +215,7 @@ impl<'a> Planner<'a> {
     ) -> usize {
         self.groups.push(Group {
             subgraph,
-            merge_path,
+            merge_paths: vec![merge_path],
             entity,
             sel: Vec::new(),
             reps: Vec::new(),
@@ -707,7 +708,10 @@ impl<'a> Planner<'a> {
         });
     }
 
-    fn finish(self, ir: &OpIr) -> QueryPlan {
+    fn finish(mut self, ir: &OpIr) -> QueryPlan {
+        if ir.kind() != OperationType::Mutation {
+            self.merge_siblings();
+        }
         let mut keys = KeyTable::default();
         keys.intern(&name!("__typename"));
         keys.intern(&name!("_entities"));
@@ -726,7 +730,7 @@ impl<'a> Planner<'a> {
         let node_of = |i: usize| {
             if self.groups[i].entity {
                 PlanNode::Flatten {
-                    path: self.groups[i].merge_path.clone(),
+                    path: self.groups[i].merge_paths[0].clone(),
                     fetch: i,
                 }
             } else {
@@ -734,28 +738,7 @@ impl<'a> Planner<'a> {
             }
         };
         let levels = |members: &[usize]| -> PlanNode {
-            let mut level = vec![0usize; self.groups.len()];
-            // Dependencies may be created after their dependents (@requires), so relax
-            // until stable; a dependency chain is at most `members.len()` long.
-            for _ in 0..members.len() {
-                let mut changed = false;
-                for &i in members {
-                    let l = self.groups[i]
-                        .deps
-                        .iter()
-                        .filter(|d| members.contains(d))
-                        .map(|d| level[*d] + 1)
-                        .max()
-                        .unwrap_or(0);
-                    if l != level[i] {
-                        level[i] = l;
-                        changed = true;
-                    }
-                }
-                if !changed {
-                    break;
-                }
-            }
+            let level = compute_levels(&self.groups, members);
             let max = members.iter().map(|i| level[*i]).max().unwrap_or(0);
             let steps: Vec<PlanNode> = (0..=max)
                 .map(|l| {
@@ -803,6 +786,103 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Entity fetches to one subgraph at one level of the DAG become one request:
+    /// their representations are deduplicated together and sent once.
+    fn merge_siblings(&mut self) {
+        let n = self.groups.len();
+        let all: Vec<usize> = (0..n).collect();
+        let level = compute_levels(&self.groups, &all);
+        let mut alive = vec![true; n];
+        for i in 0..n {
+            if !alive[i] || !self.groups[i].entity {
+                continue;
+            }
+            for j in i + 1..n {
+                let (a, b) = (&self.groups[i], &self.groups[j]);
+                if !alive[j] || !b.entity || a.subgraph != b.subgraph || level[i] != level[j] {
+                    continue;
+                }
+                let same_typename = b.reps.iter().all(|rb| {
+                    a.reps.iter().all(|ra| {
+                        ra.type_condition != rb.type_condition
+                            || ra.send_typename == rb.send_typename
+                    })
+                });
+                let mut sel = a.sel.clone();
+                if !same_typename || !merge_items(&mut sel, &b.sel) {
+                    continue;
+                }
+                let subgraph = b.subgraph;
+                let b = std::mem::replace(
+                    &mut self.groups[j],
+                    Group {
+                        subgraph,
+                        merge_paths: Vec::new(),
+                        entity: true,
+                        sel: Vec::new(),
+                        reps: Vec::new(),
+                        deps: Vec::new(),
+                        parent: None,
+                    },
+                );
+                alive[j] = false;
+                self.groups[i].sel = sel;
+                self.groups[i].merge_paths.extend(b.merge_paths);
+                for rep in b.reps {
+                    self.add_rep_matching(
+                        i,
+                        &rep.type_condition,
+                        rep.matches,
+                        rep.send_typename,
+                        rep.fields,
+                    );
+                }
+                for d in b.deps {
+                    if d != i && !self.groups[i].deps.contains(&d) {
+                        self.groups[i].deps.push(d);
+                    }
+                }
+                for g in &mut self.groups {
+                    for d in &mut g.deps {
+                        if *d == j {
+                            *d = i;
+                        }
+                    }
+                    if g.parent == Some(j) {
+                        g.parent = Some(i);
+                    }
+                }
+            }
+        }
+        // Compact, renumbering dependencies.
+        let mut index = vec![usize::MAX; n];
+        let mut next = 0;
+        for (i, a) in alive.iter().enumerate() {
+            if *a {
+                index[i] = next;
+                next += 1;
+            }
+        }
+        let groups = std::mem::take(&mut self.groups);
+        for (i, mut g) in groups.into_iter().enumerate() {
+            if !alive[i] {
+                continue;
+            }
+            let me = index[i];
+            let mut deps: Vec<usize> = g
+                .deps
+                .iter()
+                .map(|d| index[*d])
+                .filter(|d| *d != me)
+                .collect();
+            deps.sort_unstable();
+            deps.dedup();
+            g.deps = deps;
+            g.parent = g.parent.map(|p| index[p]);
+            self.groups.push(g);
+        }
+    }
+
     fn fetch(&self, group: &Group, ir: &OpIr) -> Fetch {
         let mut body = String::new();
         print_sel(&group.sel, &mut body);
@@ -842,12 +922,101 @@ impl<'a> Planner<'a> {
             subgraph_name: self.meta.subgraph(group.subgraph).name.clone(),
             operation,
             variables,
-            merge_path: group.merge_path.clone(),
+            merge_paths: group.merge_paths.clone(),
             entity: group.entity.then(|| EntityFetch {
                 reps: group.reps.clone(),
             }),
         }
     }
+}
+
+/// Level of each member in the dependency DAG (0: no dependencies among `members`).
+fn compute_levels(groups: &[Group], members: &[usize]) -> Vec<usize> {
+    let mut level = vec![0usize; groups.len()];
+    // Dependencies may be created after their dependents (@requires), so relax until
+    // stable; a dependency chain is at most `members.len()` long.
+    for _ in 0..members.len() {
+        let mut changed = false;
+        for &i in members {
+            let l = groups[i]
+                .deps
+                .iter()
+                .filter(|d| members.contains(d))
+                .map(|d| level[*d] + 1)
+                .max()
+                .unwrap_or(0);
+            if l != level[i] {
+                level[i] = l;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    level
+}
+
+/// Union of two subgraph selections; false when a response key would mean two fields.
+fn merge_items(into: &mut Vec<SgItem>, from: &[SgItem]) -> bool {
+    for item in from {
+        match item {
+            SgItem::Field {
+                key,
+                name,
+                args,
+                sub,
+            } => {
+                let existing = into.iter_mut().find_map(|i| match i {
+                    SgItem::Field {
+                        key: k,
+                        name: n,
+                        args: a,
+                        sub: s,
+                    } if k == key => Some((n, a, s)),
+                    _ => None,
+                });
+                match existing {
+                    None => into.push(item.clone()),
+                    Some((n, a, s)) => {
+                        if n != name || a != args {
+                            return false;
+                        }
+                        match (s, sub) {
+                            (Some(s), Some(sub)) => {
+                                if !merge_items(s, sub) {
+                                    return false;
+                                }
+                            }
+                            (None, None) => {}
+                            _ => return false,
+                        }
+                    }
+                }
+            }
+            SgItem::Frag {
+                type_condition,
+                sub,
+            } => {
+                let existing = into.iter_mut().find_map(|i| match i {
+                    SgItem::Frag {
+                        type_condition: t,
+                        sub: s,
+                    } if t == type_condition => Some(s),
+                    _ => None,
+                });
+                match existing {
+                    None => into.push(item.clone()),
+                    Some(s) => {
+                        if !merge_items(s, sub) {
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    true
 }
 
 fn single_or(mut nodes: Vec<PlanNode>, wrap: fn(Vec<PlanNode>) -> PlanNode) -> PlanNode {

@@ -44,8 +44,14 @@ impl QueryPlan {
                 writeln!(f, "{pad}}}")
             }
             PlanNode::Fetch(i) => self.fetch(f, *i, depth),
-            PlanNode::Flatten { path, fetch } => {
-                writeln!(f, "{pad}Flatten(path: \"{}\") {{", path_string(path))?;
+            PlanNode::Flatten { fetch, .. } => {
+                let paths: Vec<String> = self.fetches[*fetch]
+                    .merge_paths
+                    .iter()
+                    .map(|p| format!("\"{}\"", path_string(p)))
+                    .collect();
+                let label = if paths.len() == 1 { "path" } else { "paths" };
+                writeln!(f, "{pad}Flatten({label}: {}) {{", paths.join(", "))?;
                 self.fetch(f, *fetch, depth + 1)?;
                 writeln!(f, "{pad}}}")
             }

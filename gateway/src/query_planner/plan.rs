@@ -43,7 +43,8 @@ pub struct Fetch {
     pub operation: String,
     /// Client variables forwarded to the subgraph.
     pub variables: Vec<Name>,
-    pub merge_path: Vec<PathElem>,
+    /// Where the results merge (entity fetches); several when siblings were combined.
+    pub merge_paths: Vec<Vec<PathElem>>,
     pub entity: Option<EntityFetch>,
 }
 
