@@ -18,6 +18,11 @@ fn target_dir() -> PathBuf {
 
 /// The debug graphfleet-subgraphs (another package's binary: built here, without --release).
 fn subgraphs_bin() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT.get_or_init(build_subgraphs).clone()
+}
+
+fn build_subgraphs() -> PathBuf {
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .args([
             "build",
