@@ -1272,6 +1272,70 @@ fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
         }
     }
     composed_directives(ctx, sup);
+    executable_directives(ctx, sup);
+}
+
+/// Executable directives defined in every subgraph: their common executable locations
+/// and common arguments.
+fn executable_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
+    const BUILT_IN: &[&str] = &["skip", "include", "deprecated", "specifiedBy", "oneOf"];
+    let subgraphs = ctx.input.subgraphs;
+    let Some(first) = subgraphs.first() else {
+        return;
+    };
+    for (name, def) in &first.schema.directive_definitions {
+        if BUILT_IN.contains(&name.as_str())
+            || first.composed_directives.iter().any(|c| c == name.as_str())
+        {
+            continue;
+        }
+        let defs: Vec<_> = subgraphs
+            .iter()
+            .filter_map(|sg| sg.schema.directive_definitions.get(name))
+            .collect();
+        if defs.len() != subgraphs.len() {
+            continue;
+        }
+        let locations: Vec<_> = def
+            .locations
+            .iter()
+            .filter(|l| is_executable(&l.to_string()))
+            .filter(|l| defs.iter().all(|d| d.locations.contains(l)))
+            .cloned()
+            .collect();
+        if locations.is_empty() {
+            continue;
+        }
+        let arguments: Vec<_> = def
+            .arguments
+            .iter()
+            .filter(|a| {
+                defs.iter()
+                    .all(|d| d.arguments.iter().any(|b| b.name == a.name && b.ty == a.ty))
+            })
+            .cloned()
+            .collect();
+        let mut merged = (**def).clone();
+        merged.description = None;
+        merged.locations = locations;
+        merged.arguments = arguments;
+        merged.repeatable = defs.iter().all(|d| d.repeatable);
+        sup.extra_definitions.push(merged.to_string());
+    }
+}
+
+fn is_executable(location: &str) -> bool {
+    matches!(
+        location,
+        "QUERY"
+            | "MUTATION"
+            | "SUBSCRIPTION"
+            | "FIELD"
+            | "FRAGMENT_DEFINITION"
+            | "FRAGMENT_SPREAD"
+            | "INLINE_FRAGMENT"
+            | "VARIABLE_DEFINITION"
+    )
 }
 
 /// `@composeDirective`: the custom spec's link and the directive definitions.

@@ -184,14 +184,16 @@ impl<'a> Graph<'a> {
     }
 
     fn satisfiable(&self, node: &Node, closure: &[Node], field: &str) -> bool {
+        // @requires conditions are resolved from the subgraph that has the field.
         let in_closure = closure.iter().any(|n| {
             self.has_local(n, field)
                 && self
                     .requires
                     .get(&(n.0.clone(), n.1, field.to_owned()))
                     .is_none_or(|req| {
+                        let from_there = self.key_closure(n);
                         req.iter()
-                            .all(|r| closure.iter().any(|m| self.has_local(m, r)))
+                            .all(|r| from_there.iter().any(|m| self.has_local(m, r)))
                     })
         });
         if in_closure {
