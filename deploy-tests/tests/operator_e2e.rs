@@ -17,6 +17,7 @@ use graphfleet_deploy_tests::{
     pool_placement_values, read, run_ok, unique_name, workspace_root, write_temp,
 };
 use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, GroupVersionKind, ListParams};
@@ -24,6 +25,8 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TIMEOUT: Duration = Duration::from_secs(120);
+/// What the downward API would give the operator as its pod name.
+const POD_NAME: &str = "graphfleet-operator-e2e";
 
 /// Builds (a no-op when up to date) and locates the operator binary;
 /// `GRAPHFLEET_OPERATOR_BIN` names a prebuilt one instead.
@@ -316,6 +319,17 @@ async fn chart_rbac_and_env_let_the_real_operator_make_the_fed_gateway_ready() {
         }
     })
     .await;
+
+    // Leader election ran through the chart's Lease grant, under the Lease it names.
+    let lease = Api::<Lease>::namespaced(client.clone(), ns.name())
+        .get(&fullname)
+        .await
+        .expect("the operator created its Lease (GRAPHFLEET_LEASE_NAME) in the release namespace");
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some(POD_NAME),
+        "the operator holds its Lease under POD_NAME"
+    );
 
     // Nothing the operator tried was refused (RBAC holes show up as 403s in its log).
     let log = operator.log();
