@@ -129,7 +129,7 @@ where
     }
 }
 
-/// The label selector a gateway selects Subgraphs with (`None` when it is invalid).
+/// The label selector a gateway selects Subgraphs with, or why it is invalid.
 pub fn subgraph_selector(gw: &GraphGateway) -> Result<Selector, String> {
     match gw.spec.subgraph_selector.clone() {
         Some(ls) => Selector::try_from(ls).map_err(|e| e.to_string()),
@@ -573,4 +573,79 @@ pub async fn run(
             }
         });
     futures::join!(gateways, subgraphs);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gateway(spec: serde_json::Value) -> GraphGateway {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "graphfleet.dev/v1alpha1",
+            "kind": "GraphGateway",
+            "metadata": { "name": "gw", "namespace": "shop" },
+            "spec": spec,
+        }))
+        .expect("valid GraphGateway")
+    }
+
+    fn subgraph(namespace: &str, labels: serde_json::Value) -> Subgraph {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "graphfleet.dev/v1alpha1",
+            "kind": "Subgraph",
+            "metadata": { "name": "sg", "namespace": namespace, "labels": labels },
+            "spec": { "url": "http://sg/graphql" },
+        }))
+        .expect("valid Subgraph")
+    }
+
+    #[test]
+    fn no_selector_selects_every_subgraph_of_the_own_namespace() {
+        let gw = gateway(serde_json::json!({}));
+        assert!(selects(&gw, &subgraph("shop", serde_json::json!({}))));
+        assert!(!selects(&gw, &subgraph("other", serde_json::json!({}))));
+    }
+
+    #[test]
+    fn label_selector_and_namespaces_are_honoured() {
+        let gw = gateway(serde_json::json!({
+            "namespaces": ["a", "b"],
+            "subgraphSelector": {
+                "matchLabels": { "graph": "shop" },
+                "matchExpressions": [{ "key": "tier", "operator": "NotIn", "values": ["test"] }],
+            },
+        }));
+        assert!(selects(
+            &gw,
+            &subgraph("a", serde_json::json!({ "graph": "shop" }))
+        ));
+        assert!(selects(
+            &gw,
+            &subgraph("b", serde_json::json!({ "graph": "shop", "tier": "prod" }))
+        ));
+        assert!(!selects(
+            &gw,
+            &subgraph("b", serde_json::json!({ "graph": "shop", "tier": "test" }))
+        ));
+        assert!(!selects(
+            &gw,
+            &subgraph("a", serde_json::json!({ "graph": "blog" }))
+        ));
+        assert!(!selects(
+            &gw,
+            &subgraph("shop", serde_json::json!({ "graph": "shop" }))
+        ));
+    }
+
+    #[test]
+    fn invalid_selector_selects_nothing_and_says_why() {
+        let gw = gateway(serde_json::json!({
+            "subgraphSelector": { "matchExpressions": [{ "key": "k", "operator": "Bogus" }] },
+        }));
+        assert!(!selects(
+            &gw,
+            &subgraph("shop", serde_json::json!({ "k": "v" }))
+        ));
+        assert!(subgraph_selector(&gw).is_err());
+    }
 }
