@@ -259,7 +259,7 @@ fn write_rep_value(
             true
         }
         scalar => {
-            write_scalar(out, scalar);
+            write_scalar(out, scalar, store, keys);
             true
         }
     }

@@ -2,7 +2,7 @@
 //! deserialized straight into it (serde `DeserializeSeed`), never via `serde_json::Value`.
 
 use super::keys::{KeyId, KeyTable};
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -23,6 +23,9 @@ pub enum Value {
 #[derive(Debug, Default, Clone)]
 pub struct Object {
     pub fields: Vec<(KeyId, Value)>,
+    /// Keys no selection asked for: only inside custom scalars (e.g. JSON), kept
+    /// verbatim so such values pass through unchanged.
+    pub extra: Vec<(Box<str>, Value)>,
 }
 
 impl Object {
@@ -69,6 +72,8 @@ impl Store {
         for (key, value) in fields {
             self.merge_field(dst, key, value);
         }
+        let extra = self.object(src).extra.clone();
+        self.object_mut(dst).extra.extend(extra);
     }
 
     pub fn merge_field(&mut self, dst: ObjId, key: KeyId, value: Value) {
@@ -164,41 +169,46 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Object {
             fields: Vec::with_capacity(map.size_hint().unwrap_or(8)),
+            extra: Vec::new(),
         };
         while let Some(key) = map.next_key_seed(KeySeed(self.keys))? {
+            let v = map.next_value_seed(ValueSeed {
+                store: self.store,
+                keys: self.keys,
+            })?;
             match key {
-                Some(k) => {
-                    let v = map.next_value_seed(ValueSeed {
-                        store: self.store,
-                        keys: self.keys,
-                    })?;
-                    object.fields.push((k, v));
-                }
-                None => {
-                    map.next_value::<IgnoredAny>()?;
-                }
+                Key::Known(k) => object.fields.push((k, v)),
+                Key::Unknown(name) => object.extra.push((name, v)),
             }
         }
         Ok(Value::Object(self.store.alloc(object)))
     }
 }
 
-/// Resolves an object key to its interned id without allocating.
+enum Key {
+    Known(KeyId),
+    Unknown(Box<str>),
+}
+
+/// Resolves an object key to its interned id; allocates only for unknown keys.
 struct KeySeed<'a>(&'a KeyTable);
 
 impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Option<KeyId>;
+    type Value = Key;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
         d.deserialize_str(self)
     }
 }
 
 impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = Option<KeyId>;
+    type Value = Key;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object key")
     }
     fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(self.0.get(v))
+        Ok(match self.0.get(v) {
+            Some(k) => Key::Known(k),
+            None => Key::Unknown(v.into()),
+        })
     }
 }

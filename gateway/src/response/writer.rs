@@ -191,7 +191,7 @@ impl<'a> Writer<'a> {
                     }
                 }
                 (None, v) => {
-                    write_scalar(&mut self.out, v);
+                    write_scalar(&mut self.out, v, self.store, self.keys);
                     Ok(())
                 }
                 _ => self.invalid(parent, field, ty),
@@ -245,7 +245,8 @@ pub fn write_str(out: &mut Vec<u8>, s: &str) {
     serde_json::to_writer(out, s).expect("writing a string into a Vec cannot fail");
 }
 
-pub fn write_scalar(out: &mut Vec<u8>, v: &Value) {
+/// A leaf value; objects and lists inside custom scalars are written verbatim.
+pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
@@ -261,10 +262,24 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value) {
                 if i > 0 {
                     out.push(b',');
                 }
-                write_scalar(out, item);
+                write_scalar(out, item, store, keys);
             }
             out.push(b']');
         }
-        Value::Object(_) => out.extend_from_slice(b"{}"),
+        Value::Object(id) => {
+            let object = store.object(*id);
+            out.push(b'{');
+            let known = object.fields.iter().map(|(k, v)| (keys.name(*k), v));
+            let extra = object.extra.iter().map(|(k, v)| (&**k, v));
+            for (i, (k, v)) in known.chain(extra).enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_str(out, k);
+                out.push(b':');
+                write_scalar(out, v, store, keys);
+            }
+            out.push(b'}');
+        }
     }
 }
