@@ -406,3 +406,57 @@ pub async fn service_account_can(
         .unwrap_or_else(|e| panic!("SubjectAccessReview for {access:?}: {e}"));
     answered.status.is_some_and(|s| s.allowed)
 }
+
+/// Runs a cleanup command when dropped, so a failing test does not leave cluster-scoped
+/// objects (ClusterRoles, releases) behind on the shared cluster. Failures are ignored.
+pub struct Cleanup {
+    command: Option<(Command, Option<String>)>,
+}
+
+impl Cleanup {
+    /// `helm uninstall` of the release (if it is still installed).
+    pub fn helm_release(release: &str, namespace: &str) -> Self {
+        let mut cmd = helm_on_cluster();
+        cmd.args([
+            "uninstall",
+            release,
+            "--namespace",
+            namespace,
+            "--ignore-not-found",
+        ]);
+        Cleanup {
+            command: Some((cmd, None)),
+        }
+    }
+
+    /// `kubectl delete` of every object in `rendered`.
+    pub fn objects(rendered: &str) -> Self {
+        let mut cmd = cluster().kubectl();
+        cmd.args(["delete", "--ignore-not-found", "--wait=false", "-f", "-"]);
+        Cleanup {
+            command: Some((cmd, Some(rendered.to_owned()))),
+        }
+    }
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let Some((mut cmd, stdin)) = self.command.take() else {
+            return;
+        };
+        cmd.stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        if let Ok(mut child) = cmd.spawn() {
+            if let (Some(input), Some(mut pipe)) = (stdin, child.stdin.take()) {
+                use std::io::Write;
+                let _ = pipe.write_all(input.as_bytes());
+            }
+            let _ = child.wait();
+        }
+    }
+}

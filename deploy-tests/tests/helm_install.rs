@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use graphfleet_deploy_tests::{
-    Access, CRD_NAMES, ObjectRef, TestNamespace, chart_dir, cluster, documents, eventually, exists,
-    helm_on_cluster, pool_placement_values, run_ok, service_account_can, unique_name, write_temp,
+    Access, CRD_NAMES, Cleanup, ObjectRef, TestNamespace, chart_dir, cluster, documents,
+    eventually, exists, helm_on_cluster, pool_placement_values, run_ok, service_account_can,
+    unique_name, write_temp,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Pod;
@@ -132,6 +133,7 @@ async fn helm_install_runs_the_operator_on_the_chosen_pool_and_uninstall_keeps_o
     let ns = TestNamespace::create(&client, "helm-install").await;
     let other = TestNamespace::create(&client, "helm-other").await;
     let release = unique_name("gfi");
+    let _cleanup = Cleanup::helm_release(&release, ns.name());
     let pool = "subgraph";
 
     let output = install(
@@ -284,6 +286,7 @@ async fn helm_install_with_watch_namespaces_grants_rights_only_there() {
     let team = TestNamespace::create(&client, "helm-team").await;
     let outside = TestNamespace::create(&client, "helm-outside").await;
     let release = unique_name("gfs");
+    let _cleanup = Cleanup::helm_release(&release, ns.name());
     let values = format!(
         "{}watchNamespaces: [{}]\n",
         pool_placement_values("router"),

@@ -13,8 +13,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 use graphfleet_deploy_tests::{
-    TestNamespace, chart_dir, cluster, ensure_crds, eventually, helm_on_cluster, manifests_dir,
-    pool_placement_values, read, run_ok, unique_name, workspace_root, write_temp,
+    Cleanup, TestNamespace, chart_dir, cluster, ensure_crds, eventually, helm_on_cluster,
+    manifests_dir, pool_placement_values, read, run_ok, unique_name, workspace_root, write_temp,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -200,6 +200,7 @@ async fn chart_rbac_and_env_let_the_real_operator_make_the_fed_gateway_ready() {
     let ns = TestNamespace::create(&client, "e2e-operator").await;
     let team = TestNamespace::create(&client, "e2e-team").await;
     let release = unique_name("gfe");
+    let _cleanup = Cleanup::helm_release(&release, ns.name());
     let values = write_temp(&format!(
         "{}watchNamespaces: [{}]\nlogLevel: info,graphfleet_operator=debug\nreconcile:\n  resyncSeconds: 5\n",
         pool_placement_values("client"),

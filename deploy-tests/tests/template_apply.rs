@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use graphfleet_deploy_tests::{
-    ObjectRef, TestNamespace, cluster, documents, ensure_crds, eventually, exists,
+    Cleanup, ObjectRef, TestNamespace, cluster, documents, ensure_crds, eventually, exists,
     pool_placement_values, run_ok, template, unique_name,
 };
 use k8s_openapi::api::apps::v1::Deployment;
@@ -23,6 +23,7 @@ fn kubectl(args: &[&str], stdin: &str) -> String {
 }
 
 async fn apply_and_remove(rendered: &str, namespace: &str, pool: &str) {
+    let _cleanup = Cleanup::objects(rendered);
     let client = cluster().client().await;
     let objects: Vec<ObjectRef> = documents(rendered).iter().map(ObjectRef::of).collect();
     assert!(
