@@ -36,8 +36,14 @@ pub fn serve_blocking(supergraph: Supergraph, listen: &str) -> anyhow::Result<()
 /// Accept connections forever (tests run this in a task and drop the runtime).
 pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            continue;
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // E.g. out of file descriptors: back off instead of spinning.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                continue;
+            }
         };
         let _ = stream.set_nodelay(true);
         let gateway = gateway.clone();
