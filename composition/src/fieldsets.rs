@@ -52,6 +52,9 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
             ExtendedType::Interface(i) => &i.directives,
             _ => continue,
         };
+        let extends = directives
+            .iter()
+            .any(|d| d.name == sg.dir_name(FedDirective::Extends));
         for d in directives.iter() {
             if d.name != sg.dir_name(FedDirective::Key) {
                 continue;
@@ -71,7 +74,7 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
             info.keys.entry(tname.to_string()).or_default().push(Key {
                 fields: fields.to_owned(),
                 resolvable: bool_arg(d, "resolvable").unwrap_or(true),
-                extension: !sg.fed1 && d.origin.extension_id().is_some(),
+                extension: extends || (!sg.fed1 && d.origin.extension_id().is_some()),
                 top_fields: top_fields(&set.selection_set),
             });
         }

@@ -235,7 +235,7 @@ pub fn build(
         "Policy",
     ]
     .into_iter()
-    .filter(|n| !user_defined.contains(*n) || matches!(*n, "_Any" | "_Entity" | "_Service"))
+    .filter(|n| !user_defined.contains(*n) || n.starts_with('_'))
     .map(str::to_owned)
     .collect();
     internal_types.extend(link.imported_types.values().cloned());
