@@ -40,7 +40,13 @@ build() {
 }
 
 # go install into $OUT, outside any module so only the pinned version counts.
-go_install() { (cd "$GF_TOOLS" && GOWORK=off GOBIN="$OUT" go install -trimpath -ldflags="-s -w" "$1"); }
+go_install() { (cd "$GF_TOOLS" && GOWORK=off GOBIN="$OUT" go install -trimpath -ldflags="-s -w ${2:-}" "$1"); }
+
+# helm reports its own version and assumes this Kubernetes minor offline (helm template, lint).
+HELM_LDFLAGS="-X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  HELM_LDFLAGS+=" -X $pkg.k8sVersionMajor=${KUBERNETES_VERSION%%.*} -X $pkg.k8sVersionMinor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)"
+done
 
 command -v go >/dev/null || die "go is required to build the pinned tools (not found on PATH)"
 mkdir -p "$GF_TOOLS"
@@ -53,7 +59,7 @@ for t in $want; do
     kubernetes) build kubernetes "$KUBERNETES_VERSION" "kube-apiserver kube-controller-manager kube-scheduler kubectl" -- \
       bash -c 'cd "$1" && go build -trimpath -ldflags="$2" -o "$OUT/" ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./kubectl' _ "$GF_ROOT/tools/go/k8s" "$K8S_LDFLAGS" ;;
     kwok) build kwok "$KWOK_VERSION" "kwok" -- go_install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" ;;
-    helm) build helm "$HELM_VERSION" "helm" -- go_install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION" ;;
+    helm) build helm "$HELM_VERSION" "helm" -- go_install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION" "$HELM_LDFLAGS" ;;
     k6) build k6 "$K6_VERSION" "k6" -- go_install "go.k6.io/k6@v$K6_VERSION" ;;
     *) die "unknown tool '$t' (known: etcd kubernetes kwok helm k6)" ;;
   esac

@@ -63,7 +63,9 @@ fn start_own_cluster() -> PathBuf {
         "scripts/tools.sh etcd kubernetes kwok && scripts/cluster.sh up --state '{}'",
         state.display()
     );
+    // -o: the cluster's processes must not inherit (and forever hold) the start lock.
     let status = Command::new("flock")
+        .arg("-o")
         .arg(&lock)
         .args(["bash", "-c", &script])
         .current_dir(&root)

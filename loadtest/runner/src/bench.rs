@@ -34,6 +34,8 @@ pub struct Config {
     pub smoke: bool,
     pub capacity: Option<CapacityConfig>,
     pub start_timeout: Duration,
+    /// A supergraph to serve instead of the set's committed one (e.g. the operator's).
+    pub supergraph: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -261,11 +263,14 @@ async fn start_set(
     dir: &Path,
 ) -> anyhow::Result<SetServers> {
     let (subgraphs, base) = start_server(cfg, set, false, &dir.join("subgraphs.log")).await?;
-    let committed = cfg
-        .repo
-        .join("loadtest/sets")
-        .join(set)
-        .join("supergraph.graphql");
+    let committed = match &cfg.supergraph {
+        Some(file) => file.clone(),
+        None => cfg
+            .repo
+            .join("loadtest/sets")
+            .join(set)
+            .join("supergraph.graphql"),
+    };
     let text = std::fs::read_to_string(&committed)
         .with_context(|| format!("reading {}", committed.display()))?;
     let supergraph = dir.join("supergraph.graphql");

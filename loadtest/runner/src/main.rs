@@ -98,6 +98,10 @@ struct Cli {
     /// The graphfleet-gateway binary (default: target/release, built when missing).
     #[arg(long)]
     gateway_bin: Option<PathBuf>,
+    /// Serve this supergraph instead of the set's committed one (all scenarios must be of one
+    /// set; routing URLs at http://127.0.0.1:4200 are pointed at the runner's subgraphs).
+    #[arg(long, value_name = "FILE")]
+    supergraph: Option<PathBuf>,
     /// Seconds a gateway may take to answer its first request.
     #[arg(long, default_value_t = 120)]
     start_timeout: u64,
@@ -219,6 +223,17 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     let k6 = paths::k6(cli.k6.as_deref(), &repo)?;
     let all = scenario::discover(&repo.join("loadtest/sets"))?;
     let scenarios = scenario::select(all, &cli.scenarios)?;
+    cli.supergraph = absolute("--supergraph", cli.supergraph.as_ref())?;
+    if cli.supergraph.is_some() {
+        let mut sets: Vec<&str> = scenarios.iter().map(|s| s.set.as_str()).collect();
+        sets.sort_unstable();
+        sets.dedup();
+        if sets.len() != 1 {
+            bail!(
+                "--supergraph serves one set, but the scenarios span {sets:?}; pick them with --scenario"
+            );
+        }
+    }
     if cli.duration == 0 {
         bail!("--duration must be at least 1 second");
     }
@@ -254,6 +269,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         smoke: cli.smoke,
         capacity,
         start_timeout: Duration::from_secs(cli.start_timeout.max(1)),
+        supergraph: cli.supergraph.clone(),
     };
     let report = bench::run(&cfg).await?;
     report::write(&report, &out)?;
