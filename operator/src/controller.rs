@@ -9,11 +9,12 @@ use futures::StreamExt;
 use graphfleet_composition::{SubgraphInput, compose};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, Service};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{ListParams, Patch, PatchParams};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -25,8 +26,10 @@ use serde::de::DeserializeOwned;
 
 use crate::build;
 use crate::crd::{
-    CompositionErrorStatus, DEFAULT_GATEWAY_IMAGE, GraphGateway, Subgraph, SubgraphStatus,
+    CompositionErrorStatus, DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, LoadTestPhase,
+    LoadTestStatus, Subgraph, SubgraphStatus,
 };
+use crate::loadtest::{self, LOADTEST_LABEL, SEGMENT_LABEL};
 use crate::metrics::Metrics;
 use crate::schema::{Introspector, load_sdl};
 use crate::status::{self, CompositionOutcome, Observed, Rollout};
@@ -35,6 +38,7 @@ use crate::status::{self, CompositionOutcome, Observed, Rollout};
 pub const MANAGER: &str = "graphfleet-operator";
 const GATEWAY_CONTROLLER: &str = "graphgateway";
 const SUBGRAPH_CONTROLLER: &str = "subgraph";
+const LOADTEST_CONTROLLER: &str = "loadtest";
 
 /// How the controllers run.
 #[derive(Clone, Debug)]
@@ -49,6 +53,8 @@ pub struct Settings {
     pub concurrency: u16,
     /// Gateway image of GraphGateways that name none.
     pub default_image: String,
+    /// Image of the k6 load-generator Jobs.
+    pub k6_image: String,
 }
 
 impl Default for Settings {
@@ -59,6 +65,7 @@ impl Default for Settings {
             resync: Duration::from_secs(60),
             concurrency: 4,
             default_image: DEFAULT_GATEWAY_IMAGE.to_owned(),
+            k6_image: loadtest::DEFAULT_K6_IMAGE.to_owned(),
         }
     }
 }
@@ -453,6 +460,144 @@ async fn write_subgraph_status(
     Ok(())
 }
 
+/// Creates the ConfigMap and the segment Jobs (once: Jobs are immutable and a load test is
+/// not rerun), then derives status from the Jobs' pods.
+#[tracing::instrument(skip_all, fields(loadtest = %lt.name_any(), namespace = lt.namespace().unwrap_or_default()))]
+async fn reconcile_loadtest(lt: Arc<LoadTest>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let started = Instant::now();
+    let ns = lt.namespace().ok_or(Error::NoNamespace)?;
+    let previous = lt.status.clone().unwrap_or_default();
+    if matches!(
+        previous.phase,
+        Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed)
+    ) {
+        return Ok(Action::await_change());
+    }
+    let mut new_status = match start_loadtest(&ctx, &lt, &ns).await? {
+        Ok(()) => observe_loadtest(&ctx, &lt, &ns, &previous).await?,
+        Err(e) => LoadTestStatus {
+            phase: Some(LoadTestPhase::Failed),
+            message: Some(e.to_string()),
+            completion_time: Some(now()),
+            ..LoadTestStatus::default()
+        },
+    };
+    new_status.observed_generation = lt.metadata.generation;
+    let finished = matches!(
+        new_status.phase,
+        Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed)
+    );
+    if lt.status.as_ref() != Some(&new_status) {
+        if finished {
+            tracing::info!(phase = ?new_status.phase, message = ?new_status.message, "load test finished");
+        }
+        let patch = serde_json::json!({
+            "apiVersion": "graphfleet.dev/v1alpha1",
+            "kind": "LoadTest",
+            "status": new_status,
+        });
+        api::<LoadTest>(&ctx, &ns)
+            .patch_status(
+                &lt.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+    }
+    ctx.metrics
+        .reconciled(LOADTEST_CONTROLLER, started.elapsed());
+    Ok(if finished {
+        Action::await_change()
+    } else {
+        Action::requeue(Duration::from_secs(10))
+    })
+}
+
+/// Applies the ConfigMap and creates missing Jobs; `Ok(Err(_))` is a spec the builders reject.
+async fn start_loadtest(
+    ctx: &Context,
+    lt: &LoadTest,
+    ns: &str,
+) -> Result<Result<(), loadtest::SpecError>, Error> {
+    let (config_map, jobs) = match loadtest::config_map(lt)
+        .and_then(|cm| Ok((cm, loadtest::jobs(lt, &ctx.settings.k6_image)?)))
+    {
+        Ok(built) => built,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Some(cm) = config_map {
+        apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
+    }
+    let job_api = api::<Job>(ctx, ns);
+    for job in jobs {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        if job_api.get_opt(&name).await?.is_none() {
+            match job_api.create(&PostParams::default(), &job).await {
+                Ok(_) => tracing::info!(job = %name, "created k6 job"),
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Status from the segment pods.
+async fn observe_loadtest(
+    ctx: &Context,
+    lt: &LoadTest,
+    ns: &str,
+    previous: &LoadTestStatus,
+) -> Result<LoadTestStatus, Error> {
+    let params = ListParams::default().labels(&format!("{LOADTEST_LABEL}={}", lt.name_any()));
+    let pods = api::<Pod>(ctx, ns).list(&params).await?.items;
+    let segments: Vec<_> = (0..lt.spec.parallelism.max(1))
+        .map(|i| {
+            let index = i.to_string();
+            let of_segment: Vec<&Pod> = pods
+                .iter()
+                .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
+                .collect();
+            loadtest::segment_status(lt, i, &of_segment)
+        })
+        .collect();
+    let phase = loadtest::overall_phase(&segments);
+    let finished = matches!(phase, LoadTestPhase::Succeeded | LoadTestPhase::Failed);
+    let results = (phase == LoadTestPhase::Succeeded)
+        .then(|| {
+            let all: Vec<_> = segments.iter().filter_map(|s| s.results.clone()).collect();
+            loadtest::aggregate(&all)
+        })
+        .flatten();
+    let message = segments
+        .iter()
+        .filter_map(|s| {
+            s.message
+                .as_ref()
+                .map(|m| format!("segment {}: {m}", s.index))
+        })
+        .collect::<Vec<_>>();
+    let start_time = previous
+        .start_time
+        .clone()
+        .or_else(|| (phase != LoadTestPhase::Pending).then(now));
+    Ok(LoadTestStatus {
+        phase: Some(phase),
+        start_time,
+        completion_time: finished.then(now),
+        message: (!message.is_empty()).then(|| message.join("; ")),
+        results,
+        segments,
+        ..LoadTestStatus::default()
+    })
+}
+
+/// The LoadTest a k6 pod belongs to (from its label).
+fn loadtest_of(pod: &Pod) -> Option<ObjectRef<LoadTest>> {
+    let name = pod.labels().get(LOADTEST_LABEL)?;
+    Some(ObjectRef::new(name).within(&pod.namespace()?))
+}
+
 fn error_policy<K>(controller: &'static str) -> impl Fn(Arc<K>, &Error, Arc<Context>) -> Action {
     move |_, error, ctx| {
         tracing::warn!(controller, %error, "reconcile failed");
@@ -501,7 +646,7 @@ fn subgraphs_reading(store: &Store<Subgraph>, cm: &ConfigMap) -> Vec<ObjectRef<S
         .collect()
 }
 
-/// Runs the GraphGateway and Subgraph controllers until `shutdown` resolves.
+/// Runs the GraphGateway, Subgraph and LoadTest controllers until `shutdown` resolves.
 pub async fn run(
     client: Client,
     metrics: Arc<Metrics>,
@@ -558,21 +703,44 @@ pub async fn run(
             }
         });
 
+    let loadtest_config = config.clone();
     let subgraphs =
         Controller::new(all_or_namespaced::<Subgraph>(&client, ns), wc.clone()).with_config(config);
     let subgraph_store = subgraphs.store();
     let subgraphs = subgraphs
-        .watches(all_or_namespaced::<ConfigMap>(&client, ns), wc, move |cm| {
-            subgraphs_reading(&subgraph_store, &cm)
-        })
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile_subgraph, error_policy(SUBGRAPH_CONTROLLER), ctx)
+        .watches(
+            all_or_namespaced::<ConfigMap>(&client, ns),
+            wc.clone(),
+            move |cm| subgraphs_reading(&subgraph_store, &cm),
+        )
+        .graceful_shutdown_on(shutdown.clone())
+        .run(
+            reconcile_subgraph,
+            error_policy(SUBGRAPH_CONTROLLER),
+            ctx.clone(),
+        )
         .for_each(|result| async move {
             if let Err(e) = result {
                 tracing::debug!(error = %e, "subgraph controller");
             }
         });
-    futures::join!(gateways, subgraphs);
+
+    let k6_pods = watcher::Config::default().labels(LOADTEST_LABEL);
+    let loadtests = Controller::new(all_or_namespaced::<LoadTest>(&client, ns), wc.clone())
+        .with_config(loadtest_config)
+        .owns(all_or_namespaced::<Job>(&client, ns), wc.clone())
+        .owns(all_or_namespaced::<ConfigMap>(&client, ns), wc)
+        .watches(all_or_namespaced::<Pod>(&client, ns), k6_pods, |pod| {
+            loadtest_of(&pod)
+        })
+        .graceful_shutdown_on(shutdown)
+        .run(reconcile_loadtest, error_policy(LOADTEST_CONTROLLER), ctx)
+        .for_each(|result| async move {
+            if let Err(e) = result {
+                tracing::debug!(error = %e, "loadtest controller");
+            }
+        });
+    futures::join!(gateways, subgraphs, loadtests);
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub mod build;
 pub mod controller;
 pub mod crd;
 pub mod lease;
+pub mod loadtest;
 pub mod metrics;
 pub mod ops;
 pub mod schema;

@@ -59,6 +59,9 @@ struct Args {
     /// Gateway image of GraphGateways that name none.
     #[arg(long, env = "GRAPHFLEET_GATEWAY_IMAGE", default_value = graphfleet_operator::crd::DEFAULT_GATEWAY_IMAGE)]
     gateway_image: String,
+    /// Image of the k6 load-generator Jobs of LoadTests.
+    #[arg(long, env = "GRAPHFLEET_K6_IMAGE", default_value = graphfleet_operator::loadtest::DEFAULT_K6_IMAGE)]
+    k6_image: String,
     /// Concurrent reconciles per controller.
     #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
     concurrency: u16,
@@ -174,6 +177,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         resync: Duration::from_secs(args.resync_seconds.max(1)),
         concurrency: args.concurrency.max(1),
         default_image: args.gateway_image.clone(),
+        k6_image: args.k6_image.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controllers = tokio::spawn(controller::run(client, metrics, settings, async {

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ConfigMapKeyRef;
 
-/// An open-model (constant arrival rate) load test run from the client node pool.
-/// Types only: the LoadTest controller lands in a later issue.
+/// An open-model (constant arrival rate) load test run from the client node pool: one k6 Job
+/// per execution segment, results collected from the pods' termination messages.
 // Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -143,10 +143,31 @@ pub struct LoadTestStatus {
     pub completion_time: Option<Time>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// Aggregate over every segment, once all have finished with a summary.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<LoadTestResults>,
+    /// One entry per k6 execution segment (Job).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<SegmentStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// Progress and outcome of one k6 execution segment.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SegmentStatus {
+    /// Segment index, 0-based.
+    pub index: i32,
+    /// The k6 `--execution-segment` of this Job, e.g. `1/4:2/4`.
+    pub segment: String,
+    /// Name of the Job running it.
+    pub job: String,
+    pub phase: LoadTestPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<LoadTestResults>,
 }
 
 /// Measured outcome; latency is from the scheduled send time (no coordinated omission).
