@@ -1,0 +1,328 @@
+//! The LoadTest controller against the local control plane (kwok nodes, real scheduler, Job
+//! and garbage-collector controllers). No container runs: kwok completes Job pods on its nodes
+//! with an empty termination message, and where a test needs results it plays the kubelet by
+//! writing a terminated container status with a k6 summary to an unscheduled pod.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Operator, cluster_client, wait_for};
+use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
+use graphfleet_operator::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL};
+use graphfleet_testkit::TestNamespace;
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use serde_json::json;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn loadtest(name: &str, spec: serde_json::Value) -> LoadTest {
+    serde_json::from_value(json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "LoadTest",
+        "metadata": { "name": name },
+        "spec": spec,
+    }))
+    .expect("valid LoadTest")
+}
+
+fn summary(file: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/k6-summaries/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).expect("summary fixture exists")
+}
+
+async fn wait_phase(api: &Api<LoadTest>, name: &str, phase: LoadTestPhase) -> LoadTest {
+    wait_for(&format!("LoadTest {name} {phase:?}"), WAIT, || async {
+        let lt = api.get(name).await.ok()?;
+        (lt.status.as_ref()?.phase == Some(phase)).then_some(lt)
+    })
+    .await
+}
+
+async fn pods_of(client: &Client, ns: &str, name: &str, count: usize) -> Vec<Pod> {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let params = ListParams::default().labels(&format!("{LOADTEST_LABEL}={name}"));
+    wait_for(&format!("{count} pods of {name}"), WAIT, || async {
+        let list = pods.list(&params).await.ok()?.items;
+        (list.len() == count).then_some(list)
+    })
+    .await
+}
+
+fn env_of(job: &Job) -> Vec<(String, String)> {
+    job.spec
+        .as_ref()
+        .expect("job spec")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod spec")
+        .containers[0]
+        .env
+        .clone()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| (e.name, e.value.unwrap_or_default()))
+        .collect()
+}
+
+/// Writes what a kubelet would: the k6 container's state and the pod phase.
+async fn set_pod_status(pods: &Api<Pod>, pod: &str, phase: &str, state: serde_json::Value) {
+    let status = json!({ "status": {
+        "phase": phase,
+        "containerStatuses": [{
+            "name": "k6", "image": "k6", "imageID": "", "ready": phase == "Running",
+            "restartCount": 0, "state": state,
+        }],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("patch pod status");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segments_run_on_the_client_pool_and_a_silent_k6_fails_the_test() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "lt-pool").await;
+    let operator = Operator::start(&client, ns.name());
+    let api: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    let started = Instant::now();
+    api.create(
+        &PostParams::default(),
+        &loadtest(
+            "fed",
+            json!({
+                "target": { "gatewayRef": { "name": "shop" } },
+                "scenario": "query", "rate": 600, "duration": "30s", "vus": 20, "parallelism": 3,
+            }),
+        ),
+    )
+    .await
+    .expect("create LoadTest");
+
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    let mut segments = Vec::new();
+    for i in 0..3 {
+        let name = format!("fed-{i}");
+        let job = wait_for(&format!("job {name}"), WAIT, || async {
+            jobs.get_opt(&name).await.ok().flatten()
+        })
+        .await;
+        let pod_spec = job
+            .spec
+            .as_ref()
+            .expect("spec")
+            .template
+            .spec
+            .clone()
+            .expect("pod spec");
+        assert_eq!(
+            pod_spec.node_selector.expect("node selector")["graphfleet.dev/pool"],
+            "client"
+        );
+        let toleration = &pod_spec.tolerations.expect("tolerations")[0];
+        assert_eq!(toleration.value.as_deref(), Some("client"));
+        let args = pod_spec.containers[0].args.clone().expect("args");
+        segments.push(args[4].clone());
+        assert_eq!(args[6], "0,1/3,2/3,1");
+        let env = env_of(&job);
+        let url = ns.name();
+        assert!(env.contains(&(
+            "GF_URL".to_owned(),
+            format!("http://shop.{url}.svc:80/graphql")
+        )));
+        assert!(env.contains(&("GF_RATE".to_owned(), "600".to_owned())));
+        assert!(env.contains(&("GF_DURATION".to_owned(), "30s".to_owned())));
+        assert!(env.contains(&("GF_VUS".to_owned(), "20".to_owned())));
+        assert!(env.contains(&("GF_SUMMARY".to_owned(), "/dev/termination-log".to_owned())));
+    }
+    assert_eq!(segments, ["0:1/3", "1/3:2/3", "2/3:1"]);
+    println!(
+        "MEASURED LoadTest → 3 Jobs: {:.0} ms",
+        started.elapsed().as_secs_f64() * 1e3
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
+    let cm = cms.get("fed-k6").await.expect("script ConfigMap");
+    assert!(cm.data.expect("data")["payload.json"].contains("TestQuery"));
+
+    // kwok schedules the pods onto the client node and completes them without a message.
+    let pods = pods_of(&client, ns.name(), "fed", 3).await;
+    let failed = wait_phase(&api, "fed", LoadTestPhase::Failed).await;
+    let pods_now: Vec<Pod> = {
+        let papi: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+        let mut out = Vec::new();
+        for p in &pods {
+            out.push(papi.get(&p.name_any()).await.expect("pod"));
+        }
+        out
+    };
+    for pod in &pods_now {
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
+        assert_eq!(node.as_deref(), Some("client-0"), "{}", pod.name_any());
+    }
+    let status = failed.status.expect("status");
+    let message = status.message.expect("message");
+    assert!(message.contains("without a summary"), "{message}");
+    assert_eq!(status.results, None);
+    assert!(status.completion_time.is_some());
+
+    operator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn results_of_every_segment_are_aggregated_and_objects_collected_on_delete() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "lt-results").await;
+    let operator = Operator::start(&client, ns.name());
+    let api: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    // No node carries this pool, so the pods stay unscheduled and kwok leaves them alone.
+    api.create(
+        &PostParams::default(),
+        &loadtest(
+            "run",
+            json!({
+                "target": { "url": "http://gateway.example/graphql" },
+                "scenario": "query", "rate": 300, "duration": "30s", "parallelism": 2,
+                "placement": {
+                    "nodeSelector": { "graphfleet.dev/pool": "nowhere" },
+                    "tolerations": [{ "operator": "Exists" }],
+                },
+            }),
+        ),
+    )
+    .await
+    .expect("create LoadTest");
+    let pending = wait_phase(&api, "run", LoadTestPhase::Pending).await;
+    assert_eq!(pending.status.expect("status").segments.len(), 2);
+
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let listed = pods_of(&client, ns.name(), "run", 2).await;
+    let pod_of = |i: &str| {
+        listed
+            .iter()
+            .find(|p| p.labels().get(SEGMENT_LABEL).map(String::as_str) == Some(i))
+            .expect("a pod per segment")
+            .name_any()
+    };
+    let (first, second) = (pod_of("0"), pod_of("1"));
+    let selector = listed[0].spec.as_ref().expect("spec").node_selector.clone();
+    assert_eq!(
+        selector.expect("selector")["graphfleet.dev/pool"],
+        "nowhere",
+        "placement overrides the client pool"
+    );
+
+    let running = json!({ "running": { "startedAt": "2026-01-01T00:00:00Z" } });
+    set_pod_status(&pods, &first, "Running", running.clone()).await;
+    let lt = wait_phase(&api, "run", LoadTestPhase::Running).await;
+    assert!(lt.status.expect("status").start_time.is_some());
+
+    let done = |file: &str| {
+        json!({ "terminated": {
+            "exitCode": 0, "reason": "Completed", "message": summary(file),
+            "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:31Z",
+        }})
+    };
+    set_pod_status(&pods, &first, "Succeeded", done("segment-0.json")).await;
+    // One segment done is not the end of the test.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let lt = api.get("run").await.expect("LoadTest");
+    assert_eq!(
+        lt.status.as_ref().and_then(|s| s.phase),
+        Some(LoadTestPhase::Running)
+    );
+    set_pod_status(&pods, &second, "Succeeded", done("segment-1.json")).await;
+    let lt = wait_phase(&api, "run", LoadTestPhase::Succeeded).await;
+    let status = lt.status.expect("status");
+    let results = status.results.expect("aggregate results");
+    assert_eq!((results.requests, results.failures), (5970, 2));
+    assert_eq!(results.achieved_rate, 199.0);
+    assert_eq!(results.latency_ms.p99, 12.9);
+    let per_segment: Vec<_> = status
+        .segments
+        .iter()
+        .map(|s| (s.segment.as_str(), s.results.as_ref().map(|r| r.requests)))
+        .collect();
+    assert_eq!(per_segment, [("0:1/2", Some(3000)), ("1/2:1", Some(2970))]);
+
+    // Deleting the LoadTest garbage-collects its Jobs and ConfigMap.
+    api.delete("run", &DeleteParams::background())
+        .await
+        .expect("delete LoadTest");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
+    wait_for("jobs and ConfigMap collected", WAIT, || async {
+        let jobs_left = jobs.list(&ListParams::default()).await.ok()?.items.len();
+        let cm_left = cms.get_opt("run-k6").await.ok()?.is_some();
+        (jobs_left == 0 && !cm_left).then_some(())
+    })
+    .await;
+    operator.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_specs_are_rejected_or_failed_with_a_reason() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "lt-bad").await;
+    let api: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    let base = json!({ "target": { "url": "http://gw/graphql" }, "scenario": "query", "rate": 10, "duration": "10s" });
+    let with = |patch: serde_json::Value| {
+        let mut spec = base.clone();
+        for (k, v) in patch.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        loadtest("bad", spec)
+    };
+    let cases = [
+        (json!({ "rate": 0 }), "spec.rate"),
+        (json!({ "parallelism": 101 }), "spec.parallelism"),
+        (
+            json!({ "duration": "ten seconds" }),
+            "duration must look like",
+        ),
+        (
+            json!({ "target": { "url": "http://a/graphql", "gatewayRef": { "name": "g" } } }),
+            "exactly one of gatewayRef or url",
+        ),
+        (
+            json!({ "target": { "url": "gw:4000" } }),
+            "absolute http://",
+        ),
+    ];
+    for (patch, expected) in cases {
+        match api
+            .create(&PostParams::default(), &with(patch.clone()))
+            .await
+        {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 422, "{patch}: {e:?}");
+                assert!(e.message.contains(expected), "{patch}: {}", e.message);
+            }
+            other => panic!("{patch}: expected a 422 rejection, got {other:?}"),
+        }
+    }
+
+    // What the schema cannot know: an unknown built-in scenario fails with the list of names.
+    let operator = Operator::start(&client, ns.name());
+    api.create(&PostParams::default(), &with(json!({ "scenario": "nope" })))
+        .await
+        .expect("accepted by the API server");
+    let lt = wait_phase(&api, "bad", LoadTestPhase::Failed).await;
+    let message = lt.status.and_then(|s| s.message).expect("message");
+    assert!(message.contains("unknown scenario \"nope\""), "{message}");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    assert!(
+        jobs.list(&ListParams::default())
+            .await
+            .expect("jobs")
+            .items
+            .is_empty()
+    );
+    operator.stop().await;
+}
