@@ -1,4 +1,5 @@
-//! `graphfleet-operator`: reconciles Subgraphs and GraphGateways into a gateway fleet.
+//! `graphfleet-operator`: reconciles Subgraphs and GraphGateways into a gateway fleet, and
+//! runs LoadTests as k6 Jobs.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
