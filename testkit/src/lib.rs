@@ -87,9 +87,10 @@ impl Cluster {
     /// A kube client authenticated as cluster admin.
     pub async fn client(&self) -> kube::Client {
         let kubeconfig = Kubeconfig::read_from(&self.kubeconfig).expect("read test kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .expect("test kubeconfig is valid");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("test kubeconfig is valid");
         kube::Client::try_from(config).expect("build kube client")
     }
 

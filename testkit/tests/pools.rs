@@ -125,7 +125,11 @@ async fn pods_that_tolerate_no_pool_are_not_scheduled() {
         for pod in &list {
             assert_eq!(pod.spec.as_ref().and_then(|s| s.node_name.clone()), None);
         }
-        if list.len() == 2 && verdicts.iter().all(|r| r.as_deref() == Some("Unschedulable")) {
+        if list.len() == 2
+            && verdicts
+                .iter()
+                .all(|r| r.as_deref() == Some("Unschedulable"))
+        {
             break;
         }
         assert!(
