@@ -25,4 +25,10 @@ export GRAPHFLEET_TEST_KUBECONFIG=$state/kubeconfig
 log "cargo test"
 cargo test --workspace --locked
 
+log "benchmark smoke: every scenario through graphfleet-gateway under k6, answers equal to the monoliths"
+cargo build --workspace --bins --locked
+target/debug/graphfleet-bench --smoke --gateway graphfleet \
+  --gateway-bin target/debug/graphfleet-gateway --subgraphs-bin target/debug/graphfleet-subgraphs \
+  --out target/bench-smoke
+
 log "all tests passed in $((SECONDS - t0)) s"
