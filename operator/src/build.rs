@@ -152,7 +152,8 @@ fn probe(path: &str, period_seconds: i32, failure_threshold: i32) -> Probe {
     }
 }
 
-fn container_security_context() -> SecurityContext {
+/// Non-root, read-only root filesystem, no capabilities (gateway and k6 containers).
+pub(crate) fn container_security_context() -> SecurityContext {
     SecurityContext {
         run_as_non_root: Some(true),
         read_only_root_filesystem: Some(true),
@@ -162,6 +163,20 @@ fn container_security_context() -> SecurityContext {
             ..Capabilities::default()
         }),
         ..SecurityContext::default()
+    }
+}
+
+/// The distroless images' nonroot user, RuntimeDefault seccomp.
+pub(crate) fn pod_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(65532),
+        run_as_group: Some(65532),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".to_owned(),
+            ..SeccompProfile::default()
+        }),
+        ..PodSecurityContext::default()
     }
 }
 
@@ -229,16 +244,7 @@ fn pod_spec(gw: &GraphGateway, default_image: &str) -> PodSpec {
         ),
         affinity: spec.affinity.clone(),
         automount_service_account_token: Some(false),
-        security_context: Some(PodSecurityContext {
-            run_as_non_root: Some(true),
-            run_as_user: Some(65532),
-            run_as_group: Some(65532),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".to_owned(),
-                ..SeccompProfile::default()
-            }),
-            ..PodSecurityContext::default()
-        }),
+        security_context: Some(pod_security_context()),
         volumes: Some(vec![
             Volume {
                 name: "supergraph".to_owned(),

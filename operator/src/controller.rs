@@ -551,6 +551,7 @@ async fn observe_loadtest(
 ) -> Result<LoadTestStatus, Error> {
     let params = ListParams::default().labels(&format!("{LOADTEST_LABEL}={}", lt.name_any()));
     let pods = api::<Pod>(ctx, ns).list(&params).await?.items;
+    let jobs = api::<Job>(ctx, ns).list(&params).await?.items;
     let segments: Vec<_> = (0..lt.spec.parallelism.max(1))
         .map(|i| {
             let index = i.to_string();
@@ -558,7 +559,11 @@ async fn observe_loadtest(
                 .iter()
                 .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
                 .collect();
-            loadtest::segment_status(lt, i, &of_segment)
+            let job_name = loadtest::job_name(&lt.name_any(), i);
+            let job = jobs
+                .iter()
+                .find(|j| j.metadata.name.as_deref() == Some(job_name.as_str()));
+            loadtest::segment_status(lt, i, &of_segment, job)
         })
         .collect();
     let phase = loadtest::overall_phase(&segments);

@@ -13,7 +13,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::{Resource, ResourceExt};
 use serde::Deserialize;
 
-use crate::build::short_hash;
+use crate::build::{container_security_context, pod_security_context, short_hash};
 use crate::crd::{
     LatencySummary, LoadTest, LoadTestPhase, LoadTestResults, POOL_LABEL, SegmentStatus,
 };
@@ -297,6 +297,7 @@ fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
         ]),
         env: Some(k6_env(lt, url)),
         resources: Some(resources()),
+        security_context: Some(container_security_context()),
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
         termination_message_policy: Some("File".to_owned()),
         volume_mounts: Some(vec![
@@ -330,6 +331,7 @@ fn pod_spec(lt: &LoadTest, index: i32, url: String, image: &str) -> PodSpec {
                 .unwrap_or_else(client_pool_tolerations),
         ),
         affinity: placement.affinity,
+        security_context: Some(pod_security_context()),
         containers: vec![container(lt, index, url, image)],
         volumes: Some(vec![
             script_volume(lt),
@@ -482,9 +484,47 @@ pub fn aggregate(segments: &[LoadTestResults]) -> Option<LoadTestResults> {
     })
 }
 
+/// Why the Job controller gave up on a Job (e.g. its pod could not be created), if it did.
+pub fn job_failure(job: &Job) -> Option<String> {
+    let failed = job
+        .status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == "Failed" && c.status == "True")?;
+    Some(format!(
+        "job failed: {}",
+        failed
+            .message
+            .clone()
+            .or_else(|| failed.reason.clone())
+            .unwrap_or_default()
+    ))
+}
+
 /// State of one segment from its Job's pods (the kubelet's view, not the Job controller's,
-/// so results appear as soon as the container has terminated).
-pub fn segment_status(lt: &LoadTest, index: i32, pods: &[&Pod]) -> SegmentStatus {
+/// so results appear as soon as the container has terminated), or from the Job when the Job
+/// controller failed it without a terminated k6 container to show for it.
+pub fn segment_status(
+    lt: &LoadTest,
+    index: i32,
+    pods: &[&Pod],
+    job: Option<&Job>,
+) -> SegmentStatus {
+    let mut status = pod_segment_status(lt, index, pods);
+    if matches!(
+        status.phase,
+        LoadTestPhase::Pending | LoadTestPhase::Running
+    ) && let Some(reason) = job.and_then(job_failure)
+    {
+        status.phase = LoadTestPhase::Failed;
+        status.message = Some(reason);
+    }
+    status
+}
+
+fn pod_segment_status(lt: &LoadTest, index: i32, pods: &[&Pod]) -> SegmentStatus {
     let mut status = SegmentStatus {
         index,
         segment: execution_segment(index, lt.spec.parallelism),

@@ -173,8 +173,8 @@ fn terminated(exit_code: i32, message: &str) -> serde_json::Value {
 #[test]
 fn segment_phases_follow_the_pods() {
     let lt = loadtest("scenario-gateway");
-    let status = |p: &Pod| loadtest::segment_status(&lt, 1, &[p]);
-    let none = loadtest::segment_status(&lt, 1, &[]);
+    let status = |p: &Pod| loadtest::segment_status(&lt, 1, &[p], None);
+    let none = loadtest::segment_status(&lt, 1, &[], None);
     assert_eq!(
         (none.phase, none.segment.as_str(), none.job.as_str()),
         (LoadTestPhase::Pending, "1/3:2/3", "fed-query-1")
@@ -207,10 +207,33 @@ fn segment_phases_follow_the_pods() {
 }
 
 #[test]
+fn a_job_the_job_controller_failed_fails_its_segment() {
+    let lt = loadtest("scenario-gateway");
+    let job: k8s_openapi::api::batch::v1::Job = serde_json::from_value(serde_json::json!({
+        "metadata": { "name": "fed-query-0" },
+        "status": { "conditions": [{
+            "type": "Failed", "status": "True", "reason": "BackoffLimitExceeded",
+            "message": "Job has reached the specified backoff limit",
+        }]},
+    }))
+    .expect("valid Job");
+    let status = loadtest::segment_status(&lt, 0, &[], Some(&job));
+    assert_eq!(status.phase, LoadTestPhase::Failed);
+    assert_eq!(
+        status.message.as_deref(),
+        Some("job failed: Job has reached the specified backoff limit")
+    );
+    // A summary already collected wins over the Job's later verdict.
+    let done = pod(0, terminated(0, &read("k6-summaries", "segment-0.json")));
+    let status = loadtest::segment_status(&lt, 0, &[&done], Some(&job));
+    assert_eq!(status.phase, LoadTestPhase::Succeeded);
+}
+
+#[test]
 fn overall_phase_waits_for_every_segment() {
     let lt = loadtest("scenario-gateway");
     let seg = |phase| {
-        let mut s = loadtest::segment_status(&lt, 0, &[]);
+        let mut s = loadtest::segment_status(&lt, 0, &[], None);
         s.phase = phase;
         s
     };
