@@ -95,3 +95,7 @@ LoadTests get rights when the operator grows a LoadTest controller.
   resources: ["events"]
   verbs: ["create", "patch"]
 {{- end -}}
+
+{{- define "graphfleet.k6Image" -}}
+{{- printf "%s:%s" .Values.k6Image.repository (default .Chart.AppVersion .Values.k6Image.tag) -}}
+{{- end -}}
