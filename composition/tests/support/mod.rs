@@ -115,6 +115,14 @@ fn sort_directives(list: &mut apollo_compiler::ast::DirectiveList) {
     list.0.sort_by_key(|d| d.to_string());
 }
 
+/// Object and interface fields: by name, each field's directives sorted too.
+fn sort_fields(fields: &mut [apollo_compiler::Node<apollo_compiler::ast::FieldDefinition>]) {
+    fields.sort_by_key(|f| f.name.to_string());
+    for f in fields {
+        sort_directives(&mut f.make_mut().directives);
+    }
+}
+
 fn normalize_definition(def: &mut Definition) {
     match def {
         Definition::SchemaDefinition(s) => sort_directives(&mut s.make_mut().directives),
@@ -122,19 +130,13 @@ fn normalize_definition(def: &mut Definition) {
             let t = t.make_mut();
             sort_directives(&mut t.directives);
             t.implements_interfaces.sort();
-            t.fields.sort_by_key(|f| f.name.to_string());
-            for f in &mut t.fields {
-                sort_directives(&mut f.make_mut().directives);
-            }
+            sort_fields(&mut t.fields);
         }
         Definition::InterfaceTypeDefinition(t) => {
             let t = t.make_mut();
             sort_directives(&mut t.directives);
             t.implements_interfaces.sort();
-            t.fields.sort_by_key(|f| f.name.to_string());
-            for f in &mut t.fields {
-                sort_directives(&mut f.make_mut().directives);
-            }
+            sort_fields(&mut t.fields);
         }
         Definition::InputObjectTypeDefinition(t) => {
             let t = t.make_mut();
