@@ -4,10 +4,9 @@
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use graphfleet_gateway::executor::transport::{HttpTransport, Transport};
-use graphfleet_gateway::gateway::{Gateway, GraphQLRequest};
+use graphfleet_gateway::executor::transport::{HttpTransport, SubgraphRequest, Transport};
+use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_gateway::supergraph::meta::SubgraphId;
 use graphfleet_loadtest::{Mode, Options, Set, spawn};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
@@ -25,8 +24,9 @@ struct Recorder {
 }
 
 impl Transport for Recorder {
-    async fn fetch(&self, sg: SubgraphId, url: &str, body: Bytes) -> Result<Bytes, String> {
-        let response = self.http.fetch(sg, url, body.clone()).await?;
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, String> {
+        let body = request.body.clone();
+        let response = self.http.fetch(request).await?;
         self.seen.lock().push((body, response.clone()));
         Ok(response)
     }
@@ -36,9 +36,9 @@ impl Transport for Recorder {
 struct Replay(FxHashMap<Bytes, Bytes>);
 
 impl Transport for Replay {
-    async fn fetch(&self, _: SubgraphId, _: &str, body: Bytes) -> Result<Bytes, String> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, String> {
         self.0
-            .get(&body)
+            .get(&request.body)
             .cloned()
             .ok_or_else(|| "request not recorded".to_string())
     }
@@ -50,6 +50,10 @@ fn bench(c: &mut Criterion) {
         "/../loadtest/sets/fed/queries/query.graphql"
     ))
     .expect("fed TestQuery exists");
+    let post = RequestMeta {
+        allow_mutation: true,
+        ..RequestMeta::default()
+    };
     let request = GraphQLRequest {
         query: Some(query),
         ..Default::default()
@@ -71,10 +75,11 @@ fn bench(c: &mut Criterion) {
             .replace("http://127.0.0.1:4200", &subgraphs.base_url());
         let recorder = Recorder::default();
         let gateway = Gateway::with_transport(
+            Default::default(),
             Supergraph::parse(&text).expect("supergraph"),
             recorder.clone(),
         );
-        let body = gateway.execute(&request, true).await.body().to_vec();
+        let body = gateway.execute(&request, &post).await.body().to_vec();
         subgraphs.shutdown().await;
         let seen = recorder.seen.lock().clone();
         (seen, body)
@@ -87,10 +92,11 @@ fn bench(c: &mut Criterion) {
     );
 
     let gateway = Gateway::with_transport(
+        Default::default(),
         Supergraph::parse(Set::Fed.supergraph()).expect("supergraph"),
         Replay(recorded.iter().cloned().collect()),
     );
-    let check = rt.block_on(gateway.execute(&request, true));
+    let check = rt.block_on(gateway.execute(&request, &post));
     assert_eq!(
         check.body(),
         expected.as_slice(),
@@ -99,7 +105,7 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("test_query");
     group.bench_function("gateway", |b| {
-        b.iter(|| black_box(rt.block_on(gateway.execute(black_box(&request), true))))
+        b.iter(|| black_box(rt.block_on(gateway.execute(black_box(&request), &post))))
     });
     let final_value: serde_json::Value =
         serde_json::from_slice(&expected).expect("final response is JSON");

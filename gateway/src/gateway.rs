@@ -1,17 +1,19 @@
 //! The request pipeline: cached parse + validate + plan, then execute.
 
+use crate::config::Config;
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::executor::{ExecutionContext, execute};
 use crate::operation::{self, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanError, QueryPlan, build_plan};
 use crate::supergraph::Supergraph;
 use apollo_compiler::response::{GraphQLError, JsonMap};
+use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 
-/// Bound on cached operations; the cache is cleared when full (benchmarks use few).
+/// Bound on cached operations per supergraph; the cache is cleared when full.
 const CACHE_CAPACITY: usize = 4096;
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -42,40 +44,42 @@ impl Outcome {
     }
 }
 
+/// What the HTTP layer knows about a request besides its GraphQL body.
+#[derive(Debug, Default)]
+pub struct RequestMeta {
+    /// False for GET requests.
+    pub allow_mutation: bool,
+    /// Client headers to forward to subgraphs (already filtered by the propagation rules).
+    pub forward_headers: http::HeaderMap,
+}
+
 pub struct CachedOperation {
     pub prepared: PreparedOperation,
     pub plan: Result<QueryPlan, PlanError>,
 }
 
-pub struct Gateway<T: Transport = HttpTransport> {
+/// One loaded supergraph and the operations planned against it. Swapped whole on
+/// reload, so a cached plan can never meet another supergraph.
+pub struct State {
     pub supergraph: Arc<Supergraph>,
     cache: Mutex<FxHashMap<[u8; 32], Arc<CachedOperation>>>,
-    transport: T,
 }
 
-impl Gateway<HttpTransport> {
+impl State {
     pub fn new(supergraph: Supergraph) -> Self {
-        Self::with_transport(supergraph, HttpTransport::default())
-    }
-}
-
-impl<T: Transport> Gateway<T> {
-    pub fn with_transport(supergraph: Supergraph, transport: T) -> Self {
         Self {
             supergraph: Arc::new(supergraph),
             cache: Mutex::new(FxHashMap::default()),
-            transport,
         }
     }
 
-    /// Parse, validate and plan `query` once per (text, operation name, supergraph).
+    /// Parse, validate and plan `query` once per (text, operation name).
     pub fn prepare(
         &self,
         query: &str,
         operation_name: Option<&str>,
     ) -> Result<Arc<CachedOperation>, RequestErrors> {
         let mut hasher = Sha256::new();
-        hasher.update(self.supergraph.hash);
         hasher.update(operation_name.unwrap_or("").as_bytes());
         hasher.update([0]);
         hasher.update(query.as_bytes());
@@ -93,13 +97,52 @@ impl<T: Transport> Gateway<T> {
         cache.insert(key, cached.clone());
         Ok(cached)
     }
+}
 
-    /// Run one request; `allow_mutation` is false for GET requests.
-    pub async fn execute(&self, request: &GraphQLRequest, allow_mutation: bool) -> Outcome {
+pub struct Gateway<T: Transport = HttpTransport> {
+    pub config: Arc<Config>,
+    state: ArcSwap<State>,
+    transport: T,
+}
+
+impl Gateway<HttpTransport> {
+    /// A gateway with the default configuration.
+    pub fn new(supergraph: Supergraph) -> Self {
+        Self::with_config(Arc::new(Config::default()), supergraph)
+    }
+
+    pub fn with_config(config: Arc<Config>, supergraph: Supergraph) -> Self {
+        Self::with_transport(config, supergraph, HttpTransport::default())
+    }
+}
+
+impl<T: Transport> Gateway<T> {
+    pub fn with_transport(config: Arc<Config>, supergraph: Supergraph, transport: T) -> Self {
+        Self {
+            config,
+            state: ArcSwap::from_pointee(State::new(supergraph)),
+            transport,
+        }
+    }
+
+    /// The state requests start with from now on; in-flight requests keep theirs.
+    pub fn state(&self) -> Arc<State> {
+        self.state.load_full()
+    }
+
+    /// Serve `supergraph` from the next request on (already validated by parsing).
+    pub fn swap_supergraph(&self, supergraph: Supergraph) {
+        self.state.store(Arc::new(State::new(supergraph)));
+    }
+
+    /// Run one request.
+    pub async fn execute(&self, request: &GraphQLRequest, meta: &RequestMeta) -> Outcome {
+        let allow_mutation = meta.allow_mutation;
         let Some(query) = request.query.as_deref() else {
             return request_error(RequestErrors::message("request has no query"));
         };
-        let cached = match self.prepare(query, request.operation_name.as_deref()) {
+        let state = self.state();
+        let cached = match state.prepare(query, request.operation_name.as_deref()) {
             Ok(c) => c,
             Err(e) => return request_error(e),
         };
@@ -116,7 +159,7 @@ impl<T: Transport> Gateway<T> {
         let empty = JsonMap::new();
         let variables = request.variables.as_ref().unwrap_or(&empty);
         let variables = match operation::coerce_variables(
-            &self.supergraph.api_schema,
+            &state.supergraph.api_schema,
             &cached.prepared,
             variables,
         ) {
@@ -132,11 +175,12 @@ impl<T: Transport> Gateway<T> {
             }
         };
         let ctx = ExecutionContext {
-            supergraph: &self.supergraph,
+            supergraph: &state.supergraph,
             prepared: &cached.prepared,
             plan,
             variables: &variables,
             transport: &self.transport,
+            headers: &meta.forward_headers,
         };
         Outcome::Executed(execute(&ctx).await)
     }

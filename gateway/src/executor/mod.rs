@@ -12,7 +12,7 @@ use crate::response::{Store, Value};
 use crate::supergraph::Supergraph;
 use apollo_compiler::response::JsonMap;
 use fetch::PreparedFetch;
-use transport::Transport;
+use transport::{SubgraphRequest, Transport};
 
 /// Everything one request needs besides the store.
 pub struct ExecutionContext<'a, T: Transport> {
@@ -21,6 +21,8 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub plan: &'a QueryPlan,
     pub variables: &'a JsonMap,
     pub transport: &'a T,
+    /// Client headers forwarded to every subgraph.
+    pub headers: &'a http::HeaderMap,
 }
 
 /// Execute the plan and write the final response body.
@@ -94,11 +96,14 @@ async fn run_fetches<T: Transport>(
         let p = p.as_ref()?;
         let fetch = &ctx.plan.fetches[*i];
         let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
-        Some(
-            ctx.transport
-                .fetch(fetch.subgraph, url, p.body.clone())
-                .await,
-        )
+        let request = SubgraphRequest {
+            subgraph: fetch.subgraph,
+            name: &fetch.subgraph_name,
+            url,
+            body: p.body.clone(),
+            headers: ctx.headers,
+        };
+        Some(ctx.transport.fetch(request).await)
     });
     let responses = futures::future::join_all(sends).await;
     for ((p, i), response) in prepared.iter().zip(fetches).zip(responses) {

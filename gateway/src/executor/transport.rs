@@ -10,12 +10,22 @@ use hyper_util::rt::TokioExecutor;
 use std::future::Future;
 use std::time::Duration;
 
+/// One subgraph request as the executor hands it to a transport.
+pub struct SubgraphRequest<'a> {
+    pub subgraph: SubgraphId,
+    /// The subgraph's name in the supergraph.
+    pub name: &'a str,
+    pub url: &'a str,
+    /// The JSON body (`query`, `variables`).
+    pub body: Bytes,
+    /// Client headers to forward, already filtered by the propagation rules.
+    pub headers: &'a http::HeaderMap,
+}
+
 pub trait Transport: Send + Sync {
     fn fetch(
         &self,
-        subgraph: SubgraphId,
-        url: &str,
-        body: Bytes,
+        request: SubgraphRequest<'_>,
     ) -> impl Future<Output = Result<Bytes, String>> + Send;
 }
 
@@ -43,11 +53,15 @@ impl Default for HttpTransport {
 }
 
 impl Transport for HttpTransport {
-    async fn fetch(&self, _subgraph: SubgraphId, url: &str, body: Bytes) -> Result<Bytes, String> {
-        let request = hyper::Request::post(url)
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, String> {
+        let mut builder = hyper::Request::post(request.url)
             .header(hyper::header::CONTENT_TYPE, "application/json")
-            .header(hyper::header::ACCEPT, "application/json")
-            .body(Full::new(body))
+            .header(hyper::header::ACCEPT, "application/json");
+        for (name, value) in request.headers {
+            builder = builder.header(name, value);
+        }
+        let request = builder
+            .body(Full::new(request.body))
             .map_err(|e| format!("invalid subgraph request: {e}"))?;
         let call = async {
             let response = self

@@ -1,7 +1,8 @@
 //! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
-use crate::gateway::{Gateway, GraphQLRequest, Outcome};
+use crate::config::HeadersConfig;
+use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use crate::supergraph::Supergraph;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -14,7 +15,6 @@ use tokio::net::TcpListener;
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
-const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// Start a tokio runtime sized to the CPU quota and serve until the process ends.
 pub fn serve_blocking(supergraph: Supergraph, listen: &str) -> anyhow::Result<()> {
@@ -111,6 +111,7 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
         );
     };
     let is_post = req.method() == Method::POST;
+    let headers = req.headers().clone();
     let request = match *req.method() {
         Method::POST => {
             let content_type = req
@@ -125,7 +126,10 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
                     error_body("Content-Type must be application/json"),
                 );
             }
-            let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+            let body = match Limited::new(req.into_body(), gateway.config.limits.max_body_bytes)
+                .collect()
+                .await
+            {
                 Ok(b) => b.to_bytes(),
                 Err(e) => {
                     return response(
@@ -161,7 +165,11 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
             return r;
         }
     };
-    let outcome = gateway.execute(&request, is_post).await;
+    let meta = RequestMeta {
+        allow_mutation: is_post,
+        forward_headers: forward_headers(&gateway.config.headers, &headers),
+    };
+    let outcome = gateway.execute(&request, &meta).await;
     if let Outcome::MutationNotAllowed(body) = outcome {
         let mut r = response(StatusCode::METHOD_NOT_ALLOWED, media, body);
         r.headers_mut()
@@ -176,6 +184,25 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
         Outcome::Executed(b) | Outcome::RequestError(b) | Outcome::MutationNotAllowed(b) => b,
     };
     response(status, media, body)
+}
+
+/// The client headers subgraphs receive: `Authorization` unless disabled, plus the allowlist.
+fn forward_headers(rules: &HeadersConfig, client: &hyper::HeaderMap) -> hyper::HeaderMap {
+    let mut out = hyper::HeaderMap::new();
+    let mut copy = |name: &str| {
+        for value in client.get_all(name) {
+            if let Ok(name) = hyper::header::HeaderName::from_bytes(name.as_bytes()) {
+                out.append(name, value.clone());
+            }
+        }
+    };
+    if rules.forward_authorization {
+        copy("authorization");
+    }
+    for name in &rules.propagate {
+        copy(name);
+    }
+    out
 }
 
 fn parse_get(query: &str) -> Result<GraphQLRequest, String> {

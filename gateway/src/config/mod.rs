@@ -1,0 +1,224 @@
+//! Gateway configuration: one strict schema, filled from a YAML file, then
+//! `GRAPHFLEET_*` environment overrides, then CLI flags (later sources win).
+//! Unknown keys are errors, so a typo never silently falls back to a default.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The whole gateway configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address the GraphQL and health/metrics endpoints listen on.
+    pub listen: SocketAddr,
+    /// Path of the GraphQL endpoint.
+    pub graphql_path: String,
+    pub supergraph: SupergraphConfig,
+    pub shutdown: ShutdownConfig,
+    pub traffic: TrafficConfig,
+    /// Per-subgraph settings, by subgraph name as in the supergraph's `join__Graph`.
+    pub subgraphs: BTreeMap<String, SubgraphConfig>,
+    pub headers: HeadersConfig,
+    pub limits: LimitsConfig,
+    pub telemetry: TelemetryConfig,
+    /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
+    pub workers: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
+            graphql_path: "/graphql".to_owned(),
+            supergraph: SupergraphConfig::default(),
+            shutdown: ShutdownConfig::default(),
+            traffic: TrafficConfig::default(),
+            subgraphs: BTreeMap::new(),
+            headers: HeadersConfig::default(),
+            limits: LimitsConfig::default(),
+            telemetry: TelemetryConfig::default(),
+            workers: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SupergraphConfig {
+    /// The supergraph SDL file (required, from the file, env or `--supergraph`).
+    pub path: Option<PathBuf>,
+    /// Reload the supergraph when the file (or a ConfigMap symlink swap) changes.
+    pub watch: bool,
+    /// How often the file is re-checked in addition to filesystem events.
+    #[serde(with = "humantime_serde")]
+    pub poll_interval: Duration,
+}
+
+impl Default for SupergraphConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            watch: true,
+            poll_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// After SIGTERM: time allowed for in-flight requests to finish.
+    #[serde(with = "humantime_serde")]
+    pub grace_period: Duration,
+    /// After SIGTERM: time readiness reports failure before the listener closes, so
+    /// endpoints controllers stop routing new requests here first.
+    #[serde(with = "humantime_serde")]
+    pub readiness_delay: Duration,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self {
+            grace_period: Duration::from_secs(30),
+            readiness_delay: Duration::from_secs(0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrafficConfig {
+    /// Whole-request timeout (parse to response).
+    #[serde(with = "humantime_serde")]
+    pub request_timeout: Duration,
+    /// Default timeout of one subgraph fetch.
+    #[serde(with = "humantime_serde")]
+    pub subgraph_timeout: Duration,
+    /// Default for in-flight deduplication of identical subgraph requests.
+    pub deduplicate: bool,
+}
+
+impl Default for TrafficConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(30),
+            subgraph_timeout: Duration::from_secs(10),
+            deduplicate: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubgraphConfig {
+    /// Routing URL override (else the supergraph's `join__graph(url:)`).
+    pub url: Option<String>,
+    /// Fetch timeout override.
+    #[serde(with = "humantime_serde")]
+    pub timeout: Option<Duration>,
+    /// In-flight deduplication override.
+    pub deduplicate: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HeadersConfig {
+    /// Forward the client's `Authorization` header to subgraphs.
+    pub forward_authorization: bool,
+    /// Other client headers forwarded to every subgraph (case-insensitive names).
+    pub propagate: Vec<String>,
+}
+
+impl Default for HeadersConfig {
+    fn default() -> Self {
+        Self {
+            forward_authorization: true,
+            propagate: Vec::new(),
+        }
+    }
+}
+
+/// Request limits; `None` means unlimited.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest accepted request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Deepest field nesting in an operation (fragments expanded).
+    pub max_depth: Option<u32>,
+    /// Most aliased fields in an operation.
+    pub max_aliases: Option<u32>,
+    /// Most root fields in the selected operation.
+    pub max_root_fields: Option<u32>,
+    /// Most lexical tokens in the query document.
+    pub max_tokens: Option<u32>,
+    /// Answer `__schema` / `__type`.
+    pub introspection: bool,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 2 * 1024 * 1024,
+            max_depth: None,
+            max_aliases: None,
+            max_root_fields: None,
+            max_tokens: None,
+            introspection: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Serve Prometheus metrics at `metrics_path`.
+    pub metrics: bool,
+    pub metrics_path: String,
+    /// Log line format.
+    pub log_format: LogFormat,
+    /// OTLP trace export; off unless an endpoint is set.
+    pub tracing: TracingConfig,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            metrics: true,
+            metrics_path: "/metrics".to_owned(),
+            log_format: LogFormat::Text,
+            tracing: TracingConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TracingConfig {
+    /// OTLP endpoint (gRPC, e.g. `http://otel-collector:4317`); `None` disables tracing.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` resource attribute.
+    pub service_name: String,
+    /// Fraction of root traces sampled, 0.0..=1.0 (parent decisions are honoured).
+    pub sample_ratio: f64,
+}
+
+impl Default for TracingConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "graphfleet-gateway".to_owned(),
+            sample_ratio: 1.0,
+        }
+    }
+}
