@@ -60,6 +60,12 @@ fn main() -> anyhow::Result<()> {
         print!("{text}");
         return Ok(());
     }
-    let listen = args.listen.unwrap_or_else(|| "127.0.0.1:4000".to_string());
-    graphfleet_gateway::http::serve_blocking(supergraph, &listen)
+    let mut config = graphfleet_gateway::config::Config::default();
+    if let Some(listen) = args.listen {
+        config.listen = listen
+            .parse()
+            .with_context(|| format!("--listen {listen:?} is not an address like 0.0.0.0:4000"))?;
+    }
+    config.supergraph.path = Some(path);
+    graphfleet_gateway::http::serve_blocking(std::sync::Arc::new(config), supergraph)
 }

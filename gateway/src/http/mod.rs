@@ -1,7 +1,7 @@
 //! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
-use crate::config::HeadersConfig;
+use crate::config::{Config, HeadersConfig};
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use crate::supergraph::Supergraph;
 use bytes::Bytes;
@@ -17,7 +17,7 @@ const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
 
 /// Start a tokio runtime sized to the CPU quota and serve until the process ends.
-pub fn serve_blocking(supergraph: Supergraph, listen: &str) -> anyhow::Result<()> {
+pub fn serve_blocking(config: Arc<Config>, supergraph: Supergraph) -> anyhow::Result<()> {
     // available_parallelism honours cgroup CPU quotas, so the runtime fits the container.
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -25,10 +25,10 @@ pub fn serve_blocking(supergraph: Supergraph, listen: &str) -> anyhow::Result<()
         .enable_all()
         .build()?;
     runtime.block_on(async {
-        let listener = TcpListener::bind(listen).await?;
+        let listener = TcpListener::bind(config.listen).await?;
         tracing::info!(address = %listener.local_addr()?, "graphfleet-gateway listening");
         eprintln!("graphfleet-gateway listening on {}", listener.local_addr()?);
-        serve(listener, Arc::new(Gateway::new(supergraph))).await;
+        serve(listener, Arc::new(Gateway::with_config(config, supergraph))).await;
         Ok(())
     })
 }
