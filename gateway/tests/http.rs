@@ -280,3 +280,38 @@ async fn a_down_subgraph_gives_partial_data_and_an_error_naming_it() {
         .expect("an error message");
     assert!(message.contains("billing"), "{message}");
 }
+
+#[tokio::test]
+async fn the_binary_serves_a_supergraph_file() {
+    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
+        .expect("fixture data is JSON");
+    let subgraphs = support::json_subgraph::start(data).await;
+    let dir = support::process::test_dir("binary-serves");
+    let supergraph = dir.join("supergraph.graphql");
+    std::fs::write(
+        &supergraph,
+        include_str!("fixtures/keys/supergraph.graphql")
+            .replace("http://127.0.0.1:4200", &subgraphs.base_url),
+    )
+    .expect("write the supergraph");
+    let path = supergraph.to_str().expect("UTF-8 path");
+    let gateway = support::process::GatewayProcess::start(
+        &dir,
+        &["--supergraph", path, "--listen", "127.0.0.1:0"],
+        &[],
+    )
+    .await;
+    let client = support::client();
+    let live = support::request(&client, "GET", &gateway.url("/health/live"), &[], vec![]).await;
+    assert_eq!(live.status, 200);
+    let reply = support::request(
+        &client,
+        "POST",
+        &gateway.url("/graphql"),
+        &[("content-type", "application/json")],
+        br#"{"query":"{ __typename }"}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(&reply.body[..], br#"{"data":{"__typename":"Query"}}"#);
+}

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub mod json_subgraph;
+pub mod process;
 
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
