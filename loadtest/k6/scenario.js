@@ -45,6 +45,8 @@ const EXPECTED = new SharedArray("expected", () =>
 const EXECUTOR = env("GF_EXECUTOR", "constant-arrival-rate");
 const RATE = int("GF_RATE", 10);
 const DURATION = env("GF_DURATION", "10s");
+const DURATION_S = seconds(DURATION);
+if (!(DURATION_S > 0)) throw new Error(`GF_DURATION=${DURATION}: expected a k6 duration such as 30s or 1m30s`);
 const VUS = int("GF_VUS", 10);
 const MAX_VUS = int("GF_MAX_VUS", Math.max(VUS, 100));
 const SUMMARY = env("GF_SUMMARY", "summary.json");
@@ -145,17 +147,26 @@ function count(metric) {
   return metric ? metric.values.count : 0;
 }
 
+// A k6 duration ("250ms", "30s", "1m30s", "1h2m3.5s") in seconds; NaN if malformed.
 function seconds(duration) {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(duration);
-  if (!m) return NaN;
-  const n = parseFloat(m[1]);
-  return m[2] === "ms" ? n / 1000 : m[2] === "m" ? n * 60 : n;
+  const unit = { h: 3600, m: 60, s: 1, ms: 0.001, us: 1e-6, µs: 1e-6 };
+  const part = /(\d+(?:\.\d+)?)(ms|us|µs|h|m|s)/y;
+  let total = 0;
+  let at = 0;
+  while (at < duration.length) {
+    part.lastIndex = at;
+    const m = part.exec(duration);
+    if (!m) return NaN;
+    total += parseFloat(m[1]) * unit[m[2]];
+    at = part.lastIndex;
+  }
+  return at > 0 ? total : NaN;
 }
 
 export function handleSummary(data) {
   const m = data.metrics;
   const requests = count(m.http_reqs);
-  const planned = seconds(DURATION);
+  const planned = DURATION_S;
   const summary = {
     executor: EXECUTOR,
     target_rate: EXECUTOR === "constant-arrival-rate" ? RATE : null,

@@ -391,6 +391,8 @@ pub struct K6Summary {
     #[serde(default)]
     pub failures: u64,
     #[serde(default)]
+    pub dropped_iterations: u64,
+    #[serde(default)]
     pub achieved_rate: Option<f64>,
     #[serde(default)]
     pub run_duration_s: Option<f64>,
@@ -438,6 +440,7 @@ pub fn parse_summary(message: &str) -> Result<LoadTestResults, SummaryError> {
     Ok(LoadTestResults {
         requests: s.requests,
         failures: s.failures,
+        dropped_iterations: s.dropped_iterations,
         achieved_rate,
         latency_ms,
     })
@@ -469,6 +472,7 @@ pub fn aggregate(segments: &[LoadTestResults]) -> Option<LoadTestResults> {
     Some(LoadTestResults {
         requests,
         failures: segments.iter().map(|s| s.failures).sum(),
+        dropped_iterations: segments.iter().map(|s| s.dropped_iterations).sum(),
         achieved_rate: segments.iter().map(|s| s.achieved_rate).sum(),
         latency_ms: LatencySummary {
             min: segments

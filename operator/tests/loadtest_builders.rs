@@ -140,6 +140,7 @@ fn aggregate_of_segments_matches_snapshot() {
     let total = loadtest::aggregate(&segments).expect("two segments");
     assert_eq!(total.requests, 5970);
     assert_eq!(total.failures, 2);
+    assert_eq!(total.dropped_iterations, 30, "dropped arrivals add up");
     assert_eq!(total.achieved_rate, 199.0);
     insta::assert_yaml_snapshot!("aggregate_two_segments", total);
     assert_eq!(loadtest::aggregate(&[]), None);

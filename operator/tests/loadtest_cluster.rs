@@ -242,6 +242,7 @@ async fn results_of_every_segment_are_aggregated_and_objects_collected_on_delete
     let status = lt.status.expect("status");
     let results = status.results.expect("aggregate results");
     assert_eq!((results.requests, results.failures), (5970, 2));
+    assert_eq!(results.dropped_iterations, 30);
     assert_eq!(results.achieved_rate, 199.0);
     assert_eq!(results.latency_ms.p99, 12.9);
     let per_segment: Vec<_> = status

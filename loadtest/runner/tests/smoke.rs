@@ -253,3 +253,41 @@ fn tempdir(tag: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// `k6 inspect` runs the script's init code: GF_DURATION must parse exactly when it is a
+/// k6 duration (compound forms included), else fail with a message naming the variable.
+#[test]
+fn the_script_reads_compound_durations_and_rejects_malformed_ones() {
+    let k6 = k6();
+    let dir = tempdir("durations");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let payload = dir.join("payload.json");
+    std::fs::write(&payload, "{}").expect("payload");
+    let inspect = |duration: &str| {
+        Command::new(&k6)
+            .args(["inspect", "--include-system-env-vars"])
+            .arg(repo().join("loadtest/k6/scenario.js"))
+            .env("GF_URL", "http://127.0.0.1:9/graphql")
+            .env("GF_PAYLOAD", &payload)
+            .env("GF_DURATION", duration)
+            .output()
+            .expect("running k6 inspect")
+    };
+    for good in ["10s", "1m30s", "1h2m3.5s", "250ms", "2m"] {
+        let out = inspect(good);
+        assert!(
+            out.status.success(),
+            "{good}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    for bad in ["10", "1x", "m1", "1m 2s", "-5s"] {
+        let out = inspect(bad);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && stderr.contains(&format!("GF_DURATION={bad}")),
+            "{bad} was not rejected by the script: {stderr}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

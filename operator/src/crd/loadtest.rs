@@ -176,6 +176,9 @@ pub struct SegmentStatus {
 pub struct LoadTestResults {
     pub requests: u64,
     pub failures: u64,
+    /// Arrivals k6 could not start because every VU was busy: the target rate was not met.
+    #[serde(default)]
+    pub dropped_iterations: u64,
     /// Achieved arrival rate, requests per second.
     pub achieved_rate: f64,
     pub latency_ms: LatencySummary,
