@@ -2,6 +2,16 @@
 //! `GRAPHFLEET_*` environment overrides, then CLI flags (later sources win).
 //! Unknown keys are errors, so a typo never silently falls back to a default.
 
+mod cli;
+mod load;
+mod validate;
+
+pub use cli::{Cli, Command, HELP, parse_args};
+pub use load::{
+    CONFIG_ENV, ConfigError, ENV_PREFIX, FOREIGN_ENV, Override, Problem, Source, Sources,
+    env_overrides, load, parse_scalar,
+};
+
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;

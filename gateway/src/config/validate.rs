@@ -1,0 +1,221 @@
+//! Semantic checks that types alone cannot express. Each problem is a dotted path
+//! (as key segments) and a message; the loader adds the source that wrote the value.
+
+use super::Config;
+use std::time::Duration;
+
+type Problems = Vec<(Vec<String>, String)>;
+
+/// Paths the gateway serves itself; the GraphQL and metrics endpoints must not shadow them.
+const HEALTH_PREFIX: &str = "/health/";
+
+/// Headers the gateway's HTTP client manages; copying the client's would corrupt the
+/// subgraph request.
+const UNPROPAGATABLE: &[&str] = &[
+    "host",
+    "content-length",
+    "content-type",
+    "content-encoding",
+    "transfer-encoding",
+    "connection",
+    "keep-alive",
+    "te",
+    "trailer",
+    "upgrade",
+    "proxy-connection",
+    "accept-encoding",
+];
+
+pub(crate) fn validate(config: &Config) -> Problems {
+    let mut out = Problems::new();
+    let mut report = |path: &[&str], message: String| {
+        out.push((path.iter().map(|s| (*s).to_owned()).collect(), message));
+    };
+
+    if config.supergraph.path.is_none() {
+        report(
+            &["supergraph", "path"],
+            "required: set it in the config file, as GRAPHFLEET_SUPERGRAPH__PATH, or with \
+             --supergraph PATH"
+                .to_owned(),
+        );
+    }
+    endpoint_paths(config, &mut report);
+    positive(
+        &mut report,
+        &["supergraph", "poll_interval"],
+        config.supergraph.poll_interval,
+    );
+    positive(
+        &mut report,
+        &["traffic", "request_timeout"],
+        config.traffic.request_timeout,
+    );
+    positive(
+        &mut report,
+        &["traffic", "subgraph_timeout"],
+        config.traffic.subgraph_timeout,
+    );
+    for (name, subgraph) in &config.subgraphs {
+        if let Some(url) = &subgraph.url
+            && let Err(why) = http_url(url)
+        {
+            report(&["subgraphs", name, "url"], why);
+        }
+        if let Some(timeout) = subgraph.timeout {
+            positive(&mut report, &["subgraphs", name, "timeout"], timeout);
+        }
+    }
+    for (i, name) in config.headers.propagate.iter().enumerate() {
+        if let Err(why) = propagatable(name) {
+            report(&["headers", "propagate", &i.to_string()], why);
+        }
+    }
+    limits(config, &mut report);
+    if config.workers == Some(0) {
+        report(
+            &["workers"],
+            "must be at least 1 (or unset to follow the CPU quota)".to_owned(),
+        );
+    }
+    tracing(config, &mut report);
+    out
+}
+
+fn endpoint_paths(config: &Config, report: &mut impl FnMut(&[&str], String)) {
+    let graphql = config.graphql_path.as_str();
+    let metrics = config.telemetry.metrics_path.as_str();
+    for (path, value) in [
+        (&["graphql_path"][..], graphql),
+        (&["telemetry", "metrics_path"], metrics),
+    ] {
+        if !value.starts_with('/') {
+            report(path, format!("must start with '/', got {value:?}"));
+        } else if value.starts_with(HEALTH_PREFIX) {
+            report(
+                path,
+                format!("{value:?} is under {HEALTH_PREFIX}, which the gateway serves"),
+            );
+        }
+    }
+    if config.telemetry.metrics && graphql == metrics {
+        report(
+            &["telemetry", "metrics_path"],
+            format!("{metrics:?} is also graphql_path; the two endpoints need different paths"),
+        );
+    }
+}
+
+fn positive(report: &mut impl FnMut(&[&str], String), path: &[&str], value: Duration) {
+    if value.is_zero() {
+        report(path, "must be longer than 0".to_owned());
+    }
+}
+
+fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
+    let limits = &config.limits;
+    if limits.max_body_bytes == 0 {
+        report(
+            &["limits", "max_body_bytes"],
+            "must be at least 1".to_owned(),
+        );
+    }
+    let optional = [
+        ("max_depth", limits.max_depth),
+        ("max_aliases", limits.max_aliases),
+        ("max_root_fields", limits.max_root_fields),
+        ("max_tokens", limits.max_tokens),
+    ];
+    for (key, value) in optional {
+        if value == Some(0) {
+            report(
+                &["limits", key],
+                "0 would reject every operation; use at least 1, or leave it unset for no limit"
+                    .to_owned(),
+            );
+        }
+    }
+}
+
+fn tracing(config: &Config, report: &mut impl FnMut(&[&str], String)) {
+    let tracing = &config.telemetry.tracing;
+    if let Some(endpoint) = &tracing.otlp_endpoint
+        && let Err(why) = http_url(endpoint)
+    {
+        report(&["telemetry", "tracing", "otlp_endpoint"], why);
+    }
+    if !(0.0..=1.0).contains(&tracing.sample_ratio) {
+        report(
+            &["telemetry", "tracing", "sample_ratio"],
+            format!("must be within 0..=1, got {}", tracing.sample_ratio),
+        );
+    }
+    if tracing.service_name.trim().is_empty() {
+        report(
+            &["telemetry", "tracing", "service_name"],
+            "must not be empty".to_owned(),
+        );
+    }
+}
+
+/// An absolute `http://` or `https://` URL with a host.
+pub(crate) fn http_url(text: &str) -> Result<(), String> {
+    let uri: http::Uri = text
+        .parse()
+        .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => {}
+        Some(other) => return Err(format!("{text:?} has scheme {other:?}; use http or https")),
+        None => {
+            return Err(format!(
+                "{text:?} is not an absolute URL (like http://host:4001/graphql)"
+            ));
+        }
+    }
+    match uri.host() {
+        Some(host) if !host.is_empty() => Ok(()),
+        _ => Err(format!("{text:?} has no host")),
+    }
+}
+
+fn propagatable(name: &str) -> Result<(), String> {
+    let header = http::HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
+    if UNPROPAGATABLE.contains(&header.as_str()) {
+        return Err(format!(
+            "{name:?} is set by the gateway for each subgraph request and cannot be propagated"
+        ));
+    }
+    if header == http::header::AUTHORIZATION {
+        return Err(
+            "authorization is controlled by headers.forward_authorization, not propagate"
+                .to_owned(),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_must_be_absolute_http() {
+        assert!(http_url("http://products:4001/graphql").is_ok());
+        assert!(http_url("https://a.example").is_ok());
+        assert!(http_url("products:4001").is_err());
+        assert!(http_url("/graphql").is_err());
+        assert!(http_url("ftp://a/b").is_err());
+        assert!(http_url("http://").is_err());
+        assert!(http_url("not a url").is_err());
+    }
+
+    #[test]
+    fn header_names_are_checked() {
+        assert!(propagatable("x-request-id").is_ok());
+        assert!(propagatable("X-Tenant").is_ok());
+        assert!(propagatable("bad header").is_err());
+        assert!(propagatable("Host").is_err());
+        assert!(propagatable("").is_err());
+    }
+}
