@@ -7,6 +7,7 @@ use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
 use apollo_compiler::schema::ExtendedType;
 use apollo_compiler::{Name, Node};
 
+use crate::context::{self, ContextArg};
 use crate::errors::{ErrorSink, codes};
 use crate::specs::FedDirective;
 use crate::subgraph::{Subgraph, bool_arg, str_arg};
@@ -37,6 +38,8 @@ pub struct SubgraphInfo {
     pub requires: HashMap<Coord, Vec<String>>,
     /// Fields marked @external (after the Federation 1 upgrade).
     pub external: HashSet<Coord>,
+    /// Arguments set from a `@context`, per field.
+    pub context_args: HashMap<Coord, Vec<ContextArg>>,
 }
 
 /// Analyses one subgraph's field sets; invalid ones are reported.
@@ -94,20 +97,6 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 .any(|d| d.name == sg.dir_name(FedDirective::External));
         for (fname, field) in fields {
             let coord = (tname.to_string(), fname.to_string());
-            let uses_context = field
-                .arguments
-                .iter()
-                .any(|a| sg.has(&a.directives, FedDirective::FromContext));
-            if uses_context {
-                sink.error(
-                    codes::UNSUPPORTED_FEATURE,
-                    format!(
-                        "[{}] @fromContext on \"{tname}.{fname}\": @context/@fromContext are not supported by this composer yet",
-                        sg.name
-                    ),
-                    &sg.name,
-                );
-            }
             if type_external || sg.has(&field.directives, FedDirective::External) {
                 // Federation 1 marks key fields of extensions @external; they are not.
                 if !(sg.fed1 && info.key_fields.contains(&coord)) {
@@ -194,6 +183,7 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
     if !sg.fed1 {
         check_provided_external(sg, &info, sink);
     }
+    info.context_args = context::analyse(sg, sink);
     info
 }
 

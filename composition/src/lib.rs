@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::fmt;
 
 pub mod config;
+mod context;
 mod errors;
 mod fieldsets;
 mod merge;

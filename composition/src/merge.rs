@@ -7,6 +7,7 @@ use apollo_compiler::schema::{ComponentName, ExtendedType, FieldDefinition, Inpu
 use apollo_compiler::{Name, Node};
 use indexmap::{IndexMap, IndexSet};
 
+use crate::context::ContextArg;
 use crate::errors::{ErrorSink, codes, subgraphs_phrase};
 use crate::fieldsets::SubgraphInfo;
 use crate::model::{JoinField, JoinType, Kind, Link, MArg, MEnumValue, MField, MType, Supergraph};
@@ -33,8 +34,8 @@ struct Ctx<'a> {
     subtypes: HashSet<(String, String)>,
     enum_input_use: HashSet<String>,
     enum_output_use: HashSet<String>,
-    /// Directive names (supergraph) propagated from subgraphs, with the feature links used.
-    used_features: IndexSet<FedDirective>,
+    /// Feature directives carried into the supergraph: local name → subgraphs using it.
+    used_features: IndexMap<FedDirective, IndexMap<String, Vec<String>>>,
 }
 
 pub fn merge(input: &Input<'_>, sink: &mut ErrorSink) -> Supergraph {
@@ -44,7 +45,7 @@ pub fn merge(input: &Input<'_>, sink: &mut ErrorSink) -> Supergraph {
         subtypes: HashSet::new(),
         enum_input_use: HashSet::new(),
         enum_output_use: HashSet::new(),
-        used_features: IndexSet::new(),
+        used_features: IndexMap::new(),
     };
     let groups = group_types(&mut ctx);
     collect_relations(&mut ctx);
@@ -218,37 +219,40 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    /// Directives carried into the supergraph (tag, inaccessible, auth, cost, composed).
+    /// Directives carried into the supergraph (tag, inaccessible, auth, context, cost,
+    /// composed), under their local names: the supergraph imports them under the name the
+    /// subgraphs use.
     fn carried(&mut self, sg_idx: usize, directives: &[&Directive]) -> Vec<String> {
         let sg = &self.input.subgraphs[sg_idx];
         let mut out = Vec::new();
         for d in directives {
-            let feature = [
-                FedDirective::Tag,
-                FedDirective::Inaccessible,
-                FedDirective::Authenticated,
-                FedDirective::RequiresScopes,
-                FedDirective::Policy,
-                FedDirective::Cost,
-                FedDirective::ListSize,
-            ]
-            .into_iter()
-            .find(|f| sg.dir_name(*f) == d.name.as_str());
-            let name = match feature {
+            let feature = CARRIED_FEATURES
+                .iter()
+                .copied()
+                .find(|f| sg.dir_name(*f) == d.name.as_str());
+            match feature {
                 Some(f) => {
-                    self.used_features.insert(f);
-                    f.name().to_owned()
+                    self.used_features
+                        .entry(f)
+                        .or_default()
+                        .entry(d.name.to_string())
+                        .or_default()
+                        .push(sg.name.clone());
                 }
-                None if sg.composed_directives.iter().any(|c| c == d.name.as_str()) => {
-                    d.name.to_string()
-                }
+                None if sg.composed_directives.iter().any(|c| c == d.name.as_str()) => {}
                 None => continue,
-            };
-            let mut renamed = (*d).clone();
-            if let Ok(n) = Name::new(&name) {
-                renamed.name = n;
             }
-            out.push(renamed.to_string());
+            let mut carried = (*d).clone();
+            if feature == Some(FedDirective::Context) {
+                // Context names are per subgraph in the supergraph.
+                for arg in &mut carried.arguments {
+                    if let (true, Value::String(n)) = (arg.name == "name", arg.value.as_ref()) {
+                        let prefixed = format!("{}__{n}", sg.name);
+                        arg.make_mut().value = Node::new(Value::String(prefixed));
+                    }
+                }
+            }
+            out.push(carried.to_string());
         }
         out
     }
@@ -258,28 +262,49 @@ impl<'a> Ctx<'a> {
         for (sg, dirs) in parts {
             out.extend(self.carried(*sg, dirs));
         }
-        dedupe_non_repeatable(out.into_iter().collect())
+        self.dedupe_non_repeatable(out.into_iter().collect())
+    }
+
+    /// Non-repeatable directives appear once: the first application wins.
+    fn dedupe_non_repeatable(&self, list: Vec<String>) -> Vec<String> {
+        const SINGLE: &[FedDirective] = &[
+            FedDirective::Inaccessible,
+            FedDirective::Authenticated,
+            FedDirective::RequiresScopes,
+            FedDirective::Policy,
+            FedDirective::Cost,
+            FedDirective::ListSize,
+        ];
+        let single: HashSet<&str> = SINGLE
+            .iter()
+            .filter_map(|f| self.used_features.get(f))
+            .flat_map(|names| names.keys().map(String::as_str))
+            .collect();
+        let mut seen = HashSet::new();
+        list.into_iter()
+            .filter(|d| {
+                let name: String = d
+                    .trim_start_matches('@')
+                    .chars()
+                    .take_while(|c| *c != '(' && *c != ' ')
+                    .collect();
+                !single.contains(name.as_str()) || seen.insert(name)
+            })
+            .collect()
     }
 }
 
-/// Non-repeatable directives appear once: the first application wins.
-fn dedupe_non_repeatable(list: Vec<String>) -> Vec<String> {
-    const SINGLE: &[&str] = &[
-        "@inaccessible",
-        "@authenticated",
-        "@requiresScopes",
-        "@policy",
-        "@cost",
-        "@listSize",
-    ];
-    let mut seen = HashSet::new();
-    list.into_iter()
-        .filter(|d| {
-            let name: String = d.chars().take_while(|c| *c != '(' && *c != ' ').collect();
-            !SINGLE.contains(&name.as_str()) || seen.insert(name)
-        })
-        .collect()
-}
+/// Federation directives whose applications the supergraph keeps.
+const CARRIED_FEATURES: &[FedDirective] = &[
+    FedDirective::Tag,
+    FedDirective::Inaccessible,
+    FedDirective::Authenticated,
+    FedDirective::RequiresScopes,
+    FedDirective::Policy,
+    FedDirective::Context,
+    FedDirective::Cost,
+    FedDirective::ListSize,
+];
 
 /// The most common non-empty description (first wins ties).
 fn merge_description<'d>(
@@ -358,6 +383,18 @@ struct FieldSrc<'a> {
     /// The label when another subgraph overrides this source; `Some(None)` without label.
     overridden: Option<Option<String>>,
     referenced: bool,
+    /// Arguments set from a context (not part of the supergraph field).
+    context_args: Vec<ContextArg>,
+}
+
+impl FieldSrc<'_> {
+    /// The arguments the supergraph field keeps (contextual ones are dropped).
+    fn plain_args(&self) -> impl Iterator<Item = &Node<InputValueDefinition>> {
+        self.def
+            .arguments
+            .iter()
+            .filter(|a| !self.context_args.iter().any(|c| c.name == a.name.as_str()))
+    }
 }
 
 fn type_fields(
@@ -547,6 +584,7 @@ fn field_sources<'a>(
             overrides,
             overridden: None,
             referenced,
+            context_args: info.context_args.get(&coord).cloned().unwrap_or_default(),
         });
     }
     resolve_overrides(ctx, tname, fname, &mut out);
@@ -656,6 +694,7 @@ fn merge_field(
             || s.provides.is_some()
             || s.overrides.is_some()
             || s.overridden.is_some()
+            || !s.context_args.is_empty()
     });
     let joins = (srcs.len() != type_sources || special || types_differ)
         .then(|| join_fields(ctx, &srcs, types_differ));
@@ -703,6 +742,7 @@ fn join_fields(ctx: &Ctx<'_>, srcs: &[FieldSrc<'_>], types_differ: bool) -> Vec<
             override_from,
             used_overridden,
             override_label,
+            context_arguments: s.context_args.clone(),
         });
     }
     out
@@ -832,19 +872,13 @@ fn is_required(v: &InputValueDefinition) -> bool {
 fn merge_args(ctx: &mut Ctx<'_>, coord: &str, srcs: &[&FieldSrc<'_>]) -> Vec<MArg> {
     let mut names: IndexSet<&str> = IndexSet::new();
     for s in srcs {
-        names.extend(s.def.arguments.iter().map(|a| a.name.as_str()));
+        names.extend(s.plain_args().map(|a| a.name.as_str()));
     }
     let mut out = Vec::new();
     for aname in names {
         let defs: Vec<(usize, &Node<InputValueDefinition>)> = srcs
             .iter()
-            .filter_map(|s| {
-                s.def
-                    .arguments
-                    .iter()
-                    .find(|a| a.name == aname)
-                    .map(|a| (s.sg, a))
-            })
+            .filter_map(|s| s.plain_args().find(|a| a.name == aname).map(|a| (s.sg, a)))
             .collect();
         let arg_coord = format!("{coord}({aname}:)");
         if defs.len() != srcs.len() {
@@ -1243,36 +1277,123 @@ fn finish(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
             sup.roots.push((op, op.to_owned()));
         }
     }
+    feature_links(ctx, sup);
+    composed_directives(ctx, sup);
+    executable_directives(ctx, sup);
+}
+
+/// The supergraph name of each carried feature directive; subgraphs using it under
+/// different names are an error.
+fn feature_names(ctx: &mut Ctx<'_>) -> HashMap<FedDirective, String> {
+    let mut out = HashMap::new();
+    let subgraphs = ctx.input.subgraphs;
+    for (f, names) in &ctx.used_features {
+        let mut it = names.iter();
+        let Some((first, first_users)) = it.next() else {
+            continue;
+        };
+        for (other, users) in it {
+            let version = subgraphs
+                .iter()
+                .find(|s| s.name == users[0])
+                .map(|s| format!("{}.{}", s.version.major, s.version.minor))
+                .unwrap_or_default();
+            ctx.sink.error_in(
+                codes::LINK_IMPORT_NAME_MISMATCH,
+                format!(
+                    "The \"@{}\" directive (from https://specs.apollo.dev/federation/v{version}) is imported with mismatched name between subgraphs: it is imported as \"@{other}\" in subgraph \"{}\" but \"@{first}\" in subgraph \"{}\"",
+                    f.name(),
+                    users[0],
+                    first_users[0]
+                ),
+                &[users[0].as_str(), first_users[0].as_str()],
+            );
+        }
+        out.insert(*f, first.clone());
+    }
+    out
+}
+
+/// `import: [...]` of a feature link for the directives used under another name.
+fn renamed_imports(
+    names: &HashMap<FedDirective, String>,
+    directives: &[FedDirective],
+) -> Vec<String> {
+    directives
+        .iter()
+        .filter_map(|f| {
+            let local = names.get(f)?;
+            (local != f.name()).then(|| format!("{{name: \"@{}\", as: \"@{local}\"}}", f.name()))
+        })
+        .collect()
+}
+
+/// `@link`s and definitions of the features whose directives the supergraph carries.
+fn feature_links(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
+    let names = feature_names(ctx);
+    let rename = |f: FedDirective, def: &str| -> String {
+        match names.get(&f) {
+            Some(local) => {
+                let old = format!("directive @{}", f.name());
+                match def.strip_prefix(&old) {
+                    Some(rest) if rest.starts_with(['(', ' ']) => {
+                        format!("directive @{local}{rest}")
+                    }
+                    _ => def.to_owned(),
+                }
+            }
+            None => def.to_owned(),
+        }
+    };
+    sup.inaccessible_name = names
+        .get(&FedDirective::Inaccessible)
+        .cloned()
+        .unwrap_or_else(|| FedDirective::Inaccessible.name().to_owned());
+    let push_link = |sup: &mut Supergraph, url: &str, purpose, imports: Vec<String>| {
+        sup.links.push(Link {
+            url: url.to_owned(),
+            purpose,
+            import: (!imports.is_empty()).then(|| format!("[{}]", imports.join(", "))),
+        });
+    };
     for feature in specs::SUPERGRAPH_FEATURES {
-        if ctx.used_features.contains(&feature.directive) {
-            sup.links.push(Link {
-                url: feature.url.to_owned(),
-                purpose: feature.purpose,
-                import: None,
-            });
-            sup.extra_definitions
-                .extend(feature.definitions.iter().map(|d| (*d).to_owned()));
+        if names.contains_key(&feature.directive) {
+            let imports = renamed_imports(&names, &[feature.directive]);
+            push_link(sup, feature.url, feature.purpose, imports);
+            sup.extra_definitions.extend(
+                feature
+                    .definitions
+                    .iter()
+                    .map(|d| rename(feature.directive, d)),
+            );
         }
     }
-    let cost = ctx.used_features.contains(&FedDirective::Cost);
-    let list_size = ctx.used_features.contains(&FedDirective::ListSize);
+    if names.contains_key(&FedDirective::Context) {
+        let imports = renamed_imports(&names, &[FedDirective::Context]);
+        push_link(sup, specs::CONTEXT_URL, Some("SECURITY"), imports);
+        sup.extra_definitions.extend(
+            specs::CONTEXT_DEFINITIONS
+                .iter()
+                .map(|d| rename(FedDirective::Context, d)),
+        );
+    }
+    let cost = names.contains_key(&FedDirective::Cost);
+    let list_size = names.contains_key(&FedDirective::ListSize);
     if cost || list_size {
-        sup.links.push(Link {
-            url: specs::COST_URL.to_owned(),
-            purpose: None,
-            import: list_size.then(|| "[\"@listSize\"]".to_owned()),
-        });
+        let mut imports = renamed_imports(&names, &[FedDirective::Cost, FedDirective::ListSize]);
+        if names.get(&FedDirective::ListSize).map(String::as_str) == Some("listSize") {
+            imports.push("\"@listSize\"".to_owned());
+        }
+        push_link(sup, specs::COST_URL, None, imports);
         if cost {
             sup.extra_definitions
-                .push(specs::COST_DEFINITION.to_owned());
+                .push(rename(FedDirective::Cost, specs::COST_DEFINITION));
         }
         if list_size {
             sup.extra_definitions
-                .push(specs::LIST_SIZE_DEFINITION.to_owned());
+                .push(rename(FedDirective::ListSize, specs::LIST_SIZE_DEFINITION));
         }
     }
-    composed_directives(ctx, sup);
-    executable_directives(ctx, sup);
 }
 
 /// Executable directives defined in every subgraph: their common executable locations

@@ -3,6 +3,8 @@
 use apollo_compiler::ast::{Type, Value};
 use indexmap::IndexMap;
 
+use crate::context::ContextArg;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
     Scalar,
@@ -46,6 +48,7 @@ pub struct JoinField {
     pub override_from: Option<String>,
     pub used_overridden: bool,
     pub override_label: Option<String>,
+    pub context_arguments: Vec<ContextArg>,
 }
 
 #[derive(Debug, Clone)]
@@ -129,4 +132,6 @@ pub struct Supergraph {
     pub extra_definitions: Vec<String>,
     pub roots: Vec<(&'static str, String)>,
     pub types: IndexMap<String, MType>,
+    /// The supergraph name of `@inaccessible` (it may be imported under another name).
+    pub inaccessible_name: String,
 }

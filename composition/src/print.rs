@@ -21,7 +21,11 @@ pub fn print(sup: &Supergraph) -> String {
         .map(|d| (spec_def_name(&d).to_owned(), d))
         .collect();
     types.push(("join__Graph".to_owned(), graph_enum(sup)));
-    types.extend(sup.types.values().map(|t| (t.name.clone(), print_type(t))));
+    types.extend(
+        sup.types
+            .values()
+            .map(|t| (t.name.clone(), print_type(t, &sup.inaccessible_name))),
+    );
     types.sort_by(|a, b| {
         a.0.to_lowercase()
             .cmp(&b.0.to_lowercase())
@@ -56,11 +60,11 @@ fn schema_definition(sup: &Supergraph) -> String {
     );
     for link in &sup.links {
         let _ = write!(out, "  @link(url: \"{}\"", link.url);
-        if let Some(imports) = &link.import {
-            let _ = write!(out, ", import: {imports}");
-        }
         if let Some(p) = link.purpose {
             let _ = write!(out, ", for: {p}");
+        }
+        if let Some(imports) = &link.import {
+            let _ = write!(out, ", import: {imports}");
         }
         out.push_str(")\n");
     }
@@ -118,7 +122,7 @@ fn description(out: &mut String, desc: Option<&str>, indent: &str) {
     }
 }
 
-fn print_type(t: &MType) -> String {
+fn print_type(t: &MType, inaccessible: &str) -> String {
     let mut out = String::new();
     description(&mut out, t.description.as_deref(), "");
     let keyword = match t.kind {
@@ -176,7 +180,7 @@ fn print_type(t: &MType) -> String {
         Kind::Object | Kind::Interface | Kind::Input => {
             out.push_str("\n{\n");
             for f in t.fields.values() {
-                print_field(&mut out, f);
+                print_field(&mut out, f, inaccessible);
             }
             out.push('}');
         }
@@ -184,7 +188,7 @@ fn print_type(t: &MType) -> String {
     out
 }
 
-fn print_field(out: &mut String, f: &MField) {
+fn print_field(out: &mut String, f: &MField, inaccessible: &str) {
     description(out, f.description.as_deref(), "  ");
     let _ = write!(out, "  {}", f.name);
     if !f.args.is_empty() {
@@ -219,7 +223,7 @@ fn print_field(out: &mut String, f: &MField) {
     let (first, rest): (Vec<&String>, Vec<&String>) = f
         .directives
         .iter()
-        .partition(|d| d.as_str() == "@inaccessible");
+        .partition(|d| d.strip_prefix('@') == Some(inaccessible));
     for d in first {
         let _ = write!(out, " {d}");
     }
@@ -275,6 +279,22 @@ fn join_field(j: &JoinField) -> String {
     }
     if let Some(l) = &j.override_label {
         let _ = write!(out, ", overrideLabel: {}", quote(l));
+    }
+    if !j.context_arguments.is_empty() {
+        let args: Vec<String> = j
+            .context_arguments
+            .iter()
+            .map(|c| {
+                format!(
+                    "{{context: {}, name: {}, type: {}, selection: {}}}",
+                    quote(&c.context),
+                    quote(&c.name),
+                    quote(&c.ty),
+                    quote(&c.selection)
+                )
+            })
+            .collect();
+        let _ = write!(out, ", contextArguments: [{}]", args.join(", "));
     }
     out.push(')');
     out

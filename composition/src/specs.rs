@@ -302,6 +302,14 @@ pub const SUPERGRAPH_FEATURES: &[SupergraphFeature] = &[
     },
 ];
 
+/// The context spec: `@context` is carried; `@fromContext` only through `contextArguments`.
+pub const CONTEXT_URL: &str = "https://specs.apollo.dev/context/v0.1";
+pub const CONTEXT_DEFINITIONS: &[&str] = &[
+    "directive @context(name: String!) repeatable on INTERFACE | OBJECT | UNION",
+    "directive @context__fromContext(field: context__ContextFieldValue) on ARGUMENT_DEFINITION",
+    "scalar context__ContextFieldValue",
+];
+
 /// Names of the supergraph directives of the `@cost`/`@listSize` (demand control) spec.
 pub const COST_URL: &str = "https://specs.apollo.dev/cost/v0.1";
 pub const COST_DEFINITION: &str = "directive @cost(weight: Int!) on ARGUMENT_DEFINITION | ENUM | FIELD_DEFINITION | INPUT_FIELD_DEFINITION | OBJECT | SCALAR";
