@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::crd::{GraphGateway, POOL_LABEL};
@@ -92,9 +93,65 @@ fn meta(gw: &GraphGateway, name: String) -> ObjectMeta {
     }
 }
 
-/// The gateway config file rendered from the spec (stable key order).
+/// The gateway config file (`GRAPHFLEET_CONFIG`) in the gateway's own schema, with only
+/// the settings the spec sets (the gateway's defaults fill the rest); stable key order.
+/// `listen` and `supergraph.path` are passed as flags.
 pub fn gateway_config_json(gw: &GraphGateway) -> String {
-    serde_json::to_string_pretty(&gw.spec.config).expect("GatewayConfig always serializes")
+    let c = &gw.spec.config;
+    let mut root = Map::new();
+    let ms = |v: Option<u32>| v.map(|ms| Value::String(format!("{ms}ms")));
+    section(
+        &mut root,
+        "traffic",
+        [
+            ("request_timeout", ms(c.request_timeout_ms)),
+            ("subgraph_timeout", ms(c.subgraph_timeout_ms)),
+            (
+                "deduplicate",
+                c.deduplicate_subgraph_requests.map(Value::from),
+            ),
+        ],
+    );
+    section(
+        &mut root,
+        "limits",
+        [
+            ("max_body_bytes", c.max_request_bytes.map(Value::from)),
+            ("max_depth", c.max_query_depth.map(Value::from)),
+            ("max_aliases", c.max_aliases.map(Value::from)),
+            ("max_root_fields", c.max_root_fields.map(Value::from)),
+            ("max_tokens", c.max_tokens.map(Value::from)),
+            ("introspection", c.introspection.map(Value::from)),
+        ],
+    );
+    let propagate =
+        (!c.propagate_headers.is_empty()).then(|| Value::from(c.propagate_headers.clone()));
+    section(&mut root, "headers", [("propagate", propagate)]);
+    let mut tracing = Map::new();
+    section(
+        &mut tracing,
+        "tracing",
+        [("otlp_endpoint", c.otlp_endpoint.clone().map(Value::from))],
+    );
+    if !tracing.is_empty() {
+        root.insert("telemetry".to_owned(), Value::Object(tracing));
+    }
+    serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
+}
+
+/// Adds `name: {key: value, ...}` with the set values, or nothing when none is set.
+fn section<const N: usize>(
+    parent: &mut Map<String, Value>,
+    name: &str,
+    entries: [(&str, Option<Value>); N],
+) {
+    let map: Map<String, Value> = entries
+        .into_iter()
+        .filter_map(|(k, v)| Some((k.to_owned(), v?)))
+        .collect();
+    if !map.is_empty() {
+        parent.insert(name.to_owned(), Value::Object(map));
+    }
 }
 
 /// The ConfigMap holding the supergraph and the gateway config.
@@ -384,4 +441,122 @@ pub fn horizontal_pod_autoscaler(gw: &GraphGateway) -> Option<HorizontalPodAutos
         }),
         status: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::crd::{GatewayConfig, GraphGatewaySpec};
+    use graphfleet_gateway::config as gateway_config;
+    use std::time::Duration;
+
+    fn gateway(config: GatewayConfig) -> GraphGateway {
+        let spec: GraphGatewaySpec =
+            serde_json::from_value(serde_json::json!({})).expect("an empty spec is valid");
+        let mut gw = GraphGateway::new("edge", GraphGatewaySpec { config, ..spec });
+        gw.metadata.namespace = Some("shop".to_owned());
+        gw.metadata.uid = Some("0000-uid".to_owned());
+        gw
+    }
+
+    fn full() -> GatewayConfig {
+        GatewayConfig {
+            request_timeout_ms: Some(1500),
+            subgraph_timeout_ms: Some(700),
+            deduplicate_subgraph_requests: Some(true),
+            max_request_bytes: Some(1_000_000),
+            max_query_depth: Some(12),
+            max_aliases: Some(40),
+            max_root_fields: Some(8),
+            max_tokens: Some(4000),
+            propagate_headers: vec!["x-request-id".to_owned(), "x-tenant".to_owned()],
+            introspection: Some(false),
+            otlp_endpoint: Some("http://otel-collector.observability:4317".to_owned()),
+        }
+    }
+
+    /// Loads the config exactly as the gateway container would: its args, its
+    /// environment, and the rendered file at the path `GRAPHFLEET_CONFIG` names.
+    fn load_in_container(gw: &GraphGateway) -> Result<gateway_config::Config, String> {
+        let dir = std::env::temp_dir().join(format!(
+            "graphfleet-operator-config-{}-{}",
+            std::process::id(),
+            short_hash(gateway_config_json(gw).as_bytes())
+        ));
+        std::fs::create_dir_all(&dir).expect("create a temp dir");
+        let file = dir.join(CONFIG_KEY);
+        std::fs::write(&file, gateway_config_json(gw)).expect("write the config file");
+        let container = gateway_container(gw, "image");
+        let env = container
+            .env
+            .unwrap_or_default()
+            .into_iter()
+            .map(|e| {
+                let value = e.value.unwrap_or_default();
+                let value = if e.name == gateway_config::CONFIG_ENV {
+                    assert_eq!(value, format!("{MOUNT_DIR}/{CONFIG_KEY}"));
+                    file.to_string_lossy().into_owned()
+                } else {
+                    value
+                };
+                (e.name, value)
+            })
+            .collect();
+        let cli = gateway_config::parse_args(container.args.unwrap_or_default())
+            .map_err(|e| e.to_string())?;
+        let loaded = gateway_config::load(&gateway_config::Sources {
+            file: cli.config_file,
+            env,
+            flags: cli.overrides,
+        });
+        let _ = std::fs::remove_dir_all(&dir);
+        loaded.map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn the_gateway_accepts_the_default_config() {
+        let gw = gateway(GatewayConfig::default());
+        assert_eq!(gateway_config_json(&gw), "{}");
+        let config = load_in_container(&gw).expect("the gateway accepts it");
+        let defaults = gateway_config::Config::default();
+        assert_eq!(config.listen.to_string(), "0.0.0.0:4000");
+        assert_eq!(config.limits, defaults.limits);
+        assert_eq!(config.traffic, defaults.traffic);
+    }
+
+    #[test]
+    fn the_gateway_accepts_a_fully_set_config_with_its_values() {
+        let config = load_in_container(&gateway(full())).expect("the gateway accepts it");
+        assert_eq!(config.traffic.request_timeout, Duration::from_millis(1500));
+        assert_eq!(config.traffic.subgraph_timeout, Duration::from_millis(700));
+        assert!(config.traffic.deduplicate);
+        assert_eq!(config.limits.max_body_bytes, 1_000_000);
+        assert_eq!(config.limits.max_depth, Some(12));
+        assert_eq!(config.limits.max_aliases, Some(40));
+        assert_eq!(config.limits.max_root_fields, Some(8));
+        assert_eq!(config.limits.max_tokens, Some(4000));
+        assert!(!config.limits.introspection);
+        assert_eq!(config.headers.propagate, ["x-request-id", "x-tenant"]);
+        assert_eq!(
+            config.telemetry.tracing.otlp_endpoint.as_deref(),
+            Some("http://otel-collector.observability:4317")
+        );
+        assert_eq!(
+            config.supergraph.path.as_deref(),
+            Some(std::path::Path::new("/etc/graphfleet/supergraph.graphql"))
+        );
+    }
+
+    #[test]
+    fn the_gateway_rejects_what_the_crd_schema_cannot_catch() {
+        let bad = GatewayConfig {
+            propagate_headers: vec!["not a header".to_owned()],
+            ..GatewayConfig::default()
+        };
+        let err = load_in_container(&gateway(bad)).expect_err("bad header name");
+        assert!(
+            err.contains("headers.propagate.0: \"not a header\" is not a valid HTTP header name"),
+            "{err}"
+        );
+    }
 }

@@ -123,6 +123,21 @@ pub struct GatewayConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_query_depth: Option<u32>,
+    /// Most aliased fields in one operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_aliases: Option<u32>,
+    /// Most root fields in the selected operation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_root_fields: Option<u32>,
+    /// Most lexical tokens in a query document.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_tokens: Option<u32>,
+    /// Client headers forwarded to every subgraph (besides `Authorization`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub propagate_headers: Vec<String>,
     /// Serve introspection of the API schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub introspection: Option<bool>,
