@@ -207,10 +207,31 @@ fn start_log(program: &str, wrapper_args: &[&str], log_name: &str) -> String {
     text
 }
 
-fn worker_line(log: &str) -> &str {
-    log.lines()
+/// The worker-threads log line, without terminal colour codes.
+fn worker_line(log: &str) -> String {
+    let line = log
+        .lines()
         .find(|l| l.contains("runtime worker threads"))
-        .unwrap_or_else(|| panic!("no worker-threads line in the log:\n{log}"))
+        .unwrap_or_else(|| panic!("no worker-threads line in the log:\n{log}"));
+    strip_ansi(line)
+}
+
+fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, ended by a letter.
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[test]
@@ -218,7 +239,10 @@ fn one_allowed_cpu_gives_one_worker() {
     let log = start_log("taskset", &["-c", "0"], "taskset");
     let line = worker_line(&log);
     assert!(line.contains("workers=1"), "{line}");
-    assert!(line.contains("1 allowed CPUs"), "{line}");
+    assert!(
+        line.contains("1 allowed CPUs (no cgroup CPU quota)"),
+        "{line}"
+    );
 }
 
 /// Under a real cgroup v1 CPU quota of half a CPU (where the machine lets us create a
