@@ -4,7 +4,9 @@
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
-use graphfleet_gateway::executor::transport::{HttpTransport, SubgraphRequest, Transport};
+use graphfleet_gateway::executor::transport::{
+    FetchError, HttpTransport, SubgraphRequest, Transport,
+};
 use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_loadtest::{Mode, Options, Set, spawn};
@@ -24,7 +26,7 @@ struct Recorder {
 }
 
 impl Transport for Recorder {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, String> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
         let body = request.body.clone();
         let response = self.http.fetch(request).await?;
         self.seen.lock().push((body, response.clone()));
@@ -36,11 +38,11 @@ impl Transport for Recorder {
 struct Replay(FxHashMap<Bytes, Bytes>);
 
 impl Transport for Replay {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, String> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
         self.0
             .get(&request.body)
             .cloned()
-            .ok_or_else(|| "request not recorded".to_string())
+            .ok_or_else(|| FetchError::http("request not recorded"))
     }
 }
 

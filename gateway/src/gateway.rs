@@ -1,6 +1,6 @@
 //! The request pipeline: cached parse + validate + plan, then execute.
 
-use crate::config::Config;
+use crate::config::{Config, LimitsConfig};
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::executor::{ExecutionContext, execute};
 use crate::operation::{self, PreparedOperation, RequestErrors};
@@ -63,14 +63,38 @@ pub struct CachedOperation {
 pub struct State {
     pub supergraph: Arc<Supergraph>,
     cache: Mutex<FxHashMap<[u8; 32], Arc<CachedOperation>>>,
+    /// Checked when an operation is prepared, so cache hits pay nothing.
+    limits: LimitsConfig,
 }
 
 impl State {
+    /// A state with no limits and the supergraph's own routing URLs.
     pub fn new(supergraph: Supergraph) -> Self {
+        Self::with_limits(supergraph, LimitsConfig::default())
+    }
+
+    pub fn with_limits(supergraph: Supergraph, limits: LimitsConfig) -> Self {
         Self {
             supergraph: Arc::new(supergraph),
             cache: Mutex::new(FxHashMap::default()),
+            limits,
         }
+    }
+
+    /// A state for `config`: its limits, and `subgraphs.<name>.url` overriding the
+    /// supergraph's routing URLs (on every load, so hot reloads keep them).
+    pub fn configured(mut supergraph: Supergraph, config: &Config) -> Self {
+        for (name, sg) in &config.subgraphs {
+            let Some(url) = &sg.url else { continue };
+            match supergraph.meta.subgraphs.iter_mut().find(|s| &s.name == name) {
+                Some(s) => s.url.clone_from(url),
+                None => tracing::warn!(
+                    subgraph = %name,
+                    "subgraphs.{name}.url is configured but the supergraph has no subgraph named {name}"
+                ),
+            }
+        }
+        Self::with_limits(supergraph, config.limits.clone())
     }
 
     /// Parse, validate and plan `query` once per (text, operation name).
@@ -87,7 +111,12 @@ impl State {
         if let Some(hit) = self.cache.lock().get(&key) {
             return Ok(hit.clone());
         }
-        let prepared = operation::prepare(&self.supergraph.api_schema, query, operation_name)?;
+        let prepared = operation::prepare_with_limits(
+            &self.supergraph.api_schema,
+            query,
+            operation_name,
+            &self.limits,
+        )?;
         let plan = build_plan(&self.supergraph.meta, &prepared.ir);
         let cached = Arc::new(CachedOperation { prepared, plan });
         let mut cache = self.cache.lock();
@@ -112,15 +141,16 @@ impl Gateway<HttpTransport> {
     }
 
     pub fn with_config(config: Arc<Config>, supergraph: Supergraph) -> Self {
-        Self::with_transport(config, supergraph, HttpTransport::default())
+        let transport = HttpTransport::new(&config);
+        Self::with_transport(config, supergraph, transport)
     }
 }
 
 impl<T: Transport> Gateway<T> {
     pub fn with_transport(config: Arc<Config>, supergraph: Supergraph, transport: T) -> Self {
         Self {
+            state: ArcSwap::from_pointee(State::configured(supergraph, &config)),
             config,
-            state: ArcSwap::from_pointee(State::new(supergraph)),
             transport,
         }
     }
@@ -132,7 +162,8 @@ impl<T: Transport> Gateway<T> {
 
     /// Serve `supergraph` from the next request on (already validated by parsing).
     pub fn swap_supergraph(&self, supergraph: Supergraph) {
-        self.state.store(Arc::new(State::new(supergraph)));
+        let state = State::configured(supergraph, &self.config);
+        self.state.store(Arc::new(state));
     }
 
     /// Run one request.

@@ -339,6 +339,7 @@ pub(super) fn merge(
         Ok(p) => p,
         Err(e) => {
             errors.push(ResponseError {
+                path: super::failed_fetch_path(fetch),
                 extensions: Some(serde_json::json!({
                     "code": "SUBREQUEST_MALFORMED_RESPONSE",
                     "service": fetch.subgraph_name,

@@ -2,6 +2,7 @@
 //! one request with deduplicated representations, and responses are deserialized
 //! straight into the response store.
 
+pub mod dedup;
 mod fetch;
 pub mod transport;
 
@@ -102,6 +103,7 @@ async fn run_fetches<T: Transport>(
             url,
             body: p.body.clone(),
             headers: ctx.headers,
+            is_query: ctx.prepared.operation.operation_type.is_query(),
         };
         Some(ctx.transport.fetch(request).await)
     });
@@ -114,8 +116,9 @@ async fn run_fetches<T: Transport>(
         match response {
             Ok(bytes) => fetch::merge(fetch, ctx.plan, p, &bytes, store, errors),
             Err(e) => errors.push(ResponseError {
+                path: failed_fetch_path(fetch),
                 extensions: Some(serde_json::json!({
-                    "code": "SUBREQUEST_HTTP_ERROR",
+                    "code": e.code,
                     "service": fetch.subgraph_name,
                 })),
                 ..ResponseError::new(format!(
@@ -125,6 +128,25 @@ async fn run_fetches<T: Transport>(
             }),
         }
     }
+}
+
+/// Where a fetch that returned nothing would have merged: the entity path with `@`
+/// for lists (the convention of federation gateways); none for root fetches.
+fn failed_fetch_path(
+    fetch: &crate::query_planner::Fetch,
+) -> Option<Vec<crate::response::writer::PathSeg>> {
+    use crate::query_planner::PathElem;
+    use crate::response::writer::PathSeg;
+    fetch.entity.as_ref()?;
+    let path = fetch.merge_paths.first()?;
+    Some(
+        path.iter()
+            .map(|p| match p {
+                PathElem::Key(k) => PathSeg::Key(k.to_string()),
+                PathElem::List => PathSeg::Key("@".to_owned()),
+            })
+            .collect(),
+    )
 }
 
 /// `__schema` / `__type` root fields are answered from the API schema.

@@ -1,13 +1,17 @@
 //! Subgraph transport: HTTP over a keep-alive hyper-util pool, or anything else that
 //! turns a request body into a response body (benchmarks feed recorded bytes).
 
+use super::dedup::{DedupKey, InFlight};
+use crate::config::Config;
 use crate::supergraph::meta::SubgraphId;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use rustc_hash::FxHashMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// One subgraph request as the executor hands it to a transport.
@@ -20,24 +24,69 @@ pub struct SubgraphRequest<'a> {
     pub body: Bytes,
     /// Client headers to forward, already filtered by the propagation rules.
     pub headers: &'a http::HeaderMap,
+    /// A query operation (safe to deduplicate); false for mutations.
+    pub is_query: bool,
+}
+
+/// Why a subgraph fetch produced no response body; `code` becomes `extensions.code`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct FetchError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl FetchError {
+    pub const HTTP: &'static str = "SUBREQUEST_HTTP_ERROR";
+    pub const TIMEOUT: &'static str = "SUBREQUEST_TIMEOUT";
+
+    pub fn http(message: impl Into<String>) -> Self {
+        Self {
+            code: Self::HTTP,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<String> for FetchError {
+    fn from(message: String) -> Self {
+        Self::http(message)
+    }
 }
 
 pub trait Transport: Send + Sync {
     fn fetch(
         &self,
         request: SubgraphRequest<'_>,
-    ) -> impl Future<Output = Result<Bytes, String>> + Send;
+    ) -> impl Future<Output = Result<Bytes, FetchError>> + Send;
 }
 
-/// HTTP/1.1 keep-alive pool (hyper-util keeps idle connections per subgraph host).
+/// Per-subgraph fetch settings resolved from the config.
+#[derive(Debug, Clone, Copy)]
+struct Policy {
+    timeout: Duration,
+    deduplicate: bool,
+}
+
+/// HTTP/1.1 keep-alive pool (hyper-util keeps idle connections per subgraph host),
+/// with per-subgraph timeouts and optional in-flight deduplication.
 #[derive(Clone)]
 pub struct HttpTransport {
     client: Client<HttpConnector, Full<Bytes>>,
-    timeout: Duration,
+    default: Policy,
+    per_subgraph: Arc<FxHashMap<String, Policy>>,
+    in_flight: InFlight,
 }
 
 impl Default for HttpTransport {
     fn default() -> Self {
+        Self::new(&Config::default())
+    }
+}
+
+impl HttpTransport {
+    /// Timeouts and deduplication from `traffic`, overridden per name by `subgraphs`.
+    pub fn new(config: &Config) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_keepalive(Some(Duration::from_secs(60)));
@@ -45,44 +94,110 @@ impl Default for HttpTransport {
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(256)
             .build(connector);
+        let default = Policy {
+            timeout: config.traffic.subgraph_timeout,
+            deduplicate: config.traffic.deduplicate,
+        };
+        let per_subgraph = config
+            .subgraphs
+            .iter()
+            .map(|(name, sg)| {
+                let policy = Policy {
+                    timeout: sg.timeout.unwrap_or(default.timeout),
+                    deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
+                };
+                (name.clone(), policy)
+            })
+            .collect();
         Self {
             client,
-            timeout: Duration::from_secs(30),
+            default,
+            per_subgraph: Arc::new(per_subgraph),
+            in_flight: InFlight::default(),
         }
+    }
+
+    fn policy(&self, subgraph: &str) -> Policy {
+        self.per_subgraph
+            .get(subgraph)
+            .copied()
+            .unwrap_or(self.default)
+    }
+
+    /// Subgraph requests currently shared by deduplication (tests and metrics).
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
     }
 }
 
 impl Transport for HttpTransport {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, String> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+        let policy = self.policy(request.name);
         let mut builder = hyper::Request::post(request.url)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json");
         for (name, value) in request.headers {
             builder = builder.header(name, value);
         }
-        let request = builder
+        let key = (policy.deduplicate && request.is_query)
+            .then(|| DedupKey::new(request.url, &request.body, request.headers));
+        let http_request = builder
             .body(Full::new(request.body))
-            .map_err(|e| format!("invalid subgraph request: {e}"))?;
-        let call = async {
-            let response = self
-                .client
-                .request(request)
-                .await
-                .map_err(|e| format!("{e}"))?;
-            let status = response.status();
-            let body = response
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| format!("reading response body: {e}"))?
-                .to_bytes();
-            if !status.is_success() && body.is_empty() {
-                return Err(format!("subgraph responded with status {status}"));
-            }
-            Ok(body)
-        };
-        tokio::time::timeout(self.timeout, call)
-            .await
-            .map_err(|_| format!("timed out after {:?}", self.timeout))?
+            .map_err(|e| FetchError::http(format!("invalid subgraph request: {e}")))?;
+        let call = call(self.client.clone(), http_request, policy.timeout);
+        match key {
+            Some(key) => self.in_flight.run(key, call).await,
+            None => call.await,
+        }
     }
+}
+
+/// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
+fn call(
+    client: Client<HttpConnector, Full<Bytes>>,
+    request: hyper::Request<Full<Bytes>>,
+    timeout: Duration,
+) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
+    let exchange = async move {
+        let response = client
+            .request(request)
+            .await
+            .map_err(|e| FetchError::http(error_chain(&e)))?;
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map_err(|e| FetchError::http(format!("reading response body: {}", error_chain(&e))))?
+            .to_bytes();
+        // A failed status with a GraphQL body still carries errors worth merging.
+        if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
+            return Err(FetchError::http(format!(
+                "subgraph responded with status {status}"
+            )));
+        }
+        Ok(body)
+    };
+    async move {
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .unwrap_or_else(|_| {
+                Err(FetchError {
+                    code: FetchError::TIMEOUT,
+                    message: format!("timed out after {timeout:?}"),
+                })
+            })
+    }
+}
+
+/// `error: cause: cause`, so "connection reset" is not hidden behind "client error".
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }

@@ -78,6 +78,11 @@ fn error_body(message: &str) -> Vec<u8> {
         .expect("static JSON serializes")
 }
 
+fn coded_error_body(code: &str, message: &str) -> Vec<u8> {
+    let body = serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] });
+    serde_json::to_vec(&body).expect("static JSON serializes")
+}
+
 /// Which media type to answer with, per the Accept header (None: 406).
 fn negotiate(accept: Option<&HeaderValue>) -> Option<&'static str> {
     let Some(accept) = accept.and_then(|a| a.to_str().ok()) else {
@@ -131,6 +136,17 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
                 .await
             {
                 Ok(b) => b.to_bytes(),
+                Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+                    let limit = gateway.config.limits.max_body_bytes;
+                    return response(
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        media,
+                        coded_error_body(
+                            "PAYLOAD_TOO_LARGE",
+                            &format!("the request body is larger than {limit} bytes"),
+                        ),
+                    );
+                }
                 Err(e) => {
                     return response(
                         StatusCode::BAD_REQUEST,
@@ -169,7 +185,15 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
         allow_mutation: is_post,
         forward_headers: forward_headers(&gateway.config.headers, &headers),
     };
-    let outcome = gateway.execute(&request, &meta).await;
+    let timeout = gateway.config.traffic.request_timeout;
+    let Ok(outcome) = tokio::time::timeout(timeout, gateway.execute(&request, &meta)).await else {
+        let message = format!("the request did not complete within {timeout:?}");
+        return response(
+            StatusCode::GATEWAY_TIMEOUT,
+            media,
+            coded_error_body("GATEWAY_TIMEOUT", &message),
+        );
+    };
     if let Outcome::MutationNotAllowed(body) = outcome {
         let mut r = response(StatusCode::METHOD_NOT_ALLOWED, media, body);
         r.headers_mut()

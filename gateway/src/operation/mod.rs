@@ -2,10 +2,12 @@
 //! operation, and lower it into a flat IR (fields and selection sets in `Vec`s).
 
 mod ir;
+pub mod limits;
 pub mod shape;
 
 pub use ir::{Condition, Conditions, OpField, OpFieldId, OpIr, OpSel, SelSetId};
 
+use crate::config::LimitsConfig;
 use apollo_compiler::executable::ExecutableDocument;
 use apollo_compiler::response::{GraphQLError, JsonMap};
 use apollo_compiler::validation::Valid;
@@ -36,22 +38,23 @@ pub fn prepare(
     query: &str,
     operation_name: Option<&str>,
 ) -> Result<PreparedOperation, RequestErrors> {
-    let document =
-        ExecutableDocument::parse_and_validate(schema, query, "query.graphql").map_err(|e| {
-            // A syntax error can be reported by both parsing passes; report it once.
-            let mut errors: Vec<GraphQLError> = Vec::new();
-            for error in e.errors.iter().map(|d| d.to_json()) {
-                if !errors.contains(&error) {
-                    errors.push(error);
-                }
-            }
-            RequestErrors(errors)
-        })?;
+    prepare_with_limits(schema, query, operation_name, &LimitsConfig::default())
+}
+
+/// [`prepare`] enforcing `limits` (see [`limits`]); a limit error replaces all others.
+pub fn prepare_with_limits(
+    schema: &Valid<Schema>,
+    query: &str,
+    operation_name: Option<&str>,
+    limits: &LimitsConfig,
+) -> Result<PreparedOperation, RequestErrors> {
+    let document = parse_limited(schema, query, limits)?;
     let operation = document
         .operations
         .get(operation_name)
         .map_err(|e| RequestErrors::message(e.message().to_string()))?
         .clone();
+    limits::check(&document, &operation, limits)?;
     let ir = ir::lower(schema, &document, &operation);
     let shapes = shape::Shapes::build(schema, &ir);
     Ok(PreparedOperation {
@@ -60,6 +63,41 @@ pub fn prepare(
         ir,
         shapes,
     })
+}
+
+/// Parse under the parser limits, then validate.
+fn parse_limited(
+    schema: &Valid<Schema>,
+    query: &str,
+    limits: &LimitsConfig,
+) -> Result<Valid<ExecutableDocument>, RequestErrors> {
+    match limits::parser(limits).parse_executable(schema, query, "query.graphql") {
+        Ok(document) => document.validate(schema).map_err(|e| dedup_errors(&e.errors)),
+        Err(e) => {
+            let hit = e
+                .errors
+                .iter()
+                .find_map(|d| limits::parser_limit_error(&d.error.to_string(), limits));
+            if let Some(limit) = hit {
+                return Err(RequestErrors(vec![limit]));
+            }
+            // Syntax errors: report them with the validation errors, as before.
+            Err(ExecutableDocument::parse_and_validate(schema, query, "query.graphql")
+                .err()
+                .map_or_else(|| dedup_errors(&e.errors), |e| dedup_errors(&e.errors)))
+        }
+    }
+}
+
+fn dedup_errors(list: &apollo_compiler::validation::DiagnosticList) -> RequestErrors {
+    // A syntax error can be reported by both parsing passes; report it once.
+    let mut errors: Vec<GraphQLError> = Vec::new();
+    for error in list.iter().map(|d| d.to_json()) {
+        if !errors.contains(&error) {
+            errors.push(error);
+        }
+    }
+    RequestErrors(errors)
 }
 
 /// Coerce request variables against the operation's definitions (defaults, types).

@@ -190,6 +190,9 @@ impl<'a> Writer<'a> {
                         None => self.invalid(parent, field, ty),
                     }
                 }
+                (None, v) if !builtin_scalar_fits(ty.inner_named_type(), v) => {
+                    self.invalid(parent, field, ty)
+                }
                 (None, v) => {
                     write_scalar(&mut self.out, v, self.store, self.keys);
                     Ok(())
@@ -238,6 +241,23 @@ impl<'a> Writer<'a> {
             path: Some(self.path.clone()),
             ..ResponseError::new(message)
         });
+    }
+}
+
+/// Whether `v` is a valid result for a built-in scalar; other leaves (enums, custom
+/// scalars) pass through as the subgraph sent them.
+fn builtin_scalar_fits(name: &str, v: &Value) -> bool {
+    match name {
+        "Int" => match v {
+            Value::Int(i) => i32::try_from(*i).is_ok(),
+            Value::UInt(u) => i32::try_from(*u).is_ok(),
+            _ => false,
+        },
+        "Float" => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_)),
+        "String" => matches!(v, Value::String(_)),
+        "Boolean" => matches!(v, Value::Bool(_)),
+        "ID" => matches!(v, Value::String(_) | Value::Int(_) | Value::UInt(_)),
+        _ => true,
     }
 }
 

@@ -11,6 +11,7 @@ use hyper_util::rt::TokioExecutor;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub mod fault_subgraph;
 pub mod json_subgraph;
 pub mod process;
 
@@ -29,6 +30,22 @@ pub async fn start_gateway(supergraph: Supergraph) -> String {
     tokio::spawn(graphfleet_gateway::http::serve(
         listener,
         Arc::new(Gateway::new(supergraph)),
+    ));
+    format!("http://{addr}/graphql")
+}
+
+/// Like [`start_gateway`], with `config` (its `listen` is ignored).
+pub async fn start_gateway_with_config(
+    config: graphfleet_gateway::config::Config,
+    supergraph: Supergraph,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind an ephemeral loopback port");
+    let addr = listener.local_addr().expect("bound address");
+    tokio::spawn(graphfleet_gateway::http::serve(
+        listener,
+        Arc::new(Gateway::with_config(Arc::new(config), supergraph)),
     ));
     format!("http://{addr}/graphql")
 }

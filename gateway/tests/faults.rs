@@ -1,0 +1,292 @@
+//! Subgraph faults against the gateway on a real port: a JSON subgraph (`main`) plus a
+//! fault-injecting server (`faulty`) picked per gateway through `subgraphs.<name>.url`
+//! (the supergraph's own URLs point nowhere). Every fault gives partial data with
+//! errors at the right paths, and the gateway keeps serving.
+
+mod support;
+
+use graphfleet_gateway::config::{Config, SubgraphConfig};
+use graphfleet_gateway::supergraph::Supergraph;
+use serde_json::{Value, json};
+use std::time::Duration;
+use support::fault_subgraph::{self, FaultSubgraph};
+
+struct Env {
+    url: String,
+    client: support::HttpClient,
+    _main: support::json_subgraph::JsonSubgraphs,
+}
+
+async fn env(fault: &FaultSubgraph, mode: &str, tune: impl FnOnce(&mut Config)) -> Env {
+    let main = support::json_subgraph::start(fault_subgraph::main_data()).await;
+    let mut config = Config::default();
+    config.traffic.subgraph_timeout = Duration::from_millis(300);
+    let url = |u: String| SubgraphConfig {
+        url: Some(u),
+        ..SubgraphConfig::default()
+    };
+    config
+        .subgraphs
+        .insert("main".into(), url(format!("{}/main", main.base_url)));
+    config
+        .subgraphs
+        .insert("faulty".into(), url(fault.url(mode)));
+    tune(&mut config);
+    let supergraph = Supergraph::parse(fault_subgraph::SUPERGRAPH).expect("supergraph loads");
+    Env {
+        url: support::start_gateway_with_config(config, supergraph).await,
+        client: support::client(),
+        _main: main,
+    }
+}
+
+async fn post(env: &Env, query: &str) -> (u16, Value) {
+    let reply = support::post_graphql(&env.client, &env.url, query, json!({})).await;
+    let body = serde_json::from_slice(&reply.body).expect("a JSON body");
+    (reply.status, body)
+}
+
+const ENTITY_QUERY: &str = "{ products { id name price tags } }";
+const ROOT_QUERY: &str = "{ top { id price } }";
+
+/// Products from `main` with the `faulty` fields nulled.
+fn products_without_faulty_fields() -> Value {
+    json!({"products": [
+        {"id": "1", "name": "Kettle", "price": null, "tags": null},
+        {"id": "2", "name": "Teapot", "price": null, "tags": null}]})
+}
+
+fn fetch_error(code: &str, message: &str, path: Option<Value>) -> Value {
+    let mut e = json!({
+        "message": format!("HTTP fetch failed from 'faulty': {message}"),
+        "extensions": {"code": code, "service": "faulty"}
+    });
+    if let Some(path) = path {
+        e["path"] = path;
+    }
+    e
+}
+
+/// After a fault the gateway still answers: `main` alone, and a repeat of the fault.
+async fn assert_still_serving(env: &Env, query: &str, expected: &Value) {
+    let (status, body) = post(env, "{ products { id name } }").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"data": {"products": [{"id": "1", "name": "Kettle"}, {"id": "2", "name": "Teapot"}]}})
+    );
+    assert_eq!(&post(env, query).await.1, expected, "the fault repeats");
+}
+
+/// For `mode`: the entity fetch and the root fetch both give `data` plus `errors`.
+async fn assert_fault(mode: &str, entity_errors: Value, root_errors: Value) {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, mode, |_| {}).await;
+    let (status, body) = post(&env, ENTITY_QUERY).await;
+    assert_eq!(status, 200, "{mode}: {body}");
+    let expected = json!({"data": products_without_faulty_fields(), "errors": entity_errors});
+    assert_eq!(body, expected, "{mode}: entity fetch");
+    assert_still_serving(&env, ENTITY_QUERY, &expected).await;
+
+    let (status, body) = post(&env, ROOT_QUERY).await;
+    assert_eq!(status, 200, "{mode}: {body}");
+    let expected = json!({"data": {"top": null}, "errors": root_errors});
+    assert_eq!(body, expected, "{mode}: root fetch");
+    assert_still_serving(&env, ROOT_QUERY, &expected).await;
+}
+
+#[tokio::test]
+async fn healthy_subgraphs_answer_in_full() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "ok", |_| {}).await;
+    let (status, body) = post(&env, "{ products { id name price tags sku } top { id } }").await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"data": {
+            "products": [
+                {"id": "1", "name": "Kettle", "price": 10, "tags": ["a", "b"], "sku": "sku-1"},
+                {"id": "2", "name": "Teapot", "price": 10, "tags": ["a", "b"], "sku": "sku-1"}],
+            "top": {"id": "9"}}})
+    );
+}
+
+#[tokio::test]
+async fn subgraph_timeout_names_the_subgraph() {
+    let message = "timed out after 300ms";
+    assert_fault(
+        "sleep",
+        json!([fetch_error(
+            "SUBREQUEST_TIMEOUT",
+            message,
+            Some(json!(["products", "@"]))
+        )]),
+        json!([fetch_error("SUBREQUEST_TIMEOUT", message, None)]),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn per_subgraph_timeout_overrides_the_default() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "slow", |c| {
+        c.traffic.subgraph_timeout = Duration::from_secs(5);
+        c.subgraphs
+            .get_mut("faulty")
+            .expect("configured above")
+            .timeout = Some(Duration::from_millis(100));
+    })
+    .await;
+    let (status, body) = post(&env, ROOT_QUERY).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({"data": {"top": null}, "errors": [
+            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 100ms", None)]})
+    );
+}
+
+#[tokio::test]
+async fn status_500_with_graphql_errors_passes_them_on() {
+    let error = json!({"message": "internal failure", "extensions": {"code": "INTERNAL", "service": "faulty"}});
+    assert_fault("status-500-body", json!([error]), json!([error])).await;
+}
+
+#[tokio::test]
+async fn status_500_without_a_body() {
+    let message = "subgraph responded with status 500 Internal Server Error";
+    assert_fault(
+        "status-500-empty",
+        json!([fetch_error(
+            "SUBREQUEST_HTTP_ERROR",
+            message,
+            Some(json!(["products", "@"]))
+        )]),
+        json!([fetch_error("SUBREQUEST_HTTP_ERROR", message, None)]),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn status_500_with_a_non_json_body() {
+    let message = "subgraph responded with status 500 Internal Server Error";
+    assert_fault(
+        "status-500-text",
+        json!([fetch_error(
+            "SUBREQUEST_HTTP_ERROR",
+            message,
+            Some(json!(["products", "@"]))
+        )]),
+        json!([fetch_error("SUBREQUEST_HTTP_ERROR", message, None)]),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn connection_closed_mid_response() {
+    let message = "reading response body: error reading a body from connection: end of file before message length reached";
+    assert_fault(
+        "reset",
+        json!([fetch_error(
+            "SUBREQUEST_HTTP_ERROR",
+            message,
+            Some(json!(["products", "@"]))
+        )]),
+        json!([fetch_error("SUBREQUEST_HTTP_ERROR", message, None)]),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn malformed_json() {
+    let error = |path: Option<Value>| {
+        let mut e = json!({
+            "message": "subgraph 'faulty' returned an invalid GraphQL response: EOF while parsing an object at line 1 column 25",
+            "extensions": {"code": "SUBREQUEST_MALFORMED_RESPONSE", "service": "faulty"}
+        });
+        if let Some(p) = path {
+            e["path"] = p;
+        }
+        e
+    };
+    assert_fault(
+        "malformed",
+        json!([error(Some(json!(["products", "@"])))]),
+        json!([error(None)]),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn string_where_int_expected() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "wrong-int", |_| {}).await;
+    let wrong = |path: Value| json!({"message": "subgraph returned a value of the wrong shape for Product.price (expected Int)", "path": path});
+    let (_, body) = post(&env, "{ products { id price tags } top { price } }").await;
+    assert_eq!(
+        body,
+        json!({"data": {
+            "products": [
+                {"id": "1", "price": null, "tags": ["a", "b"]},
+                {"id": "2", "price": null, "tags": ["a", "b"]}],
+            "top": {"price": null}},
+        "errors": [wrong(json!(["products", 0, "price"])), wrong(json!(["products", 1, "price"])),
+                   wrong(json!(["top", "price"]))]})
+    );
+}
+
+#[tokio::test]
+async fn object_where_list_expected() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "wrong-list", |_| {}).await;
+    let wrong = |path: Value| json!({"message": "subgraph returned a value of the wrong shape for Product.tags (expected [String])", "path": path});
+    let (_, body) = post(&env, "{ products { id price tags } top { tags } }").await;
+    assert_eq!(
+        body,
+        json!({"data": {
+            "products": [
+                {"id": "1", "price": 10, "tags": null},
+                {"id": "2", "price": 10, "tags": null}],
+            "top": {"tags": null}},
+        "errors": [wrong(json!(["products", 0, "tags"])), wrong(json!(["products", 1, "tags"])),
+                   wrong(json!(["top", "tags"]))]})
+    );
+}
+
+#[tokio::test]
+async fn null_for_a_non_null_field_bubbles_to_the_nearest_nullable_parent() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "null-non-null", |_| {}).await;
+    let (_, body) = post(&env, "{ top { id sku } }").await;
+    assert_eq!(
+        body,
+        json!({"data": {"top": null}, "errors": [
+            {"message": "Cannot return null for non-nullable field Product.sku", "path": ["top", "sku"]}]})
+    );
+    // `products: [Product!]!`: the null reaches the root.
+    let (_, body) = post(&env, "{ products { id sku } }").await;
+    assert_eq!(
+        body,
+        json!({"data": null, "errors": [
+            {"message": "Cannot return null for non-nullable field Product.sku", "path": ["products", 0, "sku"]}]})
+    );
+}
+
+#[tokio::test]
+async fn overall_request_timeout_is_504() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "sleep", |c| {
+        c.traffic.subgraph_timeout = Duration::from_secs(10);
+        c.traffic.request_timeout = Duration::from_millis(200);
+    })
+    .await;
+    let (status, body) = post(&env, ROOT_QUERY).await;
+    assert_eq!(status, 504);
+    assert_eq!(
+        body,
+        json!({"errors": [{"message": "the request did not complete within 200ms",
+                           "extensions": {"code": "GATEWAY_TIMEOUT"}}]})
+    );
+    let (status, _) = post(&env, "{ products { id } }").await;
+    assert_eq!(status, 200, "still serving");
+}

@@ -1,0 +1,254 @@
+//! Request limits against the gateway on a real port (JSON-backed `keys` subgraphs):
+//! each limit at its threshold (served) and one over (HTTP 400 with `extensions.code`).
+
+mod support;
+
+use graphfleet_gateway::config::{Config, LimitsConfig};
+use graphfleet_gateway::supergraph::Supergraph;
+use serde_json::{Value, json};
+
+struct Env {
+    url: String,
+    client: support::HttpClient,
+    _subgraphs: support::json_subgraph::JsonSubgraphs,
+}
+
+async fn env(limits: LimitsConfig) -> Env {
+    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
+        .expect("fixture data is JSON");
+    let subgraphs = support::json_subgraph::start(data).await;
+    let text = include_str!("fixtures/keys/supergraph.graphql")
+        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let config = Config {
+        limits,
+        ..Config::default()
+    };
+    let supergraph = Supergraph::parse(&text).expect("supergraph loads");
+    Env {
+        url: support::start_gateway_with_config(config, supergraph).await,
+        client: support::client(),
+        _subgraphs: subgraphs,
+    }
+}
+
+async fn post_body(env: &Env, body: Vec<u8>) -> (u16, Value) {
+    let reply = support::request(
+        &env.client,
+        "POST",
+        &env.url,
+        &[
+            ("content-type", "application/json"),
+            ("accept", "application/graphql-response+json"),
+        ],
+        body,
+    )
+    .await;
+    assert_eq!(reply.content_type, "application/graphql-response+json");
+    let json = serde_json::from_slice(&reply.body).expect("a JSON body");
+    (reply.status, json)
+}
+
+async fn post(env: &Env, query: &str) -> (u16, Value) {
+    post_body(
+        env,
+        serde_json::to_vec(&json!({ "query": query })).expect("JSON"),
+    )
+    .await
+}
+
+/// Served: status 200, data and no errors.
+async fn assert_served(env: &Env, query: &str) -> Value {
+    let (status, body) = post(env, query).await;
+    assert_eq!(status, 200, "{query}: {body}");
+    assert!(body.get("errors").is_none(), "{query}: {body}");
+    body["data"].clone()
+}
+
+/// Rejected: status 400, no data, one error with `code`.
+async fn assert_rejected(env: &Env, query: &str, code: &str) -> String {
+    let (status, body) = post(env, query).await;
+    assert_eq!(status, 400, "{query}: {body}");
+    assert!(body.get("data").is_none(), "{query}: {body}");
+    let errors = body["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{query}: {body}");
+    assert_eq!(errors[0]["extensions"]["code"], code, "{query}: {body}");
+    errors[0]["message"].as_str().expect("a message").to_owned()
+}
+
+#[tokio::test]
+async fn body_size_at_and_over_the_limit() {
+    let limit = 200;
+    let env = env(LimitsConfig {
+        max_body_bytes: limit,
+        ..LimitsConfig::default()
+    })
+    .await;
+    let padded = |len: usize| {
+        let head = br#"{"query":"{ users { name } }""#.to_vec();
+        let mut body = head.clone();
+        body.resize(len - 1, b' ');
+        body.push(b'}');
+        body
+    };
+    let (status, body) = post_body(&env, padded(limit)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"data": {"users": [{"name": "Ada"}, {"name": "Bob"}]}})
+    );
+    let (status, body) = post_body(&env, padded(limit + 1)).await;
+    assert_eq!(status, 413);
+    assert_eq!(
+        body,
+        json!({"errors": [{
+            "message": "the request body is larger than 200 bytes",
+            "extensions": {"code": "PAYLOAD_TOO_LARGE"}
+        }]})
+    );
+}
+
+#[tokio::test]
+async fn tokens_at_and_over_the_limit() {
+    // Lexical tokens include whitespace runs and the end of input: 12 here.
+    let env = env(LimitsConfig {
+        max_tokens: Some(12),
+        ..LimitsConfig::default()
+    })
+    .await;
+    assert_served(&env, "{ users { name } }").await;
+    let message = assert_rejected(&env, "{ users { name } } ", "MAX_TOKENS_EXCEEDED").await;
+    assert_eq!(message, "the query has more than 12 tokens");
+}
+
+#[tokio::test]
+async fn parser_recursion_at_and_over_the_limit() {
+    let env = env(LimitsConfig::default()).await;
+    let nested =
+        |levels: usize| format!("{}name{}", "{ users ".repeat(levels), " }".repeat(levels));
+    // At the limit the parser finishes; validation then rejects the made-up nesting.
+    let (status, body) = post(&env, &nested(128)).await;
+    assert_eq!(status, 400);
+    assert!(
+        body["errors"]
+            .as_array()
+            .expect("errors")
+            .iter()
+            .all(|e| e["extensions"]["code"] != "MAX_RECURSION_EXCEEDED"),
+        "{body}"
+    );
+    assert_rejected(&env, &nested(129), "MAX_RECURSION_EXCEEDED").await;
+}
+
+#[tokio::test]
+async fn depth_at_and_over_the_limit_with_fragments_expanded() {
+    let env = env(LimitsConfig {
+        max_depth: Some(3),
+        ..LimitsConfig::default()
+    })
+    .await;
+    assert_served(&env, "{ orders { item { sku } } }").await;
+    assert_served(
+        &env,
+        "{ orders { ...O } } fragment O on Order { item { sku } }",
+    )
+    .await;
+    let message = assert_rejected(
+        &env,
+        "{ orders { ...O } } fragment O on Order { item { vendor { id } } }",
+        "MAX_DEPTH_EXCEEDED",
+    )
+    .await;
+    assert_eq!(message, "the operation is 4 levels deep; the limit is 3");
+}
+
+#[tokio::test]
+async fn aliases_at_and_over_the_limit() {
+    let env = env(LimitsConfig {
+        max_aliases: Some(2),
+        ..LimitsConfig::default()
+    })
+    .await;
+    let data = assert_served(&env, "{ a: users { n: name } }").await;
+    assert_eq!(data, json!({"a": [{"n": "Ada"}, {"n": "Bob"}]}));
+    // The fragment is spread twice, so its alias counts twice.
+    let message = assert_rejected(
+        &env,
+        "{ a: users { ...U } b: users { ...U } } fragment U on User { n: name }",
+        "MAX_ALIASES_EXCEEDED",
+    )
+    .await;
+    assert_eq!(message, "the operation has 4 aliases; the limit is 2");
+    assert_rejected(
+        &env,
+        "{ a: users { n: name } b: users { name } }",
+        "MAX_ALIASES_EXCEEDED",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn root_fields_at_and_over_the_limit() {
+    let env = env(LimitsConfig {
+        max_root_fields: Some(2),
+        ..LimitsConfig::default()
+    })
+    .await;
+    assert_served(&env, "{ users { name } orders { id } }").await;
+    // Fields of the selected operation only: the other operation's fields do not count.
+    let query = "query A { users { name } ...Q } query B { users { id } } fragment Q on Query { orders { id } }";
+    let (status, body) = post_body(
+        &env,
+        serde_json::to_vec(&json!({"query": query, "operationName": "B"})).expect("JSON"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post_body(
+        &env,
+        serde_json::to_vec(&json!({"query": query, "operationName": "A"})).expect("JSON"),
+    )
+    .await;
+    assert_eq!(status, 200, "{body}");
+    let message = assert_rejected(
+        &env,
+        "{ users { name } ...Q } fragment Q on Query { orders { id } u: users { id } }",
+        "MAX_ROOT_FIELDS_EXCEEDED",
+    )
+    .await;
+    assert_eq!(message, "the operation has 3 root fields; the limit is 2");
+}
+
+#[tokio::test]
+async fn introspection_off_rejects_schema_and_type_but_not_typename() {
+    let env = env(LimitsConfig {
+        introspection: false,
+        ..LimitsConfig::default()
+    })
+    .await;
+    let data = assert_served(&env, "{ __typename users { __typename name } }").await;
+    assert_eq!(
+        data,
+        json!({"__typename": "Query", "users": [
+            {"__typename": "User", "name": "Ada"},
+            {"__typename": "User", "name": "Bob"}]})
+    );
+    let message = assert_rejected(
+        &env,
+        "{ __schema { queryType { name } } }",
+        "INTROSPECTION_DISABLED",
+    )
+    .await;
+    assert_eq!(message, "introspection (__schema, __type) is disabled");
+    assert_rejected(
+        &env,
+        "query { ...I } fragment I on Query { __type(name: \"User\") { name } }",
+        "INTROSPECTION_DISABLED",
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn introspection_on_by_default() {
+    let env = env(LimitsConfig::default()).await;
+    let data = assert_served(&env, "{ __type(name: \"Vendor\") { name } }").await;
+    assert_eq!(data, json!({"__type": {"name": "Vendor"}}));
+}
