@@ -4,6 +4,7 @@
 
 mod cli;
 mod load;
+mod size;
 mod validate;
 
 pub use cli::{Cli, Command, HELP, parse_args};
@@ -11,6 +12,7 @@ pub use load::{
     CONFIG_ENV, ConfigError, ENV_PREFIX, FOREIGN_ENV, Override, Problem, Source, Sources,
     env_overrides, load, parse_scalar,
 };
+pub use size::parse_size;
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -155,7 +157,8 @@ impl Default for HeadersConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
-    /// Largest accepted request body, in bytes.
+    /// Largest accepted request body, in bytes (`65536`, or with a unit: `512KiB`, `2MiB`).
+    #[serde(deserialize_with = "size::deserialize")]
     pub max_body_bytes: usize,
     /// Deepest field nesting in an operation (fragments expanded).
     pub max_depth: Option<u32>,
