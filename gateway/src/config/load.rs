@@ -170,16 +170,17 @@ pub fn parse_scalar(text: &str) -> Value {
     }
 }
 
-/// Whether Kubernetes injected `name` for a Service whose name starts with `graphfleet`
-/// (`GRAPHFLEET_OPERATOR_SERVICE_HOST`, `..._PORT_80_TCP_ADDR`, ...): never ours, since
-/// our nested keys use `__`.
-fn is_service_link(name: &str) -> bool {
+/// Whether Kubernetes injected `name=value` for a Service whose name starts with
+/// `graphfleet` (`GRAPHFLEET_OPERATOR_SERVICE_HOST`, `..._PORT=tcp://...`,
+/// `..._PORT_8080_TCP_ADDR`): never ours, since our nested keys use `__`.
+fn is_service_link(name: &str, value: &str) -> bool {
     if name.contains("__") {
         return false;
     }
-    let tail = ["_SERVICE_HOST", "_SERVICE_PORT", "_PORT"];
-    tail.iter().any(|t| name.ends_with(t))
-        || name.contains("_SERVICE_PORT_")
+    let docker_link = ["tcp://", "udp://", "sctp://"];
+    name.ends_with("_SERVICE_HOST")
+        || name.contains("_SERVICE_PORT")
+        || (name.ends_with("_PORT") && docker_link.iter().any(|p| value.starts_with(p)))
         || name
             .split_once("_PORT_")
             .is_some_and(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()))
@@ -191,7 +192,7 @@ pub fn env_overrides(env: &[(String, String)]) -> Result<Vec<Override>, ConfigEr
     let mut vars: Vec<&(String, String)> = env
         .iter()
         .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CONFIG_ENV)
-        .filter(|(k, _)| !FOREIGN_ENV.contains(&k.as_str()) && !is_service_link(k))
+        .filter(|(k, v)| !FOREIGN_ENV.contains(&k.as_str()) && !is_service_link(k, v))
         .collect();
     vars.sort();
     vars.into_iter()
@@ -401,21 +402,22 @@ mod tests {
 
     #[test]
     fn kubernetes_service_links_are_not_settings() {
-        for name in [
-            "GRAPHFLEET_OPERATOR_SERVICE_HOST",
-            "GRAPHFLEET_OPERATOR_SERVICE_PORT",
-            "GRAPHFLEET_OPERATOR_SERVICE_PORT_HTTP",
-            "GRAPHFLEET_OPERATOR_PORT",
-            "GRAPHFLEET_OPERATOR_PORT_8080_TCP_ADDR",
+        for (name, value) in [
+            ("GRAPHFLEET_OPERATOR_SERVICE_HOST", "10.0.0.1"),
+            ("GRAPHFLEET_OPERATOR_SERVICE_PORT", "8080"),
+            ("GRAPHFLEET_OPERATOR_SERVICE_PORT_HTTP", "8080"),
+            ("GRAPHFLEET_OPERATOR_PORT", "tcp://10.0.0.1:8080"),
+            ("GRAPHFLEET_OPERATOR_PORT_8080_TCP_ADDR", "10.0.0.1"),
         ] {
-            assert!(is_service_link(name), "{name}");
+            assert!(is_service_link(name, value), "{name}");
         }
-        for name in [
-            "GRAPHFLEET_LISTEN",
-            "GRAPHFLEET_LIMITS__MAX_DEPTH",
-            "GRAPHFLEET_X_PORTAL",
+        for (name, value) in [
+            ("GRAPHFLEET_LISTEN", "0.0.0.0:4000"),
+            ("GRAPHFLEET_LIMITS__MAX_DEPTH", "3"),
+            ("GRAPHFLEET_LISTEN_PORT", "4000"),
+            ("GRAPHFLEET_X_PORTAL", "1"),
         ] {
-            assert!(!is_service_link(name), "{name}");
+            assert!(!is_service_link(name, value), "{name}");
         }
     }
 
