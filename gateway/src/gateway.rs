@@ -7,7 +7,7 @@ use crate::operation::{self, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanError, QueryPlan, build_plan};
 use crate::supergraph::Supergraph;
 use apollo_compiler::response::{GraphQLError, JsonMap};
-use arc_swap::ArcSwap;
+use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
@@ -34,12 +34,17 @@ pub enum Outcome {
     RequestError(Vec<u8>),
     /// A mutation sent with GET.
     MutationNotAllowed(Vec<u8>),
+    /// No supergraph has been loaded yet (the gateway waits for its file).
+    NotReady(Vec<u8>),
 }
 
 impl Outcome {
     pub fn body(&self) -> &[u8] {
         match self {
-            Outcome::Executed(b) | Outcome::RequestError(b) | Outcome::MutationNotAllowed(b) => b,
+            Outcome::Executed(b)
+            | Outcome::RequestError(b)
+            | Outcome::MutationNotAllowed(b)
+            | Outcome::NotReady(b) => b,
         }
     }
 }
@@ -130,8 +135,11 @@ impl State {
 
 pub struct Gateway<T: Transport = HttpTransport> {
     pub config: Arc<Config>,
-    state: ArcSwap<State>,
+    /// `None` until a supergraph is loaded (start with `supergraph.watch` and no valid file).
+    state: ArcSwapOption<State>,
     transport: T,
+    /// Readiness, draining and reload bookkeeping.
+    pub lifecycle: crate::lifecycle::Lifecycle,
 }
 
 impl Gateway<HttpTransport> {
@@ -144,26 +152,37 @@ impl Gateway<HttpTransport> {
         let transport = HttpTransport::new(&config);
         Self::with_transport(config, supergraph, transport)
     }
+
+    /// A gateway that answers 503 until `swap_supergraph` gives it a supergraph.
+    pub fn without_supergraph(config: Arc<Config>) -> Self {
+        Self {
+            transport: HttpTransport::new(&config),
+            config,
+            state: ArcSwapOption::empty(),
+            lifecycle: crate::lifecycle::Lifecycle::default(),
+        }
+    }
 }
 
 impl<T: Transport> Gateway<T> {
     pub fn with_transport(config: Arc<Config>, supergraph: Supergraph, transport: T) -> Self {
         Self {
-            state: ArcSwap::from_pointee(State::configured(supergraph, &config)),
+            state: ArcSwapOption::from_pointee(State::configured(supergraph, &config)),
             config,
             transport,
+            lifecycle: crate::lifecycle::Lifecycle::default(),
         }
     }
 
     /// The state requests start with from now on; in-flight requests keep theirs.
-    pub fn state(&self) -> Arc<State> {
+    pub fn state(&self) -> Option<Arc<State>> {
         self.state.load_full()
     }
 
     /// Serve `supergraph` from the next request on (already validated by parsing).
     pub fn swap_supergraph(&self, supergraph: Supergraph) {
         let state = State::configured(supergraph, &self.config);
-        self.state.store(Arc::new(state));
+        self.state.store(Some(Arc::new(state)));
     }
 
     /// Run one request.
@@ -172,7 +191,11 @@ impl<T: Transport> Gateway<T> {
         let Some(query) = request.query.as_deref() else {
             return request_error(RequestErrors::message("request has no query"));
         };
-        let state = self.state();
+        let Some(state) = self.state() else {
+            return Outcome::NotReady(error_body(RequestErrors::message(
+                crate::lifecycle::NOT_LOADED,
+            )));
+        };
         let cached = match state.prepare(query, request.operation_name.as_deref()) {
             Ok(c) => c,
             Err(e) => return request_error(e),

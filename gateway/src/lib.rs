@@ -4,9 +4,12 @@ pub mod config;
 pub mod executor;
 pub mod gateway;
 pub mod http;
+pub mod lifecycle;
 pub mod operation;
 pub mod query_planner;
+pub mod reload;
 pub mod response;
+pub mod runtime;
 pub mod supergraph;
 
 /// Plan `query` and render the plan as text (the `plan` CLI command).

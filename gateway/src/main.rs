@@ -50,9 +50,9 @@ fn main() -> anyhow::Result<()> {
         .init();
     let args = parse_args()?;
     let path = args.supergraph.context("--supergraph PATH is required")?;
-    let supergraph = Supergraph::from_file(&path)
-        .with_context(|| format!("loading supergraph {}", path.display()))?;
     if args.plan {
+        let supergraph = Supergraph::from_file(&path)
+            .with_context(|| format!("loading supergraph {}", path.display()))?;
         let query_path = args.query.context("plan needs --query FILE")?;
         let query = std::fs::read_to_string(&query_path)
             .with_context(|| format!("reading {}", query_path.display()))?;
@@ -67,5 +67,5 @@ fn main() -> anyhow::Result<()> {
             .with_context(|| format!("--listen {listen:?} is not an address like 0.0.0.0:4000"))?;
     }
     config.supergraph.path = Some(path);
-    graphfleet_gateway::http::serve_blocking(std::sync::Arc::new(config), supergraph)
+    graphfleet_gateway::http::serve_blocking(std::sync::Arc::new(config))
 }

@@ -1,63 +1,20 @@
 //! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
-use crate::config::{Config, HeadersConfig};
+use crate::config::HeadersConfig;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
-use crate::supergraph::Supergraph;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use std::sync::Arc;
-use tokio::net::TcpListener;
+
+mod server;
+
+pub use server::{serve, serve_blocking};
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
 const JSON: &str = "application/json";
-
-/// Start a tokio runtime sized to the CPU quota and serve until the process ends.
-pub fn serve_blocking(config: Arc<Config>, supergraph: Supergraph) -> anyhow::Result<()> {
-    // available_parallelism honours cgroup CPU quotas, so the runtime fits the container.
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()?;
-    runtime.block_on(async {
-        let listener = TcpListener::bind(config.listen).await?;
-        tracing::info!(address = %listener.local_addr()?, "graphfleet-gateway listening");
-        eprintln!("graphfleet-gateway listening on {}", listener.local_addr()?);
-        serve(listener, Arc::new(Gateway::with_config(config, supergraph))).await;
-        Ok(())
-    })
-}
-
-/// Accept connections forever (tests run this in a task and drop the runtime).
-pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(e) => {
-                // E.g. out of file descriptors: back off instead of spinning.
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                continue;
-            }
-        };
-        let _ = stream.set_nodelay(true);
-        let gateway = gateway.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
-                let gateway = gateway.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&gateway, req).await) }
-            });
-            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
-}
 
 fn response(
     status: StatusCode,
@@ -83,6 +40,18 @@ fn coded_error_body(code: &str, message: &str) -> Vec<u8> {
     serde_json::to_vec(&body).expect("static JSON serializes")
 }
 
+/// 200 once a supergraph is loaded, 503 before that and from a shutdown signal on.
+fn readiness(gateway: &Gateway) -> Response<Full<Bytes>> {
+    let readiness = gateway.readiness();
+    let (status, word) = match readiness {
+        crate::lifecycle::Readiness::Ready => (StatusCode::OK, "UP"),
+        _ => (StatusCode::SERVICE_UNAVAILABLE, "DOWN"),
+    };
+    let body = serde_json::json!({ "status": word, "reason": readiness.as_str() });
+    let body = serde_json::to_vec(&body).expect("static JSON serializes");
+    response(status, JSON, body)
+}
+
 /// Which media type to answer with, per the Accept header (None: 406).
 fn negotiate(accept: Option<&HeaderValue>) -> Option<&'static str> {
     let Some(accept) = accept.and_then(|a| a.to_str().ok()) else {
@@ -102,9 +71,10 @@ fn negotiate(accept: Option<&HeaderValue>) -> Option<&'static str> {
 
 pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<Bytes>> {
     match req.uri().path() {
-        "/health" | "/health/live" | "/health/ready" => {
+        "/health" | "/health/live" => {
             return response(StatusCode::OK, JSON, &b"{\"status\":\"UP\"}"[..]);
         }
+        "/health/ready" => return readiness(gateway),
         "/graphql" => {}
         _ => return response(StatusCode::NOT_FOUND, JSON, error_body("not found")),
     }
@@ -194,6 +164,9 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
             coded_error_body("GATEWAY_TIMEOUT", &message),
         );
     };
+    if let Outcome::NotReady(body) = outcome {
+        return response(StatusCode::SERVICE_UNAVAILABLE, media, body);
+    }
     if let Outcome::MutationNotAllowed(body) = outcome {
         let mut r = response(StatusCode::METHOD_NOT_ALLOWED, media, body);
         r.headers_mut()
@@ -205,7 +178,10 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
         _ => StatusCode::OK,
     };
     let body = match outcome {
-        Outcome::Executed(b) | Outcome::RequestError(b) | Outcome::MutationNotAllowed(b) => b,
+        Outcome::Executed(b)
+        | Outcome::RequestError(b)
+        | Outcome::MutationNotAllowed(b)
+        | Outcome::NotReady(b) => b,
     };
     response(status, media, body)
 }

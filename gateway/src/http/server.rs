@@ -1,0 +1,203 @@
+//! The accept loop, start-up (supergraph, watcher, runtime) and graceful shutdown.
+//!
+//! On SIGTERM or SIGINT: readiness fails at once; after `shutdown.readiness_delay`
+//! the listener closes; open connections finish their current request (keep-alive
+//! connections close after it); the process ends when all are done, or when
+//! `shutdown.grace_period` (counted from the signal, like Kubernetes'
+//! `terminationGracePeriodSeconds`) is over. A second signal ends it at once.
+
+use super::handle;
+use crate::config::Config;
+use crate::gateway::Gateway;
+use crate::reload::{self, Reloader};
+use crate::supergraph::Supergraph;
+use anyhow::Context;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use hyper_util::server::graceful::GracefulShutdown;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::time::Instant;
+
+/// Start a tokio runtime, load the supergraph from `config.supergraph.path` and serve
+/// until a shutdown signal. With `supergraph.watch` a missing or invalid file is not
+/// fatal: the gateway listens, reports not ready, and loads the file once it is valid.
+pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
+    let path = config
+        .supergraph
+        .path
+        .clone()
+        .context("no supergraph path configured (supergraph.path or --supergraph)")?;
+    let gateway = Arc::new(Gateway::without_supergraph(config.clone()));
+    // Load before the runtime exists: a fatal error should not wait for anything.
+    let _watch = if config.supergraph.watch {
+        let mut reloader = Reloader::new(gateway.clone(), path);
+        reloader.check();
+        Some(reload::watch(reloader, config.supergraph.poll_interval)?)
+    } else {
+        let supergraph = Supergraph::from_file(&path)
+            .with_context(|| format!("loading supergraph {}", path.display()))?;
+        reload::record_initial(&gateway, &supergraph.hash, supergraph.meta.subgraphs.len());
+        gateway.swap_supergraph(supergraph);
+        None
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(crate::runtime::worker_threads(&config))
+        .enable_all()
+        .build()?;
+    let result = runtime.block_on(async {
+        let mut signals = Signals::new().context("installing signal handlers")?;
+        let listener = TcpListener::bind(config.listen)
+            .await
+            .with_context(|| format!("binding {}", config.listen))?;
+        let addr = listener.local_addr()?;
+        tracing::info!(address = %addr, "graphfleet-gateway listening");
+        // Tests and scripts wait for this exact line.
+        eprintln!("graphfleet-gateway listening on {addr}");
+        serve_until_signal(listener, gateway, &mut signals).await
+    });
+    // Cut connections may still have tasks; they are dropped without waiting long.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    result
+}
+
+/// Accept connections forever (tests run this in a task and drop the runtime).
+pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
+    let graceful = GracefulShutdown::new();
+    loop {
+        accept_one(&listener, &gateway, &graceful).await;
+    }
+}
+
+/// Serve until SIGTERM/SIGINT, then drain; an error if requests had to be cut.
+async fn serve_until_signal(
+    listener: TcpListener,
+    gateway: Arc<Gateway>,
+    signals: &mut Signals,
+) -> anyhow::Result<()> {
+    let graceful = GracefulShutdown::new();
+    let signal = loop {
+        tokio::select! {
+            () = accept_one(&listener, &gateway, &graceful) => {}
+            signal = signals.recv() => break signal,
+        }
+    };
+    let started = Instant::now();
+    let shutdown = &gateway.config.shutdown;
+    gateway.lifecycle.begin_drain();
+    tracing::info!(
+        "{signal} received: readiness fails now, listener closes in {:?}",
+        shutdown.readiness_delay
+    );
+    // Keep accepting while endpoint controllers notice the failed readiness.
+    let close_at = started + shutdown.readiness_delay;
+    loop {
+        tokio::select! {
+            () = accept_one(&listener, &gateway, &graceful) => {}
+            () = tokio::time::sleep_until(close_at) => break,
+            signal = signals.recv() => return Err(forced(signal, &gateway)),
+        }
+    }
+    drop(listener);
+    tracing::info!(
+        connections = graceful.count(),
+        requests = gateway.lifecycle.in_flight(),
+        "listener closed, draining"
+    );
+    tokio::select! {
+        () = graceful.shutdown() => {
+            tracing::info!(elapsed = ?started.elapsed(), "drained, exiting");
+            Ok(())
+        }
+        () = tokio::time::sleep_until(started + shutdown.grace_period) => {
+            let cut = gateway.lifecycle.in_flight();
+            tracing::warn!(requests_cut = cut, "shutdown grace period {:?} over", shutdown.grace_period);
+            anyhow::bail!(
+                "shutdown grace period {:?} exceeded; {cut} request(s) cut",
+                shutdown.grace_period
+            )
+        }
+        signal = signals.recv() => Err(forced(signal, &gateway)),
+    }
+}
+
+fn forced(signal: &str, gateway: &Gateway) -> anyhow::Error {
+    let cut = gateway.lifecycle.in_flight();
+    tracing::warn!(
+        requests_cut = cut,
+        "second {signal}: exiting without draining"
+    );
+    anyhow::anyhow!("second {signal} during shutdown; {cut} request(s) cut")
+}
+
+/// Accept one connection and serve it in its own task, watched by `graceful`.
+async fn accept_one(listener: &TcpListener, gateway: &Arc<Gateway>, graceful: &GracefulShutdown) {
+    match listener.accept().await {
+        Ok((stream, _)) => spawn_connection(stream, gateway.clone(), graceful),
+        Err(e) => {
+            // E.g. out of file descriptors: back off instead of spinning.
+            tracing::warn!(error = %e, "accept failed");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+fn spawn_connection(stream: TcpStream, gateway: Arc<Gateway>, graceful: &GracefulShutdown) {
+    let _ = stream.set_nodelay(true);
+    let service = hyper::service::service_fn(move |req| {
+        let gateway = gateway.clone();
+        async move {
+            let _in_flight = gateway.lifecycle.track_request();
+            Ok::<_, std::convert::Infallible>(handle(&gateway, req).await)
+        }
+    });
+    let builder = auto::Builder::new(TokioExecutor::new());
+    let connection = builder
+        .serve_connection(TokioIo::new(stream), service)
+        .into_owned();
+    let connection = graceful.watch(connection);
+    tokio::spawn(async move {
+        // Connection errors (client resets) end only that connection.
+        let _ = connection.await;
+    });
+}
+
+/// SIGTERM (Kubernetes) and SIGINT (Ctrl-C).
+struct Signals {
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Install the handlers (before listening: from then on a signal means drain, not die).
+    fn new() -> std::io::Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(Self {
+                term: signal(SignalKind::terminate())?,
+                int: signal(SignalKind::interrupt())?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Self {})
+    }
+
+    async fn recv(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.term.recv() => "SIGTERM",
+                _ = self.int.recv() => "SIGINT",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "Ctrl-C"
+        }
+    }
+}

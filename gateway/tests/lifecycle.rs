@@ -1,0 +1,222 @@
+//! Health and graceful shutdown of the real binary in front of slow real subgraphs:
+//! SIGTERM drains in-flight requests without failing one, and a request slower than
+//! the grace period is cut without holding the exit up.
+
+mod support;
+
+use bytes::Bytes;
+use graphfleet_loadtest::{Handle, Mode, Options, Set};
+use http_body_util::{BodyExt, Full};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use support::process::{GatewayProcess, test_dir};
+
+/// Three subgraph fetches in a row: products → reviews → accounts.
+const QUERY: &str = "{ topProducts { upc name price reviews { body author { name } } } }";
+const IN_FLIGHT: usize = 16;
+
+async fn slow_subgraphs(delays: &[(&str, Duration)]) -> Handle {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind an ephemeral loopback port");
+    let delays = delays.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect();
+    graphfleet_loadtest::spawn(Set::Fed, Mode::Subgraphs, listener, Options { delays })
+        .expect("fed subgraphs start")
+}
+
+async fn start_gateway(name: &str, subgraphs: &Handle, settings: &[&str]) -> GatewayProcess {
+    let dir = test_dir(name);
+    let file: PathBuf = dir.join("supergraph.graphql");
+    std::fs::write(&file, Set::Fed.supergraph_at(&subgraphs.base_url()))
+        .expect("write the supergraph");
+    let mut args = vec![
+        "--listen",
+        "127.0.0.1:0",
+        "--supergraph",
+        file.to_str().expect("UTF-8 path"),
+    ];
+    for s in settings {
+        args.extend(["--set", s]);
+    }
+    GatewayProcess::start(&dir, &args, &[]).await
+}
+
+/// One POST on its own connection; an error string unless the exchange completes.
+async fn post(url: String, query: &str) -> Result<(u16, Bytes), String> {
+    let client = support::client();
+    let body = serde_json::to_vec(&serde_json::json!({ "query": query })).expect("JSON");
+    let req = hyper::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .expect("a valid request");
+    let response = tokio::time::timeout(Duration::from_secs(30), client.request(req))
+        .await
+        .map_err(|_| "no response within 30 s".to_owned())?
+        .map_err(|e| format!("request failed: {e}"))?;
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| format!("body failed: {e}"))?
+        .to_bytes();
+    Ok((status, body))
+}
+
+/// GET `path` on a fresh connection; the status code.
+async fn get_status(gateway: &GatewayProcess, path: &str) -> u16 {
+    support::request(
+        &support::client(),
+        "GET",
+        &gateway.url(path),
+        &[],
+        Vec::new(),
+    )
+    .await
+    .status
+}
+
+/// Requests the subgraphs have received (they count on arrival, before their delay).
+async fn subgraph_requests(subgraphs: &Handle) -> u64 {
+    let reply = support::request(
+        &support::client(),
+        "GET",
+        &format!("{}/stats", subgraphs.base_url()),
+        &[],
+        Vec::new(),
+    )
+    .await;
+    let stats: serde_json::Value = serde_json::from_slice(&reply.body).expect("stats are JSON");
+    stats["total"].as_u64().expect("stats have a total")
+}
+
+async fn wait_for_subgraph_requests(subgraphs: &Handle, at_least: u64) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while subgraph_requests(subgraphs).await < at_least {
+        assert!(
+            Instant::now() < deadline,
+            "{at_least} requests did not reach the subgraphs within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Wait until connecting to `addr` is refused (the listener closed).
+async fn wait_refused(addr: SocketAddr, timeout: Duration) -> Instant {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match tokio::net::TcpStream::connect(addr).await {
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Instant::now(),
+            _ => {}
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still accepting connections {timeout:?} after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn health_reports_live_and_ready() {
+    let subgraphs = slow_subgraphs(&[]).await;
+    let gateway = start_gateway("lifecycle-health", &subgraphs, &[]).await;
+    assert_eq!(get_status(&gateway, "/health/live").await, 200);
+    assert_eq!(get_status(&gateway, "/health/ready").await, 200);
+    assert_eq!(get_status(&gateway, "/health").await, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sigterm_drains_in_flight_requests_without_failing_one() {
+    let delay = Duration::from_millis(400);
+    let subgraphs =
+        slow_subgraphs(&[("products", delay), ("reviews", delay), ("accounts", delay)]).await;
+    let mut gateway = start_gateway(
+        "lifecycle-drain",
+        &subgraphs,
+        &[
+            "shutdown.readiness_delay=500ms",
+            "shutdown.grace_period=20s",
+        ],
+    )
+    .await;
+    let url = gateway.url("/graphql");
+    let (status, expected) = post(url.clone(), QUERY).await.expect("warm-up request");
+    assert_eq!(status, 200);
+    let text = String::from_utf8_lossy(&expected).to_string();
+    assert!(
+        text.contains("\"author\":{\"name\":") && !text.contains("errors"),
+        "{text}"
+    );
+
+    let before = subgraph_requests(&subgraphs).await;
+    let requests: Vec<_> = (0..IN_FLIGHT)
+        .map(|_| tokio::spawn(post(url.clone(), QUERY)))
+        .collect();
+    // Every request has reached its first (slow) subgraph: all are in flight.
+    wait_for_subgraph_requests(&subgraphs, before + IN_FLIGHT as u64).await;
+    let signalled = Instant::now();
+    gateway.signal("TERM");
+    // Readiness fails as soon as the signal is handled, long before the listener closes.
+    let deadline = signalled + Duration::from_millis(400);
+    while get_status(&gateway, "/health/ready").await != 503 {
+        assert!(
+            Instant::now() < deadline,
+            "readiness still 200 after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(get_status(&gateway, "/health/live").await, 200);
+    let refused_at = wait_refused(gateway.addr, Duration::from_secs(5)).await;
+    assert!(
+        refused_at.duration_since(signalled) >= Duration::from_millis(450),
+        "the listener closed before the readiness delay was over"
+    );
+    let unfinished = requests.iter().filter(|r| !r.is_finished()).count();
+    assert!(
+        unfinished > 0,
+        "every request finished before the listener closed: nothing was drained"
+    );
+    for request in requests {
+        let (status, body) = request
+            .await
+            .expect("request task")
+            .expect("an in-flight request completes");
+        assert_eq!(status, 200);
+        assert_eq!(body, expected, "an in-flight request got a different body");
+    }
+    let exit = gateway.wait_exit(Duration::from_secs(20)).await;
+    assert!(exit.success(), "exit status {exit}:\n{}", gateway.log());
+    assert!(
+        gateway.log().contains("drained, exiting"),
+        "{}",
+        gateway.log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_slower_than_the_grace_period_is_cut() {
+    let subgraphs = slow_subgraphs(&[("products", Duration::from_secs(20))]).await;
+    let mut gateway = start_gateway(
+        "lifecycle-grace",
+        &subgraphs,
+        &["shutdown.readiness_delay=0s", "shutdown.grace_period=1s"],
+    )
+    .await;
+    let request = tokio::spawn(post(gateway.url("/graphql"), "{ topProducts { upc } }"));
+    wait_for_subgraph_requests(&subgraphs, 1).await;
+    let signalled = Instant::now();
+    gateway.signal("TERM");
+    let exit = gateway.wait_exit(Duration::from_secs(10)).await;
+    let took = signalled.elapsed();
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(5),
+        "exited {took:?} after SIGTERM with a 1 s grace period"
+    );
+    assert!(!exit.success(), "a cut shutdown should not report success");
+    let log = gateway.log();
+    assert!(log.contains("1 request(s) cut"), "{log}");
+    let outcome = request.await.expect("request task");
+    assert!(outcome.is_err(), "the cut request completed: {outcome:?}");
+}
