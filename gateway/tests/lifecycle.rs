@@ -150,6 +150,22 @@ async fn sigterm_drains_in_flight_requests_without_failing_one() {
         "{text}"
     );
 
+    // Idle connections must not hold the drain up: a raw one that never speaks and a
+    // keep-alive one after a request.
+    let _silent = tokio::net::TcpStream::connect(gateway.addr)
+        .await
+        .expect("connect");
+    let keep_alive = support::client();
+    let reply = support::request(
+        &keep_alive,
+        "GET",
+        &gateway.url("/health/live"),
+        &[],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+
     let before = subgraph_requests(&subgraphs).await;
     let requests: Vec<_> = (0..IN_FLIGHT)
         .map(|_| tokio::spawn(post(url.clone(), QUERY)))
@@ -189,6 +205,11 @@ async fn sigterm_drains_in_flight_requests_without_failing_one() {
     let exit = gateway.wait_exit(Duration::from_secs(20)).await;
     assert!(exit.success(), "exit status {exit}:\n{}", gateway.log());
     assert!(
+        signalled.elapsed() < Duration::from_secs(10),
+        "draining took {:?} (grace period 20 s): idle connections held it up",
+        signalled.elapsed()
+    );
+    assert!(
         gateway.log().contains("drained, exiting"),
         "{}",
         gateway.log()
@@ -219,4 +240,35 @@ async fn a_request_slower_than_the_grace_period_is_cut() {
     assert!(log.contains("1 request(s) cut"), "{log}");
     let outcome = request.await.expect("request task");
     assert!(outcome.is_err(), "the cut request completed: {outcome:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_second_signal_ends_the_drain_at_once() {
+    let subgraphs = slow_subgraphs(&[("products", Duration::from_secs(20))]).await;
+    let mut gateway = start_gateway(
+        "lifecycle-second-signal",
+        &subgraphs,
+        &["shutdown.readiness_delay=0s", "shutdown.grace_period=30s"],
+    )
+    .await;
+    let request = tokio::spawn(post(gateway.url("/graphql"), "{ topProducts { upc } }"));
+    wait_for_subgraph_requests(&subgraphs, 1).await;
+    gateway.signal("TERM");
+    // Signals sent before the first is handled would merge into one.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gateway.log().contains("listener closed, draining") {
+        assert!(Instant::now() < deadline, "no drain:\n{}", gateway.log());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let second = Instant::now();
+    gateway.signal("INT");
+    let exit = gateway.wait_exit(Duration::from_secs(10)).await;
+    assert!(
+        second.elapsed() < Duration::from_secs(5),
+        "took {:?} after the second signal",
+        second.elapsed()
+    );
+    assert!(!exit.success());
+    assert!(gateway.log().contains("second SIGINT"), "{}", gateway.log());
+    assert!(request.await.expect("request task").is_err());
 }
