@@ -137,12 +137,14 @@ pub struct GatewayConfig {
     pub max_tokens: Option<u32>,
     /// Client headers forwarded to every subgraph (besides `Authorization`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(pattern(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")))]
     pub propagate_headers: Vec<String>,
     /// Serve introspection of the API schema.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub introspection: Option<bool>,
-    /// OTLP endpoint receiving the gateway's traces.
+    /// OTLP endpoint receiving the gateway's traces (`http://host:4317`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(pattern(r"^https?://[^/?#\s]+"))]
     pub otlp_endpoint: Option<String>,
 }
 
