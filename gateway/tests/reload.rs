@@ -255,6 +255,7 @@ impl Env {
 }
 
 fn assert_no_failures(total: usize, failures: &[String]) {
+    eprintln!("load: {total} requests, {} failed", failures.len());
     assert!(total > 0, "the load sent nothing");
     assert!(
         failures.is_empty(),
