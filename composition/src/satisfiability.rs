@@ -2,22 +2,25 @@
 //! its parent type.
 //!
 //! This is an approximation of Apollo's query-graph check. Nodes are (type, subgraph)
-//! pairs. From a root type in each subgraph, a field a subgraph resolves leads to its
-//! return type in the same subgraph (and, for abstract types, to the possible object
-//! types that subgraph knows). A key edge jumps from (T, A) to (T, B) when B has a
-//! resolvable `@key` whose top-level fields A resolves. At every reachable node, each
-//! supergraph field of the type must be resolvable in a subgraph reachable through key
-//! edges, with that subgraph's `@requires` fields resolvable the same way.
+//! pairs. A query state is a type with the set of subgraphs the query may be in there
+//! (its options): the root types start in every subgraph; a field leads to its return
+//! type in the subgraphs that can resolve it, a type condition to the object types the
+//! options know. From each option, key edges jump from (T, A) to (T, B) when B has a
+//! resolvable `@key` whose top-level fields A resolves (or, for an object implementing an
+//! `@interfaceObject` interface, to the interface object). In every state, each
+//! supergraph field of the type must be resolvable in one of those jump closures, with
+//! that subgraph's `@requires` fields resolvable the same way; otherwise one error names
+//! the failing field and every subgraph of the closure, as Apollo does per query state.
 //!
 //! Limits: key fields are checked at the top level only (nested key selections are
 //! assumed available when their parent field is); `@provides` makes the provided field
 //! count as resolvable in that subgraph everywhere rather than only under the providing
-//! path; `@interfaceObject` jumps are not modelled (their fields are assumed reachable);
-//! shareable-but-different `@override` labels are treated as fully migrated. Where the
-//! model is unsure it assumes the field is reachable, so it may miss errors Apollo
-//! reports but does not invent ones Apollo would not.
+//! path; type conditions from an `@interfaceObject` are not followed; shareable-but-different
+//! `@override` labels are treated as fully migrated; `@fromContext` fields are assumed
+//! reachable. Where the model is unsure it assumes the field is reachable, so it may
+//! miss errors Apollo reports but does not invent ones Apollo would not.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
 use apollo_compiler::schema::ExtendedType;
 
@@ -29,55 +32,61 @@ use crate::subgraph::{Subgraph, str_arg};
 
 type Node = (String, usize);
 
-/// How a node was first reached: the previous node and the field (None for a key jump).
-type Parent = HashMap<Node, (Node, Option<String>)>;
+/// A query state: a supergraph type and the subgraphs the query may be in.
+type State = (String, BTreeSet<usize>);
+
+/// How a state was first reached: the previous state and the selection leading here.
+type Parent = HashMap<State, (State, String)>;
+
+/// Bound on explored states, so pathological inputs stay fast.
+const MAX_STATES: usize = 20_000;
 
 struct Graph<'a> {
     input: &'a Input<'a>,
     sup: &'a Supergraph,
     /// (canonical type, subgraph) → locally resolvable field names.
     local: HashMap<Node, HashSet<String>>,
-    /// (canonical type, subgraph) → resolvable keys' top-level fields.
-    keys: HashMap<Node, Vec<Vec<String>>>,
+    /// (canonical type, subgraph) → resolvable keys' (text, top-level fields).
+    keys: HashMap<Node, Vec<(String, Vec<String>)>>,
+    /// (canonical type, subgraph) → whether it has any `@key` (resolvable or not).
+    any_key: HashSet<Node>,
     /// (canonical type, subgraph, field) → required top-level fields.
     requires: HashMap<(String, usize, String), Vec<String>>,
     /// (canonical type, subgraph, field) → canonical return type.
     returns: HashMap<(String, usize, String), String>,
+    /// (canonical type, subgraph, field) of fields marked `@external` there.
+    external: HashSet<(String, usize, String)>,
+    /// Fields taking an argument from a context: assumed reachable.
+    contextual: HashSet<(String, String)>,
+    /// Progressive `@override` (with a label): (type, subgraph name, field) → whether the
+    /// source exists only when the label is on (the overriding one) or only when off.
+    progressive: HashMap<(String, String, String), bool>,
 }
 
 pub fn check(input: &Input<'_>, sup: &Supergraph, sink: &mut ErrorSink) {
     let graph = Graph::build(input, sup);
-    // Only nodes a query is forced into (roots, field edges) must resolve every field;
-    // nodes reached by key jumps are options the planner may or may not take.
-    let (reached, parents) = graph.explore();
-    let mut reported: HashSet<(String, String)> = HashSet::new();
-    let mut nodes: Vec<&Node> = reached.iter().collect();
-    nodes.sort();
-    for node in nodes {
-        let Some(t) = sup.types.get(&node.0) else {
+    let (states, parents) = graph.explore();
+    for state in &states {
+        let Some(t) = sup.types.get(&state.0) else {
             continue;
         };
         if t.kind != Kind::Object && t.kind != Kind::Interface {
             continue;
         }
-        let closure = graph.key_closure(node);
+        let closure = graph.state_closure(state);
         for fname in t.fields.keys() {
-            if reported.contains(&(node.0.clone(), fname.clone())) {
+            if graph.resolving(state, &closure, fname).is_some() {
                 continue;
             }
-            if graph.satisfiable(node, &closure, fname) {
-                continue;
-            }
-            reported.insert((node.0.clone(), fname.clone()));
-            let sg = &input.subgraphs[node.1].name;
-            let query = example_query(&parents, node, fname);
-            sink.error(
+            let query = example_query(&parents, state, fname);
+            let (reasons, named) = graph.explain(&state.0, &closure, fname);
+            let names: Vec<&str> = named.iter().map(String::as_str).collect();
+            sink.error_in(
                 codes::SATISFIABILITY_ERROR,
                 format!(
-                    "The following supergraph API query:\n{query}\ncannot be satisfied by the subgraphs because:\n- from subgraph \"{sg}\": cannot find field \"{}.{fname}\" (no subgraph reachable through keys from \"{sg}\" resolves it).",
-                    node.0
+                    "The following supergraph API query:\n{query}\ncannot be satisfied by the subgraphs because:\n{reasons}"
                 ),
-                sg,
+                &names,
             );
         }
     }
@@ -90,8 +99,12 @@ impl<'a> Graph<'a> {
             sup,
             local: HashMap::new(),
             keys: HashMap::new(),
+            any_key: HashSet::new(),
             requires: HashMap::new(),
             returns: HashMap::new(),
+            external: HashSet::new(),
+            contextual: HashSet::new(),
+            progressive: progressive_overrides(input.subgraphs),
         };
         let overridden = overridden_fields(input.subgraphs);
         for (i, sg) in input.subgraphs.iter().enumerate() {
@@ -109,8 +122,14 @@ impl<'a> Graph<'a> {
                 let mut resolvable = HashSet::new();
                 for (fname, field) in fields {
                     let coord = (local.to_string(), fname.to_string());
+                    if info.context_args.contains_key(&coord) {
+                        g.contextual.insert((name.clone(), fname.to_string()));
+                    }
                     let external =
                         info.external.contains(&coord) && !info.provided.contains(&coord);
+                    if external {
+                        g.external.insert((name.clone(), i, fname.to_string()));
+                    }
                     if external
                         || overridden.contains(&(name.clone(), fname.to_string(), sg.name.clone()))
                     {
@@ -125,13 +144,15 @@ impl<'a> Graph<'a> {
                     }
                 }
                 g.local.insert((name.clone(), i), resolvable);
-                let keys = info
-                    .keys
-                    .get(local.as_str())
+                let all_keys = info.keys.get(local.as_str());
+                if all_keys.is_some_and(|ks| !ks.is_empty()) {
+                    g.any_key.insert((name.clone(), i));
+                }
+                let keys = all_keys
                     .map(|ks| {
                         ks.iter()
                             .filter(|k| k.resolvable)
-                            .map(|k| k.top_fields.clone())
+                            .map(|k| (k.fields.clone(), k.top_fields.clone()))
                             .collect()
                     })
                     .unwrap_or_default();
@@ -149,9 +170,26 @@ impl<'a> Graph<'a> {
         self.local.get(node).is_some_and(|f| f.contains(field))
     }
 
-    /// Nodes of the same type reachable from `node` through key jumps (including itself).
+    fn is_root(name: &str) -> bool {
+        matches!(name, "Query" | "Mutation" | "Subscription")
+    }
+
+    /// Nodes reachable from a state's options through key jumps (options first).
+    fn state_closure(&self, state: &State) -> Vec<Node> {
+        let mut out: Vec<Node> = Vec::new();
+        for &s in &state.1 {
+            for n in self.key_closure(&(state.0.clone(), s)) {
+                if !out.contains(&n) {
+                    out.push(n);
+                }
+            }
+        }
+        out
+    }
+
+    /// Nodes reachable from `node` through key jumps (including itself).
     fn key_closure(&self, node: &Node) -> Vec<Node> {
-        if matches!(node.0.as_str(), "Query" | "Mutation" | "Subscription") {
+        if Self::is_root(&node.0) {
             // A query starts at whichever subgraph serves the root field.
             return (0..self.input.subgraphs.len())
                 .map(|j| (node.0.clone(), j))
@@ -161,65 +199,209 @@ impl<'a> Graph<'a> {
         let mut seen = vec![node.clone()];
         let mut queue = VecDeque::from([node.clone()]);
         while let Some(cur) = queue.pop_front() {
-            for j in 0..self.input.subgraphs.len() {
-                let next = (cur.0.clone(), j);
-                if seen.contains(&next) {
-                    continue;
-                }
-                if self.can_jump(&cur, j) {
-                    seen.push(next.clone());
-                    queue.push_back(next);
+            let mut next: Vec<Node> = (0..self.input.subgraphs.len())
+                .filter(|j| self.can_jump(&cur, &(cur.0.clone(), *j)))
+                .map(|j| (cur.0.clone(), j))
+                .collect();
+            next.extend(self.interface_object_jumps(&cur));
+            for n in next {
+                if !seen.contains(&n) {
+                    seen.push(n.clone());
+                    queue.push_back(n);
                 }
             }
         }
         seen
     }
 
-    fn can_jump(&self, from: &Node, to: usize) -> bool {
-        let Some(keys) = self.keys.get(&(from.0.clone(), to)) else {
+    /// From an object type to the `@interfaceObject`s of the interfaces it implements
+    /// locally, through their resolvable keys.
+    fn interface_object_jumps(&self, from: &Node) -> Vec<Node> {
+        let sg = self.subgraph(from.1);
+        let Some(ExtendedType::Object(o)) = sg
+            .schema
+            .types
+            .iter()
+            .find(|(l, _)| sg.canonical(l) == from.0)
+            .map(|(_, t)| t)
+        else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for iface in &o.implements_interfaces {
+            let iname = sg.canonical(iface).to_owned();
+            let Some(t) = self.sup.types.get(&iname) else {
+                continue;
+            };
+            for (j, other) in self.input.subgraphs.iter().enumerate() {
+                let target = (iname.clone(), j);
+                let is_object = t
+                    .join_types
+                    .iter()
+                    .any(|jt| jt.interface_object && jt.graph == other.graph);
+                if is_object && self.can_jump(from, &target) {
+                    out.push(target);
+                }
+            }
+        }
+        out
+    }
+
+    fn is_interface_object(&self, n: &Node) -> bool {
+        let graph = &self.subgraph(n.1).graph;
+        self.sup.types.get(&n.0).is_some_and(|t| {
+            t.join_types
+                .iter()
+                .any(|jt| jt.interface_object && &jt.graph == graph)
+        })
+    }
+
+    fn can_jump(&self, from: &Node, to: &Node) -> bool {
+        if from == to {
+            return false;
+        }
+        let Some(keys) = self.keys.get(to) else {
             return false;
         };
         keys.iter()
-            .any(|k| k.iter().all(|f| self.has_local(from, f)))
+            .any(|(_, k)| k.iter().all(|f| self.has_local(from, f)))
     }
 
-    fn satisfiable(&self, node: &Node, closure: &[Node], field: &str) -> bool {
+    fn requires_ok(&self, n: &Node, field: &str) -> bool {
         // @requires conditions are resolved from the subgraph that has the field.
-        let in_closure = closure.iter().any(|n| {
-            self.has_local(n, field)
-                && self
-                    .requires
-                    .get(&(n.0.clone(), n.1, field.to_owned()))
-                    .is_none_or(|req| {
-                        let from_there = self.key_closure(n);
-                        req.iter()
-                            .all(|r| from_there.iter().any(|m| self.has_local(m, r)))
-                    })
-        });
-        if in_closure {
+        self.requires
+            .get(&(n.0.clone(), n.1, field.to_owned()))
+            .is_none_or(|req| {
+                let from_there = self.key_closure(n);
+                req.iter()
+                    .all(|r| from_there.iter().any(|m| self.has_local(m, r)))
+            })
+    }
+
+    /// The closure nodes resolving `field` in a state (empty when assumed reachable);
+    /// `None` when nothing can.
+    fn resolving(&self, state: &State, closure: &[Node], field: &str) -> Option<Vec<Node>> {
+        let found: Vec<Node> = closure
+            .iter()
+            .filter(|n| self.has_local(n, field) && self.requires_ok(n, field))
+            .cloned()
+            .collect();
+        // With a progressive @override, both label states must be able to resolve it.
+        let in_world = |on: bool| {
+            found.iter().any(|n| {
+                let key = (
+                    n.0.clone(),
+                    self.subgraph(n.1).name.clone(),
+                    field.to_owned(),
+                );
+                self.progressive
+                    .get(&key)
+                    .is_none_or(|only_on| *only_on == on)
+            })
+        };
+        if in_world(true) && in_world(false) {
+            return Some(found);
+        }
+        if self.assumed_reachable(state, field) {
+            return Some(Vec::new());
+        }
+        None
+    }
+
+    fn assumed_reachable(&self, state: &State, field: &str) -> bool {
+        if self
+            .contextual
+            .contains(&(state.0.clone(), field.to_owned()))
+        {
             return true;
         }
+        let Some(t) = self.sup.types.get(&state.0) else {
+            return true;
+        };
         // An abstract type is fine when every object type the subgraph can return has it.
-        let t = self.sup.types.get(&node.0);
-        if t.is_some_and(|t| t.kind == Kind::Interface) {
-            let impls = self.possible_types(&node.0, node.1);
-            if impls.is_empty() {
-                return true;
-            }
-            return impls.iter().all(|m| {
-                let mn = (m.clone(), node.1);
-                let c = self.key_closure(&mn);
-                c.iter().any(|n| self.has_local(n, field))
-            });
-        }
-        // `@interfaceObject` fields are not modelled: assume reachable.
-        self.sup.types.get(&node.0).is_some_and(|t| {
-            t.fields.get(field).is_some_and(|f| {
-                f.joins
-                    .as_ref()
-                    .is_some_and(|js| js.iter().any(|j| j.graph.is_none()))
+        t.kind == Kind::Interface
+            && state.1.iter().any(|&s| {
+                let impls = self.possible_types(&state.0, s);
+                impls.is_empty()
+                    || impls.iter().all(|m| {
+                        self.key_closure(&(m.clone(), s))
+                            .iter()
+                            .any(|n| self.has_local(n, field))
+                    })
             })
-        })
+    }
+
+    /// Apollo-style reasons for an unresolvable field, and the subgraphs they name.
+    fn explain(&self, tname: &str, closure: &[Node], field: &str) -> (String, Vec<String>) {
+        let mut out = String::new();
+        let mut named: Vec<String> = Vec::new();
+        let in_closure: HashSet<usize> = closure.iter().map(|n| n.1).collect();
+        for n in closure {
+            let from = &self.subgraph(n.1).name;
+            let coord = format!("{}.{field}", n.0);
+            if n.0 != tname {
+                // Reached through an `@interfaceObject`; other jumps from there are not named.
+                if self.is_interface_object(n) {
+                    out.push_str(&format!("- from subgraph \"{from}\": cannot find implementation type \"{tname}\" (supergraph interface \"{}\" is declared with @interfaceObject in \"{from}\").\n", n.0));
+                    if !named.contains(from) {
+                        named.push(from.clone());
+                    }
+                }
+                continue;
+            }
+            let mut reasons = vec![if self.has_local(n, field) {
+                format!("cannot satisfy @require conditions on field \"{coord}\".")
+            } else if self
+                .external
+                .contains(&(n.0.clone(), n.1, field.to_owned()))
+            {
+                format!("field \"{coord}\" is not resolvable because marked @external.")
+            } else {
+                format!("cannot find field \"{coord}\".")
+            }];
+            reasons.extend(self.move_reasons(n, field, &in_closure));
+            if reasons.len() == 1 {
+                out.push_str(&format!("- from subgraph \"{from}\": {}\n", reasons[0]));
+            } else {
+                out.push_str(&format!("- from subgraph \"{from}\":\n"));
+                for r in reasons {
+                    out.push_str(&format!("  - {r}\n"));
+                }
+            }
+            if !named.contains(from) {
+                named.push(from.clone());
+            }
+        }
+        (out.trim_end().to_owned(), named)
+    }
+
+    /// Why the query cannot move from `n` to the other subgraphs that have the field.
+    fn move_reasons(&self, n: &Node, field: &str, in_closure: &HashSet<usize>) -> Vec<String> {
+        let t = &n.0;
+        let from = &self.subgraph(n.1).name;
+        let mut out = Vec::new();
+        for j in 0..self.input.subgraphs.len() {
+            let target = (t.clone(), j);
+            if in_closure.contains(&j) || !self.has_local(&target, field) {
+                continue;
+            }
+            let to = &self.subgraph(j).name;
+            let keys = self
+                .keys
+                .get(&target)
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            if !self.any_key.contains(&target) {
+                out.push(format!("cannot move to subgraph \"{to}\", which has field \"{t}.{field}\", because type \"{t}\" has no @key defined in subgraph \"{to}\"."));
+            } else if keys.is_empty() {
+                out.push(format!("cannot move to subgraph \"{to}\", which has field \"{t}.{field}\", because none of the @key defined on type \"{t}\" in subgraph \"{to}\" are resolvable (they are all declared with their \"resolvable\" argument set to false)."));
+            } else {
+                for (k, _) in keys {
+                    out.push(format!("cannot move to subgraph \"{to}\" using @key(fields: \"{k}\") of \"{t}\", the key field(s) cannot be resolved from subgraph \"{from}\"."));
+                }
+            }
+        }
+        out
     }
 
     /// Object types a subgraph may return for an abstract type.
@@ -241,74 +423,103 @@ impl<'a> Graph<'a> {
                 _ => {}
             }
         }
+        out.sort();
         out
     }
 
-    /// Breadth-first search from every subgraph's root types.
-    fn explore(&self) -> (HashSet<Node>, Parent) {
-        let mut entries = HashSet::new();
-        let mut reached = HashSet::new();
+    fn has_type(&self, sg: usize, name: &str) -> bool {
+        let subgraph = self.subgraph(sg);
+        subgraph
+            .schema
+            .types
+            .keys()
+            .any(|t| subgraph.canonical(t) == name)
+    }
+
+    /// States reachable from the root types, in breadth-first order, with how each was
+    /// first reached. A state whose options include an earlier state's is skipped: it can
+    /// only fail where the earlier one already did.
+    fn explore(&self) -> (Vec<State>, Parent) {
+        let mut states: Vec<State> = Vec::new();
+        let mut visited: HashMap<String, Vec<BTreeSet<usize>>> = HashMap::new();
         let mut parents: Parent = HashMap::new();
-        let mut queue = VecDeque::new();
-        for (i, sg) in self.input.subgraphs.iter().enumerate() {
-            for root in ["Query", "Mutation", "Subscription"] {
-                let node = (root.to_owned(), i);
-                let has_root = sg.schema.types.keys().any(|t| sg.canonical(t) == root);
-                if has_root && reached.insert(node.clone()) {
-                    entries.insert(node.clone());
-                    queue.push_back(node);
-                }
+        let mut queue: VecDeque<State> = VecDeque::new();
+        for root in ["Query", "Mutation", "Subscription"] {
+            let options: BTreeSet<usize> = (0..self.input.subgraphs.len())
+                .filter(|&i| self.has_type(i, root))
+                .collect();
+            if !options.is_empty() {
+                queue.push_back((root.to_owned(), options));
             }
         }
-        while let Some(node) = queue.pop_front() {
-            let mut next: Vec<(Node, Option<String>)> = Vec::new();
-            let mut fields: Vec<&String> = self
-                .local
-                .get(&node)
-                .map(|f| f.iter().collect())
-                .unwrap_or_default();
-            fields.sort();
-            for f in fields {
-                let Some(ret) = self.returns.get(&(node.0.clone(), node.1, f.clone())) else {
+        while let Some(state) = queue.pop_front() {
+            if states.len() >= MAX_STATES {
+                break;
+            }
+            let seen = visited.entry(state.0.clone()).or_default();
+            if seen.iter().any(|p| p.is_subset(&state.1)) {
+                continue;
+            }
+            seen.push(state.1.clone());
+            states.push(state.clone());
+            for (next, via) in self.successors(&state) {
+                if !parents.contains_key(&next) && next != state {
+                    parents.insert(next.clone(), (state.clone(), via));
+                }
+                queue.push_back(next);
+            }
+        }
+        (states, parents)
+    }
+
+    /// The states one field or type condition away.
+    fn successors(&self, state: &State) -> Vec<(State, String)> {
+        let Some(t) = self.sup.types.get(&state.0) else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        if matches!(t.kind, Kind::Object | Kind::Interface) {
+            let closure = self.state_closure(state);
+            for (fname, f) in &t.fields {
+                let ret = f.ty.inner_named_type().as_str();
+                let composite = self.sup.types.get(ret).is_some_and(|r| {
+                    matches!(r.kind, Kind::Object | Kind::Interface | Kind::Union)
+                });
+                if !composite {
+                    continue;
+                }
+                let Some(nodes) = self.resolving(state, &closure, fname) else {
                     continue;
                 };
-                let target = (ret.clone(), node.1);
-                if self
-                    .subgraph(node.1)
-                    .schema
-                    .types
-                    .keys()
-                    .any(|t| self.subgraph(node.1).canonical(t) == ret.as_str())
-                {
-                    next.push((target, Some(f.clone())));
-                }
-            }
-            if self
-                .sup
-                .types
-                .get(&node.0)
-                .is_some_and(|t| matches!(t.kind, Kind::Interface | Kind::Union))
-            {
-                for m in self.possible_types(&node.0, node.1) {
-                    next.push(((m.clone(), node.1), Some(format!("... on {m}"))));
-                }
-            }
-            for j in 0..self.input.subgraphs.len() {
-                if j != node.1 && self.can_jump(&node, j) {
-                    next.push(((node.0.clone(), j), None));
-                }
-            }
-            for (n, via) in next {
-                if via.is_some() {
-                    entries.insert(n.clone());
-                }
-                if reached.insert(n.clone()) {
-                    parents.entry(n.clone()).or_insert((node.clone(), via));
-                    queue.push_back(n);
+                let options: BTreeSet<usize> = nodes
+                    .iter()
+                    .filter(|n| {
+                        self.returns
+                            .get(&(n.0.clone(), n.1, fname.clone()))
+                            .is_some_and(|r| r == ret)
+                            && self.has_type(n.1, ret)
+                    })
+                    .map(|n| n.1)
+                    .collect();
+                if !options.is_empty() {
+                    out.push(((ret.to_owned(), options), fname.clone()));
                 }
             }
         }
-        (entries, parents)
+        if matches!(t.kind, Kind::Interface | Kind::Union) {
+            let mut by_type: HashMap<String, BTreeSet<usize>> = HashMap::new();
+            for &s in &state.1 {
+                for m in self.possible_types(&state.0, s) {
+                    by_type.entry(m).or_default().insert(s);
+                }
+            }
+            let mut members: Vec<_> = by_type.into_iter().collect();
+            members.sort();
+            for (m, options) in members {
+                out.push(((m.clone(), options), format!("... on {m}")));
+            }
+        }
+        out
     }
 }
 
@@ -339,15 +550,40 @@ fn overridden_fields(subgraphs: &[Subgraph]) -> HashSet<(String, String, String)
     out
 }
 
-/// The query that reaches `node` and selects `field`, indented like Apollo's messages.
-fn example_query(parents: &Parent, node: &Node, field: &str) -> String {
+/// Labelled `@override`s: both the overriding and the overridden source, keyed by
+/// (type, subgraph name, field), with `true` for the overriding one.
+fn progressive_overrides(subgraphs: &[Subgraph]) -> HashMap<(String, String, String), bool> {
+    let mut out = HashMap::new();
+    for sg in subgraphs {
+        for (local, ty) in &sg.schema.types {
+            let ExtendedType::Object(o) = ty else {
+                continue;
+            };
+            for (fname, field) in &o.fields {
+                for d in sg.applications(&field.directives, FedDirective::Override) {
+                    let (Some(_), Some(from)) = (str_arg(d, "label"), str_arg(d, "from")) else {
+                        continue;
+                    };
+                    if from == sg.name || !subgraphs.iter().any(|g| g.name == from) {
+                        continue;
+                    }
+                    let tname = sg.canonical(local).to_owned();
+                    out.insert((tname.clone(), sg.name.clone(), fname.to_string()), true);
+                    out.insert((tname, from.to_owned(), fname.to_string()), false);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The query that reaches `state` and selects `field`, indented like Apollo's messages.
+fn example_query(parents: &Parent, state: &State, field: &str) -> String {
     let mut path = vec![field.to_owned()];
-    let mut cur = node.clone();
+    let mut cur = state.clone();
     let mut guard = 0;
     while let Some((prev, via)) = parents.get(&cur) {
-        if let Some(f) = via {
-            path.push(f.clone());
-        }
+        path.push(via.clone());
         cur = prev.clone();
         guard += 1;
         if guard > 1000 {

@@ -9,6 +9,8 @@ use std::path::Path;
 use graphfleet_composition::compose;
 use support::Oracle;
 
+const SAT: &str = "SATISFIABILITY_ERROR";
+
 fn compare(dir: &Path) -> Result<(), String> {
     let ours = compose(&support::load(dir));
     let name = dir.display();
@@ -25,17 +27,44 @@ fn compare(dir: &Path) -> Result<(), String> {
             }
         }
         (Oracle::Supergraph(_), Err(e)) => Err(format!("{name}: apollo composes, we fail:\n{e}")),
-        (Oracle::Errors(codes), Ok(_)) => {
+        (Oracle::Errors(errors), Ok(_)) => {
+            let codes: Vec<&String> = errors.iter().map(|(c, _)| c).collect();
             Err(format!("{name}: apollo fails with {codes:?}, we compose"))
         }
-        (Oracle::Errors(codes), Err(e)) => {
-            let theirs: BTreeSet<String> = codes.into_iter().collect();
-            let ours: BTreeSet<String> = e.0.iter().map(|e| e.code.clone()).collect();
+        (Oracle::Errors(errors), Err(e)) => {
+            let theirs: BTreeSet<&str> = errors.iter().map(|(c, _)| c.as_str()).collect();
+            let ours: BTreeSet<&str> = e.0.iter().map(|e| e.code.as_str()).collect();
+            if theirs != ours {
+                return Err(format!(
+                    "{name}: error codes differ: ours {ours:?}, apollo {theirs:?}\n{e}"
+                ));
+            }
+            // Satisfiability errors: the same failing fields, once per query state, naming
+            // the same subgraphs.
+            let sat = |msgs: Vec<&str>| -> Vec<(String, Vec<String>)> {
+                let mut v: Vec<_> = msgs
+                    .into_iter()
+                    .map(support::satisfiability_summary)
+                    .collect();
+                v.sort();
+                v
+            };
+            let theirs = sat(errors
+                .iter()
+                .filter(|(c, _)| c == SAT)
+                .map(|(_, m)| m.as_str())
+                .collect());
+            let ours = sat(e
+                .0
+                .iter()
+                .filter(|e| e.code == SAT)
+                .map(|e| e.message.as_str())
+                .collect());
             if theirs == ours {
                 Ok(())
             } else {
                 Err(format!(
-                    "{name}: error codes differ: ours {ours:?}, apollo {theirs:?}\n{e}"
+                    "{name}: satisfiability errors differ:\n  ours   {ours:?}\n  apollo {theirs:?}\n{e}"
                 ))
             }
         }

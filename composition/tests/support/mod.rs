@@ -58,7 +58,8 @@ pub fn error_text(errors: &CompositionErrors) -> String {
 /// What the oracle said about a config.
 pub enum Oracle {
     Supergraph(String),
-    Errors(Vec<String>),
+    /// (code, message) of each error.
+    Errors(Vec<(String, String)>),
     /// The oracle could not even parse the input (graphql-js throws on syntax errors).
     Crashed(String),
 }
@@ -87,7 +88,12 @@ pub fn oracle(config: &Path) -> Oracle {
         .as_array()
         .map(|a| {
             a.iter()
-                .map(|e| e["code"].as_str().unwrap_or("UNKNOWN").to_owned())
+                .map(|e| {
+                    (
+                        e["code"].as_str().unwrap_or("UNKNOWN").to_owned(),
+                        e["message"].as_str().unwrap_or("").to_owned(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();
@@ -165,4 +171,26 @@ fn normalize_definition(def: &mut Definition) {
         }
         _ => {}
     }
+}
+
+/// What a satisfiability error is about: the first field coordinate its reasons name and
+/// the subgraphs it lists (`from subgraph "x"`), sorted.
+pub fn satisfiability_summary(message: &str) -> (String, Vec<String>) {
+    let quoted_after = |marker: &str| -> Vec<String> {
+        message
+            .match_indices(marker)
+            .filter_map(|(i, _)| {
+                let rest = &message[i + marker.len()..];
+                rest.split('"').next().map(str::to_owned)
+            })
+            .collect()
+    };
+    let field = quoted_after("field \"")
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let mut subgraphs = quoted_after("from subgraph \"");
+    subgraphs.sort();
+    subgraphs.dedup();
+    (field, subgraphs)
 }
