@@ -394,6 +394,16 @@ async fn a_gateway_started_before_its_supergraph_becomes_ready_when_it_appears()
         "{body}"
     );
 
+    // An invalid file is reported and changes nothing.
+    write_atomic(&file, "type Query {");
+    wait_for_log(
+        &gateway,
+        "supergraph load failed, waiting for a valid file",
+        Duration::from_secs(10),
+    )
+    .await;
+    assert_eq!(get(&client, &gateway, "/health/ready").await.status, 503);
+
     write_atomic(&file, &Set::Fed.supergraph_at(&subgraphs.base_url()));
     let deadline = Instant::now() + Duration::from_secs(10);
     while get(&client, &gateway, "/health/ready").await.status != 200 {
