@@ -4,7 +4,8 @@
 //! volumes update by atomically re-pointing a `..data` symlink, which changes neither
 //! the watched file's inode nor its name. Filesystem events can be missed (overlay
 //! filesystems, events dropped under load), so the file is also re-read every
-//! `poll_interval`; a content hash decides whether anything changed.
+//! `poll_interval`; a content hash decides whether anything changed. (A file that is a
+//! symlink into another directory is only seen changing by polling.)
 
 use crate::gateway::Gateway;
 use crate::supergraph::Supergraph;

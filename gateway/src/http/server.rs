@@ -4,7 +4,8 @@
 //! the listener closes; open connections finish their current request (keep-alive
 //! connections close after it); the process ends when all are done, or when
 //! `shutdown.grace_period` (counted from the signal, like Kubernetes'
-//! `terminationGracePeriodSeconds`) is over. A second signal ends it at once.
+//! `terminationGracePeriodSeconds`) is over. A second signal ends it at once. The exit
+//! status is 0 only when everything drained; cut requests are counted in the log.
 
 use super::handle;
 use crate::config::Config;
