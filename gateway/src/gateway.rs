@@ -6,12 +6,15 @@ use crate::executor::{ExecutionContext, execute};
 use crate::operation::{self, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanError, QueryPlan, build_plan};
 use crate::supergraph::Supergraph;
+use crate::telemetry::metrics::{CacheMetrics, FetchMetrics, OperationMetrics};
+use crate::telemetry::{Metrics, RequestRecorder};
 use apollo_compiler::response::{GraphQLError, JsonMap};
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use tracing::Instrument;
 
 /// Bound on cached operations per supergraph; the cache is cleared when full.
 const CACHE_CAPACITY: usize = 4096;
@@ -56,11 +59,15 @@ pub struct RequestMeta {
     pub allow_mutation: bool,
     /// Client headers to forward to subgraphs (already filtered by the propagation rules).
     pub forward_headers: http::HeaderMap,
+    /// The client's W3C trace context headers (only kept while traces are exported).
+    pub trace_context: http::HeaderMap,
 }
 
 pub struct CachedOperation {
     pub prepared: PreparedOperation,
     pub plan: Result<QueryPlan, PlanError>,
+    /// Its request metrics handles, resolved on first use.
+    metrics: OnceLock<Arc<OperationMetrics>>,
 }
 
 /// One loaded supergraph and the operations planned against it. Swapped whole on
@@ -70,6 +77,9 @@ pub struct State {
     cache: Mutex<FxHashMap<[u8; 32], Arc<CachedOperation>>>,
     /// Checked when an operation is prepared, so cache hits pay nothing.
     limits: LimitsConfig,
+    cache_metrics: CacheMetrics,
+    /// Per-subgraph fetch metrics handles, by `SubgraphId`.
+    pub(crate) fetch_metrics: FetchMetrics,
 }
 
 impl State {
@@ -83,7 +93,22 @@ impl State {
             supergraph: Arc::new(supergraph),
             cache: Mutex::new(FxHashMap::default()),
             limits,
+            cache_metrics: CacheMetrics::default(),
+            fetch_metrics: FetchMetrics::default(),
         }
+    }
+
+    /// Count plan cache use and subgraph fetches of this state into `metrics`.
+    pub fn with_metrics(mut self, metrics: &Metrics) -> Self {
+        self.cache_metrics = metrics.cache();
+        let names = self
+            .supergraph
+            .meta
+            .subgraphs
+            .iter()
+            .map(|s| s.name.as_str());
+        self.fetch_metrics = metrics.fetch_metrics(names);
+        self
     }
 
     /// A state for `config`: its limits, and `subgraphs.<name>.url` overriding the
@@ -91,7 +116,12 @@ impl State {
     pub fn configured(mut supergraph: Supergraph, config: &Config) -> Self {
         for (name, sg) in &config.subgraphs {
             let Some(url) = &sg.url else { continue };
-            match supergraph.meta.subgraphs.iter_mut().find(|s| &s.name == name) {
+            match supergraph
+                .meta
+                .subgraphs
+                .iter_mut()
+                .find(|s| &s.name == name)
+            {
                 Some(s) => s.url.clone_from(url),
                 None => tracing::warn!(
                     subgraph = %name,
@@ -114,16 +144,25 @@ impl State {
         hasher.update(query.as_bytes());
         let key: [u8; 32] = hasher.finalize().into();
         if let Some(hit) = self.cache.lock().get(&key) {
+            self.cache_metrics.hits.inc();
             return Ok(hit.clone());
         }
-        let prepared = operation::prepare_with_limits(
-            &self.supergraph.api_schema,
-            query,
-            operation_name,
-            &self.limits,
-        )?;
-        let plan = build_plan(&self.supergraph.meta, &prepared.ir);
-        let cached = Arc::new(CachedOperation { prepared, plan });
+        self.cache_metrics.misses.inc();
+        let prepared = crate::otel_span!("parse_validate").in_scope(|| {
+            operation::prepare_with_limits(
+                &self.supergraph.api_schema,
+                query,
+                operation_name,
+                &self.limits,
+            )
+        })?;
+        let plan =
+            crate::otel_span!("plan").in_scope(|| build_plan(&self.supergraph.meta, &prepared.ir));
+        let cached = Arc::new(CachedOperation {
+            prepared,
+            plan,
+            metrics: OnceLock::new(),
+        });
         let mut cache = self.cache.lock();
         if cache.len() >= CACHE_CAPACITY {
             cache.clear();
@@ -140,6 +179,7 @@ pub struct Gateway<T: Transport = HttpTransport> {
     transport: T,
     /// Readiness, draining and reload bookkeeping.
     pub lifecycle: crate::lifecycle::Lifecycle,
+    metrics: Metrics,
 }
 
 impl Gateway<HttpTransport> {
@@ -160,18 +200,27 @@ impl Gateway<HttpTransport> {
             config,
             state: ArcSwapOption::empty(),
             lifecycle: crate::lifecycle::Lifecycle::default(),
+            metrics: Metrics::new(),
         }
     }
 }
 
 impl<T: Transport> Gateway<T> {
     pub fn with_transport(config: Arc<Config>, supergraph: Supergraph, transport: T) -> Self {
+        let metrics = Metrics::new();
+        let state = State::configured(supergraph, &config).with_metrics(&metrics);
         Self {
-            state: ArcSwapOption::from_pointee(State::configured(supergraph, &config)),
+            state: ArcSwapOption::from_pointee(state),
             config,
             transport,
             lifecycle: crate::lifecycle::Lifecycle::default(),
+            metrics,
         }
+    }
+
+    /// This gateway's Prometheus metrics.
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
     }
 
     /// The state requests start with from now on; in-flight requests keep theirs.
@@ -181,12 +230,30 @@ impl<T: Transport> Gateway<T> {
 
     /// Serve `supergraph` from the next request on (already validated by parsing).
     pub fn swap_supergraph(&self, supergraph: Supergraph) {
-        let state = State::configured(supergraph, &self.config);
+        let state = State::configured(supergraph, &self.config).with_metrics(&self.metrics);
         self.state.store(Some(Arc::new(state)));
     }
 
     /// Run one request.
     pub async fn execute(&self, request: &GraphQLRequest, meta: &RequestMeta) -> Outcome {
+        let timeout = self.config.traffic.request_timeout;
+        let mut recorder = RequestRecorder::start(&self.metrics, timeout);
+        let span = crate::otel_span!("request", graphql.operation.name = tracing::field::Empty);
+        crate::telemetry::tracing::set_remote_parent(&span, &meta.trace_context);
+        let outcome = self
+            .run(request, meta, &mut recorder)
+            .instrument(span)
+            .await;
+        recorder.finish(&outcome);
+        outcome
+    }
+
+    async fn run(
+        &self,
+        request: &GraphQLRequest,
+        meta: &RequestMeta,
+        recorder: &mut RequestRecorder<'_>,
+    ) -> Outcome {
         let allow_mutation = meta.allow_mutation;
         let Some(query) = request.query.as_deref() else {
             return request_error(RequestErrors::message("request has no query"));
@@ -200,6 +267,9 @@ impl<T: Transport> Gateway<T> {
             Ok(c) => c,
             Err(e) => return request_error(e),
         };
+        let name = cached.prepared.operation.name.as_deref();
+        recorder.operation(cached.metrics.get_or_init(|| self.metrics.operation(name)));
+        crate::telemetry::tracing::record_operation(name);
         let kind = cached.prepared.operation.operation_type;
         if kind.is_subscription() {
             return request_error(RequestErrors::message(
@@ -235,8 +305,9 @@ impl<T: Transport> Gateway<T> {
             variables: &variables,
             transport: &self.transport,
             headers: &meta.forward_headers,
+            fetch_metrics: &state.fetch_metrics,
         };
-        Outcome::Executed(execute(&ctx).await)
+        Outcome::Executed(execute(&ctx).instrument(crate::otel_span!("execute")).await)
     }
 }
 

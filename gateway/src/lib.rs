@@ -11,6 +11,7 @@ pub mod reload;
 pub mod response;
 pub mod runtime;
 pub mod supergraph;
+pub mod telemetry;
 
 /// Plan `query` and render the plan as text (the `plan` CLI command).
 pub fn plan_text(

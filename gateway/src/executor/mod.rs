@@ -24,6 +24,8 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub transport: &'a T,
     /// Client headers forwarded to every subgraph.
     pub headers: &'a http::HeaderMap,
+    /// Per-subgraph fetch count, latency and error metrics.
+    pub fetch_metrics: &'a crate::telemetry::metrics::FetchMetrics,
 }
 
 /// Execute the plan and write the final response body.
@@ -105,7 +107,23 @@ async fn run_fetches<T: Transport>(
             headers: ctx.headers,
             is_query: ctx.prepared.operation.operation_type.is_query(),
         };
-        Some(ctx.transport.fetch(request).await)
+        let span = crate::otel_span!(
+            "subgraph_fetch",
+            subgraph.name = %fetch.subgraph_name,
+            http.response.status_code = tracing::field::Empty,
+            otel.status_code = tracing::field::Empty,
+            otel.status_message = tracing::field::Empty,
+        );
+        let start = std::time::Instant::now();
+        let fetched = ctx.transport.fetch(request);
+        let response = tracing::Instrument::instrument(fetched, span.clone()).await;
+        ctx.fetch_metrics
+            .record(fetch.subgraph.index(), start.elapsed(), response.is_ok());
+        if let Err(e) = &response {
+            span.record("otel.status_code", "ERROR");
+            span.record("otel.status_message", e.message.as_str());
+        }
+        Some(response)
     });
     let responses = futures::future::join_all(sends).await;
     for ((p, i), response) in prepared.iter().zip(fetches).zip(responses) {

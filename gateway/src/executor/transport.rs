@@ -139,6 +139,10 @@ impl Transport for HttpTransport {
         for (name, value) in request.headers {
             builder = builder.header(name, value);
         }
+        if let Some(headers) = builder.headers_mut() {
+            // The fetch span's trace context (W3C traceparent), when traces are exported.
+            crate::telemetry::tracing::inject_current(headers);
+        }
         let key = (policy.deduplicate && request.is_query)
             .then(|| DedupKey::new(request.url, &request.body, request.headers));
         let http_request = builder
@@ -164,6 +168,7 @@ fn call(
             .await
             .map_err(|e| FetchError::http(error_chain(&e)))?;
         let status = response.status();
+        crate::telemetry::tracing::record_status(status.as_u16());
         let body = response
             .into_body()
             .collect()

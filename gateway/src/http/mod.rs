@@ -2,6 +2,7 @@
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
 use crate::config::HeadersConfig;
+use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -36,12 +37,13 @@ fn error_body(message: &str) -> Vec<u8> {
 }
 
 fn coded_error_body(code: &str, message: &str) -> Vec<u8> {
-    let body = serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] });
+    let body =
+        serde_json::json!({ "errors": [{ "message": message, "extensions": { "code": code } }] });
     serde_json::to_vec(&body).expect("static JSON serializes")
 }
 
 /// 200 once a supergraph is loaded, 503 before that and from a shutdown signal on.
-fn readiness(gateway: &Gateway) -> Response<Full<Bytes>> {
+fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<Full<Bytes>> {
     let readiness = gateway.readiness();
     let (status, word) = match readiness {
         crate::lifecycle::Readiness::Ready => (StatusCode::OK, "UP"),
@@ -69,7 +71,16 @@ fn negotiate(accept: Option<&HeaderValue>) -> Option<&'static str> {
     best
 }
 
-pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// Answer one request; generic over the transport so fuzzing can run without network.
+pub async fn handle<T: Transport>(
+    gateway: &Gateway<T>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
+    let telemetry = &gateway.config.telemetry;
+    if telemetry.metrics && req.uri().path() == telemetry.metrics_path {
+        let text = crate::telemetry::render_metrics(gateway);
+        return response(StatusCode::OK, prometheus::TEXT_FORMAT, text);
+    }
     match req.uri().path() {
         "/health" | "/health/live" => {
             return response(StatusCode::OK, JSON, &b"{\"status\":\"UP\"}"[..]);
@@ -154,6 +165,7 @@ pub async fn handle(gateway: &Gateway, req: Request<Incoming>) -> Response<Full<
     let meta = RequestMeta {
         allow_mutation: is_post,
         forward_headers: forward_headers(&gateway.config.headers, &headers),
+        trace_context: crate::telemetry::tracing::trace_headers(&headers),
     };
     let timeout = gateway.config.traffic.request_timeout;
     let Ok(outcome) = tokio::time::timeout(timeout, gateway.execute(&request, &meta)).await else {

@@ -29,6 +29,8 @@ pub struct JsonSubgraphs {
     counts: Arc<BTreeMap<String, AtomicU64>>,
     /// Every request body per subgraph, in arrival order.
     pub log: Arc<Mutex<Vec<(String, Value)>>>,
+    /// Every request's headers per subgraph, in arrival order.
+    pub headers: Arc<Mutex<Vec<(String, hyper::HeaderMap)>>>,
 }
 
 impl JsonSubgraphs {
@@ -55,18 +57,24 @@ pub async fn start(data: Value) -> JsonSubgraphs {
             .collect(),
     );
     let log = Arc::new(Mutex::new(Vec::new()));
-    let (c, l) = (counts.clone(), log.clone());
+    let headers = Arc::new(Mutex::new(Vec::new()));
+    let (c, l, h) = (counts.clone(), log.clone(), headers.clone());
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let (data, counts, log) = (data.clone(), c.clone(), l.clone());
+            let (data, counts, log, h) = (data.clone(), c.clone(), l.clone(), h.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let (data, counts, log) = (data.clone(), counts.clone(), log.clone());
+                    let headers = h.clone();
                     async move {
                         let name = req.uri().path().trim_start_matches('/').to_string();
+                        headers
+                            .lock()
+                            .expect("headers lock")
+                            .push((name.clone(), req.headers().clone()));
                         let body = req
                             .into_body()
                             .collect()
@@ -106,6 +114,7 @@ pub async fn start(data: Value) -> JsonSubgraphs {
         base_url: format!("http://{addr}"),
         counts,
         log,
+        headers,
     }
 }
 

@@ -1,0 +1,399 @@
+//! Prometheus metrics in a registry owned by one gateway (not the process-global
+//! default), so several gateways in one process never share series.
+//!
+//! The hot path only touches pre-resolved handles (atomics): per-operation handles are
+//! resolved once per cached operation, per-subgraph handles once per supergraph.
+
+use parking_lot::Mutex;
+use prometheus::{
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
+};
+use rustc_hash::FxHashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+/// Distinct operation names given their own label; later names share [`OTHER`].
+pub const MAX_OPERATION_LABELS: usize = 100;
+/// Label of validated operations past [`MAX_OPERATION_LABELS`] distinct names.
+pub const OTHER: &str = "(other)";
+/// Label of validated operations without a name.
+pub const ANONYMOUS: &str = "(anonymous)";
+/// Label of requests that never reached a validated operation (their name is untrusted).
+pub const INVALID: &str = "(invalid)";
+
+/// Request latency buckets (seconds): 1 ms to 30 s.
+const REQUEST_BUCKETS: &[f64] = &[
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+];
+
+/// How a GraphQL request ended, as the `outcome` label.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// Executed without errors.
+    Ok,
+    /// Executed; the response carries field errors (a subgraph failed or returned errors).
+    FieldErrors,
+    /// Parse, validation, limit, variable or planning error: nothing executed.
+    RequestError,
+    /// Cut off by the request timeout.
+    Timeout,
+    /// Dropped before the timeout (the client went away).
+    Cancelled,
+    /// No supergraph loaded yet.
+    NotReady,
+}
+
+impl RequestOutcome {
+    const COUNT: usize = 6;
+
+    pub fn label(self) -> &'static str {
+        match self {
+            RequestOutcome::Ok => "ok",
+            RequestOutcome::FieldErrors => "field_errors",
+            RequestOutcome::RequestError => "request_error",
+            RequestOutcome::Timeout => "timeout",
+            RequestOutcome::Cancelled => "cancelled",
+            RequestOutcome::NotReady => "not_ready",
+        }
+    }
+}
+
+/// Counter and histogram handles of one operation label, resolved per outcome on first
+/// use (so outcomes that never happen export no series).
+pub struct OperationMetrics {
+    label: String,
+    requests: IntCounterVec,
+    durations: HistogramVec,
+    handles: [OnceLock<(IntCounter, Histogram)>; RequestOutcome::COUNT],
+}
+
+impl OperationMetrics {
+    pub fn record(&self, outcome: RequestOutcome, elapsed: Duration) {
+        let (count, duration) = self.handles[outcome as usize].get_or_init(|| {
+            let labels = [self.label.as_str(), outcome.label()];
+            (
+                self.requests.with_label_values(&labels),
+                self.durations.with_label_values(&labels),
+            )
+        });
+        count.inc();
+        duration.observe(elapsed.as_secs_f64());
+    }
+}
+
+/// Handles of one subgraph.
+struct SubgraphHandles {
+    fetches: IntCounter,
+    errors: IntCounter,
+    duration: Histogram,
+}
+
+/// Per-subgraph handles of one supergraph, indexed by subgraph id. The default records
+/// nothing (a gateway state built without metrics).
+#[derive(Default)]
+pub struct FetchMetrics(Vec<SubgraphHandles>);
+
+impl FetchMetrics {
+    /// Record one fetch of subgraph `index` (its `SubgraphId`).
+    pub fn record(&self, index: usize, elapsed: Duration, ok: bool) {
+        let Some(h) = self.0.get(index) else { return };
+        h.fetches.inc();
+        h.duration.observe(elapsed.as_secs_f64());
+        if !ok {
+            h.errors.inc();
+        }
+    }
+}
+
+/// Plan cache counters; the default is detached (counts into nothing exported).
+#[derive(Clone)]
+pub struct CacheMetrics {
+    pub hits: IntCounter,
+    pub misses: IntCounter,
+}
+
+impl Default for CacheMetrics {
+    fn default() -> Self {
+        let detached = |name| IntCounter::new(name, "unregistered").expect("valid metric name");
+        Self {
+            hits: detached("detached_hits"),
+            misses: detached("detached_misses"),
+        }
+    }
+}
+
+/// Decrements the in-flight gauge when the request ends (also on cancellation).
+pub struct InFlight(IntGauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+pub struct Metrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    request_duration: HistogramVec,
+    fetches: IntCounterVec,
+    fetch_errors: IntCounterVec,
+    fetch_duration: HistogramVec,
+    cache: CacheMetrics,
+    in_flight: IntGauge,
+    supergraph_info: IntGaugeVec,
+    /// The hash `supergraph_info` carries; serialises its updates.
+    supergraph_hash: Mutex<Option<String>>,
+    reloads: IntCounterVec,
+    operations: Mutex<FxHashMap<String, Arc<OperationMetrics>>>,
+    invalid: Arc<OperationMetrics>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let registry = Registry::new();
+        let requests = IntCounterVec::new(
+            Opts::new(
+                "graphfleet_graphql_requests_total",
+                "GraphQL requests by operation name and outcome.",
+            ),
+            &["operation", "outcome"],
+        )
+        .expect("valid metric");
+        let request_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "graphfleet_graphql_request_duration_seconds",
+                "GraphQL request time from parse to response body, by operation and outcome.",
+            )
+            .buckets(REQUEST_BUCKETS.to_vec()),
+            &["operation", "outcome"],
+        )
+        .expect("valid metric");
+        let fetches = IntCounterVec::new(
+            Opts::new(
+                "graphfleet_subgraph_fetches_total",
+                "Subgraph requests sent, by subgraph.",
+            ),
+            &["subgraph"],
+        )
+        .expect("valid metric");
+        let fetch_errors = IntCounterVec::new(
+            Opts::new(
+                "graphfleet_subgraph_fetch_errors_total",
+                "Subgraph requests that failed (connection, HTTP status, timeout), by subgraph.",
+            ),
+            &["subgraph"],
+        )
+        .expect("valid metric");
+        let fetch_duration = HistogramVec::new(
+            HistogramOpts::new(
+                "graphfleet_subgraph_fetch_duration_seconds",
+                "Subgraph request time, by subgraph.",
+            )
+            .buckets(REQUEST_BUCKETS.to_vec()),
+            &["subgraph"],
+        )
+        .expect("valid metric");
+        let cache = CacheMetrics {
+            hits: IntCounter::new(
+                "graphfleet_plan_cache_hits_total",
+                "Requests whose operation was already parsed, validated and planned.",
+            )
+            .expect("valid metric"),
+            misses: IntCounter::new(
+                "graphfleet_plan_cache_misses_total",
+                "Requests whose operation had to be parsed, validated and planned.",
+            )
+            .expect("valid metric"),
+        };
+        let in_flight = IntGauge::new(
+            "graphfleet_graphql_requests_in_flight",
+            "GraphQL requests being processed.",
+        )
+        .expect("valid metric");
+        let supergraph_info = IntGaugeVec::new(
+            Opts::new(
+                "graphfleet_supergraph_info",
+                "The supergraph being served (1), labelled by its SHA-256.",
+            ),
+            &["hash"],
+        )
+        .expect("valid metric");
+        let reloads = IntCounterVec::new(
+            Opts::new(
+                "graphfleet_supergraph_reloads_total",
+                "Supergraph reload attempts by result (success, failure).",
+            ),
+            &["result"],
+        )
+        .expect("valid metric");
+        for collector in [
+            Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(request_duration.clone()),
+            Box::new(fetches.clone()),
+            Box::new(fetch_errors.clone()),
+            Box::new(fetch_duration.clone()),
+            Box::new(cache.hits.clone()),
+            Box::new(cache.misses.clone()),
+            Box::new(in_flight.clone()),
+            Box::new(supergraph_info.clone()),
+            Box::new(reloads.clone()),
+        ] {
+            registry
+                .register(collector)
+                .expect("metric names are unique");
+        }
+        let invalid = Arc::new(resolve_operation(&requests, &request_duration, INVALID));
+        Self {
+            registry,
+            requests,
+            request_duration,
+            fetches,
+            fetch_errors,
+            fetch_duration,
+            cache,
+            in_flight,
+            supergraph_info,
+            supergraph_hash: Mutex::new(None),
+            reloads,
+            operations: Mutex::new(FxHashMap::default()),
+            invalid,
+        }
+    }
+
+    /// Handles for a validated operation (`None`: anonymous). Names past the bound share
+    /// one label, so clients cannot grow the series without limit.
+    pub fn operation(&self, name: Option<&str>) -> Arc<OperationMetrics> {
+        let name = name.unwrap_or(ANONYMOUS);
+        let mut ops = self.operations.lock();
+        if let Some(handles) = ops.get(name) {
+            return handles.clone();
+        }
+        let label = if name == ANONYMOUS || ops.len() < MAX_OPERATION_LABELS {
+            name
+        } else {
+            OTHER
+        };
+        let handles = ops.get(label).cloned().unwrap_or_else(|| {
+            Arc::new(resolve_operation(
+                &self.requests,
+                &self.request_duration,
+                label,
+            ))
+        });
+        ops.insert(label.to_owned(), handles.clone());
+        handles
+    }
+
+    /// Handles for requests that never had a validated operation.
+    pub fn invalid_operation(&self) -> Arc<OperationMetrics> {
+        self.invalid.clone()
+    }
+
+    /// Per-subgraph handles for a supergraph's subgraphs, in `SubgraphId` order.
+    pub fn fetch_metrics<'a>(&self, subgraph_names: impl Iterator<Item = &'a str>) -> FetchMetrics {
+        FetchMetrics(
+            subgraph_names
+                .map(|name| SubgraphHandles {
+                    fetches: self.fetches.with_label_values(&[name]),
+                    errors: self.fetch_errors.with_label_values(&[name]),
+                    duration: self.fetch_duration.with_label_values(&[name]),
+                })
+                .collect(),
+        )
+    }
+
+    pub fn cache(&self) -> CacheMetrics {
+        self.cache.clone()
+    }
+
+    pub fn in_flight(&self) -> InFlight {
+        self.in_flight.inc();
+        InFlight(self.in_flight.clone())
+    }
+
+    /// The supergraph now served: the info metric carries only its hash.
+    pub fn set_supergraph(&self, hash_hex: &str) {
+        let mut current = self.supergraph_hash.lock();
+        if current.as_deref() != Some(hash_hex) {
+            self.supergraph_info.reset();
+            self.supergraph_info.with_label_values(&[hash_hex]).set(1);
+            *current = Some(hash_hex.to_owned());
+        }
+    }
+
+    /// No supergraph served (yet).
+    pub fn clear_supergraph(&self) {
+        let mut current = self.supergraph_hash.lock();
+        self.supergraph_info.reset();
+        *current = None;
+    }
+
+    /// Bring the reload counters up to the totals kept by the reloader.
+    pub fn set_reloads(&self, successes: u64, failures: u64) {
+        for (result, total) in [("success", successes), ("failure", failures)] {
+            let counter = self.reloads.with_label_values(&[result]);
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+    }
+
+    /// The Prometheus text exposition of every metric.
+    pub fn encode(&self) -> String {
+        TextEncoder::new()
+            .encode_to_string(&self.registry.gather())
+            .expect("text encoding of gathered metrics cannot fail")
+    }
+}
+
+fn resolve_operation(
+    requests: &IntCounterVec,
+    durations: &HistogramVec,
+    label: &str,
+) -> OperationMetrics {
+    OperationMetrics {
+        label: label.to_owned(),
+        requests: requests.clone(),
+        durations: durations.clone(),
+        handles: Default::default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_labels_are_bounded() {
+        let metrics = Metrics::new();
+        for i in 0..MAX_OPERATION_LABELS + 50 {
+            metrics
+                .operation(Some(&format!("Op{i}")))
+                .record(RequestOutcome::Ok, Duration::ZERO);
+        }
+        metrics
+            .operation(None)
+            .record(RequestOutcome::Ok, Duration::ZERO);
+        let text = metrics.encode();
+        let labelled: std::collections::BTreeSet<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("graphfleet_graphql_requests_total{"))
+            .filter_map(|l| l.split("operation=\"").nth(1)?.split('"').next())
+            .collect();
+        assert!(labelled.contains(OTHER), "{text}");
+        assert!(labelled.contains(ANONYMOUS), "{text}");
+        assert!(labelled.contains("Op0"), "{text}");
+        assert!(!labelled.contains("Op149"), "{text}");
+        // At most the bound, plus INVALID, ANONYMOUS and OTHER.
+        assert!(
+            labelled.len() <= MAX_OPERATION_LABELS + 3,
+            "{}",
+            labelled.len()
+        );
+    }
+}

@@ -1,0 +1,98 @@
+//! Telemetry: Prometheus metrics per gateway ([`metrics`]), logs and OTLP traces for the
+//! process ([`tracing`]).
+
+pub mod metrics;
+pub mod tracing;
+
+pub use metrics::{Metrics, RequestOutcome};
+pub use tracing::{TelemetryGuard, init};
+
+use crate::executor::transport::Transport;
+use crate::gateway::{Gateway, Outcome};
+use metrics::{InFlight, OperationMetrics};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Counts one GraphQL request when dropped: with the outcome given to [`finish`], or as
+/// cut short (timeout or client gone) when its future was dropped first.
+///
+/// [`finish`]: RequestRecorder::finish
+pub struct RequestRecorder<'a> {
+    metrics: &'a Metrics,
+    start: Instant,
+    timeout: Duration,
+    operation: Option<Arc<OperationMetrics>>,
+    outcome: Option<RequestOutcome>,
+    _in_flight: InFlight,
+}
+
+impl<'a> RequestRecorder<'a> {
+    /// `timeout` is the request timeout: a request dropped after it counts as `timeout`.
+    pub fn start(metrics: &'a Metrics, timeout: Duration) -> Self {
+        Self {
+            metrics,
+            start: Instant::now(),
+            timeout,
+            operation: None,
+            outcome: None,
+            _in_flight: metrics.in_flight(),
+        }
+    }
+
+    /// The validated operation's handles (label by its name, bounded).
+    pub fn operation(&mut self, handles: &Arc<OperationMetrics>) {
+        self.operation = Some(handles.clone());
+    }
+
+    pub fn finish(&mut self, outcome: &Outcome) {
+        self.outcome = Some(classify(outcome));
+    }
+}
+
+impl Drop for RequestRecorder<'_> {
+    fn drop(&mut self) {
+        let elapsed = self.start.elapsed();
+        // The timeout's clock starts just before ours; 1 ms covers the difference.
+        let timed_out = elapsed + Duration::from_millis(1) >= self.timeout;
+        let outcome = self.outcome.unwrap_or(if timed_out {
+            RequestOutcome::Timeout
+        } else {
+            RequestOutcome::Cancelled
+        });
+        match &self.operation {
+            Some(op) => op.record(outcome, elapsed),
+            None => self.metrics.invalid_operation().record(outcome, elapsed),
+        }
+    }
+}
+
+fn classify(outcome: &Outcome) -> RequestOutcome {
+    match outcome {
+        // The writer ends a body with errors as `,"errors":[...]}`; `data` is an object or null.
+        Outcome::Executed(body) if body.ends_with(b"]}") => RequestOutcome::FieldErrors,
+        Outcome::Executed(_) => RequestOutcome::Ok,
+        Outcome::RequestError(_) | Outcome::MutationNotAllowed(_) => RequestOutcome::RequestError,
+        Outcome::NotReady(_) => RequestOutcome::NotReady,
+    }
+}
+
+/// The Prometheus text for `gateway`, with the values read at scrape time (served
+/// supergraph, reload counts) brought up to date first.
+pub fn render_metrics<T: Transport>(gateway: &Gateway<T>) -> String {
+    let metrics = gateway.metrics();
+    match gateway.state() {
+        Some(state) => metrics.set_supergraph(&hex(&state.supergraph.hash)),
+        None => metrics.clear_supergraph(),
+    }
+    let status = gateway.lifecycle.reload_status();
+    metrics.set_reloads(status.successful_reloads, status.failed_reloads);
+    metrics.encode()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
