@@ -91,10 +91,10 @@ fn endpoint_paths(config: &Config, report: &mut impl FnMut(&[&str], String)) {
     ] {
         if !value.starts_with('/') {
             report(path, format!("must start with '/', got {value:?}"));
-        } else if value.starts_with(HEALTH_PREFIX) {
+        } else if value.starts_with(HEALTH_PREFIX) || value == HEALTH_PREFIX.trim_end_matches('/') {
             report(
                 path,
-                format!("{value:?} is under {HEALTH_PREFIX}, which the gateway serves"),
+                format!("{value:?} is a health path, which the gateway serves itself"),
             );
         }
     }
@@ -208,6 +208,18 @@ mod tests {
         assert!(http_url("ftp://a/b").is_err());
         assert!(http_url("http://").is_err());
         assert!(http_url("not a url").is_err());
+    }
+
+    #[test]
+    fn endpoint_paths_stay_clear_of_health() {
+        for path in ["/health", "/health/live", "metrics"] {
+            let mut config = Config::default();
+            config.telemetry.metrics_path = path.to_owned();
+            assert_eq!(validate(&config).len(), 2, "{path}: and supergraph.path");
+        }
+        let mut config = Config::default();
+        config.telemetry.metrics_path = "/healthz".to_owned();
+        assert_eq!(validate(&config).len(), 1, "only supergraph.path");
     }
 
     #[test]
