@@ -499,6 +499,9 @@ fn merge_composite(
         if srcs.is_empty() {
             continue;
         }
+        if kind == Kind::Interface {
+            value_interface_field_hint(ctx, name, fname, sources, &srcs);
+        }
         if let Some(f) = merge_field(ctx, name, kind, fname, srcs, type_sources) {
             t.fields.insert(fname.to_owned(), f);
         }
@@ -507,6 +510,40 @@ fn merge_composite(
         return None;
     }
     Some(t)
+}
+
+/// A field of an interface without keys that only some of its subgraphs define.
+fn value_interface_field_hint(
+    ctx: &mut Ctx<'_>,
+    tname: &str,
+    fname: &str,
+    sources: &[Source<'_>],
+    srcs: &[FieldSrc<'_>],
+) {
+    let plain = sources.iter().all(|s| {
+        matches!(s.ty, ExtendedType::Interface(_))
+            && ctx.input.infos[s.sg]
+                .keys
+                .get(s.local)
+                .is_none_or(|k| k.is_empty())
+    });
+    if !plain || srcs.len() == sources.len() {
+        return;
+    }
+    let have: Vec<&str> = srcs.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect();
+    let missing: Vec<&str> = sources
+        .iter()
+        .map(|s| ctx.sg(s.sg).name.as_str())
+        .filter(|n| !have.contains(n))
+        .collect();
+    ctx.sink.hint(
+        codes::INCONSISTENT_INTERFACE_VALUE_TYPE_FIELD,
+        format!(
+            "Field \"{tname}.{fname}\" of interface type \"{tname}\" is defined in some but not all subgraphs that define \"{tname}\": \"{tname}.{fname}\" is defined in {} but not in {}.",
+            subgraphs_phrase(&have),
+            subgraphs_phrase(&missing)
+        ),
+    );
 }
 
 fn field_sources<'a>(
@@ -649,6 +686,13 @@ fn resolve_overrides(ctx: &mut Ctx<'_>, tname: &str, fname: &str, srcs: &mut [Fi
         }
     }
     for (_, j, label) in marks {
+        if label.is_none() && !srcs[j].referenced {
+            let from = &ctx.sg(srcs[j].sg).name;
+            ctx.sink.hint(
+                codes::OVERRIDDEN_FIELD_CAN_BE_REMOVED,
+                format!("Field \"{tname}.{fname}\" on subgraph \"{from}\" is overridden. Consider removing it."),
+            );
+        }
         srcs[j].overridden = Some(label);
     }
 }
@@ -1087,6 +1131,29 @@ fn merge_union(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<
             t.join_members.push((sg.graph.clone(), member));
         }
     }
+    for member in &t.members {
+        let (have, missing): (Vec<&Source<'_>>, Vec<&Source<'_>>) =
+            sources.iter().partition(|src| {
+                let graph = &ctx.sg(src.sg).graph;
+                t.join_members
+                    .iter()
+                    .any(|(g, m)| g == graph && m == member)
+            });
+        if missing.is_empty() {
+            continue;
+        }
+        let names = |v: &[&Source<'_>]| -> Vec<String> {
+            v.iter().map(|s| ctx.sg(s.sg).name.clone()).collect()
+        };
+        ctx.sink.hint(
+            codes::INCONSISTENT_UNION_MEMBER,
+            format!(
+                "Union type \"{name}\" includes member type \"{member}\" in some but not all defining subgraphs: \"{member}\" is defined in {} but not in {}.",
+                subgraphs_phrase(&names(&have)),
+                subgraphs_phrase(&names(&missing))
+            ),
+        );
+    }
     Some(t)
 }
 
@@ -1401,46 +1468,118 @@ fn feature_links(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
 fn executable_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
     const BUILT_IN: &[&str] = &["skip", "include", "deprecated", "specifiedBy", "oneOf"];
     let subgraphs = ctx.input.subgraphs;
-    let Some(first) = subgraphs.first() else {
-        return;
-    };
-    for (name, def) in &first.schema.directive_definitions {
-        if BUILT_IN.contains(&name.as_str())
-            || first.composed_directives.iter().any(|c| c == name.as_str())
-        {
-            continue;
+    let mut names: IndexSet<&Name> = IndexSet::new();
+    for sg in subgraphs {
+        for (name, def) in &sg.schema.directive_definitions {
+            let executable = def.locations.iter().any(|l| is_executable(&l.to_string()));
+            if executable
+                && !BUILT_IN.contains(&name.as_str())
+                && !sg.composed_directives.iter().any(|c| c == name.as_str())
+            {
+                names.insert(name);
+            }
         }
-        let defs: Vec<_> = subgraphs
+    }
+    for name in names {
+        let defs: Vec<(&str, &Node<apollo_compiler::ast::DirectiveDefinition>)> = subgraphs
             .iter()
-            .filter_map(|sg| sg.schema.directive_definitions.get(name))
+            .filter_map(|sg| {
+                sg.schema
+                    .directive_definitions
+                    .get(name)
+                    .map(|d| (sg.name.as_str(), d))
+            })
             .collect();
         if defs.len() != subgraphs.len() {
+            let have: Vec<&str> = defs.iter().map(|(n, _)| *n).collect();
+            let missing: Vec<&str> = subgraphs
+                .iter()
+                .map(|s| s.name.as_str())
+                .filter(|n| !have.contains(n))
+                .collect();
+            ctx.sink.hint(
+                codes::INCONSISTENT_EXECUTABLE_DIRECTIVE_PRESENCE,
+                format!(
+                    "Executable directive \"@{name}\" will not be part of the supergraph as it does not appear in all subgraphs: it is defined in {} but not in {}.",
+                    subgraphs_phrase(&have),
+                    subgraphs_phrase(&missing)
+                ),
+            );
             continue;
         }
+        let def = defs[0].1;
+        let executable_in = |d: &apollo_compiler::ast::DirectiveDefinition| -> Vec<String> {
+            let mut v: Vec<String> = d
+                .locations
+                .iter()
+                .map(|l| l.to_string())
+                .filter(|l| is_executable(l))
+                .collect();
+            v.sort();
+            v
+        };
         let locations: Vec<_> = def
             .locations
             .iter()
             .filter(|l| is_executable(&l.to_string()))
-            .filter(|l| defs.iter().all(|d| d.locations.contains(l)))
+            .filter(|l| defs.iter().all(|(_, d)| d.locations.contains(l)))
             .cloned()
             .collect();
+        if defs
+            .iter()
+            .any(|(_, d)| executable_in(d) != executable_in(def))
+        {
+            ctx.sink.hint(
+                codes::INCONSISTENT_EXECUTABLE_DIRECTIVE_LOCATIONS,
+                format!(
+                    "Executable directive \"@{name}\" has inconsistent locations across subgraphs."
+                ),
+            );
+        }
         if locations.is_empty() {
             continue;
         }
-        let arguments: Vec<_> = def
-            .arguments
-            .iter()
-            .filter(|a| {
-                defs.iter()
-                    .all(|d| d.arguments.iter().any(|b| b.name == a.name && b.ty == a.ty))
-            })
-            .cloned()
-            .collect();
+        let mut arg_names: IndexSet<&Name> = IndexSet::new();
+        for (_, d) in &defs {
+            arg_names.extend(d.arguments.iter().map(|a| &a.name));
+        }
+        let mut arguments = Vec::new();
+        for aname in arg_names {
+            let found: Vec<(&str, &Node<InputValueDefinition>)> = defs
+                .iter()
+                .filter_map(|(sg, d)| {
+                    d.arguments
+                        .iter()
+                        .find(|a| &a.name == aname)
+                        .map(|a| (*sg, a))
+                })
+                .collect();
+            if found.len() == defs.len() {
+                if found.iter().all(|(_, a)| a.ty == found[0].1.ty) {
+                    arguments.push(found[0].1.clone());
+                }
+            } else if found.iter().all(|(_, a)| !is_required(a)) {
+                let have: Vec<&str> = found.iter().map(|(n, _)| *n).collect();
+                let missing: Vec<&str> = defs
+                    .iter()
+                    .map(|(n, _)| *n)
+                    .filter(|n| !have.contains(n))
+                    .collect();
+                ctx.sink.hint(
+                    codes::INCONSISTENT_ARGUMENT_PRESENCE,
+                    format!(
+                        "Optional argument \"@{name}({aname}:)\" will not be included in the supergraph as it does not appear in all subgraphs: it is defined in {} but not in {}.",
+                        subgraphs_phrase(&have),
+                        subgraphs_phrase(&missing)
+                    ),
+                );
+            }
+        }
         let mut merged = (**def).clone();
         merged.description = None;
         merged.locations = locations;
         merged.arguments = arguments;
-        merged.repeatable = defs.iter().all(|d| d.repeatable);
+        merged.repeatable = defs.iter().all(|(_, d)| d.repeatable);
         sup.extra_definitions.push(merged.to_string());
     }
 }

@@ -15,18 +15,26 @@ fn compare(dir: &Path) -> Result<(), String> {
     let ours = compose(&support::load(dir));
     let name = dir.display();
     match (support::oracle(&dir.join("supergraph.yaml")), ours) {
-        (Oracle::Supergraph(theirs), Ok(ours)) => {
+        (Oracle::Supergraph(theirs, their_hints), Ok(ours)) => {
             let (a, b) = (
                 support::normalize(&ours.supergraph_sdl),
                 support::normalize(&theirs),
             );
-            if a == b {
+            if a != b {
+                return Err(format!("{name}: supergraphs differ\n{}", line_diff(&a, &b)));
+            }
+            // Hints: the same set of codes (texts may differ).
+            let theirs: BTreeSet<&str> = their_hints.iter().map(String::as_str).collect();
+            let ours: BTreeSet<&str> = ours.hints.iter().map(|h| h.code.as_str()).collect();
+            if theirs == ours {
                 Ok(())
             } else {
-                Err(format!("{name}: supergraphs differ\n{}", line_diff(&a, &b)))
+                Err(format!(
+                    "{name}: hint codes differ: ours {ours:?}, apollo {theirs:?}"
+                ))
             }
         }
-        (Oracle::Supergraph(_), Err(e)) => Err(format!("{name}: apollo composes, we fail:\n{e}")),
+        (Oracle::Supergraph(..), Err(e)) => Err(format!("{name}: apollo composes, we fail:\n{e}")),
         (Oracle::Errors(errors), Ok(_)) => {
             let codes: Vec<&String> = errors.iter().map(|(c, _)| c).collect();
             Err(format!("{name}: apollo fails with {codes:?}, we compose"))

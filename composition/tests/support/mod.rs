@@ -57,7 +57,8 @@ pub fn error_text(errors: &CompositionErrors) -> String {
 
 /// What the oracle said about a config.
 pub enum Oracle {
-    Supergraph(String),
+    /// The supergraph and the hint codes.
+    Supergraph(String, Vec<String>),
     /// (code, message) of each error.
     Errors(Vec<(String, String)>),
     /// The oracle could not even parse the input (graphql-js throws on syntax errors).
@@ -82,7 +83,15 @@ pub fn oracle(config: &Path) -> Oracle {
         return Oracle::Crashed(String::from_utf8_lossy(&out.stderr).into_owned());
     };
     if let Some(sdl) = json["supergraph"].as_str() {
-        return Oracle::Supergraph(sdl.to_owned());
+        let hints = json["hints"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|h| h["code"].as_str().unwrap_or("UNKNOWN").to_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        return Oracle::Supergraph(sdl.to_owned(), hints);
     }
     let codes = json["errors"]
         .as_array()
