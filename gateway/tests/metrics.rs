@@ -382,3 +382,64 @@ async fn the_binary_serves_metrics_at_the_configured_path_and_logs_json() {
         "{log}"
     );
 }
+
+/// A subgraph that accepts connections and never answers: the request timeout fires.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_cut_by_the_timeout_counts_as_timeout() {
+    let black_hole = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind loopback");
+    let hole_url = format!("http://{}/accounts", black_hole.local_addr().expect("addr"));
+    let held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        // Bounded: the test sends one request.
+        for _ in 0..8 {
+            let Ok((stream, _)) = black_hole.accept().await else {
+                break;
+            };
+            open.push(stream);
+        }
+    });
+    let data: serde_json::Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
+        .expect("fixture data is JSON");
+    let subgraphs = support::json_subgraph::start(data).await;
+    let text = include_str!("fixtures/keys/supergraph.graphql")
+        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let mut config = Config::default();
+    config.traffic.request_timeout = std::time::Duration::from_millis(300);
+    config.subgraphs.insert(
+        "accounts".to_owned(),
+        SubgraphConfig {
+            url: Some(hole_url),
+            ..SubgraphConfig::default()
+        },
+    );
+    let gateway = Arc::new(Gateway::with_config(
+        Arc::new(config),
+        Supergraph::parse(&text).expect("supergraph"),
+    ));
+    let base = serve(gateway).await;
+    let client = support::client();
+    let url = format!("{base}/graphql");
+    let reply =
+        support::post_graphql(&client, &url, "query Users { users { name } }", json!({})).await;
+    assert_eq!(reply.status, 504);
+    let m = scrape(&client, &base).await;
+    assert_eq!(
+        series(&m, "graphfleet_graphql_requests_total"),
+        vec![(
+            labels(&[("operation", "Users"), ("outcome", "timeout")]),
+            1.0
+        )]
+    );
+    let timeout = [("operation", "Users"), ("outcome", "timeout")];
+    assert_eq!(
+        histogram_count(&m, "graphfleet_graphql_request_duration_seconds", &timeout),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&m, "graphfleet_graphql_requests_in_flight", &[]),
+        Some(0.0)
+    );
+    held.abort();
+}
