@@ -265,3 +265,27 @@ fn a_cgroup_cpu_quota_sizes_the_workers() {
     assert!(line.contains("workers=1"), "{line}");
     assert!(line.contains("cgroup v1 CPU quota 0.5 CPUs"), "{line}");
 }
+
+#[test]
+fn plan_takes_the_supergraph_from_any_source() {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys");
+    let query = std::fs::read_dir(fixture.join("operations"))
+        .expect("keys operations")
+        .map(|e| e.expect("entry").path())
+        .find(|p| p.extension().is_some_and(|e| e == "graphql"))
+        .expect("a keys operation");
+    let out = output(
+        gateway()
+            .env(
+                "GRAPHFLEET_SUPERGRAPH__PATH",
+                fixture.join("supergraph.graphql"),
+            )
+            .arg("plan")
+            .arg("--query")
+            .arg(&query),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("QueryPlan {"), "{text}");
+    assert!(text.contains("Fetch(service:"), "{text}");
+}
