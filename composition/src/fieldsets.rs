@@ -225,6 +225,22 @@ fn parse(
     let Ok(name) = Name::new(ty) else {
         return None;
     };
+    // The field-set parser panics on some characters no field set can contain.
+    if let Some(c) = fields
+        .chars()
+        .find(|c| !(c.is_ascii_graphic() || matches!(c, ' ' | '\t' | '\n' | '\r' | ',')))
+    {
+        sink.error(
+            code,
+            format!(
+                "[{}] On type \"{ty}\", for {directive}(fields: \"{}\"): Syntax Error: Unexpected character {c:?}.",
+                sg.name,
+                fields.escape_default()
+            ),
+            &sg.name,
+        );
+        return None;
+    }
     match FieldSet::parse_and_validate(&sg.schema, name, fields, "fields") {
         Ok(set) => Some(Node::new(set.into_inner())),
         Err(with) => {

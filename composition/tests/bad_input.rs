@@ -96,3 +96,11 @@ fn deeply_nested_input_does_not_overflow() {
     );
     assert_eq!(codes(compose(&[sg("a", &key)])), ["KEY_INVALID_FIELDS"]);
 }
+
+#[test]
+fn control_characters_in_key_fields() {
+    // Found by fuzzing: the field-set parser panicked on these.
+    let sdl = "extend schema @link(url: \"https://specs.apollo.dev/federation/v2.3\", import: [\"@key\"])\n\
+               type Query { u: User } type User @key(fields: \"\u{1}\u{2}\") { id: ID! }";
+    assert_eq!(codes(compose(&[sg("a", sdl)])), ["KEY_INVALID_FIELDS"]);
+}
