@@ -72,7 +72,9 @@ fn parse_limited(
     limits: &LimitsConfig,
 ) -> Result<Valid<ExecutableDocument>, RequestErrors> {
     match limits::parser(limits).parse_executable(schema, query, "query.graphql") {
-        Ok(document) => document.validate(schema).map_err(|e| dedup_errors(&e.errors)),
+        Ok(document) => document
+            .validate(schema)
+            .map_err(|e| dedup_errors(&e.errors)),
         Err(e) => {
             let hit = e
                 .errors
@@ -82,9 +84,11 @@ fn parse_limited(
                 return Err(RequestErrors(vec![limit]));
             }
             // Syntax errors: report them with the validation errors, as before.
-            Err(ExecutableDocument::parse_and_validate(schema, query, "query.graphql")
-                .err()
-                .map_or_else(|| dedup_errors(&e.errors), |e| dedup_errors(&e.errors)))
+            Err(
+                ExecutableDocument::parse_and_validate(schema, query, "query.graphql")
+                    .err()
+                    .map_or_else(|| dedup_errors(&e.errors), |e| dedup_errors(&e.errors)),
+            )
         }
     }
 }
