@@ -290,3 +290,29 @@ async fn overall_request_timeout_is_504() {
     let (status, _) = post(&env, "{ products { id } }").await;
     assert_eq!(status, 200, "still serving");
 }
+
+#[tokio::test]
+async fn url_overrides_survive_a_supergraph_swap() {
+    use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
+    let fault = fault_subgraph::start().await;
+    let mut config = Config::default();
+    config.subgraphs.insert(
+        "faulty".into(),
+        SubgraphConfig {
+            url: Some(fault.url("ok")),
+            ..SubgraphConfig::default()
+        },
+    );
+    let load = || Supergraph::parse(fault_subgraph::SUPERGRAPH).expect("supergraph loads");
+    let gateway = Gateway::with_config(std::sync::Arc::new(config), load());
+    // The reload path: a freshly parsed supergraph still routes to the override.
+    gateway.swap_supergraph(load());
+    let request = GraphQLRequest {
+        query: Some(ROOT_QUERY.to_owned()),
+        ..GraphQLRequest::default()
+    };
+    let outcome = gateway.execute(&request, &RequestMeta::default()).await;
+    let body: Value = serde_json::from_slice(outcome.body()).expect("JSON body");
+    assert_eq!(body, json!({"data": {"top": {"id": "9", "price": 10}}}));
+    assert_eq!(fault.requests(), 1);
+}
