@@ -316,3 +316,38 @@ async fn url_overrides_survive_a_supergraph_swap() {
     assert_eq!(body, json!({"data": {"top": {"id": "9", "price": 10}}}));
     assert_eq!(fault.requests(), 1);
 }
+
+#[tokio::test]
+async fn url_override_for_an_unknown_subgraph_is_a_warning_naming_it() {
+    let fault = fault_subgraph::start().await;
+    let dir = support::process::test_dir("unknown-subgraph-url");
+    let supergraph = dir.join("supergraph.graphql");
+    std::fs::write(&supergraph, fault_subgraph::SUPERGRAPH).expect("write the supergraph");
+    let faulty = format!("faulty={}", fault.url("ok"));
+    let args = [
+        "--listen",
+        "127.0.0.1:0",
+        "--supergraph",
+        supergraph.to_str().expect("UTF-8 path"),
+        "--subgraph-url",
+        &faulty,
+        "--subgraph-url",
+        "nosuchgraph=http://127.0.0.1:9/x",
+    ];
+    let gateway = support::process::GatewayProcess::start(&dir, &args, &[]).await;
+    let reply = support::post_graphql(
+        &support::client(),
+        &gateway.url("/graphql"),
+        ROOT_QUERY,
+        json!({}),
+    )
+    .await;
+    let body: Value = serde_json::from_slice(&reply.body).expect("JSON body");
+    assert_eq!(body, json!({"data": {"top": {"id": "9", "price": 10}}}));
+    let log = gateway.log();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains("nosuchgraph"))
+        .unwrap_or_else(|| panic!("no warning naming the subgraph in:\n{log}"));
+    assert!(!warning.contains("faulty"), "{warning}");
+}
