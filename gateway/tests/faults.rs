@@ -20,7 +20,6 @@ struct Env {
 async fn env(fault: &FaultSubgraph, mode: &str, tune: impl FnOnce(&mut Config)) -> Env {
     let main = support::json_subgraph::start(fault_subgraph::main_data()).await;
     let mut config = Config::default();
-    config.traffic.subgraph_timeout = Duration::from_millis(300);
     let url = |u: String| SubgraphConfig {
         url: Some(u),
         ..SubgraphConfig::default()
@@ -28,9 +27,12 @@ async fn env(fault: &FaultSubgraph, mode: &str, tune: impl FnOnce(&mut Config)) 
     config
         .subgraphs
         .insert("main".into(), url(format!("{}/main", main.base_url)));
-    config
-        .subgraphs
-        .insert("faulty".into(), url(fault.url(mode)));
+    // Only `faulty` gets a short timeout, so a busy machine cannot time out `main`.
+    let faulty = SubgraphConfig {
+        timeout: Some(Duration::from_millis(300)),
+        ..url(fault.url(mode))
+    };
+    config.subgraphs.insert("faulty".into(), faulty);
     tune(&mut config);
     let supergraph = Supergraph::parse(fault_subgraph::SUPERGRAPH).expect("supergraph loads");
     Env {
@@ -143,6 +145,25 @@ async fn per_subgraph_timeout_overrides_the_default() {
         body,
         json!({"data": {"top": null}, "errors": [
             fetch_error("SUBREQUEST_TIMEOUT", "timed out after 100ms", None)]})
+    );
+}
+
+#[tokio::test]
+async fn default_subgraph_timeout_applies_without_an_override() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "sleep", |c| {
+        c.traffic.subgraph_timeout = Duration::from_millis(150);
+        c.subgraphs
+            .get_mut("faulty")
+            .expect("configured above")
+            .timeout = None;
+    })
+    .await;
+    let (_, body) = post(&env, ROOT_QUERY).await;
+    assert_eq!(
+        body,
+        json!({"data": {"top": null}, "errors": [
+            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 150ms", None)]})
     );
 }
 
@@ -277,6 +298,10 @@ async fn overall_request_timeout_is_504() {
     let fault = fault_subgraph::start().await;
     let env = env(&fault, "sleep", |c| {
         c.traffic.subgraph_timeout = Duration::from_secs(10);
+        c.subgraphs
+            .get_mut("faulty")
+            .expect("configured above")
+            .timeout = None;
         c.traffic.request_timeout = Duration::from_millis(200);
     })
     .await;
