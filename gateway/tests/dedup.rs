@@ -132,3 +132,12 @@ async fn mutations_are_never_merged() {
     );
     assert_eq!(fault.requests(), CONCURRENT as u64);
 }
+
+#[tokio::test]
+async fn authorization_is_not_forwarded_when_disabled() {
+    let fault = fault_subgraph::start().await;
+    let url = gateway(&fault, |c| c.headers.forward_authorization = false).await;
+    burst(&url, QUERY, |i| Some(format!("Bearer user-{i}"))).await;
+    let seen = fault.authorizations.lock().expect("not poisoned").clone();
+    assert_eq!(seen, vec![None; CONCURRENT]);
+}
