@@ -34,6 +34,11 @@ pub struct SubgraphInfo {
     pub referenced: HashSet<Coord>,
     /// External fields provided by some @provides.
     pub provided: HashSet<Coord>,
+    /// Plain `@provides` (no fragments): providing field → (return type, top-level fields).
+    pub provides: HashMap<Coord, (String, Vec<String>)>,
+    /// Provided fields only ever provided at the top level of a plain `@provides`: they
+    /// are resolvable only under the providing field.
+    pub scoped_provided: HashSet<Coord>,
     /// Top-level fields each @requires field needs: (type, field) → required field names.
     pub requires: HashMap<Coord, Vec<String>>,
     /// Fields marked @external (after the Federation 1 upgrade).
@@ -45,6 +50,9 @@ pub struct SubgraphInfo {
 /// Analyses one subgraph's field sets; invalid ones are reported.
 pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
     let mut info = SubgraphInfo::default();
+    // Provided fields seen at the top level of a plain @provides, and anywhere else.
+    let mut top_provided: HashSet<Coord> = HashSet::new();
+    let mut nested_provided: HashSet<Coord> = HashSet::new();
     let schema = &sg.schema;
     for (tname, ty) in &schema.types {
         if ty.is_built_in() || sg.is_internal_type(tname) {
@@ -176,10 +184,29 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 let mut coords = Vec::new();
                 collect(&set.selection_set, &mut coords);
                 info.referenced.extend(coords.iter().cloned());
+                let plain = matches!(schema.types.get(target), Some(ExtendedType::Object(_)))
+                    && set
+                        .selection_set
+                        .selections
+                        .iter()
+                        .all(|s| matches!(s, Selection::Field(_)));
+                let top = top_fields(&set.selection_set);
+                for c in &coords {
+                    let is_top = plain && c.0 == target.as_str() && top.contains(&c.1);
+                    if !is_top {
+                        nested_provided.insert(c.clone());
+                    }
+                }
+                if plain {
+                    info.provides
+                        .insert(coord.clone(), (target.to_string(), top.clone()));
+                    top_provided.extend(top.into_iter().map(|f| (target.to_string(), f)));
+                }
                 info.provided.extend(coords);
             }
         }
     }
+    info.scoped_provided = top_provided.difference(&nested_provided).cloned().collect();
     if !sg.fed1 {
         check_provided_external(sg, &info, sink);
     }

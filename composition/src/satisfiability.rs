@@ -13,12 +13,14 @@
 //! the failing field and every subgraph of the closure, as Apollo does per query state.
 //!
 //! Limits: key fields are checked at the top level only (nested key selections are
-//! assumed available when their parent field is); `@provides` makes the provided field
-//! count as resolvable in that subgraph everywhere rather than only under the providing
-//! path; type conditions from an `@interfaceObject` are not followed; shareable-but-different
-//! `@override` labels are treated as fully migrated; `@fromContext` fields are assumed
-//! reachable. Where the model is unsure it assumes the field is reachable, so it may
-//! miss errors Apollo reports but does not invent ones Apollo would not.
+//! assumed available when their parent field is); a `@provides` is scoped to the
+//! providing field (through a virtual view of the subgraph) only for the top-level
+//! fields of a plain selection on an object type, other provided fields count as
+//! resolvable in that subgraph everywhere; type conditions from an `@interfaceObject`
+//! are not followed; shareable-but-different `@override` labels are treated as fully
+//! migrated; `@fromContext` fields are assumed reachable. Where the model is unsure it
+//! assumes the field is reachable, so it may miss errors Apollo reports but does not
+//! invent ones Apollo would not.
 
 use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 
@@ -61,6 +63,11 @@ struct Graph<'a> {
     /// Progressive `@override` (with a label): (type, subgraph name, field) → whether the
     /// source exists only when the label is on (the overriding one) or only when off.
     progressive: HashMap<(String, String, String), bool>,
+    /// Real subgraph of each virtual one (indices from `subgraphs.len()` on): a subgraph
+    /// as seen under one of its `@provides`, where the provided fields are resolvable.
+    virtual_of: Vec<usize>,
+    /// (canonical type, subgraph, field with `@provides`) → its virtual subgraph.
+    provides: HashMap<(String, usize, String), usize>,
 }
 
 pub fn check(input: &Input<'_>, sup: &Supergraph, sink: &mut ErrorSink) {
@@ -105,6 +112,8 @@ impl<'a> Graph<'a> {
             external: HashSet::new(),
             contextual: HashSet::new(),
             progressive: progressive_overrides(input.subgraphs),
+            virtual_of: Vec::new(),
+            provides: HashMap::new(),
         };
         let overridden = overridden_fields(input.subgraphs);
         for (i, sg) in input.subgraphs.iter().enumerate() {
@@ -125,8 +134,9 @@ impl<'a> Graph<'a> {
                     if info.context_args.contains_key(&coord) {
                         g.contextual.insert((name.clone(), fname.to_string()));
                     }
-                    let external =
-                        info.external.contains(&coord) && !info.provided.contains(&coord);
+                    let external = info.external.contains(&coord)
+                        && (!info.provided.contains(&coord)
+                            || info.scoped_provided.contains(&coord));
                     if external {
                         g.external.insert((name.clone(), i, fname.to_string()));
                     }
@@ -159,11 +169,61 @@ impl<'a> Graph<'a> {
                 g.keys.insert((name, i), keys);
             }
         }
+        g.add_provides_views();
         g
     }
 
+    /// One virtual subgraph per plain `@provides`: the providing subgraph's view of the
+    /// returned type, plus the provided fields.
+    fn add_provides_views(&mut self) {
+        let n = self.input.subgraphs.len();
+        for (i, sg) in self.input.subgraphs.iter().enumerate() {
+            let mut provides: Vec<_> = self.input.infos[i].provides.iter().collect();
+            provides.sort();
+            for ((ptype, pfield), (target, top)) in provides {
+                let v = n + self.virtual_of.len();
+                self.virtual_of.push(i);
+                let parent = sg.canonical(ptype).to_owned();
+                let rtype = sg.canonical(target).to_owned();
+                self.provides.insert((parent, i, pfield.clone()), v);
+                let mut local = self
+                    .local
+                    .get(&(rtype.clone(), i))
+                    .cloned()
+                    .unwrap_or_default();
+                local.extend(top.iter().cloned());
+                let fields: Vec<String> = local.iter().cloned().collect();
+                for f in fields {
+                    let key = (rtype.clone(), i, f.clone());
+                    let ret = self.returns.get(&key).cloned().or_else(|| {
+                        returned_type(sg, target, &f).map(|t| sg.canonical(&t).to_owned())
+                    });
+                    if let Some(ret) = ret {
+                        self.returns.insert((rtype.clone(), v, f.clone()), ret);
+                    }
+                    if let Some(req) = self.requires.get(&key).cloned() {
+                        self.requires.insert((rtype.clone(), v, f), req);
+                    }
+                }
+                self.local.insert((rtype.clone(), v), local);
+                if let Some(keys) = self.keys.get(&(rtype.clone(), i)).cloned() {
+                    self.keys.insert((rtype.clone(), v), keys);
+                }
+            }
+        }
+    }
+
+    /// The real subgraph index of a (possibly virtual) one.
+    fn real(&self, i: usize) -> usize {
+        if i < self.input.subgraphs.len() {
+            i
+        } else {
+            self.virtual_of[i - self.input.subgraphs.len()]
+        }
+    }
+
     fn subgraph(&self, i: usize) -> &Subgraph {
-        &self.input.subgraphs[i]
+        &self.input.subgraphs[self.real(i)]
     }
 
     fn has_local(&self, node: &Node, field: &str) -> bool {
@@ -335,8 +395,12 @@ impl<'a> Graph<'a> {
     fn explain(&self, tname: &str, closure: &[Node], field: &str) -> (String, Vec<String>) {
         let mut out = String::new();
         let mut named: Vec<String> = Vec::new();
-        let in_closure: HashSet<usize> = closure.iter().map(|n| n.1).collect();
+        let in_closure: HashSet<usize> = closure.iter().map(|n| self.real(n.1)).collect();
+        let mut listed: HashSet<(String, usize)> = HashSet::new();
         for n in closure {
+            if !listed.insert((n.0.clone(), self.real(n.1))) {
+                continue;
+            }
             let from = &self.subgraph(n.1).name;
             let coord = format!("{}.{field}", n.0);
             if n.0 != tname {
@@ -499,7 +563,14 @@ impl<'a> Graph<'a> {
                             .is_some_and(|r| r == ret)
                             && self.has_type(n.1, ret)
                     })
-                    .map(|n| n.1)
+                    .map(|n| {
+                        // A field's result is in the real subgraph, or its @provides view.
+                        let real = self.real(n.1);
+                        self.provides
+                            .get(&(n.0.clone(), real, fname.clone()))
+                            .copied()
+                            .unwrap_or(real)
+                    })
                     .collect();
                 if !options.is_empty() {
                     out.push(((ret.to_owned(), options), fname.clone()));
@@ -548,6 +619,18 @@ fn overridden_fields(subgraphs: &[Subgraph]) -> HashSet<(String, String, String)
         }
     }
     out
+}
+
+/// The named return type of a field of a subgraph type (by local names).
+fn returned_type(sg: &Subgraph, ty: &str, field: &str) -> Option<String> {
+    let fields = match sg.schema.types.get(ty)? {
+        ExtendedType::Object(o) => &o.fields,
+        ExtendedType::Interface(i) => &i.fields,
+        _ => return None,
+    };
+    fields
+        .get(field)
+        .map(|f| f.ty.inner_named_type().to_string())
 }
 
 /// Labelled `@override`s: both the overriding and the overridden source, keyed by
