@@ -103,4 +103,6 @@ fn control_characters_in_key_fields() {
     let sdl = "extend schema @link(url: \"https://specs.apollo.dev/federation/v2.3\", import: [\"@key\"])\n\
                type Query { u: User } type User @key(fields: \"\u{1}\u{2}\") { id: ID! }";
     assert_eq!(codes(compose(&[sg("a", sdl)])), ["KEY_INVALID_FIELDS"]);
+    let sdl = sdl.replace("\u{1}\u{2}", "-id");
+    assert_eq!(codes(compose(&[sg("a", &sdl)])), ["KEY_INVALID_FIELDS"]);
 }
