@@ -315,3 +315,39 @@ async fn the_binary_serves_a_supergraph_file() {
     assert_eq!(reply.status, 200);
     assert_eq!(&reply.body[..], br#"{"data":{"__typename":"Query"}}"#);
 }
+
+#[tokio::test]
+async fn graphql_is_served_at_the_configured_path_only() {
+    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
+        .expect("fixture data is JSON");
+    let subgraphs = support::json_subgraph::start(data).await;
+    let text = include_str!("fixtures/keys/supergraph.graphql")
+        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let config = graphfleet_gateway::config::Config {
+        graphql_path: "/api/gql".to_owned(),
+        ..Default::default()
+    };
+    let default_url = support::start_gateway_with_config(
+        config,
+        Supergraph::parse(&text).expect("supergraph loads"),
+    )
+    .await;
+    let client = support::client();
+    let post = |url: String| {
+        let client = client.clone();
+        async move {
+            support::request(
+                &client,
+                "POST",
+                &url,
+                &[("content-type", "application/json")],
+                br#"{"query":"{ __typename }"}"#.to_vec(),
+            )
+            .await
+        }
+    };
+    let configured = post(default_url.replace("/graphql", "/api/gql")).await;
+    assert_eq!(configured.status, 200);
+    assert_eq!(&configured.body[..], br#"{"data":{"__typename":"Query"}}"#);
+    assert_eq!(post(default_url).await.status, 404);
+}

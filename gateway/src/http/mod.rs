@@ -86,7 +86,7 @@ pub async fn handle<T: Transport>(
             return response(StatusCode::OK, JSON, &b"{\"status\":\"UP\"}"[..]);
         }
         "/health/ready" => return readiness(gateway),
-        "/graphql" => {}
+        path if path == gateway.config.graphql_path => {}
         _ => return response(StatusCode::NOT_FOUND, JSON, error_body("not found")),
     }
     let Some(media) = negotiate(req.headers().get(ACCEPT)) else {
