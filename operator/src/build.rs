@@ -35,6 +35,12 @@ pub const CONFIG_HASH_ANNOTATION: &str = "graphfleet.dev/config-hash";
 /// ConfigMap keys mounted into the gateway.
 pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
 pub const CONFIG_KEY: &str = "gateway.json";
+/// Seconds a terminating gateway stays listening (but unready) before it drains.
+pub const READINESS_DELAY_SECONDS: u32 = 5;
+/// Seconds from SIGTERM until a gateway gives up on in-flight requests.
+pub const DRAIN_GRACE_SECONDS: u32 = 25;
+/// The pod's kill deadline: after the gateway's own grace period.
+pub const TERMINATION_GRACE_SECONDS: i64 = 30;
 /// Port the gateway listens on inside the pod.
 pub const GATEWAY_PORT: i32 = 4000;
 const MOUNT_DIR: &str = "/etc/graphfleet";
@@ -122,6 +128,23 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
             ("max_root_fields", c.max_root_fields.map(Value::from)),
             ("max_tokens", c.max_tokens.map(Value::from)),
             ("introspection", c.introspection.map(Value::from)),
+        ],
+    );
+    // Pods: readiness fails at SIGTERM, the listener stays open while endpoints
+    // controllers stop routing here, then in-flight requests drain; all within the pod's
+    // terminationGracePeriodSeconds.
+    section(
+        &mut root,
+        "shutdown",
+        [
+            (
+                "readiness_delay",
+                Some(Value::from(format!("{READINESS_DELAY_SECONDS}s"))),
+            ),
+            (
+                "grace_period",
+                Some(Value::from(format!("{DRAIN_GRACE_SECONDS}s"))),
+            ),
         ],
     );
     let propagate =
@@ -301,6 +324,7 @@ fn pod_spec(gw: &GraphGateway, default_image: &str) -> PodSpec {
         ),
         affinity: spec.affinity.clone(),
         automount_service_account_token: Some(false),
+        termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
         security_context: Some(pod_security_context()),
         volumes: Some(vec![
             Volume {
@@ -516,10 +540,20 @@ mod tests {
     #[test]
     fn the_gateway_accepts_the_default_config() {
         let gw = gateway(GatewayConfig::default());
-        assert_eq!(gateway_config_json(&gw), "{}");
         let config = load_in_container(&gw).expect("the gateway accepts it");
         let defaults = gateway_config::Config::default();
         assert_eq!(config.listen.to_string(), "0.0.0.0:4000");
+        // Drains end before the kubelet's kill deadline.
+        assert_eq!(config.shutdown.readiness_delay, Duration::from_secs(5));
+        assert_eq!(config.shutdown.grace_period, Duration::from_secs(25));
+        let pod = deployment(&gw, "hash", "img")
+            .spec
+            .expect("spec")
+            .template
+            .spec
+            .expect("pod");
+        let deadline = pod.termination_grace_period_seconds.expect("set");
+        assert!(Duration::from_secs(deadline as u64) > config.shutdown.grace_period);
         assert_eq!(config.limits, defaults.limits);
         assert_eq!(config.traffic, defaults.traffic);
     }
