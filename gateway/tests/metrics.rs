@@ -302,12 +302,25 @@ async fn gateways_keep_their_own_metrics_and_the_endpoint_can_be_off() {
     ));
     let (on_base, off_base) = (serve(on).await, serve(off).await);
     let client = support::client();
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
     for base in [&on_base, &off_base, &off_base] {
-        let url = format!("{base}/graphql");
-        let reply =
-            support::post_graphql(&client, &url, "query Users { users { name } }", json!({})).await;
+        let reply = support::request(
+            &client,
+            "POST",
+            &format!("{base}/graphql"),
+            &[
+                ("content-type", "application/json"),
+                ("traceparent", traceparent),
+            ],
+            br#"{"query":"query Users { users { name } }"}"#.to_vec(),
+        )
+        .await;
         assert_eq!(reply.status, 200);
     }
+    // Trace export is off in this process: no trace context is invented or passed on.
+    let received = subgraphs.headers.lock().expect("headers lock").clone();
+    assert_eq!(received.len(), 3);
+    assert!(received.iter().all(|(_, h)| !h.contains_key("traceparent")));
     let m = scrape(&client, &on_base).await;
     assert_eq!(
         series(&m, "graphfleet_graphql_requests_total"),
