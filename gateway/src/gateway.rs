@@ -148,14 +148,12 @@ impl State {
             return Ok(hit.clone());
         }
         self.cache_metrics.misses.inc();
-        let prepared = crate::otel_span!("parse_validate").in_scope(|| {
-            operation::prepare_with_limits(
-                &self.supergraph.api_schema,
-                query,
-                operation_name,
-                &self.limits,
-            )
-        })?;
+        let prepared = operation::prepare_with_limits(
+            &self.supergraph.api_schema,
+            query,
+            operation_name,
+            &self.limits,
+        )?;
         let plan =
             crate::otel_span!("plan").in_scope(|| build_plan(&self.supergraph.meta, &prepared.ir));
         let cached = Arc::new(CachedOperation {

@@ -151,7 +151,7 @@ async fn a_request_is_traced_under_the_client_trace_and_propagated_to_subgraphs(
         Some("Orders")
     );
     let request_id = request.span_id.clone();
-    for name in ["parse_validate", "plan", "execute"] {
+    for name in ["parse", "validate", "plan", "execute"] {
         assert_eq!(
             one(&spans, name).parent_span_id,
             request_id,

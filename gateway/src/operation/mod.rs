@@ -71,10 +71,14 @@ fn parse_limited(
     query: &str,
     limits: &LimitsConfig,
 ) -> Result<Valid<ExecutableDocument>, RequestErrors> {
-    match limits::parser(limits).parse_executable(schema, query, "query.graphql") {
-        Ok(document) => document
-            .validate(schema)
-            .map_err(|e| dedup_errors(&e.errors)),
+    let parsed = crate::otel_span!("parse")
+        .in_scope(|| limits::parser(limits).parse_executable(schema, query, "query.graphql"));
+    match parsed {
+        Ok(document) => crate::otel_span!("validate").in_scope(|| {
+            document
+                .validate(schema)
+                .map_err(|e| dedup_errors(&e.errors))
+        }),
         Err(e) => {
             let hit = e
                 .errors
