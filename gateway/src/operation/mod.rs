@@ -71,8 +71,10 @@ fn parse_limited(
     query: &str,
     limits: &LimitsConfig,
 ) -> Result<Valid<ExecutableDocument>, RequestErrors> {
-    let parsed = crate::otel_span!("parse")
-        .in_scope(|| limits::parser(limits).parse_executable(schema, query, "query.graphql"));
+    let parsed = {
+        let _span = crate::otel_span!("parse").entered();
+        limits::parser(limits).parse_executable(schema, query, "query.graphql")
+    };
     match parsed {
         Ok(document) => crate::otel_span!("validate").in_scope(|| {
             document
