@@ -58,16 +58,19 @@ fn products_without_faulty_fields() -> Value {
         {"id": "2", "name": "Teapot", "price": null, "tags": null}]})
 }
 
-fn fetch_error(code: &str, message: &str, path: Option<Value>) -> Value {
-    let mut e = json!({
-        "message": format!("HTTP fetch failed from 'faulty': {message}"),
-        "extensions": {"code": code, "service": "faulty"}
-    });
-    if let Some(path) = path {
-        e["path"] = path;
-    }
-    e
+/// An error about `faulty` (without a `path`).
+fn faulty_error(code: &str, message: &str) -> Value {
+    json!({"message": message, "extensions": {"code": code, "service": "faulty"}})
 }
+
+/// The gateway's error for a failed HTTP fetch from `faulty`.
+fn fetch_error(code: &str, message: &str) -> Value {
+    faulty_error(code, &format!("HTTP fetch failed from 'faulty': {message}"))
+}
+
+const HTTP_500: &str = "subgraph responded with status 500 Internal Server Error";
+const BODY_CUT: &str = "reading response body: error reading a body from connection: end of file before message length reached";
+const MALFORMED: &str = "subgraph 'faulty' returned an invalid GraphQL response: EOF while parsing an object at line 1 column 25";
 
 /// After a fault the gateway still answers: `main` alone, and a repeat of the fault.
 async fn assert_still_serving(env: &Env, query: &str, expected: &Value) {
@@ -97,6 +100,18 @@ async fn assert_fault(mode: &str, entity_errors: Value, root_errors: Value) {
     assert_still_serving(&env, ROOT_QUERY, &expected).await;
 }
 
+/// For `mode`: `error` alone, at the entity fetch's path and (without one) for the root fetch.
+async fn assert_fault_error(mode: &str, error: Value) {
+    let mut at_entity = error.clone();
+    at_entity["path"] = json!(["products", "@"]);
+    assert_fault(mode, json!([at_entity]), json!([error])).await;
+}
+
+/// [`assert_fault_error`] with a `SUBREQUEST_HTTP_ERROR` fetch error.
+async fn assert_http_error(mode: &str, message: &str) {
+    assert_fault_error(mode, fetch_error("SUBREQUEST_HTTP_ERROR", message)).await;
+}
+
 #[tokio::test]
 async fn healthy_subgraphs_answer_in_full() {
     let fault = fault_subgraph::start().await;
@@ -115,17 +130,8 @@ async fn healthy_subgraphs_answer_in_full() {
 
 #[tokio::test]
 async fn subgraph_timeout_names_the_subgraph() {
-    let message = "timed out after 300ms";
-    assert_fault(
-        "sleep",
-        json!([fetch_error(
-            "SUBREQUEST_TIMEOUT",
-            message,
-            Some(json!(["products", "@"]))
-        )]),
-        json!([fetch_error("SUBREQUEST_TIMEOUT", message, None)]),
-    )
-    .await;
+    let error = fetch_error("SUBREQUEST_TIMEOUT", "timed out after 300ms");
+    assert_fault_error("sleep", error).await;
 }
 
 #[tokio::test]
@@ -144,7 +150,7 @@ async fn per_subgraph_timeout_overrides_the_default() {
     assert_eq!(
         body,
         json!({"data": {"top": null}, "errors": [
-            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 100ms", None)]})
+            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 100ms")]})
     );
 }
 
@@ -163,77 +169,36 @@ async fn default_subgraph_timeout_applies_without_an_override() {
     assert_eq!(
         body,
         json!({"data": {"top": null}, "errors": [
-            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 150ms", None)]})
+            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 150ms")]})
     );
 }
 
 #[tokio::test]
 async fn status_500_with_graphql_errors_passes_them_on() {
-    let error = json!({"message": "internal failure", "extensions": {"code": "INTERNAL", "service": "faulty"}});
+    let error = faulty_error("INTERNAL", "internal failure");
     assert_fault("status-500-body", json!([error]), json!([error])).await;
 }
 
 #[tokio::test]
 async fn status_500_without_a_body() {
-    let message = "subgraph responded with status 500 Internal Server Error";
-    assert_fault(
-        "status-500-empty",
-        json!([fetch_error(
-            "SUBREQUEST_HTTP_ERROR",
-            message,
-            Some(json!(["products", "@"]))
-        )]),
-        json!([fetch_error("SUBREQUEST_HTTP_ERROR", message, None)]),
-    )
-    .await;
+    assert_http_error("status-500-empty", HTTP_500).await;
 }
 
 #[tokio::test]
 async fn status_500_with_a_non_json_body() {
-    let message = "subgraph responded with status 500 Internal Server Error";
-    assert_fault(
-        "status-500-text",
-        json!([fetch_error(
-            "SUBREQUEST_HTTP_ERROR",
-            message,
-            Some(json!(["products", "@"]))
-        )]),
-        json!([fetch_error("SUBREQUEST_HTTP_ERROR", message, None)]),
-    )
-    .await;
+    assert_http_error("status-500-text", HTTP_500).await;
 }
 
 #[tokio::test]
 async fn connection_closed_mid_response() {
-    let message = "reading response body: error reading a body from connection: end of file before message length reached";
-    assert_fault(
-        "reset",
-        json!([fetch_error(
-            "SUBREQUEST_HTTP_ERROR",
-            message,
-            Some(json!(["products", "@"]))
-        )]),
-        json!([fetch_error("SUBREQUEST_HTTP_ERROR", message, None)]),
-    )
-    .await;
+    assert_http_error("reset", BODY_CUT).await;
 }
 
 #[tokio::test]
 async fn malformed_json() {
-    let error = |path: Option<Value>| {
-        let mut e = json!({
-            "message": "subgraph 'faulty' returned an invalid GraphQL response: EOF while parsing an object at line 1 column 25",
-            "extensions": {"code": "SUBREQUEST_MALFORMED_RESPONSE", "service": "faulty"}
-        });
-        if let Some(p) = path {
-            e["path"] = p;
-        }
-        e
-    };
-    assert_fault(
+    assert_fault_error(
         "malformed",
-        json!([error(Some(json!(["products", "@"])))]),
-        json!([error(None)]),
+        faulty_error("SUBREQUEST_MALFORMED_RESPONSE", MALFORMED),
     )
     .await;
 }

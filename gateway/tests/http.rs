@@ -13,11 +13,7 @@ struct Env {
 }
 
 async fn env() -> Env {
-    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let text = include_str!("fixtures/keys/supergraph.graphql")
-        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
     let url = support::start_gateway(Supergraph::parse(&text).expect("supergraph loads")).await;
     Env {
         url,
@@ -229,11 +225,7 @@ async fn introspection_of_the_api_schema() {
 
 #[tokio::test]
 async fn mutations_over_get_are_405() {
-    let data: Value = serde_json::from_str(include_str!("fixtures/mutations/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let text = include_str!("fixtures/mutations/supergraph.graphql")
-        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let (subgraphs, text) = support::fixture_subgraphs("mutations").await;
     let url = support::start_gateway(Supergraph::parse(&text).expect("supergraph loads")).await;
     let get = format!("{url}?query=mutation%20%7B%20clear%20%7B%20items%20%7D%20%7D");
     let reply = support::request(&support::client(), "GET", &get, &[], Vec::new()).await;
@@ -247,20 +239,16 @@ async fn mutations_over_get_are_405() {
 
 #[tokio::test]
 async fn a_down_subgraph_gives_partial_data_and_an_error_naming_it() {
-    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
+    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
     // A port that was bound and released: connections are refused.
     let closed = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
         l.local_addr().expect("addr")
     };
-    let text = include_str!("fixtures/keys/supergraph.graphql")
-        .replace(
-            "http://127.0.0.1:4200/billing",
-            &format!("http://{closed}/billing"),
-        )
-        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let text = text.replace(
+        &format!("{}/billing", subgraphs.base_url),
+        &format!("http://{closed}/billing"),
+    );
     let url = support::start_gateway(Supergraph::parse(&text).expect("supergraph loads")).await;
     let reply = support::post_graphql(
         &support::client(),
@@ -283,17 +271,8 @@ async fn a_down_subgraph_gives_partial_data_and_an_error_naming_it() {
 
 #[tokio::test]
 async fn the_binary_serves_a_supergraph_file() {
-    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let dir = support::process::test_dir("binary-serves");
-    let supergraph = dir.join("supergraph.graphql");
-    std::fs::write(
-        &supergraph,
-        include_str!("fixtures/keys/supergraph.graphql")
-            .replace("http://127.0.0.1:4200", &subgraphs.base_url),
-    )
-    .expect("write the supergraph");
+    let (_subgraphs, dir, supergraph) =
+        support::fixture_supergraph_file("keys", "binary-serves").await;
     let path = supergraph.to_str().expect("UTF-8 path");
     let gateway = support::process::GatewayProcess::start(
         &dir,
@@ -318,11 +297,7 @@ async fn the_binary_serves_a_supergraph_file() {
 
 #[tokio::test]
 async fn graphql_is_served_at_the_configured_path_only() {
-    let data: Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let text = include_str!("fixtures/keys/supergraph.graphql")
-        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let (_subgraphs, text) = support::fixture_subgraphs("keys").await;
     let config = graphfleet_gateway::config::Config {
         graphql_path: "/api/gql".to_owned(),
         ..Default::default()

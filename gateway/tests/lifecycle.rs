@@ -5,63 +5,27 @@
 mod support;
 
 use bytes::Bytes;
-use graphfleet_loadtest::{Handle, Mode, Options, Set};
-use http_body_util::{BodyExt, Full};
+use graphfleet_loadtest::{Handle, Set};
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
+use support::fed;
 use support::process::{GatewayProcess, test_dir};
 
 /// Three subgraph fetches in a row: products → reviews → accounts.
 const QUERY: &str = "{ topProducts { upc name price reviews { body author { name } } } }";
 const IN_FLIGHT: usize = 16;
 
-async fn slow_subgraphs(delays: &[(&str, Duration)]) -> Handle {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind an ephemeral loopback port");
-    let delays = delays.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect();
-    graphfleet_loadtest::spawn(Set::Fed, Mode::Subgraphs, listener, Options { delays })
-        .expect("fed subgraphs start")
-}
-
 async fn start_gateway(name: &str, subgraphs: &Handle, settings: &[&str]) -> GatewayProcess {
     let dir = test_dir(name);
-    let file: PathBuf = dir.join("supergraph.graphql");
+    let file = dir.join("supergraph.graphql");
     std::fs::write(&file, Set::Fed.supergraph_at(&subgraphs.base_url()))
         .expect("write the supergraph");
-    let mut args = vec![
-        "--listen",
-        "127.0.0.1:0",
-        "--supergraph",
-        file.to_str().expect("UTF-8 path"),
-    ];
-    for s in settings {
-        args.extend(["--set", s]);
-    }
-    GatewayProcess::start(&dir, &args, &[]).await
+    fed::start_gateway(&dir, &file, settings).await
 }
 
 /// One POST on its own connection; an error string unless the exchange completes.
 async fn post(url: String, query: &str) -> Result<(u16, Bytes), String> {
-    let client = support::client();
-    let body = serde_json::to_vec(&serde_json::json!({ "query": query })).expect("JSON");
-    let req = hyper::Request::post(url)
-        .header("content-type", "application/json")
-        .body(Full::new(Bytes::from(body)))
-        .expect("a valid request");
-    let response = tokio::time::timeout(Duration::from_secs(30), client.request(req))
-        .await
-        .map_err(|_| "no response within 30 s".to_owned())?
-        .map_err(|e| format!("request failed: {e}"))?;
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("body failed: {e}"))?
-        .to_bytes();
-    Ok((status, body))
+    fed::try_post(&support::client(), &url, query).await
 }
 
 /// GET `path` on a fresh connection; the status code.
@@ -77,23 +41,9 @@ async fn get_status(gateway: &GatewayProcess, path: &str) -> u16 {
     .status
 }
 
-/// Requests the subgraphs have received (they count on arrival, before their delay).
-async fn subgraph_requests(subgraphs: &Handle) -> u64 {
-    let reply = support::request(
-        &support::client(),
-        "GET",
-        &format!("{}/stats", subgraphs.base_url()),
-        &[],
-        Vec::new(),
-    )
-    .await;
-    let stats: serde_json::Value = serde_json::from_slice(&reply.body).expect("stats are JSON");
-    stats["total"].as_u64().expect("stats have a total")
-}
-
 async fn wait_for_subgraph_requests(subgraphs: &Handle, at_least: u64) {
     let deadline = Instant::now() + Duration::from_secs(10);
-    while subgraph_requests(subgraphs).await < at_least {
+    while fed::subgraph_requests(&support::client(), subgraphs).await < at_least {
         assert!(
             Instant::now() < deadline,
             "{at_least} requests did not reach the subgraphs within 10 s"
@@ -120,7 +70,7 @@ async fn wait_refused(addr: SocketAddr, timeout: Duration) -> Instant {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn health_reports_live_and_ready() {
-    let subgraphs = slow_subgraphs(&[]).await;
+    let subgraphs = fed::subgraphs(&[]).await;
     let gateway = start_gateway("lifecycle-health", &subgraphs, &[]).await;
     assert_eq!(get_status(&gateway, "/health/live").await, 200);
     assert_eq!(get_status(&gateway, "/health/ready").await, 200);
@@ -131,7 +81,7 @@ async fn health_reports_live_and_ready() {
 async fn sigterm_drains_in_flight_requests_without_failing_one() {
     let delay = Duration::from_millis(400);
     let subgraphs =
-        slow_subgraphs(&[("products", delay), ("reviews", delay), ("accounts", delay)]).await;
+        fed::subgraphs(&[("products", delay), ("reviews", delay), ("accounts", delay)]).await;
     let mut gateway = start_gateway(
         "lifecycle-drain",
         &subgraphs,
@@ -166,7 +116,7 @@ async fn sigterm_drains_in_flight_requests_without_failing_one() {
     .await;
     assert_eq!(reply.status, 200);
 
-    let before = subgraph_requests(&subgraphs).await;
+    let before = fed::subgraph_requests(&support::client(), &subgraphs).await;
     let requests: Vec<_> = (0..IN_FLIGHT)
         .map(|_| tokio::spawn(post(url.clone(), QUERY)))
         .collect();
@@ -216,17 +166,22 @@ async fn sigterm_drains_in_flight_requests_without_failing_one() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_request_slower_than_the_grace_period_is_cut() {
-    let subgraphs = slow_subgraphs(&[("products", Duration::from_secs(20))]).await;
-    let mut gateway = start_gateway(
-        "lifecycle-grace",
-        &subgraphs,
-        &["shutdown.readiness_delay=0s", "shutdown.grace_period=1s"],
-    )
-    .await;
+type PostTask = tokio::task::JoinHandle<Result<(u16, Bytes), String>>;
+
+/// A gateway with no readiness delay and `grace_period`, and one request in flight that
+/// has reached a `products` subgraph taking 20 s.
+async fn stuck_request(name: &str, grace_period: &str) -> (Handle, GatewayProcess, PostTask) {
+    let subgraphs = fed::subgraphs(&[("products", Duration::from_secs(20))]).await;
+    let grace = format!("shutdown.grace_period={grace_period}");
+    let gateway = start_gateway(name, &subgraphs, &["shutdown.readiness_delay=0s", &grace]).await;
     let request = tokio::spawn(post(gateway.url("/graphql"), "{ topProducts { upc } }"));
     wait_for_subgraph_requests(&subgraphs, 1).await;
+    (subgraphs, gateway, request)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_request_slower_than_the_grace_period_is_cut() {
+    let (_subgraphs, mut gateway, request) = stuck_request("lifecycle-grace", "1s").await;
     let signalled = Instant::now();
     gateway.signal("TERM");
     let exit = gateway.wait_exit(Duration::from_secs(10)).await;
@@ -244,15 +199,7 @@ async fn a_request_slower_than_the_grace_period_is_cut() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_second_signal_ends_the_drain_at_once() {
-    let subgraphs = slow_subgraphs(&[("products", Duration::from_secs(20))]).await;
-    let mut gateway = start_gateway(
-        "lifecycle-second-signal",
-        &subgraphs,
-        &["shutdown.readiness_delay=0s", "shutdown.grace_period=30s"],
-    )
-    .await;
-    let request = tokio::spawn(post(gateway.url("/graphql"), "{ topProducts { upc } }"));
-    wait_for_subgraph_requests(&subgraphs, 1).await;
+    let (_subgraphs, mut gateway, request) = stuck_request("lifecycle-second-signal", "30s").await;
     gateway.signal("TERM");
     // Signals sent before the first is handled would merge into one.
     let deadline = Instant::now() + Duration::from_secs(10);

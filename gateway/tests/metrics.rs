@@ -288,11 +288,7 @@ async fn requests_fetches_cache_and_supergraph_are_counted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn gateways_keep_their_own_metrics_and_the_endpoint_can_be_off() {
-    let data: serde_json::Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let text = include_str!("fixtures/keys/supergraph.graphql")
-        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
     let on = Arc::new(Gateway::new(Supergraph::parse(&text).expect("supergraph")));
     let mut config = Config::default();
     config.telemetry.metrics = false;
@@ -333,17 +329,8 @@ async fn gateways_keep_their_own_metrics_and_the_endpoint_can_be_off() {
 /// The binary: `telemetry` from its config file (metrics path, JSON log lines).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_serves_metrics_at_the_configured_path_and_logs_json() {
-    let data: serde_json::Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let dir = support::process::test_dir("metrics-binary");
-    let supergraph = dir.join("supergraph.graphql");
-    std::fs::write(
-        &supergraph,
-        include_str!("fixtures/keys/supergraph.graphql")
-            .replace("http://127.0.0.1:4200", &subgraphs.base_url),
-    )
-    .expect("write the supergraph");
+    let (_subgraphs, dir, supergraph) =
+        support::fixture_supergraph_file("keys", "metrics-binary").await;
     let config = dir.join("gateway.yaml");
     std::fs::write(
         &config,
@@ -413,11 +400,7 @@ async fn a_request_cut_by_the_timeout_counts_as_timeout() {
             open.push(stream);
         }
     });
-    let data: serde_json::Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
-    let text = include_str!("fixtures/keys/supergraph.graphql")
-        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let (_subgraphs, text) = support::fixture_subgraphs("keys").await;
     let mut config = Config::default();
     config.traffic.request_timeout = std::time::Duration::from_millis(300);
     config.subgraphs.insert(

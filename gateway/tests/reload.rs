@@ -5,13 +5,13 @@
 mod support;
 
 use bytes::Bytes;
-use graphfleet_loadtest::{Handle, Mode, Options, Set};
-use http_body_util::{BodyExt, Full};
+use graphfleet_loadtest::{Handle, Set};
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+use support::fed;
 use support::process::{GatewayProcess, test_dir};
 
 /// Three subgraph fetches in a row: products → reviews → accounts.
@@ -20,14 +20,6 @@ const CLIENTS: usize = 8;
 /// Bounds of one load run.
 const MAX_REQUESTS_PER_CLIENT: usize = 5_000;
 const MAX_LOAD_TIME: Duration = Duration::from_secs(90);
-
-async fn subgraphs() -> Handle {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind an ephemeral loopback port");
-    graphfleet_loadtest::spawn(Set::Fed, Mode::Subgraphs, listener, Options::default())
-        .expect("fed subgraphs start")
-}
 
 fn short_hash(text: &str) -> String {
     let hash = Sha256::digest(text.as_bytes());
@@ -91,43 +83,6 @@ async fn wait_for_log(gateway: &GatewayProcess, needle: &str, timeout: Duration)
     }
 }
 
-async fn total_requests(client: &support::HttpClient, subgraphs: &Handle) -> u64 {
-    let reply = support::request(
-        client,
-        "GET",
-        &format!("{}/stats", subgraphs.base_url()),
-        &[],
-        Vec::new(),
-    )
-    .await;
-    let stats: serde_json::Value = serde_json::from_slice(&reply.body).expect("stats are JSON");
-    stats["total"].as_u64().expect("stats have a total")
-}
-
-fn graphql_body() -> Bytes {
-    Bytes::from(serde_json::to_vec(&serde_json::json!({ "query": QUERY })).expect("JSON"))
-}
-
-/// One POST; an error string for anything but a complete HTTP exchange.
-async fn try_post(client: &support::HttpClient, url: &str) -> Result<(u16, Bytes), String> {
-    let req = hyper::Request::post(url)
-        .header("content-type", "application/json")
-        .body(Full::new(graphql_body()))
-        .expect("a valid request");
-    let response = tokio::time::timeout(Duration::from_secs(30), client.request(req))
-        .await
-        .map_err(|_| "no response within 30 s".to_owned())?
-        .map_err(|e| format!("request failed: {e}"))?;
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| format!("body failed: {e}"))?
-        .to_bytes();
-    Ok((status, body))
-}
-
 /// `CLIENTS` loops posting `QUERY` until `stop`; returns (requests, failures).
 struct Load {
     stop: Arc<AtomicBool>,
@@ -150,7 +105,7 @@ impl Load {
                         && started.elapsed() < MAX_LOAD_TIME
                     {
                         sent += 1;
-                        match try_post(&client, &url).await {
+                        match fed::try_post(&client, &url, QUERY).await {
                             Ok((200, body)) if body == expected => {}
                             Ok((status, body)) => failures
                                 .push(format!("{status}: {}", String::from_utf8_lossy(&body))),
@@ -188,24 +143,12 @@ struct Env {
 /// Two identical subgraph servers (A and B) and the gateway on a supergraph routing to A.
 /// `poll_interval` is long, so a reload within seconds proves the filesystem watch works.
 async fn env(name: &str, layout: impl FnOnce(&Path, &str) -> PathBuf) -> Env {
-    let (a, b) = (subgraphs().await, subgraphs().await);
+    let (a, b) = (fed::subgraphs(&[]).await, fed::subgraphs(&[]).await);
     let dir = test_dir(name);
     let file = layout(&dir, &Set::Fed.supergraph_at(&a.base_url()));
-    let gateway = GatewayProcess::start(
-        &dir,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--supergraph",
-            file.to_str().expect("UTF-8 path"),
-            "--set",
-            "supergraph.poll_interval=60s",
-        ],
-        &[],
-    )
-    .await;
+    let gateway = fed::start_gateway(&dir, &file, &["supergraph.poll_interval=60s"]).await;
     let client = support::client();
-    let (status, expected) = try_post(&client, &gateway.url("/graphql"))
+    let (status, expected) = fed::try_post(&client, &gateway.url("/graphql"), QUERY)
         .await
         .expect("first request");
     assert_eq!(status, 200, "{}", String::from_utf8_lossy(&expected));
@@ -235,13 +178,13 @@ impl Env {
         // Requests that started on the old supergraph may still be finishing.
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (to_before, from_before) = (
-            total_requests(&self.client, to).await,
-            total_requests(&self.client, from).await,
+            fed::subgraph_requests(&self.client, to).await,
+            fed::subgraph_requests(&self.client, from).await,
         );
         tokio::time::sleep(Duration::from_millis(500)).await;
         let (to_after, from_after) = (
-            total_requests(&self.client, to).await,
-            total_requests(&self.client, from).await,
+            fed::subgraph_requests(&self.client, to).await,
+            fed::subgraph_requests(&self.client, from).await,
         );
         assert!(
             to_after > to_before,
@@ -265,15 +208,16 @@ fn assert_no_failures(total: usize, failures: &[String]) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn atomic_renames_under_load_fail_no_request() {
-    let env = env("reload-rename", |dir, text| {
-        let file = dir.join("supergraph.graphql");
-        std::fs::write(&file, text).expect("write the supergraph");
-        file
-    })
-    .await;
-    let file = env.gateway.dir.join("supergraph.graphql");
+/// `supergraph.graphql` directly in `dir`.
+fn plain_file(dir: &Path, text: &str) -> PathBuf {
+    let file = dir.join("supergraph.graphql");
+    std::fs::write(&file, text).expect("write the supergraph");
+    file
+}
+
+/// Under load, four reloads alternating between B and A, each supergraph handed to
+/// `write`; every reload moves the traffic and no request fails.
+async fn alternate_under_load(env: &Env, mut write: impl FnMut(&str)) {
     let load = Load::start(env.gateway.url("/graphql"), env.expected.clone());
     for round in 0..4 {
         let (to, from) = if round % 2 == 0 {
@@ -286,11 +230,18 @@ async fn atomic_renames_under_load_fail_no_request() {
             "# round {round}\n{}",
             Set::Fed.supergraph_at(&to.base_url())
         );
-        write_atomic(&file, &text);
+        write(&text);
         env.assert_served_by(&text, to, from).await;
     }
     let (total, failures) = load.finish().await;
     assert_no_failures(total, &failures);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn atomic_renames_under_load_fail_no_request() {
+    let env = env("reload-rename", plain_file).await;
+    let file = env.gateway.dir.join("supergraph.graphql");
+    alternate_under_load(&env, |text| write_atomic(&file, text)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -304,32 +255,12 @@ async fn configmap_symlink_swaps_under_load_fail_no_request() {
     })
     .await;
     let mut configmap = configmap.expect("ConfigMap directory");
-    let load = Load::start(env.gateway.url("/graphql"), env.expected.clone());
-    for round in 0..4 {
-        let (to, from) = if round % 2 == 0 {
-            (&env.b, &env.a)
-        } else {
-            (&env.a, &env.b)
-        };
-        let text = format!(
-            "# round {round}\n{}",
-            Set::Fed.supergraph_at(&to.base_url())
-        );
-        configmap.update(&text);
-        env.assert_served_by(&text, to, from).await;
-    }
-    let (total, failures) = load.finish().await;
-    assert_no_failures(total, &failures);
+    alternate_under_load(&env, |text| configmap.update(text)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_invalid_supergraph_is_logged_and_the_last_good_one_keeps_serving() {
-    let env = env("reload-invalid", |dir, text| {
-        let file = dir.join("supergraph.graphql");
-        std::fs::write(&file, text).expect("write the supergraph");
-        file
-    })
-    .await;
+    let env = env("reload-invalid", plain_file).await;
     let file = env.gateway.dir.join("supergraph.graphql");
     let load = Load::start(env.gateway.url("/graphql"), env.expected.clone());
     let broken = Set::Fed
@@ -343,10 +274,10 @@ async fn an_invalid_supergraph_is_logged_and_the_last_good_one_keeps_serving() {
     )
     .await;
     // Still on A: B got nothing from the broken file.
-    let a_before = total_requests(&env.client, &env.a).await;
+    let a_before = fed::subgraph_requests(&env.client, &env.a).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(total_requests(&env.client, &env.a).await > a_before);
-    assert_eq!(total_requests(&env.client, &env.b).await, 0);
+    assert!(fed::subgraph_requests(&env.client, &env.a).await > a_before);
+    assert_eq!(fed::subgraph_requests(&env.client, &env.b).await, 0);
     let log = env.gateway.log();
     assert!(
         log.contains("supergraph is not a valid GraphQL schema"),
@@ -361,22 +292,10 @@ async fn an_invalid_supergraph_is_logged_and_the_last_good_one_keeps_serving() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_started_before_its_supergraph_becomes_ready_when_it_appears() {
-    let subgraphs = subgraphs().await;
+    let subgraphs = fed::subgraphs(&[]).await;
     let dir = test_dir("reload-late-file");
     let file = dir.join("supergraph.graphql");
-    let gateway = GatewayProcess::start(
-        &dir,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--supergraph",
-            file.to_str().expect("UTF-8 path"),
-            "--set",
-            "supergraph.poll_interval=200ms",
-        ],
-        &[],
-    )
-    .await;
+    let gateway = fed::start_gateway(&dir, &file, &["supergraph.poll_interval=200ms"]).await;
     let client = support::client();
     assert_eq!(get(&client, &gateway, "/health/live").await.status, 200);
     assert_eq!(get(&client, &gateway, "/health/ready").await.status, 503);
@@ -414,7 +333,7 @@ async fn a_gateway_started_before_its_supergraph_becomes_ready_when_it_appears()
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (status, body) = try_post(&client, &gateway.url("/graphql"))
+    let (status, body) = fed::try_post(&client, &gateway.url("/graphql"), QUERY)
         .await
         .expect("query after the file appeared");
     let text = String::from_utf8_lossy(&body);
@@ -428,23 +347,11 @@ async fn a_gateway_started_before_its_supergraph_becomes_ready_when_it_appears()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn polling_finds_the_file_when_its_directory_cannot_be_watched() {
-    let subgraphs = subgraphs().await;
+    let subgraphs = fed::subgraphs(&[]).await;
     let dir = test_dir("reload-poll-only");
     // The directory does not exist yet, so there is nothing to watch: only polling can see it.
     let file = dir.join("later").join("supergraph.graphql");
-    let gateway = GatewayProcess::start(
-        &dir,
-        &[
-            "--listen",
-            "127.0.0.1:0",
-            "--supergraph",
-            file.to_str().expect("UTF-8 path"),
-            "--set",
-            "supergraph.poll_interval=200ms",
-        ],
-        &[],
-    )
-    .await;
+    let gateway = fed::start_gateway(&dir, &file, &["supergraph.poll_interval=200ms"]).await;
     assert!(gateway.log().contains("polling every"), "{}", gateway.log());
     let client = support::client();
     assert_eq!(get(&client, &gateway, "/health/ready").await.status, 503);
@@ -458,7 +365,7 @@ async fn polling_finds_the_file_when_its_directory_cannot_be_watched() {
     )
     .await;
     assert_eq!(get(&client, &gateway, "/health/ready").await.status, 200);
-    let (status, _) = try_post(&client, &gateway.url("/graphql"))
+    let (status, _) = fed::try_post(&client, &gateway.url("/graphql"), QUERY)
         .await
         .expect("query after the file appeared");
     assert_eq!(status, 200);

@@ -8,10 +8,12 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 pub mod fault_subgraph;
+pub mod fed;
 pub mod json_subgraph;
 pub mod process;
 
@@ -23,15 +25,7 @@ pub fn client() -> HttpClient {
 
 /// Serve `supergraph` on an ephemeral loopback port; returns the `/graphql` URL.
 pub async fn start_gateway(supergraph: Supergraph) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind an ephemeral loopback port");
-    let addr = listener.local_addr().expect("bound address");
-    tokio::spawn(graphfleet_gateway::http::serve(
-        listener,
-        Arc::new(Gateway::new(supergraph)),
-    ));
-    format!("http://{addr}/graphql")
+    start_gateway_with_config(graphfleet_gateway::config::Config::default(), supergraph).await
 }
 
 /// Like [`start_gateway`], with `config` (its `listen` is ignored).
@@ -48,6 +42,35 @@ pub async fn start_gateway_with_config(
         Arc::new(Gateway::with_config(Arc::new(config), supergraph)),
     ));
     format!("http://{addr}/graphql")
+}
+
+/// JSON subgraphs serving `tests/fixtures/<fixture>/data.json`, and that fixture's
+/// supergraph with its subgraph URLs pointed at them.
+pub async fn fixture_subgraphs(fixture: &str) -> (json_subgraph::JsonSubgraphs, String) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(fixture);
+    let read = |file: &str| {
+        std::fs::read_to_string(dir.join(file))
+            .unwrap_or_else(|e| panic!("read fixture {fixture}/{file}: {e}"))
+    };
+    let data = serde_json::from_str(&read("data.json")).expect("fixture data is JSON");
+    let subgraphs = json_subgraph::start(data).await;
+    let text = read("supergraph.graphql").replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    (subgraphs, text)
+}
+
+/// Like [`fixture_subgraphs`], with the supergraph written to `supergraph.graphql` in a
+/// fresh [`process::test_dir`] named `test`; returns the subgraphs, that directory and the file.
+pub async fn fixture_supergraph_file(
+    fixture: &str,
+    test: &str,
+) -> (json_subgraph::JsonSubgraphs, PathBuf, PathBuf) {
+    let (subgraphs, text) = fixture_subgraphs(fixture).await;
+    let dir = process::test_dir(test);
+    let file = dir.join("supergraph.graphql");
+    std::fs::write(&file, text).expect("write the supergraph");
+    (subgraphs, dir, file)
 }
 
 pub struct Reply {
