@@ -203,40 +203,41 @@ async fn malformed_json() {
     .await;
 }
 
-#[tokio::test]
-async fn string_where_int_expected() {
+/// For `mode`, `Product.<field>` comes back not of `expected_type`: it is nulled with an
+/// error at each of its three places, and the other `faulty` field is served.
+async fn assert_wrong_shape(mode: &str, field: &str, expected_type: &str) {
     let fault = fault_subgraph::start().await;
-    let env = env(&fault, "wrong-int", |_| {}).await;
-    let wrong = |path: Value| json!({"message": "subgraph returned a value of the wrong shape for Product.price (expected Int)", "path": path});
-    let (_, body) = post(&env, "{ products { id price tags } top { price } }").await;
+    let env = env(&fault, mode, |_| {}).await;
+    let message = format!(
+        "subgraph returned a value of the wrong shape for Product.{field} (expected {expected_type})"
+    );
+    let wrong = |path: Value| json!({"message": message, "path": path});
+    let query = format!("{{ products {{ id price tags }} top {{ {field} }} }}");
+    let (_, body) = post(&env, &query).await;
+    let product = |id: &str| {
+        let mut p = json!({"id": id, "price": 10, "tags": ["a", "b"]});
+        p[field] = Value::Null;
+        p
+    };
+    let mut top = json!({});
+    top[field] = Value::Null;
     assert_eq!(
         body,
-        json!({"data": {
-            "products": [
-                {"id": "1", "price": null, "tags": ["a", "b"]},
-                {"id": "2", "price": null, "tags": ["a", "b"]}],
-            "top": {"price": null}},
-        "errors": [wrong(json!(["products", 0, "price"])), wrong(json!(["products", 1, "price"])),
-                   wrong(json!(["top", "price"]))]})
+        json!({"data": {"products": [product("1"), product("2")], "top": top},
+        "errors": [wrong(json!(["products", 0, field])), wrong(json!(["products", 1, field])),
+                   wrong(json!(["top", field]))]}),
+        "{mode}"
     );
 }
 
 #[tokio::test]
+async fn string_where_int_expected() {
+    assert_wrong_shape("wrong-int", "price", "Int").await;
+}
+
+#[tokio::test]
 async fn object_where_list_expected() {
-    let fault = fault_subgraph::start().await;
-    let env = env(&fault, "wrong-list", |_| {}).await;
-    let wrong = |path: Value| json!({"message": "subgraph returned a value of the wrong shape for Product.tags (expected [String])", "path": path});
-    let (_, body) = post(&env, "{ products { id price tags } top { tags } }").await;
-    assert_eq!(
-        body,
-        json!({"data": {
-            "products": [
-                {"id": "1", "price": 10, "tags": null},
-                {"id": "2", "price": 10, "tags": null}],
-            "top": {"tags": null}},
-        "errors": [wrong(json!(["products", 0, "tags"])), wrong(json!(["products", 1, "tags"])),
-                   wrong(json!(["top", "tags"]))]})
-    );
+    assert_wrong_shape("wrong-list", "tags", "[String]").await;
 }
 
 #[tokio::test]
