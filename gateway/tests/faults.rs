@@ -134,43 +134,32 @@ async fn subgraph_timeout_names_the_subgraph() {
     assert_fault_error("sleep", error).await;
 }
 
+/// `default` as the subgraph timeout, and `own` as `faulty`'s own timeout.
+fn set_timeouts(config: &mut Config, default: Duration, own: Option<Duration>) {
+    config.traffic.subgraph_timeout = default;
+    let faulty = config.subgraphs.get_mut("faulty").expect("set up by env");
+    faulty.timeout = own;
+}
+
+/// With [`set_timeouts`], the root fetch from `mode` times out after `after`.
+async fn assert_root_timeout(mode: &str, default: Duration, own: Option<Duration>, after: &str) {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, mode, |c| set_timeouts(c, default, own)).await;
+    let (status, body) = post(&env, ROOT_QUERY).await;
+    assert_eq!(status, 200, "{body}");
+    let error = fetch_error("SUBREQUEST_TIMEOUT", &format!("timed out after {after}"));
+    assert_eq!(body, json!({"data": {"top": null}, "errors": [error]}));
+}
+
 #[tokio::test]
 async fn per_subgraph_timeout_overrides_the_default() {
-    let fault = fault_subgraph::start().await;
-    let env = env(&fault, "slow", |c| {
-        c.traffic.subgraph_timeout = Duration::from_secs(5);
-        c.subgraphs
-            .get_mut("faulty")
-            .expect("configured above")
-            .timeout = Some(Duration::from_millis(100));
-    })
-    .await;
-    let (status, body) = post(&env, ROOT_QUERY).await;
-    assert_eq!(status, 200);
-    assert_eq!(
-        body,
-        json!({"data": {"top": null}, "errors": [
-            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 100ms")]})
-    );
+    let own = Some(Duration::from_millis(100));
+    assert_root_timeout("slow", Duration::from_secs(5), own, "100ms").await;
 }
 
 #[tokio::test]
 async fn default_subgraph_timeout_applies_without_an_override() {
-    let fault = fault_subgraph::start().await;
-    let env = env(&fault, "sleep", |c| {
-        c.traffic.subgraph_timeout = Duration::from_millis(150);
-        c.subgraphs
-            .get_mut("faulty")
-            .expect("configured above")
-            .timeout = None;
-    })
-    .await;
-    let (_, body) = post(&env, ROOT_QUERY).await;
-    assert_eq!(
-        body,
-        json!({"data": {"top": null}, "errors": [
-            fetch_error("SUBREQUEST_TIMEOUT", "timed out after 150ms")]})
-    );
+    assert_root_timeout("sleep", Duration::from_millis(150), None, "150ms").await;
 }
 
 #[tokio::test]
@@ -263,11 +252,7 @@ async fn null_for_a_non_null_field_bubbles_to_the_nearest_nullable_parent() {
 async fn overall_request_timeout_is_504() {
     let fault = fault_subgraph::start().await;
     let env = env(&fault, "sleep", |c| {
-        c.traffic.subgraph_timeout = Duration::from_secs(10);
-        c.subgraphs
-            .get_mut("faulty")
-            .expect("configured above")
-            .timeout = None;
+        set_timeouts(c, Duration::from_secs(10), None);
         c.traffic.request_timeout = Duration::from_millis(200);
     })
     .await;
