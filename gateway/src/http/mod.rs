@@ -97,7 +97,12 @@ pub async fn handle<T: Transport>(
         );
     };
     let is_post = req.method() == Method::POST;
-    let headers = req.headers().clone();
+    // Only what subgraphs and tracing need, taken before the body consumes the request.
+    let meta = RequestMeta {
+        allow_mutation: is_post,
+        forward_headers: forward_headers(&gateway.config.headers, req.headers()),
+        trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
+    };
     let request = match *req.method() {
         Method::POST => {
             let content_type = req
@@ -161,11 +166,6 @@ pub async fn handle<T: Transport>(
                 .insert(ALLOW, HeaderValue::from_static("GET, POST"));
             return r;
         }
-    };
-    let meta = RequestMeta {
-        allow_mutation: is_post,
-        forward_headers: forward_headers(&gateway.config.headers, &headers),
-        trace_context: crate::telemetry::tracing::trace_headers(&headers),
     };
     let timeout = gateway.config.traffic.request_timeout;
     let Ok(outcome) = tokio::time::timeout(timeout, gateway.execute(&request, &meta)).await else {
