@@ -31,8 +31,8 @@ pub struct GraphQLRequest {
 /// What the HTTP layer needs to pick a status code.
 #[derive(Debug)]
 pub enum Outcome {
-    /// Execution happened; the body may still carry field errors.
-    Executed(Vec<u8>),
+    /// Execution happened; the body carries field errors when `field_errors`.
+    Executed { body: Vec<u8>, field_errors: bool },
     /// A request error (parse, validation, variables): no `data` in the body.
     RequestError(Vec<u8>),
     /// A mutation sent with GET.
@@ -44,10 +44,19 @@ pub enum Outcome {
 impl Outcome {
     pub fn body(&self) -> &[u8] {
         match self {
-            Outcome::Executed(b)
-            | Outcome::RequestError(b)
-            | Outcome::MutationNotAllowed(b)
-            | Outcome::NotReady(b) => b,
+            Outcome::Executed { body, .. }
+            | Outcome::RequestError(body)
+            | Outcome::MutationNotAllowed(body)
+            | Outcome::NotReady(body) => body,
+        }
+    }
+
+    pub fn into_body(self) -> Vec<u8> {
+        match self {
+            Outcome::Executed { body, .. }
+            | Outcome::RequestError(body)
+            | Outcome::MutationNotAllowed(body)
+            | Outcome::NotReady(body) => body,
         }
     }
 }
@@ -305,7 +314,11 @@ impl<T: Transport> Gateway<T> {
             headers: &meta.forward_headers,
             fetch_metrics: &state.fetch_metrics,
         };
-        Outcome::Executed(execute(&ctx).instrument(crate::otel_span!("execute")).await)
+        let executed = execute(&ctx).instrument(crate::otel_span!("execute")).await;
+        Outcome::Executed {
+            body: executed.body,
+            field_errors: executed.field_errors,
+        }
     }
 }
 

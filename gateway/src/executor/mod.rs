@@ -28,22 +28,33 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub fetch_metrics: &'a crate::telemetry::metrics::FetchMetrics,
 }
 
+/// The final response body, and whether it carries errors.
+pub struct Executed {
+    pub body: Vec<u8>,
+    pub field_errors: bool,
+}
+
 /// Execute the plan and write the final response body.
-pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Vec<u8> {
+pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut store = Store::with_root();
     let mut errors = Vec::new();
     if let Some(root) = &ctx.plan.root {
         run_node(ctx, root, &mut store, &mut errors).await;
     }
     introspection(ctx, &mut store, &mut errors);
-    Writer::new(
+    let body = Writer::new(
         &store,
         &ctx.plan.keys,
         &ctx.prepared.shapes,
         ctx.variables,
         &mut errors,
     )
-    .write_response(Some(Store::ROOT))
+    .write_response(Some(Store::ROOT));
+    Executed {
+        body,
+        // The writer adds errors of its own (null propagation), so ask afterwards.
+        field_errors: !errors.is_empty(),
+    }
 }
 
 fn run_node<'c, T: Transport>(

@@ -189,13 +189,7 @@ pub async fn handle<T: Transport>(
         (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    let body = match outcome {
-        Outcome::Executed(b)
-        | Outcome::RequestError(b)
-        | Outcome::MutationNotAllowed(b)
-        | Outcome::NotReady(b) => b,
-    };
-    response(status, media, body)
+    response(status, media, outcome.into_body())
 }
 
 /// The client headers subgraphs receive: `Authorization` unless disabled, plus the allowlist.

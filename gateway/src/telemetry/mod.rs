@@ -68,9 +68,10 @@ impl Drop for RequestRecorder<'_> {
 
 fn classify(outcome: &Outcome) -> RequestOutcome {
     match outcome {
-        // The writer ends a body with errors as `,"errors":[...]}`; `data` is an object or null.
-        Outcome::Executed(body) if body.ends_with(b"]}") => RequestOutcome::FieldErrors,
-        Outcome::Executed(_) => RequestOutcome::Ok,
+        Outcome::Executed {
+            field_errors: true, ..
+        } => RequestOutcome::FieldErrors,
+        Outcome::Executed { .. } => RequestOutcome::Ok,
         Outcome::RequestError(_) | Outcome::MutationNotAllowed(_) => RequestOutcome::RequestError,
         Outcome::NotReady(_) => RequestOutcome::NotReady,
     }
