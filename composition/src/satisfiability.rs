@@ -594,31 +594,44 @@ impl<'a> Graph<'a> {
     }
 }
 
+/// Every `@override(from:)` on an object field: (subgraph, canonical type, field, from, label).
+fn override_applications(
+    subgraphs: &[Subgraph],
+) -> impl Iterator<Item = (&Subgraph, String, String, String, Option<String>)> {
+    subgraphs.iter().flat_map(|sg| {
+        sg.schema.types.iter().flat_map(move |(local, ty)| {
+            let fields = match ty {
+                ExtendedType::Object(o) => Some(&o.fields),
+                _ => None,
+            };
+            fields
+                .into_iter()
+                .flatten()
+                .flat_map(move |(fname, field)| {
+                    sg.applications(&field.directives, FedDirective::Override)
+                        .into_iter()
+                        .filter_map(move |d| {
+                            let from = str_arg(d, "from")?.to_owned();
+                            let label = str_arg(d, "label").map(str::to_owned);
+                            Some((
+                                sg,
+                                sg.canonical(local).to_owned(),
+                                fname.to_string(),
+                                from,
+                                label,
+                            ))
+                        })
+                })
+        })
+    })
+}
+
 /// Fields overridden without a label: (type, field, overridden subgraph).
 fn overridden_fields(subgraphs: &[Subgraph]) -> HashSet<(String, String, String)> {
-    let mut out = HashSet::new();
-    for sg in subgraphs {
-        for (local, ty) in &sg.schema.types {
-            let ExtendedType::Object(o) = ty else {
-                continue;
-            };
-            for (fname, field) in &o.fields {
-                for d in sg.applications(&field.directives, FedDirective::Override) {
-                    if str_arg(d, "label").is_some() {
-                        continue;
-                    }
-                    if let Some(from) = str_arg(d, "from") {
-                        out.insert((
-                            sg.canonical(local).to_owned(),
-                            fname.to_string(),
-                            from.to_owned(),
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    out
+    override_applications(subgraphs)
+        .filter(|(.., label)| label.is_none())
+        .map(|(_, ty, field, from, _)| (ty, field, from))
+        .collect()
 }
 
 /// The named return type of a field of a subgraph type (by local names).
@@ -637,25 +650,12 @@ fn returned_type(sg: &Subgraph, ty: &str, field: &str) -> Option<String> {
 /// (type, subgraph name, field), with `true` for the overriding one.
 fn progressive_overrides(subgraphs: &[Subgraph]) -> HashMap<(String, String, String), bool> {
     let mut out = HashMap::new();
-    for sg in subgraphs {
-        for (local, ty) in &sg.schema.types {
-            let ExtendedType::Object(o) = ty else {
-                continue;
-            };
-            for (fname, field) in &o.fields {
-                for d in sg.applications(&field.directives, FedDirective::Override) {
-                    let (Some(_), Some(from)) = (str_arg(d, "label"), str_arg(d, "from")) else {
-                        continue;
-                    };
-                    if from == sg.name || !subgraphs.iter().any(|g| g.name == from) {
-                        continue;
-                    }
-                    let tname = sg.canonical(local).to_owned();
-                    out.insert((tname.clone(), sg.name.clone(), fname.to_string()), true);
-                    out.insert((tname, from.to_owned(), fname.to_string()), false);
-                }
-            }
+    for (sg, ty, field, from, label) in override_applications(subgraphs) {
+        if label.is_none() || from == sg.name || !subgraphs.iter().any(|g| g.name == from) {
+            continue;
         }
+        out.insert((ty.clone(), sg.name.clone(), field.clone()), true);
+        out.insert((ty, from, field), false);
     }
     out
 }
