@@ -6,6 +6,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 cd "$GF_ROOT"
 t0=$SECONDS
+# One-shot builds gain nothing from incremental state; it only costs disk.
+export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 log "pinned tools"
 scripts/tools.sh
