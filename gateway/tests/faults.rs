@@ -164,8 +164,12 @@ async fn default_subgraph_timeout_applies_without_an_override() {
 
 #[tokio::test]
 async fn status_500_with_graphql_errors_passes_them_on() {
-    let error = faulty_error("INTERNAL", "internal failure");
-    assert_fault("status-500-body", json!([error]), json!([error])).await;
+    // The subgraph's error names no path: on the entity fetch it gets the fetch's path.
+    assert_fault_error(
+        "status-500-body",
+        faulty_error("INTERNAL", "internal failure"),
+    )
+    .await;
 }
 
 #[tokio::test]

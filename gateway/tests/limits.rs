@@ -14,11 +14,15 @@ struct Env {
 }
 
 async fn env(limits: LimitsConfig) -> Env {
-    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
-    let config = Config {
+    env_with(Config {
         limits,
         ..Config::default()
-    };
+    })
+    .await
+}
+
+async fn env_with(config: Config) -> Env {
+    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
     let supergraph = Supergraph::parse(&text).expect("supergraph loads");
     Env {
         url: support::start_gateway_with_config(config, supergraph).await,
@@ -105,6 +109,82 @@ async fn body_size_at_and_over_the_limit() {
             "message": "the request body is larger than 200 bytes",
             "extensions": {"code": "PAYLOAD_TOO_LARGE"}
         }]})
+    );
+}
+
+#[tokio::test]
+async fn get_query_string_at_and_over_the_body_limit() {
+    let limit = 100;
+    let env = env(LimitsConfig {
+        max_body_bytes: limit,
+        ..LimitsConfig::default()
+    })
+    .await;
+    let get = |len: usize| {
+        let mut query = "query=%7B%20users%20%7B%20name%20%7D%20%7D&pad=".to_owned();
+        query.extend(std::iter::repeat_n('x', len - query.len()));
+        let url = format!("{}?{query}", env.url);
+        let client = &env.client;
+        async move {
+            let headers = [("accept", "application/graphql-response+json")];
+            let reply = support::request(client, "GET", &url, &headers, Vec::new()).await;
+            let body: Value = serde_json::from_slice(&reply.body).expect("a JSON body");
+            (reply.status, body)
+        }
+    };
+    let (status, body) = get(limit).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        json!({"data": {"users": [{"name": "Ada"}, {"name": "Bob"}]}})
+    );
+    let (status, body) = get(limit + 1).await;
+    assert_eq!(status, 414);
+    assert_eq!(
+        body,
+        json!({"errors": [{
+            "message": "the query string is longer than 100 bytes",
+            "extensions": {"code": "PAYLOAD_TOO_LARGE"}
+        }]})
+    );
+}
+
+/// A client that sends headers and part of its body, then stalls, gets 408 once the
+/// request timeout passes instead of holding the connection.
+#[tokio::test]
+async fn a_stalled_body_times_out_with_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut config = Config::default();
+    config.traffic.request_timeout = std::time::Duration::from_millis(300);
+    let env = env_with(config).await;
+    let addr = env
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/graphql");
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connect to the gateway");
+    let head = "POST /graphql HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n\
+                content-length: 100\r\nconnection: close\r\n\r\n{\"query\":";
+    stream
+        .write_all(head.as_bytes())
+        .await
+        .expect("send the head and part of the body");
+    let mut reply = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        stream.read_to_end(&mut reply),
+    )
+    .await
+    .expect("the gateway answers within 10 s");
+    read.expect("read the reply");
+    let reply = String::from_utf8(reply).expect("UTF-8 reply");
+    assert!(reply.starts_with("HTTP/1.1 408 Request Timeout"), "{reply}");
+    assert!(
+        reply.ends_with(
+            r#"{"errors":[{"extensions":{"code":"REQUEST_TIMEOUT"},"message":"the request body was not received within 300ms"}]}"#
+        ),
+        "{reply}"
     );
 }
 

@@ -437,5 +437,15 @@ async fn a_request_cut_by_the_timeout_counts_as_timeout() {
         value(&m, "graphfleet_graphql_requests_in_flight", &[]),
         Some(0.0)
     );
+    // The fetch the timeout cut short still counts, as an error.
+    let accounts = [("subgraph", "accounts")];
+    assert_eq!(
+        value(&m, "graphfleet_subgraph_fetches_total", &accounts),
+        Some(1.0)
+    );
+    assert_eq!(
+        value(&m, "graphfleet_subgraph_fetch_errors_total", &accounts),
+        Some(1.0)
+    );
     held.abort();
 }

@@ -415,7 +415,8 @@ fn remap_errors(
                     p
                 })
             }
-            (Some(_), _) => None,
+            // Not tied to one entity: the error belongs to the whole fetch.
+            (Some(_), _) => super::failed_fetch_path(fetch),
             (None, []) => None,
             (None, p) => Some(p.to_vec()),
         };

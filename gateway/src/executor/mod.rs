@@ -125,11 +125,13 @@ async fn run_fetches<T: Transport>(
             otel.status_code = tracing::field::Empty,
             otel.status_message = tracing::field::Empty,
         );
-        let start = std::time::Instant::now();
+        let record = crate::telemetry::metrics::FetchRecord::start(
+            ctx.fetch_metrics,
+            fetch.subgraph.index(),
+        );
         let fetched = ctx.transport.fetch(request);
         let response = tracing::Instrument::instrument(fetched, span.clone()).await;
-        ctx.fetch_metrics
-            .record(fetch.subgraph.index(), start.elapsed(), response.is_ok());
+        record.finish(response.is_ok());
         if let Err(e) = &response {
             span.record("otel.status_code", "ERROR");
             span.record("otel.status_message", e.message.as_str());

@@ -96,6 +96,10 @@ pub async fn handle<T: Transport>(
             error_body("Accept must allow application/graphql-response+json or application/json"),
         );
     };
+    // One deadline for reading the body and executing: a slow upload cannot hold a
+    // connection and a worker longer than `request_timeout`.
+    let timeout = gateway.config.traffic.request_timeout;
+    let deadline = tokio::time::Instant::now() + timeout;
     let is_post = req.method() == Method::POST;
     // Only what subgraphs and tracing need, taken before the body consumes the request.
     let meta = RequestMeta {
@@ -117,10 +121,16 @@ pub async fn handle<T: Transport>(
                     error_body("Content-Type must be application/json"),
                 );
             }
-            let body = match Limited::new(req.into_body(), gateway.config.limits.max_body_bytes)
-                .collect()
-                .await
-            {
+            let limited = Limited::new(req.into_body(), gateway.config.limits.max_body_bytes);
+            let Ok(read) = tokio::time::timeout_at(deadline, limited.collect()).await else {
+                let message = format!("the request body was not received within {timeout:?}");
+                return response(
+                    StatusCode::REQUEST_TIMEOUT,
+                    media,
+                    coded_error_body("REQUEST_TIMEOUT", &message),
+                );
+            };
+            let body = match read {
                 Ok(b) => b.to_bytes(),
                 Err(e) if e.is::<http_body_util::LengthLimitError>() => {
                     let limit = gateway.config.limits.max_body_bytes;
@@ -152,6 +162,17 @@ pub async fn handle<T: Transport>(
                 }
             }
         }
+        Method::GET if query_len(&req) > gateway.config.limits.max_body_bytes => {
+            let limit = gateway.config.limits.max_body_bytes;
+            return response(
+                StatusCode::URI_TOO_LONG,
+                media,
+                coded_error_body(
+                    "PAYLOAD_TOO_LARGE",
+                    &format!("the query string is longer than {limit} bytes"),
+                ),
+            );
+        }
         Method::GET => match parse_get(req.uri().query().unwrap_or("")) {
             Ok(r) => r,
             Err(message) => return response(StatusCode::BAD_REQUEST, media, error_body(&message)),
@@ -167,8 +188,8 @@ pub async fn handle<T: Transport>(
             return r;
         }
     };
-    let timeout = gateway.config.traffic.request_timeout;
-    let Ok(outcome) = tokio::time::timeout(timeout, gateway.execute(&request, &meta)).await else {
+    let Ok(outcome) = tokio::time::timeout_at(deadline, gateway.execute(&request, &meta)).await
+    else {
         let message = format!("the request did not complete within {timeout:?}");
         return response(
             StatusCode::GATEWAY_TIMEOUT,
@@ -209,6 +230,11 @@ fn forward_headers(rules: &HeadersConfig, client: &hyper::HeaderMap) -> hyper::H
         copy(name);
     }
     out
+}
+
+/// A GET request's operation travels in the query string; it is held to the body limit.
+fn query_len<B>(req: &Request<B>) -> usize {
+    req.uri().query().map_or(0, str::len)
 }
 
 fn parse_get(query: &str) -> Result<GraphQLRequest, String> {

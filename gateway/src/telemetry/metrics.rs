@@ -106,6 +106,39 @@ impl FetchMetrics {
     }
 }
 
+/// Records one fetch when dropped: a fetch cut short (the request timed out and its
+/// future was dropped) still counts, as an error.
+pub struct FetchRecord<'a> {
+    metrics: &'a FetchMetrics,
+    index: usize,
+    start: std::time::Instant,
+    ok: bool,
+}
+
+impl<'a> FetchRecord<'a> {
+    /// Start timing a fetch of subgraph `index`.
+    pub fn start(metrics: &'a FetchMetrics, index: usize) -> Self {
+        FetchRecord {
+            metrics,
+            index,
+            start: std::time::Instant::now(),
+            ok: false,
+        }
+    }
+
+    /// The fetch finished; `ok` says whether it succeeded.
+    pub fn finish(mut self, ok: bool) {
+        self.ok = ok;
+    }
+}
+
+impl Drop for FetchRecord<'_> {
+    fn drop(&mut self) {
+        self.metrics
+            .record(self.index, self.start.elapsed(), self.ok);
+    }
+}
+
 /// Plan cache counters; the default is detached (counts into nothing exported).
 #[derive(Clone)]
 pub struct CacheMetrics {
