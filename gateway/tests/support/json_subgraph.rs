@@ -11,7 +11,10 @@
 //! Entities are found by `__typename` and every representation field they also hold
 //! (so `@requires` fields sent along do not need to be stored); a value
 //! `{"__rep": "field.sub"}` echoes a representation field (to observe `@requires`), and
-//! `{"__error": "message"}` resolves to null with a GraphQL error at that path.
+//! `{"__error": "message"}` resolves to null with a GraphQL error at that path, and
+//! `{"__needsRep": "field", "value": <value>}` resolves to `value` only when the
+//! representation carries `field` (non-null), else to null with an error (a resolver
+//! that reads a `@requires` field and fails without it).
 
 use apollo_compiler::ast::{self, Definition, Selection};
 use bytes::Bytes;
@@ -263,6 +266,17 @@ fn resolve(ctx: &mut Ctx, v: &Value, rep: &Value, sel: &[Selection], path: &[Val
     if let Some(message) = v.get("__error").and_then(|m| m.as_str()) {
         ctx.errors.push(json!({ "message": message, "path": path }));
         return Value::Null;
+    }
+    if let Some(field) = v.get("__needsRep").and_then(|f| f.as_str()) {
+        if rep.get(field).is_none_or(Value::is_null) {
+            ctx.errors.push(json!({
+                "message": format!("required field '{field}' not provided"),
+                "path": path
+            }));
+            return Value::Null;
+        }
+        let value = v.get("value").cloned().unwrap_or(Value::Null);
+        return resolve(ctx, &value, rep, sel, path);
     }
     if let Some(field) = v.get("__rep").and_then(|f| f.as_str()) {
         // A dotted path reaches into nested @requires selections.
