@@ -14,7 +14,13 @@
 //! `{"__error": "message"}` resolves to null with a GraphQL error at that path, and
 //! `{"__needsRep": "field", "value": <value>}` resolves to `value` only when the
 //! representation carries `field` (non-null), else to null with an error (a resolver
-//! that reads a `@requires` field and fails without it).
+//! that reads a `@requires` field and fails without it). An entity entry holding
+//! `"__error": "message"` answers its representation with null and that error (a
+//! failing reference resolver); `__rep` paths index lists by number (`items.2.id`).
+//! A subgraph entry `"__validateWith": "<SDL>"` rejects, as a real subgraph would, a
+//! request that is not valid against that (plain, federation-free) schema. An error value
+//! with `"__nonNull": true` also nulls its enclosing object (one level of non-null
+//! propagation, as for a non-null field under a nullable one).
 
 use apollo_compiler::ast::{self, Definition, Selection};
 use bytes::Bytes;
@@ -125,6 +131,8 @@ struct Ctx<'a> {
     doc: &'a ast::Document,
     variables: &'a Map<String, Value>,
     errors: Vec<Value>,
+    /// Set by a failing non-null field (`"__nonNull": true`): its object becomes null.
+    null_parent: bool,
 }
 
 fn execute(sg: &Value, request: &Value) -> Value {
@@ -135,6 +143,11 @@ fn execute(sg: &Value, request: &Value) -> Value {
         Ok(doc) => doc,
         Err(e) => return json!({ "errors": [{ "message": e.errors.to_string() }] }),
     };
+    if let Some(sdl) = sg.get("__validateWith").and_then(Value::as_str)
+        && let Some(errors) = invalid(sdl, query)
+    {
+        return json!({ "errors": [{ "message": errors }] });
+    }
     let Some(op) = doc.definitions.iter().find_map(|d| match d {
         Definition::OperationDefinition(op) => Some(op.clone()),
         _ => None,
@@ -150,6 +163,7 @@ fn execute(sg: &Value, request: &Value) -> Value {
         doc: &doc,
         variables,
         errors: Vec::new(),
+        null_parent: false,
     };
     let mut data = Map::new();
     let root = sg.get(root_name).cloned().unwrap_or(json!({}));
@@ -166,6 +180,12 @@ fn execute(sg: &Value, request: &Value) -> Value {
                 .map(|(i, rep)| {
                     let path = vec![json!("_entities"), json!(i)];
                     match find_entity(sg, rep) {
+                        // An entry holding `"__error"` is a failing reference resolver.
+                        Some(entity) if entity.get("__error").is_some() => {
+                            let message = entity["__error"].as_str().unwrap_or("error");
+                            ctx.errors.push(json!({ "message": message, "path": path }));
+                            Value::Null
+                        }
                         Some(entity) => {
                             resolve_object(&mut ctx, &entity, rep, &f.selection_set, &path)
                         }
@@ -200,6 +220,18 @@ fn execute(sg: &Value, request: &Value) -> Value {
     Value::Object(out)
 }
 
+/// Why `query` is not valid against the subgraph schema `sdl` (plain GraphQL, no
+/// federation additions), if it is not.
+fn invalid(sdl: &str, query: &str) -> Option<String> {
+    let schema = match apollo_compiler::Schema::parse_and_validate(sdl, "subgraph.graphql") {
+        Ok(schema) => schema,
+        Err(e) => return Some(format!("__validateWith schema: {}", e.errors)),
+    };
+    apollo_compiler::ExecutableDocument::parse_and_validate(&schema, query, "query.graphql")
+        .err()
+        .map(|e| e.errors.to_string())
+}
+
 fn find_entity(sg: &Value, rep: &Value) -> Option<Value> {
     let typename = rep["__typename"].as_str()?;
     let candidates = sg["entities"][typename].as_array()?;
@@ -208,11 +240,32 @@ fn find_entity(sg: &Value, rep: &Value) -> Option<Value> {
         .iter()
         .find(|e| {
             rep.iter().all(|(k, v)| match e.get(k) {
-                Some(ev) if k != "__typename" && ev.get("__rep").is_none() => ev == v,
+                Some(ev) if k != "__typename" => rep_matches(ev, v),
                 _ => true,
             })
         })
         .cloned()
+}
+
+/// Whether a stored entity value agrees with a representation value: computed values
+/// (`__rep`, `__byArgs`, `__needsRep`) agree with anything, nested objects agree on the
+/// keys both hold, lists element by element, other values by equality.
+fn rep_matches(stored: &Value, rep: &Value) -> bool {
+    if ["__rep", "__byArgs", "__needsRep"]
+        .iter()
+        .any(|k| stored.get(k).is_some())
+    {
+        return true;
+    }
+    match (stored, rep) {
+        (Value::Object(s), Value::Object(r)) => r
+            .iter()
+            .all(|(k, rv)| s.get(k).is_none_or(|sv| rep_matches(sv, rv))),
+        (Value::Array(s), Value::Array(r)) if s.len() == r.len() => {
+            s.iter().zip(r).all(|(sv, rv)| rep_matches(sv, rv))
+        }
+        _ => stored == rep,
+    }
 }
 
 fn argument(ctx: &Ctx, f: &ast::Field, name: &str) -> Option<Value> {
@@ -265,6 +318,7 @@ fn by_args(ctx: &Ctx, f: &ast::Field, raw: Value) -> Value {
 fn resolve(ctx: &mut Ctx, v: &Value, rep: &Value, sel: &[Selection], path: &[Value]) -> Value {
     if let Some(message) = v.get("__error").and_then(|m| m.as_str()) {
         ctx.errors.push(json!({ "message": message, "path": path }));
+        ctx.null_parent |= v.get("__nonNull") == Some(&Value::Bool(true));
         return Value::Null;
     }
     if let Some(field) = v.get("__needsRep").and_then(|f| f.as_str()) {
@@ -282,7 +336,10 @@ fn resolve(ctx: &mut Ctx, v: &Value, rep: &Value, sel: &[Selection], path: &[Val
         // A dotted path reaches into nested @requires selections.
         return field
             .split('.')
-            .try_fold(rep, |v, k| v.get(k))
+            .try_fold(rep, |v, k| match k.parse::<usize>() {
+                Ok(i) if v.is_array() => v.get(i),
+                _ => v.get(k),
+            })
             .cloned()
             .unwrap_or(Value::Null);
     }
@@ -311,7 +368,11 @@ fn resolve_object(
     path: &[Value],
 ) -> Value {
     let mut out = Map::new();
+    let outer = std::mem::replace(&mut ctx.null_parent, false);
     collect_into(ctx, obj, rep, sel, path, &mut out);
+    if std::mem::replace(&mut ctx.null_parent, outer) {
+        return Value::Null;
+    }
     Value::Object(out)
 }
 
