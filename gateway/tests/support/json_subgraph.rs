@@ -21,6 +21,10 @@
 //! request that is not valid against that (plain, federation-free) schema. An error value
 //! with `"__nonNull": true` also nulls its enclosing object (one level of non-null
 //! propagation, as for a non-null field under a nullable one).
+//! A root field `{"__counter": {"op": "add"|"multiply"|"take", "arg": "num", "key": "requestId"}}`
+//! keeps an integer per value of argument `key`, shared by all subgraphs of one server:
+//! `add`/`multiply` apply argument `arg` and return the new value, `take` returns it and
+//! resets it to 0 (stateful mutations whose results show the order they ran in).
 
 use apollo_compiler::ast::{self, Definition, Selection};
 use bytes::Bytes;
@@ -58,6 +62,7 @@ pub async fn start(data: Value) -> JsonSubgraphs {
         .expect("bind an ephemeral loopback port");
     let addr = listener.local_addr().expect("bound address");
     let data = Arc::new(data);
+    let state: Counters = Arc::new(Mutex::new(BTreeMap::new()));
     let counts: Arc<BTreeMap<String, AtomicU64>> = Arc::new(
         data.as_object()
             .expect("data.json is an object of subgraphs")
@@ -74,10 +79,12 @@ pub async fn start(data: Value) -> JsonSubgraphs {
                 continue;
             };
             let (data, counts, log, h) = (data.clone(), c.clone(), l.clone(), h.clone());
+            let state = state.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let (data, counts, log) = (data.clone(), counts.clone(), log.clone());
                     let headers = h.clone();
+                    let state = state.clone();
                     async move {
                         let name = req.uri().path().trim_start_matches('/').to_string();
                         headers
@@ -98,7 +105,7 @@ pub async fn start(data: Value) -> JsonSubgraphs {
                                 log.lock()
                                     .expect("log lock")
                                     .push((name.clone(), request.clone()));
-                                execute(sg, &request)
+                                execute(sg, &request, &state)
                             }
                             _ => {
                                 json!({ "errors": [{ "message": format!("no subgraph {name}") }] })
@@ -127,15 +134,18 @@ pub async fn start(data: Value) -> JsonSubgraphs {
     }
 }
 
+type Counters = Arc<Mutex<BTreeMap<String, i64>>>;
+
 struct Ctx<'a> {
     doc: &'a ast::Document,
+    counters: &'a Counters,
     variables: &'a Map<String, Value>,
     errors: Vec<Value>,
     /// Set by a failing non-null field (`"__nonNull": true`): its object becomes null.
     null_parent: bool,
 }
 
-fn execute(sg: &Value, request: &Value) -> Value {
+fn execute(sg: &Value, request: &Value, counters: &Counters) -> Value {
     let query = request["query"].as_str().unwrap_or("");
     let empty = Map::new();
     let variables = request["variables"].as_object().unwrap_or(&empty);
@@ -161,6 +171,7 @@ fn execute(sg: &Value, request: &Value) -> Value {
     };
     let mut ctx = Ctx {
         doc: &doc,
+        counters,
         variables,
         errors: Vec::new(),
         null_parent: false,
@@ -202,6 +213,7 @@ fn execute(sg: &Value, request: &Value) -> Value {
                 f,
                 root.get(f.name.as_str()).cloned().unwrap_or(Value::Null),
             );
+            let raw = counter(&ctx, f, raw);
             resolve(
                 &mut ctx,
                 &raw,
@@ -296,6 +308,29 @@ fn to_json(ctx: &Ctx, v: &ast::Value) -> Value {
                 .collect(),
         ),
     }
+}
+
+/// `{"__counter": {...}}` applies its operation to the shared integer and yields the result.
+fn counter(ctx: &Ctx, f: &ast::Field, raw: Value) -> Value {
+    let Some(spec) = raw.get("__counter") else {
+        return raw;
+    };
+    let arg = |name: &str| {
+        spec.get(name)
+            .and_then(Value::as_str)
+            .and_then(|a| argument(ctx, f, a))
+    };
+    let key = arg("key").map(|k| k.to_string()).unwrap_or_default();
+    let operand = arg("arg").and_then(|v| v.as_i64()).unwrap_or(0);
+    let mut counters = ctx.counters.lock().expect("counters lock");
+    let current = counters.get(&key).copied().unwrap_or(0);
+    let (result, next) = match spec.get("op").and_then(Value::as_str) {
+        Some("add") => (current + operand, current + operand),
+        Some("multiply") => (current * operand, current * operand),
+        _ => (current, 0),
+    };
+    counters.insert(key, next);
+    json!(result)
 }
 
 /// `{"__byArgs": [...]}` picks the entry whose args equal the field's arguments.
