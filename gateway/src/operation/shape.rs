@@ -13,10 +13,13 @@ pub struct ShapeSetId(pub u32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShapeObjectId(pub u32);
 
-/// The collected fields for one concrete type.
+/// The collected fields for one concrete type, or for an abstract type whose concrete
+/// type is not known (see [`ShapeSet::unresolved`]).
 #[derive(Debug)]
 pub struct ShapeObject {
     pub typename: Name,
+    /// Whether `typename` is an object type, i.e. a valid `__typename` to write.
+    pub concrete: bool,
     pub fields: Vec<ShapeField>,
 }
 
@@ -36,10 +39,22 @@ impl ShapeField {
     }
 }
 
+/// The shapes a value of one field's (named) type may take.
+#[derive(Debug)]
+pub struct ShapeSet {
+    /// One object shape per possible concrete type of the API schema.
+    pub by_type: Vec<(Name, ShapeObjectId)>,
+    /// For a value whose concrete type is not known: the only possible type's shape,
+    /// else the abstract type's own (fields outside concrete type conditions).
+    pub unresolved: ShapeObjectId,
+    /// `__typename`s that name no concrete type yet fit the field: its type and the
+    /// interfaces related to it, as sent by `@interfaceObject` subgraphs.
+    pub abstract_names: Vec<Name>,
+}
+
 #[derive(Debug, Default)]
 pub struct Shapes {
-    /// For each set: one object shape per possible concrete type.
-    pub sets: Vec<Vec<(Name, ShapeObjectId)>>,
+    pub sets: Vec<ShapeSet>,
     pub objects: Vec<ShapeObject>,
     pub root: Option<ShapeObjectId>,
 }
@@ -49,13 +64,21 @@ impl Shapes {
         &self.objects[id.0 as usize]
     }
 
-    /// The shape of a value of concrete type `typename` in set `set`.
-    pub fn for_type(&self, set: ShapeSetId, typename: &str) -> Option<ShapeObjectId> {
+    /// The shape of a value in set `set` whose `__typename` is `typename` (`None`: not
+    /// sent). `None` when the value is of a type that the field cannot have in the API
+    /// schema (e.g. an `@inaccessible` one): it must not be written as another type.
+    pub fn for_type(&self, set: ShapeSetId, typename: Option<&str>) -> Option<ShapeObjectId> {
         let set = &self.sets[set.0 as usize];
-        if set.len() == 1 {
-            return Some(set[0].1);
+        let Some(typename) = typename else {
+            return Some(set.unresolved);
+        };
+        if let Some((_, id)) = set.by_type.iter().find(|(n, _)| n == typename) {
+            return Some(*id);
         }
-        set.iter().find(|(n, _)| n == typename).map(|(_, id)| *id)
+        set.abstract_names
+            .iter()
+            .any(|n| n == typename)
+            .then_some(set.unresolved)
     }
 
     pub fn build(schema: &Schema, ir: &OpIr) -> Self {
@@ -149,6 +172,10 @@ impl Builder<'_> {
         let id = ShapeObjectId(self.shapes.objects.len() as u32);
         self.shapes.objects.push(ShapeObject {
             typename: typename.clone(),
+            concrete: matches!(
+                self.schema.types.get(typename),
+                Some(ExtendedType::Object(_))
+            ),
             fields,
         });
         self.memo.insert(memo_key, id);
@@ -166,12 +193,105 @@ impl Builder<'_> {
             Some(ExtendedType::Union(u)) => u.members.iter().map(|m| m.name.clone()).collect(),
             _ => Vec::new(),
         };
-        let entries = possible
+        let by_type: Vec<(Name, ShapeObjectId)> = possible
             .iter()
             .map(|t| (t.clone(), self.object(sets, t)))
             .collect();
+        let unresolved = match by_type.as_slice() {
+            [(_, only)] => *only,
+            _ => self.object(sets, ty),
+        };
         let id = ShapeSetId(self.shapes.sets.len() as u32);
-        self.shapes.sets.push(entries);
+        self.shapes.sets.push(ShapeSet {
+            by_type,
+            unresolved,
+            abstract_names: self.abstract_names(ty),
+        });
         id
+    }
+
+    /// `ty` if abstract, the interfaces it implements and the interfaces implementing it.
+    fn abstract_names(&self, ty: &Name) -> Vec<Name> {
+        let mut names = Vec::new();
+        match self.schema.types.get(ty) {
+            Some(ExtendedType::Object(o)) => {
+                names.extend(o.implements_interfaces.iter().map(|i| i.name.clone()));
+            }
+            Some(ExtendedType::Interface(i)) => {
+                names.push(ty.clone());
+                names.extend(i.implements_interfaces.iter().map(|i| i.name.clone()));
+                if let Some(implementers) = self.implementers.get(ty) {
+                    names.extend(implementers.interfaces.iter().cloned());
+                }
+            }
+            Some(ExtendedType::Union(_)) => names.push(ty.clone()),
+            _ => {}
+        }
+        names
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SDL: &str = r#"
+        type Query { account: Account, admin: Admin, node: Node }
+        interface Node { id: ID! }
+        interface Account implements Node { id: ID! name: String }
+        type Admin implements Account & Node { id: ID! name: String isMain: Boolean }
+        type Regular implements Account & Node { id: ID! name: String }
+    "#;
+
+    fn shapes(query: &str) -> (Shapes, Vec<ShapeSetId>) {
+        let schema = Schema::parse_and_validate(SDL, "schema.graphql").expect("valid schema");
+        let op = crate::operation::prepare(&schema, query, None).expect("valid operation");
+        let root = op.shapes.object(op.shapes.root.expect("root shape"));
+        let sets = root
+            .fields
+            .iter()
+            .map(|f| f.child.expect("object field"))
+            .collect();
+        (op.shapes, sets)
+    }
+
+    fn keys(shapes: &Shapes, id: Option<ShapeObjectId>) -> Vec<String> {
+        let object = shapes.object(id.expect("a shape"));
+        object.fields.iter().map(|f| f.key.to_string()).collect()
+    }
+
+    #[test]
+    fn unknown_concrete_type_gets_the_abstract_shape() {
+        let (shapes, sets) =
+            shapes("{ account { name ... on Admin { isMain } __typename } node { id } }");
+        let (account, node) = (sets[0], sets[1]);
+        assert_eq!(
+            keys(&shapes, shapes.for_type(account, Some("Admin"))),
+            ["name", "isMain", "__typename"]
+        );
+        // No __typename, or the interface's own name (an @interfaceObject subgraph).
+        for typename in [None, Some("Account")] {
+            let id = shapes.for_type(account, typename);
+            assert_eq!(keys(&shapes, id), ["name", "__typename"]);
+            assert!(!shapes.object(id.expect("a shape")).concrete);
+        }
+        assert_eq!(keys(&shapes, shapes.for_type(node, None)), ["id"]);
+        assert_eq!(
+            keys(&shapes, shapes.for_type(node, Some("Account"))),
+            ["id"]
+        );
+    }
+
+    #[test]
+    fn type_outside_the_api_schema_has_no_shape() {
+        let (shapes, sets) = shapes("{ admin { id } account { id } }");
+        let (admin, account) = (sets[0], sets[1]);
+        assert!(shapes.for_type(admin, None).is_some());
+        assert!(shapes.for_type(admin, Some("Admin")).is_some());
+        // An interface of Admin (an @interfaceObject entity answer) says nothing new.
+        assert!(shapes.for_type(admin, Some("Account")).is_some());
+        assert!(shapes.for_type(admin, Some("Hidden")).is_none());
+        assert!(shapes.for_type(admin, Some("Regular")).is_none());
+        assert!(shapes.for_type(account, Some("Hidden")).is_none());
     }
 }

@@ -116,8 +116,18 @@ impl<'a> Writer<'a> {
             write_str(&mut self.out, &field.key);
             self.out.push(b':');
             if field.name == "__typename" {
-                write_str(&mut self.out, &shape.typename);
-                continue;
+                if shape.concrete {
+                    write_str(&mut self.out, &shape.typename);
+                    continue;
+                }
+                // No subgraph told the concrete type (e.g. only an `@interfaceObject` one).
+                self.path.push(PathSeg::Key(field.key.to_string()));
+                self.push_error(format!(
+                    "could not determine the concrete type of a {} value",
+                    shape.typename
+                ));
+                self.path.pop();
+                return Err(NullBubble);
             }
             let value = self
                 .keys
@@ -184,8 +194,7 @@ impl<'a> Writer<'a> {
             }
             Type::Named(_) | Type::NonNullNamed(_) => match (child, value) {
                 (Some(set), Value::Object(id)) => {
-                    let typename = self.typename_of(*id);
-                    match typename.and_then(|t| self.shapes.for_type(set, t)) {
+                    match self.shapes.for_type(set, self.typename_of(*id)) {
                         Some(shape) => self.write_object(*id, shape),
                         None => self.invalid(parent, field, ty),
                     }
@@ -207,7 +216,7 @@ impl<'a> Writer<'a> {
         match self.typename_key.and_then(|k| store.object(id).get(k)) {
             Some(Value::String(s)) => Some(s),
             // Objects of a statically known type need no __typename.
-            _ => Some(""),
+            _ => None,
         }
     }
 
