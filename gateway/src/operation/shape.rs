@@ -31,7 +31,13 @@ pub struct ShapeField {
     /// Included when any conjunction holds; empty means always included.
     pub conditions: Vec<Conditions>,
     pub child: Option<ShapeSetId>,
+    /// For an enum leaf: its values in the API schema (index into [`Shapes::enums`]), so a
+    /// value hidden by `@inaccessible` or unknown to the schema is not passed on.
+    pub enum_values: Option<EnumValuesId>,
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnumValuesId(pub u32);
 
 impl ShapeField {
     pub fn included(&self, variables: &apollo_compiler::response::JsonMap) -> bool {
@@ -57,11 +63,17 @@ pub struct Shapes {
     pub sets: Vec<ShapeSet>,
     pub objects: Vec<ShapeObject>,
     pub root: Option<ShapeObjectId>,
+    /// The values of each enum type the operation selects, from the API schema.
+    pub enums: Vec<Vec<Name>>,
 }
 
 impl Shapes {
     pub fn object(&self, id: ShapeObjectId) -> &ShapeObject {
         &self.objects[id.0 as usize]
+    }
+
+    pub fn enum_values(&self, id: EnumValuesId) -> &[Name] {
+        &self.enums[id.0 as usize]
     }
 
     /// The shape of a value in set `set` whose `__typename` is `typename` (`None`: not
@@ -88,6 +100,7 @@ impl Shapes {
             implementers: schema.implementers_map(),
             shapes: Shapes::default(),
             memo: FxHashMap::default(),
+            enum_ids: FxHashMap::default(),
         };
         let root = builder.object(&[ir.root()], ir.root_type());
         builder.shapes.root = Some(root);
@@ -101,6 +114,7 @@ struct Builder<'a> {
     implementers: HashMap<Name, Implementers>,
     shapes: Shapes,
     memo: FxHashMap<(Vec<SelSetId>, Name), ShapeObjectId>,
+    enum_ids: FxHashMap<Name, EnumValuesId>,
 }
 
 type Collected = IndexMap<Name, (Vec<super::OpFieldId>, Vec<Conditions>, bool)>;
@@ -161,12 +175,14 @@ impl Builder<'_> {
             };
             let child = (!child_sets.is_empty())
                 .then(|| self.set(&child_sets, first.ty.inner_named_type()));
+            let enum_values = self.enum_values(first.ty.inner_named_type());
             fields.push(ShapeField {
                 key,
                 name: first.name.clone(),
                 ty: first.ty.clone(),
                 conditions: if always { Vec::new() } else { conditions },
                 child,
+                enum_values,
             });
         }
         let id = ShapeObjectId(self.shapes.objects.len() as u32);
@@ -180,6 +196,20 @@ impl Builder<'_> {
         });
         self.memo.insert(memo_key, id);
         id
+    }
+
+    /// The value list of enum `ty` (shared by every field of that type), `None` if not an enum.
+    fn enum_values(&mut self, ty: &Name) -> Option<EnumValuesId> {
+        let Some(ExtendedType::Enum(e)) = self.schema.types.get(ty) else {
+            return None;
+        };
+        if let Some(id) = self.enum_ids.get(ty) {
+            return Some(*id);
+        }
+        let id = EnumValuesId(self.shapes.enums.len() as u32);
+        self.shapes.enums.push(e.values.keys().cloned().collect());
+        self.enum_ids.insert(ty.clone(), id);
+        Some(id)
     }
 
     fn set(&mut self, sets: &[SelSetId], ty: &Name) -> ShapeSetId {

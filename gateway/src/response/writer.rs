@@ -43,6 +43,14 @@ impl ResponseError {
     }
 }
 
+/// What a field's values are checked against besides their type: the child shapes of a
+/// composite field, the API schema's values of an enum field.
+#[derive(Clone, Copy)]
+struct Leaf<'s> {
+    child: Option<ShapeSetId>,
+    enum_values: Option<&'s [apollo_compiler::Name]>,
+}
+
 /// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
 struct NullBubble;
 
@@ -136,8 +144,11 @@ impl<'a> Writer<'a> {
                 .unwrap_or(&Value::Null);
             self.path.push(PathSeg::Key(field.key.to_string()));
             let start = self.out.len();
-            let result =
-                self.write_value(value, &field.ty, field.child, &shape.typename, &field.name);
+            let leaf = Leaf {
+                child: field.child,
+                enum_values: field.enum_values.map(|id| shapes.enum_values(id)),
+            };
+            let result = self.write_value(value, &field.ty, leaf, &shape.typename, &field.name);
             self.path.pop();
             if result.is_err() {
                 if field.ty.is_non_null() {
@@ -155,7 +166,7 @@ impl<'a> Writer<'a> {
         &mut self,
         value: &Value,
         ty: &Type,
-        child: Option<ShapeSetId>,
+        leaf: Leaf<'_>,
         parent: &str,
         field: &str,
     ) -> Result<(), NullBubble> {
@@ -179,7 +190,7 @@ impl<'a> Writer<'a> {
                     }
                     self.path.push(PathSeg::Index(i));
                     let start = self.out.len();
-                    let r = self.write_value(item, inner, child, parent, field);
+                    let r = self.write_value(item, inner, leaf, parent, field);
                     self.path.pop();
                     if r.is_err() {
                         if inner.is_non_null() {
@@ -192,7 +203,7 @@ impl<'a> Writer<'a> {
                 self.out.push(b']');
                 Ok(())
             }
-            Type::Named(_) | Type::NonNullNamed(_) => match (child, value) {
+            Type::Named(_) | Type::NonNullNamed(_) => match (leaf.child, value) {
                 (Some(set), Value::Object(id)) => {
                     match self.shapes.for_type(set, self.typename_of(*id)) {
                         Some(shape) => self.write_object(*id, shape),
@@ -200,6 +211,16 @@ impl<'a> Writer<'a> {
                     }
                 }
                 (None, v) if !builtin_scalar_fits(ty.inner_named_type(), v) => {
+                    self.invalid(parent, field, ty)
+                }
+                (None, Value::String(s))
+                    if leaf
+                        .enum_values
+                        .is_some_and(|values| !values.iter().any(|n| n.as_str() == &**s)) =>
+                {
+                    self.invalid(parent, field, ty)
+                }
+                (None, v) if leaf.enum_values.is_some() && !matches!(v, Value::String(_)) => {
                     self.invalid(parent, field, ty)
                 }
                 (None, v) => {
