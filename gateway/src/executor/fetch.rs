@@ -4,7 +4,7 @@
 use crate::query_planner::{Fetch, PathElem, QueryPlan, RepSpec};
 use crate::response::store::{ObjId, ValueSeed};
 use crate::response::writer::{PathSeg, ResponseError, write_scalar, write_str};
-use crate::response::{KeyTable, Store, Value};
+use crate::response::{KeyId, KeyTable, Store, Value};
 use crate::supergraph::meta::{SelTree, SelTreeItem};
 use apollo_compiler::response::JsonMap;
 use bytes::Bytes;
@@ -105,8 +105,20 @@ pub(super) fn collect_objects(
                 collect_value(store, keys, v, &path[1..], out);
             }
         }
+        Some(PathElem::TypeCond(t)) => {
+            if has_typename(store, keys, obj, t) {
+                collect_objects(store, keys, obj, &path[1..], out);
+            }
+        }
         Some(PathElem::List) => {}
     }
+}
+
+/// Whether the store object's `__typename` is `ty` (type-condition path steps).
+fn has_typename(store: &Store, keys: &KeyTable, obj: ObjId, ty: &str) -> bool {
+    keys.get("__typename")
+        .and_then(|k| store.object(obj).get(k))
+        .is_some_and(|v| matches!(v, Value::String(tn) if &**tn == ty))
 }
 
 fn collect_value(
@@ -139,6 +151,11 @@ fn object_paths(store: &Store, keys: &KeyTable, path: &[PathElem]) -> Vec<(ObjId
     ) {
         match (v, path.first()) {
             (Value::Object(id), None) => out.push((*id, cur.clone())),
+            (Value::Object(id), Some(PathElem::TypeCond(t)))
+                if has_typename(store, keys, *id, t) =>
+            {
+                walk(store, keys, v, &path[1..], cur, out);
+            }
             (Value::Object(id), Some(PathElem::Key(k))) => {
                 if let Some(v) = keys.get(k).and_then(|kid| store.object(*id).get(kid)) {
                     cur.push(PathSeg::Key(k.to_string()));
@@ -197,8 +214,13 @@ fn write_fields(
     let object = store.object(obj);
     for item in &tree.items {
         match item {
-            SelTreeItem::Field { name, sub } => {
-                let Some(v) = keys.get(name).and_then(|k| object.get(k)) else {
+            SelTreeItem::Field {
+                name, alias, sub, ..
+            } => {
+                // Fetched under its alias (a `@requires` field with arguments), sent
+                // under its name.
+                let stored = alias.as_ref().unwrap_or(name);
+                let Some(v) = keys.get(stored).and_then(|k| object.get(k)) else {
                     return false;
                 };
                 if after_first {
@@ -352,6 +374,14 @@ pub(super) fn merge(
             return;
         }
     };
+    if let (false, Some(Value::Object(data))) = (fetch.renames.is_empty(), &parsed.data) {
+        let renames: Vec<(KeyId, KeyId)> = fetch
+            .renames
+            .iter()
+            .filter_map(|(alias, key)| Some((plan.keys.get(alias)?, plan.keys.get(key)?)))
+            .collect();
+        unalias(store, *data, &renames);
+    }
     match (&fetch.entity, parsed.data) {
         (None, Some(Value::Object(data))) => store.merge_object(Store::ROOT, data),
         (Some(_), Some(Value::Object(data))) => {
@@ -374,6 +404,38 @@ pub(super) fn merge(
     }
     if !parsed.errors.is_empty() {
         remap_errors(fetch, plan, prepared, parsed.errors, store, errors);
+    }
+}
+
+/// Store the fields the request aliased under their response keys again (the parsed
+/// response is a fresh tree: no object is shared).
+fn unalias(store: &mut Store, obj: ObjId, renames: &[(KeyId, KeyId)]) {
+    let fields = std::mem::take(&mut store.object_mut(obj).fields);
+    let mut kept: Vec<(KeyId, Value)> = Vec::with_capacity(fields.len());
+    let mut nested = Vec::new();
+    for (key, value) in fields {
+        collect_nested(&value, &mut nested);
+        let key = renames
+            .iter()
+            .find(|(alias, _)| *alias == key)
+            .map_or(key, |(_, k)| *k);
+        match kept.iter().position(|(k, _)| *k == key) {
+            // Both spellings present: the same field, keep the first.
+            Some(_) => {}
+            None => kept.push((key, value)),
+        }
+    }
+    store.object_mut(obj).fields = kept;
+    for id in nested {
+        unalias(store, id, renames);
+    }
+}
+
+fn collect_nested(v: &Value, out: &mut Vec<ObjId>) {
+    match v {
+        Value::Object(id) => out.push(*id),
+        Value::List(items) => items.iter().for_each(|i| collect_nested(i, out)),
+        _ => {}
     }
 }
 
@@ -400,7 +462,11 @@ fn remap_errors(
             .unwrap_or_default()
             .into_iter()
             .filter_map(|p| match p {
-                serde_json::Value::String(s) => Some(PathSeg::Key(s)),
+                serde_json::Value::String(s) => {
+                    // Aliased by the plan: the client knows the field by its own key.
+                    let unaliased = fetch.renames.iter().find(|(a, _)| *a == s.as_str());
+                    Some(PathSeg::Key(unaliased.map_or(s, |(_, k)| k.to_string())))
+                }
                 serde_json::Value::Number(n) => n.as_u64().map(|n| PathSeg::Index(n as usize)),
                 _ => None,
             })

@@ -172,9 +172,10 @@ fn failed_fetch_path(
     let path = fetch.merge_paths.first()?;
     Some(
         path.iter()
-            .map(|p| match p {
-                PathElem::Key(k) => PathSeg::Key(k.to_string()),
-                PathElem::List => PathSeg::Key("@".to_owned()),
+            .filter_map(|p| match p {
+                PathElem::Key(k) => Some(PathSeg::Key(k.to_string())),
+                PathElem::List => Some(PathSeg::Key("@".to_owned())),
+                PathElem::TypeCond(_) => None,
             })
             .collect(),
     )

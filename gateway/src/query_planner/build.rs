@@ -3,7 +3,7 @@
 //! entity's key (plus `@requires` fields) here and continues in an `_entities` group.
 
 use super::plan::{EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec};
-use crate::operation::{OpIr, OpSel, SelSetId};
+use crate::operation::{Condition, Conditions, OpIr, OpSel, SelSetId};
 use crate::response::KeyTable;
 use crate::supergraph::meta::{
     FederationMeta, Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind,
@@ -27,6 +27,8 @@ pub enum PlanError {
     },
     #[error("unknown field {ty}.{field} in the supergraph")]
     UnknownField { ty: String, field: String },
+    #[error("the fetches to subgraph {subgraph} depend on each other in a cycle")]
+    Cycle { subgraph: String },
 }
 
 /// A field as the planner sees it (operation fields and `@key`/`@requires` fields alike).
@@ -44,24 +46,47 @@ enum PSel {
     Frag(Option<Name>, Vec<PSel>),
 }
 
+/// Whether `@skip`/`@include` with literal arguments always exclude the selection.
+/// Conditions on variables are left to the response writer (the fields are fetched).
+fn never_included(conditions: &Conditions) -> bool {
+    conditions
+        .0
+        .iter()
+        .any(|c| matches!(c, Condition::Literal { include, value } if include != value))
+}
+
 fn from_ir(ir: &OpIr, set: SelSetId) -> Vec<PSel> {
     ir.selset(set)
         .iter()
-        .map(|sel| match sel {
+        .filter_map(|sel| match sel {
             OpSel::Field(fid) => {
                 let f = ir.field(*fid);
-                PSel::Field(PField {
+                if never_included(&f.conditions) {
+                    return None;
+                }
+                let mut children = f.selection.map(|s| from_ir(ir, s)).unwrap_or_default();
+                if f.selection.is_some() && children.is_empty() {
+                    // Everything below was excluded: subgraphs still need a selection.
+                    children.push(PSel::Field(PField {
+                        key: name!("__typename"),
+                        name: name!("__typename"),
+                        args: Vec::new(),
+                        children: Vec::new(),
+                    }));
+                }
+                Some(PSel::Field(PField {
                     key: f.response_key.clone(),
                     name: f.name.clone(),
                     args: f.arguments.clone(),
-                    children: f.selection.map(|s| from_ir(ir, s)).unwrap_or_default(),
-                })
+                    children,
+                }))
             }
             OpSel::Fragment {
                 type_condition,
+                conditions,
                 selection,
-                ..
-            } => PSel::Frag(type_condition.clone(), from_ir(ir, *selection)),
+            } => (!never_included(conditions))
+                .then(|| PSel::Frag(type_condition.clone(), from_ir(ir, *selection))),
         })
         .collect()
 }
@@ -70,10 +95,15 @@ fn from_tree(tree: &SelTree) -> Vec<PSel> {
     tree.items
         .iter()
         .map(|item| match item {
-            SelTreeItem::Field { name, sub } => PSel::Field(PField {
-                key: name.clone(),
+            SelTreeItem::Field {
+                name,
+                alias,
+                args,
+                sub,
+            } => PSel::Field(PField {
+                key: alias.clone().unwrap_or_else(|| name.clone()),
                 name: name.clone(),
-                args: Vec::new(),
+                args: args.clone(),
                 children: from_tree(sub),
             }),
             SelTreeItem::Fragment {
@@ -105,7 +135,7 @@ enum SgItem {
     },
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Group {
     subgraph: SubgraphId,
     /// Where results merge; several when sibling fetches were combined.
@@ -125,6 +155,38 @@ struct Planner<'a> {
     children: FxHashMap<(usize, SubgraphId, Vec<PathElem>), usize>,
     /// Nesting of key hops, bounded so cyclic key graphs end in an error.
     depth: usize,
+    /// Root fetches (queries: one per subgraph; mutations: in order).
+    roots: Vec<usize>,
+    /// Composite fields being planned, innermost last: where a field that cannot be
+    /// reached from a keyless type is re-planned wrapped in its parent field.
+    parents: Vec<ParentCtx<'a>>,
+    /// Set right before `jump` re-plans a wrapped field: the subgraph it came from.
+    wrap_from: Option<SubgraphId>,
+    mutation: bool,
+    /// `@requires` fields with arguments, fetched under an alias (the index) so they
+    /// never merge with a client field of the same name and other arguments.
+    req_aliases: Vec<(Name, Vec<Node<Argument>>)>,
+}
+
+/// A composite field whose children are being planned in group `g`.
+#[derive(Debug, Clone)]
+struct ParentCtx<'a> {
+    g: usize,
+    steps: Vec<Step>,
+    ty: Name,
+    /// The field without its children.
+    field: PField,
+    rpath: Vec<PathElem>,
+    provided: Option<&'a SelTree>,
+}
+
+/// Planner state saved before trying one of several candidate subgraphs.
+struct Snapshot {
+    groups: Vec<Group>,
+    touched: Vec<usize>,
+    children: FxHashMap<(usize, SubgraphId, Vec<PathElem>), usize>,
+    depth: usize,
+    roots: Vec<usize>,
 }
 
 const MAX_HOPS: usize = 8;
@@ -136,8 +198,14 @@ pub fn build_plan(meta: &FederationMeta, ir: &OpIr) -> Result<QueryPlan, PlanErr
         touched: Vec::new(),
         children: FxHashMap::default(),
         depth: 0,
+        roots: Vec::new(),
+        parents: Vec::new(),
+        wrap_from: None,
+        mutation: false,
+        req_aliases: Vec::new(),
     };
     planner.plan_root(ir)?;
+    check_acyclic(meta, &planner.groups)?;
     Ok(planner.finish(ir))
 }
 
@@ -158,7 +226,7 @@ impl<'a> Planner<'a> {
             .filter(|f| !f.name.starts_with("__"))
             .collect();
         let mutation = ir.kind() == OperationType::Mutation;
-        let mut roots: Vec<usize> = Vec::new();
+        self.mutation = mutation;
         for (i, f) in fields.iter().enumerate() {
             let candidates = self.meta.resolvers_of(&root_type, &f.name);
             if candidates.is_empty() {
@@ -167,43 +235,171 @@ impl<'a> Planner<'a> {
                     field: f.name.to_string(),
                 });
             }
-            let existing = if mutation {
-                // Mutations run in order: only the latest root fetch may be extended.
-                roots
-                    .last()
-                    .copied()
-                    .filter(|g| candidates.contains(&self.groups[*g].subgraph))
-            } else {
-                roots
-                    .iter()
-                    .copied()
-                    .find(|g| candidates.contains(&self.groups[*g].subgraph))
-            };
-            let g = match existing {
-                Some(g) => g,
-                None => {
-                    // The candidate that can serve the most of the remaining root fields.
-                    let best = candidates
+            let existing_of = |this: &Self, sg: SubgraphId| {
+                if mutation {
+                    // Mutations run in order: only the latest root fetch may be extended.
+                    this.roots
+                        .last()
+                        .copied()
+                        .filter(|g| this.groups[*g].subgraph == sg)
+                } else {
+                    this.roots
                         .iter()
                         .copied()
-                        .max_by_key(|sg| {
-                            let served = fields[i..]
-                                .iter()
-                                .filter(|f| {
-                                    self.meta.resolvers_of(&root_type, &f.name).contains(sg)
-                                })
-                                .count();
-                            (served, std::cmp::Reverse(sg.0))
-                        })
-                        .expect("candidates is not empty");
-                    let g = self.new_group(best, Vec::new(), false, None);
-                    roots.push(g);
-                    g
+                        .find(|g| this.groups[*g].subgraph == sg)
                 }
             };
-            self.plan_field(g, &[], &root_type, f, &[], None, false)?;
+            // Order the candidates by the further fetches planning there would need
+            // (a jump costs more than one more parallel root fetch), then by how many
+            // of the remaining root fields each serves, then by fields resolved locally.
+            let single = [PSel::Field(f.clone())];
+            let mut order: Vec<_> = candidates
+                .iter()
+                .map(|sg| {
+                    let (jumps, local) = self.cost(*sg, &root_type, &single, None);
+                    let new_fetch = usize::from(existing_of(self, *sg).is_none());
+                    let served = fields[i..]
+                        .iter()
+                        .filter(|f| self.meta.resolvers_of(&root_type, &f.name).contains(sg))
+                        .count();
+                    (
+                        (
+                            2 * jumps + new_fetch,
+                            std::cmp::Reverse(served),
+                            std::cmp::Reverse(local),
+                            sg.0,
+                        ),
+                        *sg,
+                    )
+                })
+                .collect();
+            order.sort();
+            let mut last_err = None;
+            for (n, (score, sg)) in order.iter().enumerate() {
+                // Planning without jumps does not fail: no state to save then.
+                let retry = n + 1 < order.len() && score.0 >= 2;
+                let saved = retry.then(|| self.snapshot());
+                let g = match existing_of(self, *sg) {
+                    Some(g) => g,
+                    None => {
+                        let g = self.new_group(*sg, Vec::new(), false, None);
+                        self.roots.push(g);
+                        g
+                    }
+                };
+                match self.plan_field(g, &[], &root_type, f, &[], None, false) {
+                    Ok(()) => {
+                        last_err = None;
+                        break;
+                    }
+                    Err(e) => {
+                        // Planning failed there: forget that attempt and try the next one.
+                        if let Some(saved) = saved {
+                            self.restore(saved);
+                        }
+                        last_err = Some(e);
+                    }
+                }
+            }
+            if let Some(e) = last_err {
+                return Err(e);
+            }
         }
         Ok(())
+    }
+
+    fn snapshot(&self) -> Snapshot {
+        Snapshot {
+            groups: self.groups.clone(),
+            touched: self.touched.clone(),
+            children: self.children.clone(),
+            depth: self.depth,
+            roots: self.roots.clone(),
+        }
+    }
+
+    fn restore(&mut self, saved: Snapshot) {
+        self.groups = saved.groups;
+        self.touched = saved.touched;
+        self.children = saved.children;
+        self.depth = saved.depth;
+        self.roots = saved.roots;
+        self.parents.clear();
+        self.wrap_from = None;
+    }
+
+    /// A bounded estimate of planning `sels` (on `ty`) in subgraph `sg`: the fields that
+    /// would need a jump to another subgraph (not followed further), and the fields
+    /// resolved there. Linear in the size of the selection.
+    fn cost(
+        &self,
+        sg: SubgraphId,
+        ty: &Name,
+        sels: &[PSel],
+        provided: Option<&SelTree>,
+    ) -> (usize, usize) {
+        let meta = self.meta;
+        let (mut jumps, mut local) = (0, 0);
+        let field = |this: &Self,
+                     f: &PField,
+                     provided: Option<&SelTree>,
+                     jumps: &mut usize,
+                     local: &mut usize| {
+            if f.name == "__typename" {
+                return;
+            }
+            if !this.resolvable_here(ty, f, sg, provided) {
+                *jumps += 1;
+                return;
+            }
+            *local += 1;
+            if f.children.is_empty() {
+                return;
+            }
+            let Some(fm) = meta.field_meta(ty, &f.name) else {
+                return;
+            };
+            let child_provided = match meta.resolution(ty, &f.name, sg) {
+                Resolution::Resolvable(Some(r)) if r.provides.is_some() => r.provides.as_ref(),
+                _ => provided.and_then(|p| p.field(&f.name)),
+            };
+            let (j, l) = this.cost(sg, &fm.output, &f.children, child_provided);
+            *jumps += j;
+            *local += l;
+        };
+        if meta.kind(ty) == Some(TypeKind::Object) {
+            let provided = narrow_provided(provided, ty);
+            let mut fields = Vec::new();
+            self.flatten(sels, ty, &mut fields);
+            for f in &fields {
+                field(self, f, provided, &mut jumps, &mut local);
+            }
+            return (jumps, local);
+        }
+        for sel in sels {
+            match sel {
+                PSel::Field(f) => field(self, f, provided, &mut jumps, &mut local),
+                PSel::Frag(Some(tc), children) if !meta.is_subtype_or_same(tc, ty) => {
+                    let possible_here = meta
+                        .possible_types(tc)
+                        .iter()
+                        .any(|o| meta.is_possible_in_subgraph(ty, o, sg));
+                    if possible_here {
+                        let (j, l) = self.cost(sg, tc, children, provided);
+                        jumps += j;
+                        local += l;
+                    } else {
+                        jumps += 1;
+                    }
+                }
+                PSel::Frag(_, children) => {
+                    let (j, l) = self.cost(sg, ty, children, provided);
+                    jumps += j;
+                    local += l;
+                }
+            }
+        }
+        (jumps, local)
     }
 
     fn new_group(
@@ -297,6 +493,24 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// `rpath` narrowed to objects of type `o` (fetches planned under `... on o`).
+    fn typed_path(rpath: &[PathElem], o: &Name) -> Vec<PathElem> {
+        let mut v = rpath.to_vec();
+        v.push(PathElem::TypeCond(o.clone()));
+        v
+    }
+
+    /// Whether some subgraph resolving `ty.field` knows abstract `ty` as an entity
+    /// (a resolvable key on the interface, or an `@interfaceObject`), so the planner can
+    /// jump on `ty` itself rather than per concrete type.
+    fn abstract_entity_resolver(&self, ty: &str, field: &str) -> bool {
+        let meta = self.meta;
+        meta.resolvers_of(ty, field).iter().any(|s| {
+            meta.type_in_subgraph(ty, *s)
+                .is_some_and(|t| t.interface_object || t.keys.iter().any(|k| k.resolvable))
+        })
+    }
+
     fn with(steps: &[Step], step: Step) -> Vec<Step> {
         let mut v = steps.to_vec();
         v.push(step);
@@ -314,6 +528,8 @@ impl<'a> Planner<'a> {
     ) -> Result<(), PlanError> {
         let meta = self.meta;
         if meta.kind(ty) == Some(TypeKind::Object) {
+            // `@provides(fields: "... on T { f }")` on an abstract field.
+            let provided = narrow_provided(provided, ty);
             let mut fields = Vec::new();
             self.flatten(sels, ty, &mut fields);
             for f in &fields {
@@ -341,16 +557,27 @@ impl<'a> Planner<'a> {
                     self.plan_field(g, steps, ty, f, rpath, provided, false)?;
                 }
                 PSel::Field(f) => {
-                    if self.resolvable_here(ty, f, sg, provided) {
+                    // An interface field stays here only if every possible type here
+                    // resolves it here too (a concrete field may be overridden away).
+                    let here = self.resolvable_here(ty, f, sg, provided)
+                        && possible_here
+                            .iter()
+                            .all(|o| self.resolvable_here(o, f, sg, provided));
+                    if here {
                         self.plan_field(g, steps, ty, f, rpath, provided, false)?;
-                    } else if !meta.resolvers_of(ty, &f.name).is_empty() {
-                        // The interface itself is an entity elsewhere (@interfaceObject).
+                    } else if !self.resolvable_here(ty, f, sg, provided)
+                        && self.abstract_entity_resolver(ty, &f.name)
+                    {
+                        // The interface itself is an entity elsewhere (@key on the
+                        // interface, or @interfaceObject).
                         self.jump(g, steps, ty, f, rpath, provided)?;
                     } else {
+                        // Keyless abstract type: each concrete type jumps with its own key.
                         for o in &possible_here {
                             self.add_frag(g, steps, o);
                             let inner = Self::with(steps, Step::Frag(o.clone()));
-                            self.plan_field(g, &inner, o, f, rpath, provided, false)?;
+                            let opath = Self::typed_path(rpath, o);
+                            self.plan_field(g, &inner, o, f, &opath, provided, false)?;
                         }
                     }
                 }
@@ -360,7 +587,8 @@ impl<'a> Planner<'a> {
                         for o in possible_here.iter().filter(|o| targets.contains(o)) {
                             self.add_frag(g, steps, o);
                             let inner = Self::with(steps, Step::Frag(o.clone()));
-                            self.plan_sels(g, &inner, o, children, rpath, provided)?;
+                            let opath = Self::typed_path(rpath, o);
+                            self.plan_sels(g, &inner, o, children, &opath, provided)?;
                         }
                     }
                     _ => self.plan_sels(g, steps, ty, children, rpath, provided)?,
@@ -502,15 +730,42 @@ impl<'a> Planner<'a> {
                 list_depth(&field_meta.ty),
             ));
             let inner = Self::with(steps, Step::Field(f.key.clone()));
-            let child_ty = field_meta.output.clone();
-            self.plan_sels(
+            // Plan against the field's type in this subgraph (`@join__field(type:)`):
+            // type conditions that cannot apply there are dropped.
+            let child_ty = match resolution {
+                Resolution::Resolvable(Some(r)) => r.output.clone(),
+                _ => None,
+            }
+            .unwrap_or_else(|| field_meta.output.clone());
+            if child_ty != field_meta.output
+                && meta.kind(&field_meta.output) != Some(TypeKind::Object)
+            {
+                // The response shape is still abstract: the writer needs the typename.
+                self.add_typename(g, &inner);
+            }
+            self.parents.push(ParentCtx {
+                g,
+                steps: steps.to_vec(),
+                ty: ty.clone(),
+                field: PField {
+                    key: f.key.clone(),
+                    name: f.name.clone(),
+                    args: f.args.clone(),
+                    children: Vec::new(),
+                },
+                rpath: rpath.to_vec(),
+                provided,
+            });
+            let planned = self.plan_sels(
                 g,
                 &inner,
                 &child_ty,
                 &f.children,
                 &child_path,
                 child_provided,
-            )?;
+            );
+            self.parents.pop();
+            planned?;
         }
         Ok(())
     }
@@ -539,7 +794,7 @@ impl<'a> Planner<'a> {
         provided: Option<&SelTree>,
     ) -> bool {
         tree.items.iter().all(|item| match item {
-            SelTreeItem::Field { name, sub } => {
+            SelTreeItem::Field { name, sub, .. } => {
                 let ok = match self.meta.resolution(ty, name, sg) {
                     Resolution::Resolvable(r) => r.is_none_or(|r| r.requires.is_none()),
                     Resolution::External => provided.is_some_and(|p| p.field(name).is_some()),
@@ -565,7 +820,16 @@ impl<'a> Planner<'a> {
     ) -> Result<(), PlanError> {
         let meta = self.meta;
         let from = self.groups[g].subgraph;
-        let candidates = meta.resolvers_of(ty, &f.name);
+        // Where the entity group merges: a trailing type condition is redundant there
+        // (representations already match `ty` only), so `... on A` and `... on B` jumps
+        // at one path share a fetch; fields below keep the typed `rpath`.
+        let mpath = trim_type_conds(rpath);
+        let mut candidates = meta.resolvers_of(ty, &f.name);
+        if let Some(avoid) = self.wrap_from.take() {
+            // Re-planning a wrapped field: elsewhere, preferring where it is resolved whole.
+            candidates.retain(|s| *s != avoid);
+            candidates.sort_by_cached_key(|s| self.cost(*s, ty, &[PSel::Field(f.clone())], None).0);
+        }
         if candidates.is_empty() {
             // A concrete type's field contributed by an @interfaceObject: jump as the interface.
             let via = meta.types.iter().find(|t| {
@@ -583,7 +847,7 @@ impl<'a> Planner<'a> {
             });
         }
         let existing = candidates.iter().copied().find(|s| {
-            self.children.contains_key(&(g, *s, rpath.to_vec()))
+            self.children.contains_key(&(g, *s, mpath.to_vec()))
                 && self.usable_key(ty, *s, from, provided).is_some()
         });
         let target = existing.or_else(|| {
@@ -604,14 +868,27 @@ impl<'a> Planner<'a> {
             None => {
                 let indirect = candidates.iter().copied().find_map(|s| {
                     let keys = &meta.type_in_subgraph(ty, s)?.keys;
-                    keys.iter().find(|k| k.resolvable).map(|k| (s, &k.fields))
+                    // A key containing the field itself cannot be fetched first.
+                    keys.iter()
+                        .find(|k| k.resolvable && k.fields.field(&f.name).is_none())
+                        .map(|k| (s, &k.fields))
                 });
                 let Some((t, key)) = indirect.filter(|_| self.depth < MAX_HOPS) else {
-                    return Err(PlanError::NoKey {
+                    let err = PlanError::NoKey {
                         ty: ty.to_string(),
                         field: f.name.to_string(),
                         from: meta.subgraph(from).name.clone(),
+                    };
+                    // Where the type is a value type (no key), it is reached through its
+                    // parent field; an entity whose keys cannot be had stays unreachable.
+                    let keyless = candidates.iter().any(|s| {
+                        meta.type_in_subgraph(ty, *s)
+                            .is_none_or(|t| !t.keys.iter().any(|k| k.resolvable))
                     });
+                    if !keyless {
+                        return Err(err);
+                    }
+                    return self.wrap(g, steps, f, err);
                 };
                 (t, key, true)
             }
@@ -628,45 +905,315 @@ impl<'a> Planner<'a> {
             Vec::new()
         };
 
-        let child_key = (g, target, rpath.to_vec());
-        let g2 = match self.children.get(&child_key) {
-            Some(g2) => *g2,
-            None => {
-                let g2 = self.new_group(target, rpath.to_vec(), true, Some(g));
-                self.children.insert(child_key, g2);
-                g2
-            }
-        };
-        for d in key_groups {
-            if d != g2 && !self.groups[g2].deps.contains(&d) {
-                self.groups[g2].deps.push(d);
-            }
-        }
+        let mut needed = key_groups;
         let mut rep_fields = key.clone();
         let requires = match meta.resolution(ty, &f.name, target) {
             Resolution::Resolvable(Some(r)) => r.requires.as_ref(),
             _ => None,
         };
         if let Some(requires) = requires {
+            let requires = self.alias_requires(requires);
             let before = self.touched.len();
-            self.plan_sels(g, steps, ty, &from_tree(requires), rpath, provided)?;
-            let needed: Vec<usize> = self.touched[before..]
-                .iter()
-                .copied()
-                .filter(|d| *d != g2)
-                .collect();
-            for d in needed {
-                if !self.groups[g2].deps.contains(&d) {
-                    self.groups[g2].deps.push(d);
-                }
+            self.plan_sels(g, steps, ty, &from_tree(&requires), rpath, provided)?;
+            needed.extend_from_slice(&self.touched[before..]);
+            rep_fields.merge(&requires);
+        }
+        // Planned after what it needs, so a group that needs none of its own results.
+        let g2 = self.entity_group(g, target, ty, mpath, &rep_fields, &needed);
+        for d in needed {
+            if d != g2 && !self.groups[g2].deps.contains(&d) {
+                self.groups[g2].deps.push(d);
             }
-            rep_fields.merge(requires);
         }
         self.add_rep(g2, ty, target, rep_fields);
         self.add_frag(g2, &[], ty);
         self.plan_field(g2, &[Step::Frag(ty.clone())], ty, f, rpath, None, true)?;
         self.touched.push(g2);
         Ok(())
+    }
+
+    /// `f` cannot be reached from group `g` (its type has no key usable here): re-plan it
+    /// wrapped in its parent field, fetched from another subgraph that resolves the parent.
+    /// Recursion through `jump` wraps further up while the parents are keyless too.
+    fn wrap(
+        &mut self,
+        g: usize,
+        steps: &[Step],
+        f: &PField,
+        err: PlanError,
+    ) -> Result<(), PlanError> {
+        if self.depth >= MAX_HOPS {
+            return Err(err);
+        }
+        let Some(ctx) = self
+            .parents
+            .iter()
+            .rev()
+            .find(|c| {
+                c.g == g
+                    && steps.len() > c.steps.len()
+                    && steps.starts_with(&c.steps)
+                    && steps[c.steps.len()] == Step::Field(c.field.key.clone())
+            })
+            .cloned()
+        else {
+            return Err(err);
+        };
+        let mut inner = vec![PSel::Field(f.clone())];
+        for step in steps[ctx.steps.len() + 1..].iter().rev() {
+            match step {
+                Step::Frag(t) => inner = vec![PSel::Frag(Some(t.clone()), inner)],
+                Step::Field(_) => return Err(err),
+            }
+        }
+        let wrapped = PField {
+            key: ctx.field.key.clone(),
+            name: ctx.field.name.clone(),
+            args: ctx.field.args.clone(),
+            children: inner,
+        };
+        let from = self.groups[g].subgraph;
+        let entity_root = matches!(ctx.steps.as_slice(),
+            [Step::Frag(t)] if self.groups[g].entity && *t == ctx.ty);
+        self.depth += 1;
+        let planned = if ctx.steps.is_empty() && !self.groups[g].entity {
+            self.wrap_root(from, &ctx.ty, &wrapped)
+        } else if entity_root && self.wrap_entity_root(g, &ctx.ty, &wrapped, &ctx.rpath)? {
+            Ok(())
+        } else {
+            self.wrap_from = Some(from);
+            self.jump(
+                ctx.g,
+                &ctx.steps,
+                &ctx.ty,
+                &wrapped,
+                &ctx.rpath,
+                ctx.provided,
+            )
+        };
+        self.wrap_from = None;
+        self.depth -= 1;
+        planned.map_err(|_| err)
+    }
+
+    /// Wrapping at a root field: another root fetch of the field (queries only; the
+    /// results merge into the same response object).
+    fn wrap_root(
+        &mut self,
+        from: SubgraphId,
+        root: &Name,
+        wrapped: &PField,
+    ) -> Result<(), PlanError> {
+        let no_resolver = || PlanError::NoResolver {
+            ty: root.to_string(),
+            field: wrapped.name.to_string(),
+        };
+        if self.mutation {
+            return Err(no_resolver());
+        }
+        let single = [PSel::Field(wrapped.clone())];
+        let target = self
+            .meta
+            .resolvers_of(root, &wrapped.name)
+            .into_iter()
+            .filter(|s| *s != from)
+            .min_by_key(|s| self.cost(*s, root, &single, None).0)
+            .ok_or_else(no_resolver)?;
+        let existing = self
+            .roots
+            .iter()
+            .copied()
+            .find(|r| self.groups[*r].subgraph == target);
+        let gr = match existing {
+            Some(gr) => gr,
+            None => {
+                let gr = self.new_group(target, Vec::new(), false, None);
+                self.roots.push(gr);
+                gr
+            }
+        };
+        self.plan_field(gr, &[], root, wrapped, &[], None, false)
+    }
+
+    /// Wrapping at the top of entity group `g`: its representation fields are already in
+    /// the response, so another subgraph whose key they contain is fetched beside `g`
+    /// (after the same dependencies). False when no such subgraph exists.
+    fn wrap_entity_root(
+        &mut self,
+        g: usize,
+        ty: &Name,
+        wrapped: &PField,
+        rpath: &[PathElem],
+    ) -> Result<bool, PlanError> {
+        let meta = self.meta;
+        let from = self.groups[g].subgraph;
+        let Some(parent) = self.groups[g].parent else {
+            return Ok(false);
+        };
+        let Some(have) = self.groups[g]
+            .reps
+            .iter()
+            .find(|r| &r.type_condition == ty)
+            .map(|r| r.fields.clone())
+        else {
+            return Ok(false);
+        };
+        let single = [PSel::Field(wrapped.clone())];
+        let mut candidates: Vec<SubgraphId> = meta
+            .resolvers_of(ty, &wrapped.name)
+            .into_iter()
+            .filter(|s| *s != from)
+            .filter(|s| {
+                matches!(meta.resolution(ty, &wrapped.name, *s),
+                    Resolution::Resolvable(r) if r.is_none_or(|r| r.requires.is_none()))
+            })
+            .collect();
+        candidates.sort_by_cached_key(|s| self.cost(*s, ty, &single, None).0);
+        let found = candidates.into_iter().find_map(|s| {
+            let keys = &meta.type_in_subgraph(ty, s)?.keys;
+            keys.iter()
+                .find(|k| k.resolvable && tree_contains(&have, &k.fields))
+                .map(|k| (s, k.fields.clone()))
+        });
+        let Some((target, key)) = found else {
+            return Ok(false);
+        };
+        let child_key = (parent, target, rpath.to_vec());
+        let g3 = match self.children.get(&child_key) {
+            Some(g3) => *g3,
+            None => {
+                let g3 = self.new_group(target, rpath.to_vec(), true, Some(parent));
+                self.children.insert(child_key, g3);
+                g3
+            }
+        };
+        let deps = self.groups[g].deps.clone();
+        for d in deps {
+            if d != g3 && !self.groups[g3].deps.contains(&d) {
+                self.groups[g3].deps.push(d);
+            }
+        }
+        self.add_rep(g3, ty, target, key);
+        self.add_frag(g3, &[], ty);
+        self.plan_field(
+            g3,
+            &[Step::Frag(ty.clone())],
+            ty,
+            wrapped,
+            rpath,
+            None,
+            false,
+        )?;
+        self.touched.push(g3);
+        Ok(true)
+    }
+
+    /// The `_entities` group below `g` for `target` at `rpath` that can take a field
+    /// needing groups `needed` first: not one of them nor a group they wait for (that
+    /// would be a cycle: e.g. a `@requires` field fetched from the same subgraph as the
+    /// field requiring it), and with a representation of `ty` compatible with `rep`.
+    /// A new group when none fits.
+    fn entity_group(
+        &mut self,
+        g: usize,
+        target: SubgraphId,
+        ty: &Name,
+        rpath: &[PathElem],
+        rep: &SelTree,
+        needed: &[usize],
+    ) -> usize {
+        let child_key = (g, target, rpath.to_vec());
+        let first = self.children.get(&child_key).copied();
+        let others = (0..self.groups.len()).filter(|i| {
+            let gr = &self.groups[*i];
+            Some(*i) != first
+                && gr.entity
+                && gr.parent == Some(g)
+                && gr.subgraph == target
+                && gr.merge_paths.len() == 1
+                && gr.merge_paths[0] == rpath
+        });
+        let candidates: Vec<usize> = first.into_iter().chain(others).collect();
+        let fits = |this: &Self, c: usize| {
+            !needed.iter().any(|n| this.waits_for(*n, c))
+                && this.groups[c]
+                    .reps
+                    .iter()
+                    .all(|r| &r.type_condition != ty || !r.fields.conflicts_with(rep))
+        };
+        if let Some(c) = candidates.into_iter().find(|c| fits(self, *c)) {
+            return c;
+        }
+        let g2 = self.new_group(target, rpath.to_vec(), true, Some(g));
+        self.children.entry(child_key).or_insert(g2);
+        g2
+    }
+
+    /// Whether group `from` is `to` or depends on it, directly or not.
+    fn waits_for(&self, from: usize, to: usize) -> bool {
+        let mut seen = vec![false; self.groups.len()];
+        let mut stack = vec![from];
+        while let Some(i) = stack.pop() {
+            if i == to {
+                return true;
+            }
+            if std::mem::replace(&mut seen[i], true) {
+                continue;
+            }
+            stack.extend(self.groups[i].deps.iter().copied());
+        }
+        false
+    }
+
+    /// `@requires` fields with arguments get an alias (the same one for the same field
+    /// and arguments), so they are fetched apart from a client field of the same name.
+    fn alias_requires(&mut self, tree: &SelTree) -> SelTree {
+        let items = tree
+            .items
+            .iter()
+            .map(|item| match item {
+                SelTreeItem::Field {
+                    name,
+                    alias,
+                    args,
+                    sub,
+                } => {
+                    let alias = if args.is_empty() {
+                        alias.clone()
+                    } else {
+                        let n = match self
+                            .req_aliases
+                            .iter()
+                            .position(|(n, a)| n == name && a == args)
+                        {
+                            Some(n) => n,
+                            None => {
+                                self.req_aliases.push((name.clone(), args.clone()));
+                                self.req_aliases.len() - 1
+                            }
+                        };
+                        Some(
+                            Name::new(&format!("{name}__req_{n}"))
+                                .expect("a name with a suffix is a name"),
+                        )
+                    };
+                    SelTreeItem::Field {
+                        name: name.clone(),
+                        alias,
+                        args: args.clone(),
+                        sub: self.alias_requires(sub),
+                    }
+                }
+                SelTreeItem::Fragment {
+                    type_condition,
+                    sub,
+                } => SelTreeItem::Fragment {
+                    type_condition: type_condition.clone(),
+                    sub: self.alias_requires(sub),
+                },
+            })
+            .collect();
+        SelTree { items }
     }
 
     fn add_rep(&mut self, g: usize, ty: &Name, target: SubgraphId, fields: SelTree) {
@@ -712,6 +1259,9 @@ impl<'a> Planner<'a> {
         if ir.kind() != OperationType::Mutation {
             self.merge_siblings();
         }
+        let renames: Vec<Vec<(Name, Name)>> = (0..self.groups.len())
+            .map(|i| self.alias_type_conflicts(i, ir))
+            .collect();
         let mut keys = KeyTable::default();
         keys.intern(&name!("__typename"));
         keys.intern(&name!("_entities"));
@@ -725,7 +1275,11 @@ impl<'a> Planner<'a> {
         let fetches: Vec<Fetch> = self
             .groups
             .iter()
-            .map(|group| self.fetch(group, ir))
+            .zip(renames)
+            .map(|(group, renames)| Fetch {
+                renames,
+                ..self.fetch(group, ir)
+            })
             .collect();
         let node_of = |i: usize| {
             if self.groups[i].entity {
@@ -786,6 +1340,132 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// A response key selected with different types in one selection set (fields of
+    /// sibling type fragments, e.g. `User.id: ID!` and `Admin.id: ID`) is invalid in the
+    /// subgraph request: every occurrence whose type is not the key's first one in this
+    /// fetch gets the alias `<key>__t<n>` (one per type, so the fields of merged sibling
+    /// selections agree too). Returns `(alias, key)` for the response.
+    fn alias_type_conflicts(&mut self, g: usize, ir: &OpIr) -> Vec<(Name, Name)> {
+        let sg = self.groups[g].subgraph;
+        let root = (!self.groups[g].entity).then(|| ir.root_type().clone());
+        let mut scan = TypeScan::default();
+        let mut level = Vec::new();
+        let sel = &self.groups[g].sel;
+        self.scan_types(sel, root.as_ref(), sg, &mut level, &mut scan);
+        if scan.conflicting.is_empty() {
+            return Vec::new();
+        }
+        let mut sel = std::mem::take(&mut self.groups[g].sel);
+        let mut renames = Vec::new();
+        self.alias_types(&mut sel, root.as_ref(), sg, &scan, &mut renames);
+        self.groups[g].sel = sel;
+        renames
+    }
+
+    /// The type of `parent.name` in `sg` (text) and the type its selection applies to.
+    fn sg_field_type(
+        &self,
+        parent: Option<&Name>,
+        name: &Name,
+        sg: SubgraphId,
+    ) -> (Option<String>, Option<Name>) {
+        let Some(parent) = parent.filter(|_| !name.starts_with("__")) else {
+            return (None, None);
+        };
+        let meta = self.meta;
+        let Some(fm) = meta.field_meta(parent, name) else {
+            return (None, None);
+        };
+        let output = fm
+            .resolvers
+            .iter()
+            .find(|r| r.subgraph == sg)
+            .and_then(|r| r.output.clone())
+            .unwrap_or_else(|| fm.output.clone());
+        (meta.field_type_in(parent, name, sg), Some(output))
+    }
+
+    fn scan_types(
+        &self,
+        items: &[SgItem],
+        parent: Option<&Name>,
+        sg: SubgraphId,
+        level: &mut Vec<(Name, String)>,
+        scan: &mut TypeScan,
+    ) {
+        for item in items {
+            match item {
+                SgItem::Field { key, name, sub, .. } => {
+                    let (ty, child) = self.sg_field_type(parent, name, sg);
+                    if let Some(ty) = ty {
+                        match scan.types.iter_mut().find(|(k, _)| k == key) {
+                            Some((_, types)) if !types.contains(&ty) => types.push(ty.clone()),
+                            Some(_) => {}
+                            None => scan.types.push((key.clone(), vec![ty.clone()])),
+                        }
+                        let clash = level.iter().any(|(k, t)| k == key && *t != ty);
+                        if clash && !scan.conflicting.contains(key) {
+                            scan.conflicting.push(key.clone());
+                        }
+                        level.push((key.clone(), ty));
+                    }
+                    if let Some(sub) = sub {
+                        self.scan_types(sub, child.as_ref(), sg, &mut Vec::new(), scan);
+                    }
+                }
+                // A fragment's fields belong to the enclosing selection set.
+                SgItem::Frag {
+                    type_condition,
+                    sub,
+                } => self.scan_types(sub, Some(type_condition), sg, level, scan),
+            }
+        }
+    }
+
+    fn alias_types(
+        &self,
+        items: &mut [SgItem],
+        parent: Option<&Name>,
+        sg: SubgraphId,
+        scan: &TypeScan,
+        renames: &mut Vec<(Name, Name)>,
+    ) {
+        for item in items {
+            match item {
+                SgItem::Field { key, name, sub, .. } => {
+                    let (ty, child) = self.sg_field_type(parent, name, sg);
+                    if let Some(sub) = sub {
+                        self.alias_types(sub, child.as_ref(), sg, scan, renames);
+                    }
+                    let Some(ty) = ty.filter(|_| scan.conflicting.contains(key)) else {
+                        continue;
+                    };
+                    let n = scan
+                        .types
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, types)| types.iter().position(|t| *t == ty))
+                        .unwrap_or(0);
+                    if n > 0 {
+                        let alias = Name::new(&format!("{key}__t{n}"))
+                            .expect("a name with a suffix is a name");
+                        if !renames.iter().any(|(a, _)| *a == alias) {
+                            renames.push((alias.clone(), key.clone()));
+                        }
+                        *key = alias;
+                    }
+                }
+                SgItem::Frag {
+                    type_condition,
+                    sub,
+                } => {
+                    let tc = type_condition.clone();
+                    self.alias_types(sub, Some(&tc), sg, scan, renames);
+                }
+            }
+        }
+    }
+
     /// Entity fetches to one subgraph at one level of the DAG become one request:
     /// their representations are deduplicated together and sent once.
     fn merge_siblings(&mut self) {
@@ -802,10 +1482,13 @@ impl<'a> Planner<'a> {
                 if !alive[j] || !b.entity || a.subgraph != b.subgraph || level[i] != level[j] {
                     continue;
                 }
+                // One representation per type: same typename sent, and no field name
+                // wanted with two arguments (aliased @requires fields).
                 let same_typename = b.reps.iter().all(|rb| {
                     a.reps.iter().all(|ra| {
                         ra.type_condition != rb.type_condition
-                            || ra.send_typename == rb.send_typename
+                            || (ra.send_typename == rb.send_typename
+                                && !ra.fields.conflicts_with(&rb.fields))
                     })
                 });
                 let mut sel = a.sel.clone();
@@ -926,15 +1609,100 @@ impl<'a> Planner<'a> {
             entity: group.entity.then(|| EntityFetch {
                 reps: group.reps.clone(),
             }),
+            renames: Vec::new(),
         }
     }
+}
+
+/// The part of a `@provides` selection that applies under type condition `tc`: the
+/// fragment on `tc` when the selection is made of type conditions only.
+fn narrow_provided<'t>(provided: Option<&'t SelTree>, tc: &str) -> Option<&'t SelTree> {
+    let p = provided?;
+    let has_fields = p
+        .items
+        .iter()
+        .any(|i| matches!(i, SelTreeItem::Field { .. }));
+    let on_tc = p.items.iter().find_map(|i| match i {
+        SelTreeItem::Fragment {
+            type_condition,
+            sub,
+        } if type_condition == tc => Some(sub),
+        _ => None,
+    });
+    match on_tc {
+        Some(sub) if !has_fields => Some(sub),
+        _ => Some(p),
+    }
+}
+
+/// Whether every field selected by `small` is selected by `big`.
+fn tree_contains(big: &SelTree, small: &SelTree) -> bool {
+    small.items.iter().all(|item| match item {
+        SelTreeItem::Field { name, sub, .. } => {
+            big.field(name).is_some_and(|b| tree_contains(b, sub))
+        }
+        SelTreeItem::Fragment { .. } => false,
+    })
+}
+
+/// Response keys of one fetch and the types they are selected with.
+#[derive(Default)]
+struct TypeScan {
+    /// Every key's distinct types, in selection order.
+    types: Vec<(Name, Vec<String>)>,
+    /// Keys selected with two types in one selection set.
+    conflicting: Vec<Name>,
+}
+
+/// A plan whose fetches depend on each other in a cycle cannot run: an error, never
+/// a silently broken order.
+fn check_acyclic(meta: &FederationMeta, groups: &[Group]) -> Result<(), PlanError> {
+    let deps: Vec<&[usize]> = groups.iter().map(|g| g.deps.as_slice()).collect();
+    match on_cycle(&deps) {
+        None => Ok(()),
+        Some(i) => Err(PlanError::Cycle {
+            subgraph: meta.subgraph(groups[i].subgraph).name.clone(),
+        }),
+    }
+}
+
+/// A node that cannot be ordered after its dependencies (on or behind a cycle).
+fn on_cycle(deps: &[&[usize]]) -> Option<usize> {
+    // Kahn's algorithm: count unmet dependencies, release nodes as they reach zero.
+    let n = deps.len();
+    let mut pending: Vec<usize> = deps
+        .iter()
+        .map(|d| d.iter().filter(|d| **d < n).count())
+        .collect();
+    let mut ready: Vec<usize> = (0..n).filter(|i| pending[*i] == 0).collect();
+    while let Some(i) = ready.pop() {
+        for (j, d) in deps.iter().enumerate() {
+            for _ in d.iter().filter(|d| **d == i) {
+                pending[j] -= 1;
+                if pending[j] == 0 {
+                    ready.push(j);
+                }
+            }
+        }
+    }
+    (0..n).find(|i| pending[*i] > 0)
+}
+
+/// `path` without its trailing type conditions.
+fn trim_type_conds(path: &[PathElem]) -> &[PathElem] {
+    let end = path
+        .iter()
+        .rposition(|p| !matches!(p, PathElem::TypeCond(_)))
+        .map_or(0, |i| i + 1);
+    &path[..end]
 }
 
 /// Level of each member in the dependency DAG (0: no dependencies among `members`).
 fn compute_levels(groups: &[Group], members: &[usize]) -> Vec<usize> {
     let mut level = vec![0usize; groups.len()];
-    // Dependencies may be created after their dependents (@requires), so relax until
-    // stable; a dependency chain is at most `members.len()` long.
+    // Dependencies may be created after their dependents, so relax until stable; a
+    // dependency chain is at most `members.len()` long (cycles were rejected before:
+    // `check_acyclic`).
     for _ in 0..members.len() {
         let mut changed = false;
         for &i in members {
@@ -1102,5 +1870,20 @@ fn collect_variables(items: &[SgItem], out: &mut Vec<Name>) {
             }
             SgItem::Frag { sub, .. } => collect_variables(sub, out),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_cycle;
+
+    #[test]
+    fn fetch_cycles_are_found() {
+        // 0 <- 1 <- 2: a plan.
+        assert_eq!(on_cycle(&[&[], &[0], &[1]]), None);
+        // 1 and 2 wait for each other: no order runs them.
+        assert_eq!(on_cycle(&[&[], &[0, 2], &[1]]), Some(1));
+        // Duplicated dependencies are not a cycle.
+        assert_eq!(on_cycle(&[&[], &[0, 0]]), None);
     }
 }

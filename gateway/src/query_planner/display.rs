@@ -16,12 +16,19 @@ impl Display for QueryPlan {
 pub fn path_string(path: &[PathElem]) -> String {
     let mut s = String::new();
     for (i, p) in path.iter().enumerate() {
-        if i > 0 {
-            s.push('.');
+        match p {
+            // Suffix of the previous element: `review|[UserReview].product`.
+            PathElem::TypeCond(t) => {
+                let _ = write!(s, "|[{t}]");
+                continue;
+            }
+            _ if i > 0 => s.push('.'),
+            _ => {}
         }
         match p {
             PathElem::Key(k) => s.push_str(k),
             PathElem::List => s.push('@'),
+            PathElem::TypeCond(_) => {}
         }
     }
     s
@@ -80,8 +87,24 @@ fn write_tree(out: &mut String, tree: &crate::supergraph::meta::SelTree) {
     use crate::supergraph::meta::SelTreeItem;
     for item in &tree.items {
         match item {
-            SelTreeItem::Field { name, sub } => {
-                let _ = write!(out, " {name}");
+            SelTreeItem::Field {
+                name,
+                alias,
+                args,
+                sub,
+            } => {
+                let _ = write!(out, " ");
+                if let Some(alias) = alias {
+                    let _ = write!(out, "{alias}: ");
+                }
+                let _ = write!(out, "{name}");
+                if !args.is_empty() {
+                    let args: Vec<String> = args
+                        .iter()
+                        .map(|a| format!("{}: {}", a.name, a.value))
+                        .collect();
+                    let _ = write!(out, "({})", args.join(", "));
+                }
                 if !sub.items.is_empty() {
                     out.push_str(" {");
                     write_tree(out, sub);

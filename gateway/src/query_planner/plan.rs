@@ -9,6 +9,8 @@ pub enum PathElem {
     Key(Name),
     /// Every element of a list.
     List,
+    /// Only objects whose `__typename` is this type (a fetch planned under `... on T`).
+    TypeCond(Name),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,6 +48,9 @@ pub struct Fetch {
     /// Where the results merge (entity fetches); several when siblings were combined.
     pub merge_paths: Vec<Vec<PathElem>>,
     pub entity: Option<EntityFetch>,
+    /// `(alias, key)`: fields the request aliases (sibling fragments selecting one
+    /// response key with different types) are stored under `key` again.
+    pub renames: Vec<(Name, Name)>,
 }
 
 #[derive(Debug)]

@@ -1,7 +1,8 @@
 //! Flat federation metadata: every type, field and subgraph lives in a `Vec` and is
 //! referred to by a typed index, so planning walks plain slices instead of ASTs.
 
-use apollo_compiler::Name;
+use apollo_compiler::ast::Argument;
+use apollo_compiler::{Name, Node};
 use rustc_hash::FxHashMap;
 
 macro_rules! id_type {
@@ -27,16 +28,57 @@ pub struct SelTree {
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum SelTreeItem {
-    Field { name: Name, sub: SelTree },
-    Fragment { type_condition: Name, sub: SelTree },
+    Field {
+        name: Name,
+        /// Response key in the subgraph request when it differs from `name` (a
+        /// `@requires` field with arguments); representations still use `name`.
+        alias: Option<Name>,
+        args: Vec<Node<Argument>>,
+        sub: SelTree,
+    },
+    Fragment {
+        type_condition: Name,
+        sub: SelTree,
+    },
 }
 
 impl SelTree {
     /// The sub-tree selected under field `name`, if this tree selects it.
     pub fn field(&self, name: &str) -> Option<&SelTree> {
         self.items.iter().find_map(|item| match item {
-            SelTreeItem::Field { name: n, sub } if n == name => Some(sub),
+            SelTreeItem::Field { name: n, sub, .. } if n == name => Some(sub),
             _ => None,
+        })
+    }
+
+    /// Whether the union of the two trees would hold one field name twice (same name,
+    /// different alias or arguments): such trees cannot share a representation.
+    pub fn conflicts_with(&self, other: &SelTree) -> bool {
+        other.items.iter().any(|item| match item {
+            SelTreeItem::Field {
+                name,
+                alias,
+                args,
+                sub,
+            } => self.items.iter().any(|i| match i {
+                SelTreeItem::Field {
+                    name: n,
+                    alias: al,
+                    args: a,
+                    sub: s,
+                } if n == name => al != alias || a != args || s.conflicts_with(sub),
+                _ => false,
+            }),
+            SelTreeItem::Fragment {
+                type_condition,
+                sub,
+            } => self.items.iter().any(|i| match i {
+                SelTreeItem::Fragment {
+                    type_condition: t,
+                    sub: s,
+                } if t == type_condition => s.conflicts_with(sub),
+                _ => false,
+            }),
         })
     }
 
@@ -44,9 +86,19 @@ impl SelTree {
     pub fn merge(&mut self, other: &SelTree) {
         for item in &other.items {
             match item {
-                SelTreeItem::Field { name, sub } => {
+                SelTreeItem::Field {
+                    name,
+                    alias,
+                    args,
+                    sub,
+                } => {
                     let existing = self.items.iter_mut().find_map(|i| match i {
-                        SelTreeItem::Field { name: n, sub: s } if n == name => Some(s),
+                        SelTreeItem::Field {
+                            name: n,
+                            alias: al,
+                            args: a,
+                            sub: s,
+                        } if n == name && al == alias && a == args => Some(s),
                         _ => None,
                     });
                     match existing {
@@ -132,6 +184,12 @@ pub struct FieldResolver {
     pub override_from: Option<String>,
     pub override_label: Option<String>,
     pub used_overridden: bool,
+    /// Named output type in this subgraph when it differs from the supergraph's
+    /// (`@join__field(type:)`, e.g. `Book` in a subgraph where the supergraph says `Media`).
+    pub output: Option<Name>,
+    /// The full type in this subgraph as written in `@join__field(type:)` (e.g. `ID!`
+    /// where the supergraph says `ID`), when given.
+    pub subgraph_type: Option<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +287,18 @@ impl FederationMeta {
         }
     }
 
+    /// The type of `ty.field` in subgraph `sg`, as text (`@join__field(type:)`, else the
+    /// supergraph's): fields of sibling fragments with one response key must agree on it.
+    pub fn field_type_in(&self, ty: &str, field: &str, sg: SubgraphId) -> Option<String> {
+        let meta = self.field_meta(ty, field)?;
+        let given = meta
+            .resolvers
+            .iter()
+            .find(|r| r.subgraph == sg)
+            .and_then(|r| r.subgraph_type.clone());
+        Some(given.unwrap_or_else(|| meta.ty.to_string()))
+    }
+
     /// Subgraphs that resolve `ty.field`, in supergraph order.
     pub fn resolvers_of(&self, ty: &str, field: &str) -> Vec<SubgraphId> {
         let Some(tid) = self.type_id(ty) else {
@@ -298,5 +368,56 @@ impl FederationMeta {
         let sub_possible = self.possible_types(sub);
         let sup_possible = self.possible_types(sup);
         !sub_possible.is_empty() && sub_possible.iter().all(|p| sup_possible.contains(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SelTree, SelTreeItem};
+    use apollo_compiler::ast::{Argument, Value};
+    use apollo_compiler::{Name, Node, name};
+
+    fn field(name: Name, alias: Option<Name>, currency: Option<&str>) -> SelTreeItem {
+        let args = currency
+            .map(|c| {
+                vec![Node::new(Argument {
+                    name: name!("currency"),
+                    value: Node::new(Value::String(c.to_string())),
+                })]
+            })
+            .unwrap_or_default();
+        SelTreeItem::Field {
+            name,
+            alias,
+            args,
+            sub: SelTree::default(),
+        }
+    }
+
+    #[test]
+    fn requires_fields_with_other_arguments_conflict() {
+        let key = SelTree {
+            items: vec![field(name!("upc"), None, None)],
+        };
+        let usd = SelTree {
+            items: vec![
+                field(name!("upc"), None, None),
+                field(name!("price"), Some(name!("price__req_0")), Some("USD")),
+            ],
+        };
+        let eur = SelTree {
+            items: vec![field(
+                name!("price"),
+                Some(name!("price__req_1")),
+                Some("EUR"),
+            )],
+        };
+        assert!(!key.conflicts_with(&usd));
+        assert!(!usd.conflicts_with(&usd));
+        assert!(usd.conflicts_with(&eur));
+        let mut merged = key.clone();
+        merged.merge(&usd);
+        merged.merge(&usd);
+        assert_eq!(merged, usd, "the same aliased field merges into one");
     }
 }

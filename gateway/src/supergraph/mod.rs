@@ -328,6 +328,11 @@ fn build_meta(
                     override_from: arg_str(d, "override").map(str::to_string),
                     override_label: arg_str(d, "overrideLabel").map(str::to_string),
                     used_overridden: arg_bool(d, "usedOverridden"),
+                    output: arg_str(d, "type")
+                        .map(|t| t.trim_matches(|c| matches!(c, '[' | ']' | '!' | ' ')))
+                        .filter(|t| *t != output_name && schema.types.contains_key(*t))
+                        .and_then(|t| Name::new(t).ok()),
+                    subgraph_type: arg_str(d, "type").map(str::to_string),
                 });
             }
             meta.field_by_name.insert(
@@ -399,6 +404,8 @@ fn sel_tree(set: &SelectionSet) -> SelTree {
         match sel {
             Selection::Field(f) => tree.items.push(SelTreeItem::Field {
                 name: f.name.clone(),
+                alias: None,
+                args: f.arguments.clone(),
                 sub: sel_tree(&f.selection_set),
             }),
             Selection::InlineFragment(f) => match &f.type_condition {
