@@ -19,6 +19,8 @@ pub type Coord = (String, String);
 pub struct Key {
     pub fields: String,
     pub resolvable: bool,
+    /// `resolvable` is written on the `@key`.
+    pub resolvable_explicit: bool,
     pub extension: bool,
     /// Top-level field names of the selection.
     pub top_fields: Vec<String>,
@@ -54,6 +56,7 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
     let mut top_provided: HashSet<Coord> = HashSet::new();
     let mut nested_provided: HashSet<Coord> = HashSet::new();
     let schema = &sg.schema;
+    let mut fake_external: HashSet<Coord> = HashSet::new();
     for (tname, ty) in &schema.types {
         if ty.is_built_in() || sg.is_internal_type(tname) {
             continue;
@@ -80,12 +83,20 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
             check_key_selection(sg, tname, fields, &set.selection_set, sink);
             let mut coords = Vec::new();
             collect(&set.selection_set, &mut coords);
+            let extension = extends || d.origin.extension_id().is_some();
+            // Federation 1 marks key fields of extensions @external; so does Federation 2
+            // on `extend type`/`@extends` keys: those fields are not external (Apollo's
+            // "fake external").
+            if sg.fed1 || extension {
+                fake_external.extend(coords.iter().cloned());
+            }
             info.key_fields.extend(coords.iter().cloned());
             info.referenced.extend(coords);
             info.keys.entry(tname.to_string()).or_default().push(Key {
                 fields: fields.to_owned(),
                 resolvable: bool_arg(d, "resolvable").unwrap_or(true),
-                extension: extends || (!sg.fed1 && d.origin.extension_id().is_some()),
+                resolvable_explicit: bool_arg(d, "resolvable").is_some(),
+                extension: extends || (!sg.fed1 && extension),
                 top_fields: top_fields(&set.selection_set),
             });
         }
@@ -105,12 +116,24 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 .any(|d| d.name == sg.dir_name(FedDirective::External));
         for (fname, field) in fields {
             let coord = (tname.to_string(), fname.to_string());
-            if type_external || sg.has(&field.directives, FedDirective::External) {
-                // Federation 1 marks key fields of extensions @external; they are not.
-                if !(sg.fed1 && info.key_fields.contains(&coord)) {
-                    info.external.insert(coord.clone());
-                }
+            if (type_external || sg.has(&field.directives, FedDirective::External))
+                && !fake_external.contains(&coord)
+            {
+                info.external.insert(coord);
             }
+        }
+    }
+    for (tname, ty) in &schema.types {
+        if ty.is_built_in() || sg.is_internal_type(tname) {
+            continue;
+        }
+        let fields = match ty {
+            ExtendedType::Object(o) => &o.fields,
+            ExtendedType::Interface(i) => &i.fields,
+            _ => continue,
+        };
+        for (fname, field) in fields {
+            let coord = (tname.to_string(), fname.to_string());
             for d in sg.applications(&field.directives, FedDirective::Requires) {
                 let Some(sel) = str_arg(d, "fields") else {
                     continue;
@@ -130,12 +153,10 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                 info.referenced.extend(coords);
                 info.requires
                     .insert(coord.clone(), top_fields(&set.selection_set));
-                for f in top_fields(&set.selection_set) {
-                    let required = (tname.to_string(), f.clone());
-                    let is_ext = fields.get(f.as_str()).is_some_and(|fd| {
-                        type_external || sg.has(&fd.directives, FedDirective::External)
-                    });
-                    if !sg.fed1 && !is_ext {
+                if !sg.fed1 {
+                    let mut bad = Vec::new();
+                    non_external_leaves(sg, &info.external, &set.selection_set, false, &mut bad);
+                    for required in bad {
                         sink.error(
                             codes::REQUIRES_FIELDS_MISSING_EXTERNAL,
                             format!(
@@ -203,40 +224,67 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
                     top_provided.extend(top.into_iter().map(|f| (target.to_string(), f)));
                 }
                 info.provided.extend(coords);
+                if !sg.fed1 {
+                    let mut bad = Vec::new();
+                    non_external_leaves(sg, &info.external, &set.selection_set, false, &mut bad);
+                    for provided in bad {
+                        sink.error(
+                            codes::PROVIDES_FIELDS_MISSING_EXTERNAL,
+                            format!(
+                                "[{}] On field \"{tname}.{fname}\", for @provides(fields: \"{sel}\"): field \"{}.{}\" should not be part of a @provides since it is already provided by this subgraph (it is not marked @external)",
+                                sg.name, provided.0, provided.1
+                            ),
+                            &sg.name,
+                        );
+                    }
+                }
             }
         }
     }
     info.scoped_provided = top_provided.difference(&nested_provided).cloned().collect();
-    if !sg.fed1 {
-        check_provided_external(sg, &info, sink);
-    }
     info.context_args = context::analyse(sg, sink);
     info
 }
 
-/// Top-level provided fields must be @external (Federation 2).
-fn check_provided_external(sg: &Subgraph, info: &SubgraphInfo, sink: &mut ErrorSink) {
-    let mut provided: Vec<&Coord> = info.provided.iter().collect();
-    provided.sort();
-    for coord in provided {
-        let is_entity_like = sg
-            .schema
-            .types
-            .get(coord.0.as_str())
-            .is_some_and(|t| matches!(t, ExtendedType::Object(_) | ExtendedType::Interface(_)));
-        if is_entity_like && !info.external.contains(coord) && !info.key_fields.contains(coord) {
-            // Fields nested under a provided external value are fine; only flag fields of
-            // types this subgraph resolves itself.
-            if info.external.iter().any(|(t, _)| t == &coord.0) {
-                sink.error(
-                    codes::PROVIDES_FIELDS_MISSING_EXTERNAL,
-                    format!(
-                        "[{}] @provides field \"{}.{}\" should not be part of a @provides since it is already provided by this subgraph (it is not marked @external)",
-                        sg.name, coord.0, coord.1
-                    ),
-                    &sg.name,
-                );
+/// Leaf fields of a `@requires`/`@provides` selection that are not external and have
+/// no external field above them (an interface field counts as external when some
+/// implementation's is), as Apollo validates them.
+fn non_external_leaves(
+    sg: &Subgraph,
+    external: &HashSet<Coord>,
+    set: &SelectionSet,
+    external_above: bool,
+    out: &mut Vec<Coord>,
+) {
+    for sel in &set.selections {
+        match sel {
+            Selection::Field(f) => {
+                let coord = (set.ty.to_string(), f.name.to_string());
+                let is_external = external.contains(&coord);
+                if f.selection_set.selections.is_empty() {
+                    if !is_external && !external_above {
+                        out.push(coord);
+                    }
+                    continue;
+                }
+                let mut above = external_above || is_external;
+                if !above && let Some(ExtendedType::Interface(_)) = sg.schema.types.get(&set.ty) {
+                    above =
+                        sg.schema
+                            .implementers_map()
+                            .get(&set.ty)
+                            .is_some_and(|imp| {
+                                imp.objects.iter().chain(imp.interfaces.iter()).any(|o| {
+                                    external.contains(&(o.to_string(), f.name.to_string()))
+                                })
+                            });
+                }
+                non_external_leaves(sg, external, &f.selection_set, above, out);
             }
+            Selection::InlineFragment(i) => {
+                non_external_leaves(sg, external, &i.selection_set, external_above, out)
+            }
+            Selection::FragmentSpread(_) => {}
         }
     }
 }

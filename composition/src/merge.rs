@@ -355,6 +355,7 @@ fn join_types_for(ctx: &Ctx<'_>, src: &Source<'_>, kind: Kind) -> Vec<JoinType> 
                 key: Some(k.fields.clone()),
                 extension: k.extension,
                 resolvable: k.resolvable,
+                resolvable_explicit: k.resolvable_explicit,
                 interface_object,
             })
             .collect(),
@@ -363,6 +364,7 @@ fn join_types_for(ctx: &Ctx<'_>, src: &Source<'_>, kind: Kind) -> Vec<JoinType> 
             key: None,
             extension: false,
             resolvable: true,
+            resolvable_explicit: false,
             interface_object,
         }],
     }
@@ -383,6 +385,9 @@ struct FieldSrc<'a> {
     /// The label when another subgraph overrides this source; `Some(None)` without label.
     overridden: Option<Option<String>>,
     referenced: bool,
+    /// Referenced by a field set or implementing an interface field in its subgraph
+    /// (Apollo's "used" fields: an overridden one stays, `usedOverridden`).
+    used: bool,
     /// Arguments set from a context (not part of the supergraph field).
     context_args: Vec<ContextArg>,
 }
@@ -491,6 +496,9 @@ fn merge_composite(
             names.extend(fields.keys().map(|n| n.as_str()));
         }
     }
+    let value_object = kind == Kind::Object
+        && !entity_hint(ctx, name, sources)
+        && !matches!(name, "Query" | "Mutation" | "Subscription");
     for fname in names {
         if is_query && (fname == "_service" || fname == "_entities") {
             continue;
@@ -502,6 +510,28 @@ fn merge_composite(
         if kind == Kind::Interface {
             value_interface_field_hint(ctx, name, fname, sources, &srcs);
         }
+        // Subgraphs whose type has only @external fields do not count (Apollo).
+        let lacking = sources.iter().any(|s| {
+            !srcs.iter().any(|f| f.sg == s.sg)
+                && type_fields(s.ty).is_some_and(|fs| {
+                    fs.keys().any(|f| {
+                        !ctx.input.infos[s.sg]
+                            .external
+                            .contains(&(s.local.to_owned(), f.to_string()))
+                    })
+                })
+        });
+        if value_object && lacking {
+            let (have, missing) = presence(ctx, sources, &srcs);
+            ctx.sink.hint(
+                codes::INCONSISTENT_OBJECT_VALUE_TYPE_FIELD,
+                format!(
+                    "Field \"{name}.{fname}\" of non-entity object type \"{name}\" is defined in some but not all subgraphs that define \"{name}\": \"{name}.{fname}\" is defined in {} but not in {}.",
+                    subgraphs_phrase(&have),
+                    subgraphs_phrase(&missing)
+                ),
+            );
+        }
         if let Some(f) = merge_field(ctx, name, kind, fname, srcs, type_sources) {
             t.fields.insert(fname.to_owned(), f);
         }
@@ -510,6 +540,44 @@ fn merge_composite(
         return None;
     }
     Some(t)
+}
+
+/// Whether an object type is an entity (has a `@key`) in some subgraph; hints when it is
+/// not in all of them.
+fn entity_hint(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> bool {
+    let (keyed, plain): (Vec<&Source<'_>>, Vec<&Source<'_>>) = sources.iter().partition(|s| {
+        ctx.input.infos[s.sg]
+            .keys
+            .get(s.local)
+            .is_some_and(|k| !k.is_empty())
+    });
+    if !keyed.is_empty() && !plain.is_empty() {
+        let names = |v: &[&Source<'_>]| -> Vec<&str> {
+            v.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect()
+        };
+        let message = format!(
+            "Type \"{name}\" is declared as an entity (has a @key applied) in some but not all defining subgraphs: it has no @key in {} but has some @key in {}.",
+            subgraphs_phrase(&names(&plain)),
+            subgraphs_phrase(&names(&keyed))
+        );
+        ctx.sink.hint(codes::INCONSISTENT_ENTITY, message);
+    }
+    !keyed.is_empty()
+}
+
+/// The subgraphs of `sources` that have a field (its `srcs`) and those that do not.
+fn presence<'c>(
+    ctx: &Ctx<'c>,
+    sources: &[Source<'_>],
+    srcs: &[FieldSrc<'_>],
+) -> (Vec<&'c str>, Vec<&'c str>) {
+    let have: Vec<&str> = srcs.iter().map(|s| ctx.sg(s.sg).name.as_str()).collect();
+    let missing: Vec<&str> = sources
+        .iter()
+        .map(|s| ctx.sg(s.sg).name.as_str())
+        .filter(|n| !have.contains(n))
+        .collect();
+    (have, missing)
 }
 
 /// A field of an interface without keys that only some of its subgraphs define.
@@ -563,18 +631,18 @@ fn field_sources<'a>(
         let coord = (src.local.to_owned(), fname.to_owned());
         let external = info.external.contains(&coord);
         let referenced = info.referenced.contains(&coord);
+        let in_interface = implements_of(src.ty).iter().any(|i| {
+            sg.schema
+                .types
+                .get(i.as_str())
+                .and_then(type_fields)
+                .is_some_and(|f| f.contains_key(fname))
+        });
         if external && !referenced {
             if sg.fed1 {
                 // Federation 1 upgrade: unused @external fields are dropped.
                 continue;
             }
-            let in_interface = implements_of(src.ty).iter().any(|i| {
-                sg.schema
-                    .types
-                    .get(i.as_str())
-                    .and_then(type_fields)
-                    .is_some_and(|f| f.contains_key(fname))
-            });
             if !in_interface && kind == Kind::Object {
                 ctx.sink.error(
                     codes::EXTERNAL_UNUSED,
@@ -621,6 +689,7 @@ fn field_sources<'a>(
             overrides,
             overridden: None,
             referenced,
+            used: referenced || in_interface,
             context_args: info.context_args.get(&coord).cloned().unwrap_or_default(),
         });
     }
@@ -635,6 +704,7 @@ fn type_dirs_owned(ty: &ExtendedType) -> Vec<&Directive> {
 /// Marks the sources other subgraphs `@override`, reporting misuse.
 fn resolve_overrides(ctx: &mut Ctx<'_>, tname: &str, fname: &str, srcs: &mut [FieldSrc<'_>]) {
     let mut marks = Vec::new();
+    let mut unknown_from = Vec::new();
     for (i, s) in srcs.iter().enumerate() {
         let Some((from, label)) = &s.overrides else {
             continue;
@@ -653,6 +723,8 @@ fn resolve_overrides(ctx: &mut Ctx<'_>, tname: &str, fname: &str, srcs: &mut [Fi
                 codes::FROM_SUBGRAPH_DOES_NOT_EXIST,
                 format!("Source subgraph \"{from}\" for field \"{tname}.{fname}\" on subgraph \"{me}\" does not exist. Did you mean \"{me}\"?"),
             );
+            // No overriding then: the supergraph does not mention it (Apollo).
+            unknown_from.push(i);
             continue;
         }
         let target = srcs.iter().position(|o| &ctx.sg(o.sg).name == from);
@@ -675,6 +747,14 @@ fn resolve_overrides(ctx: &mut Ctx<'_>, tname: &str, fname: &str, srcs: &mut [Fi
                     );
                     continue;
                 }
+                if label.is_none() && srcs[j].external {
+                    // The from field is @external there: nothing is overridden.
+                    ctx.sink.hint(
+                        codes::OVERRIDE_DIRECTIVE_CAN_BE_REMOVED,
+                        format!("Field \"{tname}.{fname}\" on subgraph \"{me}\" is not resolved anymore by the from subgraph (it is marked \"@external\" in \"{from}\"). The @override directive can be removed."),
+                    );
+                    continue;
+                }
                 if label.is_some() {
                     ctx.sink.hint(
                         codes::OVERRIDE_MIGRATION_IN_PROGRESS,
@@ -685,7 +765,11 @@ fn resolve_overrides(ctx: &mut Ctx<'_>, tname: &str, fname: &str, srcs: &mut [Fi
             }
         }
     }
+    for i in unknown_from {
+        srcs[i].overrides = None;
+    }
     for (_, j, label) in marks {
+        // Apollo hints even when the field implements an interface field (`usedOverridden`).
         if label.is_none() && !srcs[j].referenced {
             let from = &ctx.sg(srcs[j].sg).name;
             ctx.sink.hint(
@@ -772,7 +856,7 @@ fn join_fields(ctx: &Ctx<'_>, srcs: &[FieldSrc<'_>], types_differ: bool) -> Vec<
         };
         let mut used_overridden = false;
         match &s.overridden {
-            Some(None) if s.referenced => used_overridden = true,
+            Some(None) if s.used => used_overridden = true,
             Some(None) => continue,
             Some(Some(label)) => override_label = Some(label.clone()),
             None => {}
@@ -1181,7 +1265,11 @@ fn merge_enum(ctx: &mut Ctx<'_>, name: &str, sources: &[Source<'_>]) -> Option<M
             .iter()
             .filter_map(|(i, e)| e.values.get(vname).map(|v| (*i, &***v)))
             .collect();
-        if defs.len() != enums.len() {
+        // A value marked @inaccessible in some subgraph skips the input checks (Apollo).
+        let inaccessible = defs
+            .iter()
+            .any(|(i, v)| ctx.sg(*i).has(&v.directives, FedDirective::Inaccessible));
+        if defs.len() != enums.len() && !(inaccessible && input) {
             let have: Vec<&str> = defs.iter().map(|(i, _)| ctx.sg(*i).name.as_str()).collect();
             let missing: Vec<&str> = enums
                 .iter()
@@ -1600,20 +1688,23 @@ fn is_executable(location: &str) -> bool {
 
 /// `@composeDirective`: the custom spec's link and the directive definitions.
 fn composed_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
-    let mut seen_defs: HashSet<String> = HashSet::new();
+    // Per directive: the definition of the subgraph linking the newest spec version, the
+    // last such subgraph on ties (as Apollo picks it).
+    let mut defs: IndexMap<String, ((u64, u64), String)> = IndexMap::new();
     let mut links: IndexMap<String, Vec<String>> = IndexMap::new();
     for sg in ctx.input.subgraphs {
         for local in &sg.composed_directives {
             let Some(def) = sg.schema.directive_definitions.get(local.as_str()) else {
                 continue;
             };
-            if seen_defs.insert(local.clone()) {
-                sup.extra_definitions.push(def.to_string());
-            }
             let link = sg.custom_links.iter().find(|l| {
                 l.imports.iter().any(|(n, _)| n == local)
                     || local.starts_with(&format!("{}__", l.namespace))
             });
+            let version = link.map(|l| link_version(&l.url)).unwrap_or_default();
+            if defs.get(local).is_none_or(|(v, _)| version >= *v) {
+                defs.insert(local.clone(), (version, def.to_string()));
+            }
             if let Some(link) = link {
                 let entry = links.entry(link.url.clone()).or_default();
                 for (n, raw) in &link.imports {
@@ -1627,6 +1718,8 @@ fn composed_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
             }
         }
     }
+    sup.extra_definitions
+        .extend(defs.into_values().map(|(_, def)| def));
     for (url, imports) in links {
         sup.links.push(Link {
             url,
@@ -1634,6 +1727,16 @@ fn composed_directives(ctx: &mut Ctx<'_>, sup: &mut Supergraph) {
             import: (!imports.is_empty()).then(|| format!("[{}]", imports.join(", "))),
         });
     }
+}
+
+/// `(major, minor)` of a spec URL ending in `/vX.Y`; `(0, 0)` when it does not.
+fn link_version(url: &str) -> (u64, u64) {
+    url.rsplit('/')
+        .next()
+        .and_then(|v| v.strip_prefix('v'))
+        .and_then(|v| v.split_once('.'))
+        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+        .unwrap_or_default()
 }
 
 /// Every object type has the fields of the interfaces it implements.

@@ -34,6 +34,8 @@ pub struct JoinType {
     pub key: Option<String>,
     pub extension: bool,
     pub resolvable: bool,
+    /// `resolvable` was written on the subgraph's `@key`: printed even when true (Apollo).
+    pub resolvable_explicit: bool,
     pub interface_object: bool,
 }
 

@@ -244,8 +244,8 @@ fn join_type(j: &JoinType) -> String {
     if j.extension {
         out.push_str(", extension: true");
     }
-    if !j.resolvable {
-        out.push_str(", resolvable: false");
+    if !j.resolvable || j.resolvable_explicit {
+        let _ = write!(out, ", resolvable: {}", j.resolvable);
     }
     if j.interface_object {
         out.push_str(", isInterfaceObject: true");

@@ -6,7 +6,8 @@
 //! (its options): the root types start in every subgraph; a field leads to its return
 //! type in the subgraphs that can resolve it, a type condition to the object types the
 //! options know. From each option, key edges jump from (T, A) to (T, B) when B has a
-//! resolvable `@key` whose top-level fields A resolves (or, for an object implementing an
+//! resolvable `@key` whose top-level fields A, or the nodes of T already reached from
+//! A, resolve (or, for an object implementing an
 //! `@interfaceObject` interface, to the interface object). In every state, each
 //! supergraph field of the type must be resolvable in one of those jump closures, with
 //! that subgraph's `@requires` fields resolvable the same way; otherwise one error names
@@ -256,22 +257,52 @@ impl<'a> Graph<'a> {
                 .filter(|n| self.local.contains_key(n))
                 .collect();
         }
+        // A key's top-level fields may each come from any node of the same type already
+        // reached (Apollo resolves key conditions field by field, jumping as needed), so
+        // this grows to a fixpoint; at most one round per node added.
         let mut seen = vec![node.clone()];
-        let mut queue = VecDeque::from([node.clone()]);
-        while let Some(cur) = queue.pop_front() {
-            let mut next: Vec<Node> = (0..self.input.subgraphs.len())
-                .filter(|j| self.can_jump(&cur, &(cur.0.clone(), *j)))
-                .map(|j| (cur.0.clone(), j))
-                .collect();
-            next.extend(self.interface_object_jumps(&cur));
-            for n in next {
-                if !seen.contains(&n) {
-                    seen.push(n.clone());
-                    queue.push_back(n);
+        let mut expanded = 0;
+        for _ in 0..=self.input.subgraphs.len() * 4 + 2 {
+            let mut added = false;
+            let types: Vec<String> = seen.iter().map(|n| n.0.clone()).collect();
+            for t in types {
+                for j in 0..self.input.subgraphs.len() {
+                    let to = (t.clone(), j);
+                    if !seen.contains(&to) && self.can_jump_from_any(&seen, &to) {
+                        seen.push(to);
+                        added = true;
+                    }
                 }
+            }
+            while expanded < seen.len() {
+                for n in self.interface_object_jumps(&seen[expanded]) {
+                    if !seen.contains(&n) {
+                        seen.push(n);
+                        added = true;
+                    }
+                }
+                expanded += 1;
+            }
+            if !added {
+                break;
             }
         }
         seen
+    }
+
+    /// Whether some resolvable key of `to` has each top-level field resolved by one of
+    /// the `reached` nodes of the same type.
+    fn can_jump_from_any(&self, reached: &[Node], to: &Node) -> bool {
+        let Some(keys) = self.keys.get(to) else {
+            return false;
+        };
+        keys.iter().any(|(_, k)| {
+            k.iter().all(|f| {
+                reached
+                    .iter()
+                    .any(|m| m.0 == to.0 && m != to && self.has_local(m, f))
+            })
+        })
     }
 
     /// From an object type to the `@interfaceObject`s of the interfaces it implements
@@ -536,6 +567,34 @@ impl<'a> Graph<'a> {
         (states, parents)
     }
 
+    /// For an interface field an option's subgraph lacks on the interface: the nodes
+    /// resolving it on every implementation there (Apollo downcasts to each), or none
+    /// when some implementation cannot.
+    fn through_implementations(&self, state: &State, field: &str) -> Vec<Node> {
+        let mut out = Vec::new();
+        for &s in &state.1 {
+            if self.has_local(&(state.0.clone(), s), field) {
+                continue;
+            }
+            let impls = self.possible_types(&state.0, s);
+            let mut found = Vec::new();
+            let all = !impls.is_empty()
+                && impls.iter().all(|m| {
+                    let before = found.len();
+                    found.extend(
+                        self.key_closure(&(m.clone(), s))
+                            .into_iter()
+                            .filter(|n| self.has_local(n, field) && self.requires_ok(n, field)),
+                    );
+                    found.len() > before
+                });
+            if all {
+                out.extend(found);
+            }
+        }
+        out
+    }
+
     /// The states one field or type condition away.
     fn successors(&self, state: &State) -> Vec<(State, String)> {
         let Some(t) = self.sup.types.get(&state.0) else {
@@ -552,9 +611,12 @@ impl<'a> Graph<'a> {
                 if !composite {
                     continue;
                 }
-                let Some(nodes) = self.resolving(state, &closure, fname) else {
+                let Some(mut nodes) = self.resolving(state, &closure, fname) else {
                     continue;
                 };
+                if t.kind == Kind::Interface {
+                    nodes.extend(self.through_implementations(state, fname));
+                }
                 let options: BTreeSet<usize> = nodes
                     .iter()
                     .filter(|n| {

@@ -21,7 +21,10 @@ fn compare(dir: &Path) -> Result<(), String> {
                 support::normalize(&theirs),
             );
             if a != b {
-                return Err(format!("{name}: supergraphs differ\n{}", line_diff(&a, &b)));
+                return Err(format!(
+                    "{name}: supergraphs differ\n{}",
+                    support::line_diff(&a, &b)
+                ));
             }
             // Hints: the same set of codes (texts may differ).
             let theirs: BTreeSet<&str> = their_hints.iter().map(String::as_str).collect();
@@ -101,13 +104,4 @@ fn equals_apollo_composition() {
         dirs.len(),
         failures.join("\n\n")
     );
-}
-
-/// Lines only in ours (`+`) or only in Apollo's (`-`).
-fn line_diff(ours: &str, theirs: &str) -> String {
-    let a: BTreeSet<&str> = ours.lines().collect();
-    let b: BTreeSet<&str> = theirs.lines().collect();
-    let mut out: Vec<String> = a.difference(&b).map(|l| format!("+ {l}")).collect();
-    out.extend(b.difference(&a).map(|l| format!("- {l}")));
-    out.join("\n")
 }

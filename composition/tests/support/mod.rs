@@ -2,6 +2,7 @@
 
 #![allow(dead_code)]
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -202,4 +203,13 @@ pub fn satisfiability_summary(message: &str) -> (String, Vec<String>) {
     subgraphs.sort();
     subgraphs.dedup();
     (field, subgraphs)
+}
+
+/// Lines only in ours (`+`) or only in Apollo's (`-`).
+pub fn line_diff(ours: &str, theirs: &str) -> String {
+    let a: BTreeSet<&str> = ours.lines().collect();
+    let b: BTreeSet<&str> = theirs.lines().collect();
+    let mut out: Vec<String> = a.difference(&b).map(|l| format!("+ {l}")).collect();
+    out.extend(b.difference(&a).map(|l| format!("- {l}")));
+    out.join("\n")
 }
