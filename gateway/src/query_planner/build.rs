@@ -219,16 +219,21 @@ fn list_depth(ty: &Type) -> usize {
 impl<'a> Planner<'a> {
     fn plan_root(&mut self, ir: &OpIr) -> Result<(), PlanError> {
         let root_type = ir.root_type().clone();
+        let sels = from_ir(ir, ir.root());
         let mut fields = Vec::new();
-        self.flatten(&from_ir(ir, ir.root()), &root_type, &mut fields);
-        let fields: Vec<PField> = fields
+        self.flatten(&sels, &root_type, &mut fields);
+        let fields: Vec<&PField> = fields
             .into_iter()
             .filter(|f| !f.name.starts_with("__"))
             .collect();
         let mutation = ir.kind() == OperationType::Mutation;
         self.mutation = mutation;
-        for (i, f) in fields.iter().enumerate() {
-            let candidates = self.meta.resolvers_of(&root_type, &f.name);
+        let resolvers: Vec<Vec<SubgraphId>> = fields
+            .iter()
+            .map(|f| self.meta.resolvers_of(&root_type, &f.name))
+            .collect();
+        for (i, f) in fields.iter().copied().enumerate() {
+            let candidates = &resolvers[i];
             if candidates.is_empty() {
                 return Err(PlanError::NoResolver {
                     ty: root_type.to_string(),
@@ -252,16 +257,17 @@ impl<'a> Planner<'a> {
             // Order the candidates by the further fetches planning there would need
             // (a jump costs more than one more parallel root fetch), then by how many
             // of the remaining root fields each serves, then by fields resolved locally.
-            let single = [PSel::Field(f.clone())];
+            // One candidate: nothing to rank (and no retry), so no estimate either.
+            let single = (candidates.len() > 1).then(|| [PSel::Field(f.clone())]);
             let mut order: Vec<_> = candidates
                 .iter()
                 .map(|sg| {
-                    let (jumps, local) = self.cost(*sg, &root_type, &single, None);
+                    let (jumps, local) = match &single {
+                        Some(single) => self.cost(*sg, &root_type, single, None),
+                        None => (0, 0),
+                    };
                     let new_fetch = usize::from(existing_of(self, *sg).is_none());
-                    let served = fields[i..]
-                        .iter()
-                        .filter(|f| self.meta.resolvers_of(&root_type, &f.name).contains(sg))
-                        .count();
+                    let served = resolvers[i..].iter().filter(|r| r.contains(sg)).count();
                     (
                         (
                             2 * jumps + new_fetch,
@@ -371,7 +377,7 @@ impl<'a> Planner<'a> {
             let provided = narrow_provided(provided, ty);
             let mut fields = Vec::new();
             self.flatten(sels, ty, &mut fields);
-            for f in &fields {
+            for f in fields {
                 field(self, f, provided, &mut jumps, &mut local);
             }
             return (jumps, local);
@@ -381,7 +387,7 @@ impl<'a> Planner<'a> {
                 PSel::Field(f) => field(self, f, provided, &mut jumps, &mut local),
                 PSel::Frag(Some(tc), children) if !meta.is_subtype_or_same(tc, ty) => {
                     let possible_here = meta
-                        .possible_types(tc)
+                        .possible_types_ref(tc)
                         .iter()
                         .any(|o| meta.is_possible_in_subgraph(ty, o, sg));
                     if possible_here {
@@ -422,13 +428,13 @@ impl<'a> Planner<'a> {
     }
 
     /// Inline the fragments that apply to object type `ty`.
-    fn flatten(&self, sels: &[PSel], ty: &Name, out: &mut Vec<PField>) {
+    fn flatten<'s>(&self, sels: &'s [PSel], ty: &Name, out: &mut Vec<&'s PField>) {
         for sel in sels {
             match sel {
-                PSel::Field(f) => out.push(f.clone()),
+                PSel::Field(f) => out.push(f),
                 PSel::Frag(tc, children) => {
                     let applies = tc.as_ref().is_none_or(|tc| {
-                        tc == ty || self.meta.possible_types(tc).iter().any(|p| p == ty)
+                        tc == ty || self.meta.possible_types_ref(tc).iter().any(|p| p == ty)
                     });
                     if applies {
                         self.flatten(children, ty, out);
@@ -532,7 +538,7 @@ impl<'a> Planner<'a> {
             let provided = narrow_provided(provided, ty);
             let mut fields = Vec::new();
             self.flatten(sels, ty, &mut fields);
-            for f in &fields {
+            for f in fields {
                 self.plan_field(g, steps, ty, f, rpath, provided, false)?;
             }
             return Ok(());
@@ -583,7 +589,7 @@ impl<'a> Planner<'a> {
                 }
                 PSel::Frag(tc, children) => match tc {
                     Some(tc) if !meta.is_subtype_or_same(tc, ty) => {
-                        let targets = meta.possible_types(tc);
+                        let targets = meta.possible_types_ref(tc);
                         for o in possible_here.iter().filter(|o| targets.contains(o)) {
                             self.add_frag(g, steps, o);
                             let inner = Self::with(steps, Step::Frag(o.clone()));
@@ -1346,6 +1352,10 @@ impl<'a> Planner<'a> {
     /// fetch gets the alias `<key>__t<n>` (one per type, so the fields of merged sibling
     /// selections agree too). Returns `(alias, key)` for the response.
     fn alias_type_conflicts(&mut self, g: usize, ir: &OpIr) -> Vec<(Name, Name)> {
+        if !has_repeated_keys(&self.groups[g].sel) {
+            // Every key once per selection set: no key can have two types.
+            return Vec::new();
+        }
         let sg = self.groups[g].subgraph;
         let root = (!self.groups[g].entity).then(|| ir.root_type().clone());
         let mut scan = TypeScan::default();
@@ -1643,6 +1653,28 @@ fn tree_contains(big: &SelTree, small: &SelTree) -> bool {
         }
         SelTreeItem::Fragment { .. } => false,
     })
+}
+
+/// Whether some selection set of `items` (fragments inlined into it, as
+/// `Planner::scan_types` sees it) selects one response key more than once.
+fn has_repeated_keys(items: &[SgItem]) -> bool {
+    fn collect<'s>(items: &'s [SgItem], keys: &mut Vec<&'s str>, subs: &mut Vec<&'s [SgItem]>) {
+        for item in items {
+            match item {
+                SgItem::Field { key, sub, .. } => {
+                    keys.push(key.as_str());
+                    if let Some(sub) = sub {
+                        subs.push(sub);
+                    }
+                }
+                SgItem::Frag { sub, .. } => collect(sub, keys, subs),
+            }
+        }
+    }
+    let (mut keys, mut subs) = (Vec::new(), Vec::new());
+    collect(items, &mut keys, &mut subs);
+    keys.sort_unstable();
+    keys.windows(2).any(|w| w[0] == w[1]) || subs.into_iter().any(has_repeated_keys)
 }
 
 /// Response keys of one fetch and the types they are selected with.

@@ -226,6 +226,9 @@ pub struct FederationMeta {
     pub field_by_name: FxHashMap<(TypeId, Name), FieldId>,
     /// Progressive-override labels treated as enabled (the default: none).
     pub enabled_override_labels: Vec<String>,
+    /// Per type (by [`TypeId`]), its fields by name, built on the first lookup in a
+    /// large type: found from a `&str` without allocating a `Name` key.
+    field_index: std::sync::OnceLock<Vec<FxHashMap<Name, FieldId>>>,
 }
 
 impl FederationMeta {
@@ -246,9 +249,40 @@ impl FederationMeta {
     }
 
     pub fn field_id(&self, ty: &str, field: &str) -> Option<FieldId> {
-        let ty = self.type_id(ty)?;
-        let name = Name::new(field).ok()?;
-        self.field_by_name.get(&(ty, name)).copied()
+        self.field_of(self.type_id(ty)?, field)
+    }
+
+    /// Field `field` of type `ty`. The planner looks fields up by text for every
+    /// selection: small types are scanned in place, large ones go through an index
+    /// keyed by name alone (no `Name` allocated for a `field_by_name` key).
+    pub fn field_of(&self, ty: TypeId, field: &str) -> Option<FieldId> {
+        let range = self.ty(ty).fields.clone();
+        if range.len() <= 8 {
+            let first = range.start;
+            return self.fields[range.start as usize..range.end as usize]
+                .iter()
+                .position(|f| f.name.as_str() == field)
+                .map(|i| FieldId(first + i as u32));
+        }
+        let index = self.field_index.get_or_init(|| {
+            self.types
+                .iter()
+                .map(|t| {
+                    t.fields
+                        .clone()
+                        .map(|i| (self.fields[i as usize].name.clone(), FieldId(i)))
+                        .collect()
+                })
+                .collect()
+        });
+        match index.get(ty.index()) {
+            // Built before this type was added (metadata is not changed after loading).
+            None => {
+                let name = Name::new(field).ok()?;
+                self.field_by_name.get(&(ty, name)).copied()
+            }
+            Some(fields) => fields.get(field).copied(),
+        }
     }
 
     pub fn type_in_subgraph(&self, ty: &str, sg: SubgraphId) -> Option<&TypeInSubgraph> {
@@ -258,12 +292,21 @@ impl FederationMeta {
 
     /// How subgraph `sg` relates to field `ty.field`.
     pub fn resolution(&self, ty: &str, field: &str, sg: SubgraphId) -> Resolution<'_> {
-        if self.type_in_subgraph(ty, sg).is_none() {
-            return Resolution::Absent;
-        }
-        let Some(fid) = self.field_id(ty, field) else {
+        let Some(tid) = self.type_id(ty) else {
             return Resolution::Absent;
         };
+        if !self.ty(tid).subgraphs.iter().any(|t| t.subgraph == sg) {
+            return Resolution::Absent;
+        }
+        match self.field_of(tid, field) {
+            Some(fid) => self.resolution_of(fid, sg),
+            None => Resolution::Absent,
+        }
+    }
+
+    /// [`Self::resolution`] for a field already looked up, in a subgraph known to
+    /// define its parent type.
+    fn resolution_of(&self, fid: FieldId, sg: SubgraphId) -> Resolution<'_> {
         let meta = self.field(fid);
         if meta.via_interface_object {
             return Resolution::Absent;
@@ -304,11 +347,14 @@ impl FederationMeta {
         let Some(tid) = self.type_id(ty) else {
             return Vec::new();
         };
+        let Some(fid) = self.field_of(tid, field) else {
+            return Vec::new();
+        };
         self.ty(tid)
             .subgraphs
             .iter()
             .map(|t| t.subgraph)
-            .filter(|sg| matches!(self.resolution(ty, field, *sg), Resolution::Resolvable(_)))
+            .filter(|sg| matches!(self.resolution_of(fid, *sg), Resolution::Resolvable(_)))
             .collect()
     }
 
@@ -360,13 +406,24 @@ impl FederationMeta {
         }
     }
 
+    /// [`Self::possible_types`] without copying the names.
+    pub fn possible_types_ref(&self, ty: &str) -> &[Name] {
+        match self.type_id(ty) {
+            Some(id) if self.ty(id).kind == TypeKind::Object => {
+                std::slice::from_ref(&self.ty(id).name)
+            }
+            Some(id) => &self.ty(id).possible_types,
+            None => &[],
+        }
+    }
+
     /// Whether a value of object/interface `sub` is always a `sup`.
     pub fn is_subtype_or_same(&self, sup: &str, sub: &str) -> bool {
         if sup == sub {
             return true;
         }
-        let sub_possible = self.possible_types(sub);
-        let sup_possible = self.possible_types(sup);
+        let sub_possible = self.possible_types_ref(sub);
+        let sup_possible = self.possible_types_ref(sup);
         !sub_possible.is_empty() && sub_possible.iter().all(|p| sup_possible.contains(p))
     }
 }
