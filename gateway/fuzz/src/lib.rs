@@ -54,3 +54,17 @@ pub fn gateway() -> Gateway<InProcess> {
         InProcess(endpoints),
     )
 }
+
+/// The oracle-composed supergraph of every federation audit suite, in folder order.
+pub fn audit_supergraphs() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/audit");
+    let mut dirs: Vec<_> = std::fs::read_dir(&root)
+        .expect("gateway/tests/audit exists")
+        .map(|e| e.expect("dir entry").path().join("supergraph.graphql"))
+        .filter(|p| p.exists())
+        .collect();
+    dirs.sort();
+    dirs.iter()
+        .map(|p| std::fs::read_to_string(p).expect("readable supergraph"))
+        .collect()
+}
