@@ -166,6 +166,9 @@ struct Planner<'a> {
     /// `@requires` fields with arguments, fetched under an alias (the index) so they
     /// never merge with a client field of the same name and other arguments.
     req_aliases: Vec<(Name, Vec<Node<Argument>>)>,
+    /// While a [`Snapshot`] is held: per group existing then, its state before its
+    /// first change since (`group_mut`).
+    undo: Option<Vec<Option<Group>>>,
 }
 
 /// A composite field whose children are being planned in group `g`.
@@ -180,13 +183,15 @@ struct ParentCtx<'a> {
     provided: Option<&'a SelTree>,
 }
 
-/// Planner state saved before trying one of several candidate subgraphs.
+/// Planner state saved before trying one of several candidate subgraphs. Planning
+/// only appends groups, touched groups, roots and `children` entries (always for new
+/// groups), so their lengths say what to forget; groups that existed before are
+/// copied on their first change (`Planner::undo`).
 struct Snapshot {
-    groups: Vec<Group>,
-    touched: Vec<usize>,
-    children: FxHashMap<(usize, SubgraphId, Vec<PathElem>), usize>,
+    groups: usize,
+    touched: usize,
     depth: usize,
-    roots: Vec<usize>,
+    roots: usize,
 }
 
 const MAX_HOPS: usize = 8;
@@ -203,6 +208,7 @@ pub fn build_plan(meta: &FederationMeta, ir: &OpIr) -> Result<QueryPlan, PlanErr
         wrap_from: None,
         mutation: false,
         req_aliases: Vec::new(),
+        undo: None,
     };
     planner.plan_root(ir)?;
     check_acyclic(meta, &planner.groups)?;
@@ -258,13 +264,14 @@ impl<'a> Planner<'a> {
             // (a jump costs more than one more parallel root fetch), then by how many
             // of the remaining root fields each serves, then by fields resolved locally.
             // One candidate: nothing to rank (and no retry), so no estimate either.
-            let single = (candidates.len() > 1).then(|| [PSel::Field(f.clone())]);
+            let rank = candidates.len() > 1;
             let mut order: Vec<_> = candidates
                 .iter()
                 .map(|sg| {
-                    let (jumps, local) = match &single {
-                        Some(single) => self.cost(*sg, &root_type, single, None),
-                        None => (0, 0),
+                    let (jumps, local) = if rank {
+                        self.cost_field(*sg, &root_type, f, None)
+                    } else {
+                        (0, 0)
                     };
                     let new_fetch = usize::from(existing_of(self, *sg).is_none());
                     let served = resolvers[i..].iter().filter(|r| r.contains(sg)).count();
@@ -295,6 +302,7 @@ impl<'a> Planner<'a> {
                 };
                 match self.plan_field(g, &[], &root_type, f, &[], None, false) {
                     Ok(()) => {
+                        self.undo = None;
                         last_err = None;
                         break;
                     }
@@ -314,22 +322,28 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
-    fn snapshot(&self) -> Snapshot {
+    fn snapshot(&mut self) -> Snapshot {
+        self.undo = Some(vec![None; self.groups.len()]);
         Snapshot {
-            groups: self.groups.clone(),
-            touched: self.touched.clone(),
-            children: self.children.clone(),
+            groups: self.groups.len(),
+            touched: self.touched.len(),
             depth: self.depth,
-            roots: self.roots.clone(),
+            roots: self.roots.len(),
         }
     }
 
     fn restore(&mut self, saved: Snapshot) {
-        self.groups = saved.groups;
-        self.touched = saved.touched;
-        self.children = saved.children;
+        let undo = self.undo.take().unwrap_or_default();
+        self.groups.truncate(saved.groups);
+        for (g, before) in undo.into_iter().enumerate() {
+            if let Some(before) = before {
+                self.groups[g] = before;
+            }
+        }
+        self.touched.truncate(saved.touched);
+        self.children.retain(|_, g| *g < saved.groups);
         self.depth = saved.depth;
-        self.roots = saved.roots;
+        self.roots.truncate(saved.roots);
         self.parents.clear();
         self.wrap_from = None;
     }
@@ -351,25 +365,7 @@ impl<'a> Planner<'a> {
                      provided: Option<&SelTree>,
                      jumps: &mut usize,
                      local: &mut usize| {
-            if f.name == "__typename" {
-                return;
-            }
-            if !this.resolvable_here(ty, f, sg, provided) {
-                *jumps += 1;
-                return;
-            }
-            *local += 1;
-            if f.children.is_empty() {
-                return;
-            }
-            let Some(fm) = meta.field_meta(ty, &f.name) else {
-                return;
-            };
-            let child_provided = match meta.resolution(ty, &f.name, sg) {
-                Resolution::Resolvable(Some(r)) if r.provides.is_some() => r.provides.as_ref(),
-                _ => provided.and_then(|p| p.field(&f.name)),
-            };
-            let (j, l) = this.cost(sg, &fm.output, &f.children, child_provided);
+            let (j, l) = this.cost_field(sg, ty, f, provided);
             *jumps += j;
             *local += l;
         };
@@ -408,6 +404,42 @@ impl<'a> Planner<'a> {
         (jumps, local)
     }
 
+    /// [`Self::cost`] of one field of `ty` (the same as `cost` of a selection holding
+    /// only that field, without building one).
+    fn cost_field(
+        &self,
+        sg: SubgraphId,
+        ty: &Name,
+        f: &PField,
+        provided: Option<&SelTree>,
+    ) -> (usize, usize) {
+        if f.name == "__typename" {
+            return (0, 0);
+        }
+        // `resolvable_here`, with the field's metadata from the same lookup.
+        let (resolution, fm) = self.meta.resolution_and_meta(ty, &f.name, sg);
+        let here = match resolution {
+            Resolution::Resolvable(r) => r.is_none_or(|r| r.requires.is_none()),
+            Resolution::External => provided.is_some_and(|p| p.field(&f.name).is_some()),
+            Resolution::Absent => false,
+        };
+        if !here {
+            return (1, 0);
+        }
+        if f.children.is_empty() {
+            return (0, 1);
+        }
+        let Some(fm) = fm else {
+            return (0, 1);
+        };
+        let child_provided = match resolution {
+            Resolution::Resolvable(Some(r)) if r.provides.is_some() => r.provides.as_ref(),
+            _ => provided.and_then(|p| p.field(&f.name)),
+        };
+        let (j, l) = self.cost(sg, &fm.output, &f.children, child_provided);
+        (j, 1 + l)
+    }
+
     fn new_group(
         &mut self,
         subgraph: SubgraphId,
@@ -444,8 +476,19 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// Group `g`, to change: saved first when a snapshot is held (`undo`).
+    fn group_mut(&mut self, g: usize) -> &mut Group {
+        if let Some(undo) = &mut self.undo
+            && let Some(slot) = undo.get_mut(g)
+            && slot.is_none()
+        {
+            *slot = Some(self.groups[g].clone());
+        }
+        &mut self.groups[g]
+    }
+
     fn sel_at(&mut self, g: usize, steps: &[Step]) -> &mut Vec<SgItem> {
-        let mut cur = &mut self.groups[g].sel;
+        let mut cur = &mut self.group_mut(g).sel;
         for step in steps {
             let pos = cur.iter().position(|item| match (item, step) {
                 (SgItem::Field { key, .. }, Step::Field(k)) => key == k,
@@ -663,7 +706,7 @@ impl<'a> Planner<'a> {
             }
         };
         // The objects carry the interface name as __typename until the owner answers.
-        self.add_rep_matching(g2, ty, vec![ty.clone()], None, key.clone());
+        self.add_rep_matching(g2, ty, std::slice::from_ref(ty), None, key.clone());
         self.add_frag(g2, &[], ty);
         self.plan_sels(g2, &[Step::Frag(ty.clone())], ty, &remote, rpath, None)?;
         self.touched.push(g2);
@@ -705,7 +748,7 @@ impl<'a> Planner<'a> {
         }
         let sg = self.groups[g].subgraph;
         let provided_sub = provided.and_then(|p| p.field(&f.name));
-        let resolution = meta.resolution(ty, &f.name, sg);
+        let (resolution, field_meta) = meta.resolution_and_meta(ty, &f.name, sg);
         let here = match resolution {
             Resolution::Resolvable(r) => {
                 requires_satisfied || r.is_none_or(|r| r.requires.is_none())
@@ -716,12 +759,10 @@ impl<'a> Planner<'a> {
         if !here {
             return self.jump(g, steps, ty, f, rpath, provided);
         }
-        let field_meta = meta
-            .field_meta(ty, &f.name)
-            .ok_or_else(|| PlanError::UnknownField {
-                ty: ty.to_string(),
-                field: f.name.to_string(),
-            })?;
+        let field_meta = field_meta.ok_or_else(|| PlanError::UnknownField {
+            ty: ty.to_string(),
+            field: f.name.to_string(),
+        })?;
         let composite = !f.children.is_empty();
         self.add_field(g, steps, f, composite);
         if composite {
@@ -834,7 +875,7 @@ impl<'a> Planner<'a> {
         if let Some(avoid) = self.wrap_from.take() {
             // Re-planning a wrapped field: elsewhere, preferring where it is resolved whole.
             candidates.retain(|s| *s != avoid);
-            candidates.sort_by_cached_key(|s| self.cost(*s, ty, &[PSel::Field(f.clone())], None).0);
+            candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, f, None).0);
         }
         if candidates.is_empty() {
             // A concrete type's field contributed by an @interfaceObject: jump as the interface.
@@ -852,24 +893,24 @@ impl<'a> Planner<'a> {
                 field: f.name.to_string(),
             });
         }
-        let existing = candidates.iter().copied().find(|s| {
-            self.children.contains_key(&(g, *s, mpath.to_vec()))
-                && self.usable_key(ty, *s, from, provided).is_some()
+        // Each candidate's usable key, computed at most once.
+        let mut usable: Vec<Option<Option<&'a SelTree>>> = vec![None; candidates.len()];
+        let mut usable_at = |this: &Self, i: usize| {
+            *usable[i].get_or_insert_with(|| this.usable_key(ty, candidates[i], from, provided))
+        };
+        let existing = (0..candidates.len()).find(|i| {
+            self.children
+                .contains_key(&(g, candidates[*i], mpath.to_vec()))
+                && usable_at(self, *i).is_some()
         });
-        let target = existing.or_else(|| {
-            candidates
-                .iter()
-                .copied()
-                .find(|s| self.usable_key(ty, *s, from, provided).is_some())
-        });
+        let target =
+            existing.or_else(|| (0..candidates.len()).find(|i| usable_at(self, *i).is_some()));
         // No key of the target is available here: fetch one first from yet another
         // subgraph (like a @requires), then jump.
         let (target, key, key_hop) = match target {
-            Some(t) => {
-                let key = self
-                    .usable_key(ty, t, from, provided)
-                    .expect("target was chosen for having a usable key");
-                (t, key, false)
+            Some(i) => {
+                let key = usable_at(self, i).expect("target was chosen for having a usable key");
+                (candidates[i], key, false)
             }
             None => {
                 let indirect = candidates.iter().copied().find_map(|s| {
@@ -928,7 +969,7 @@ impl<'a> Planner<'a> {
         let g2 = self.entity_group(g, target, ty, mpath, &rep_fields, &needed);
         for d in needed {
             if d != g2 && !self.groups[g2].deps.contains(&d) {
-                self.groups[g2].deps.push(d);
+                self.group_mut(g2).deps.push(d);
             }
         }
         self.add_rep(g2, ty, target, rep_fields);
@@ -1017,13 +1058,12 @@ impl<'a> Planner<'a> {
         if self.mutation {
             return Err(no_resolver());
         }
-        let single = [PSel::Field(wrapped.clone())];
         let target = self
             .meta
             .resolvers_of(root, &wrapped.name)
             .into_iter()
             .filter(|s| *s != from)
-            .min_by_key(|s| self.cost(*s, root, &single, None).0)
+            .min_by_key(|s| self.cost_field(*s, root, wrapped, None).0)
             .ok_or_else(no_resolver)?;
         let existing = self
             .roots
@@ -1064,7 +1104,6 @@ impl<'a> Planner<'a> {
         else {
             return Ok(false);
         };
-        let single = [PSel::Field(wrapped.clone())];
         let mut candidates: Vec<SubgraphId> = meta
             .resolvers_of(ty, &wrapped.name)
             .into_iter()
@@ -1074,7 +1113,7 @@ impl<'a> Planner<'a> {
                     Resolution::Resolvable(r) if r.is_none_or(|r| r.requires.is_none()))
             })
             .collect();
-        candidates.sort_by_cached_key(|s| self.cost(*s, ty, &single, None).0);
+        candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, wrapped, None).0);
         let found = candidates.into_iter().find_map(|s| {
             let keys = &meta.type_in_subgraph(ty, s)?.keys;
             keys.iter()
@@ -1096,7 +1135,7 @@ impl<'a> Planner<'a> {
         let deps = self.groups[g].deps.clone();
         for d in deps {
             if d != g3 && !self.groups[g3].deps.contains(&d) {
-                self.groups[g3].deps.push(d);
+                self.group_mut(g3).deps.push(d);
             }
         }
         self.add_rep(g3, ty, target, key);
@@ -1227,9 +1266,9 @@ impl<'a> Planner<'a> {
         let interface_object = meta
             .type_in_subgraph(ty, target)
             .is_some_and(|t| t.interface_object);
-        let mut matches = meta.possible_types(ty);
+        let mut matches = meta.possible_types_ref(ty);
         if matches.is_empty() {
-            matches.push(ty.clone());
+            matches = std::slice::from_ref(ty);
         }
         let send = interface_object.then(|| ty.clone());
         self.add_rep_matching(g, ty, matches, send, fields);
@@ -1239,23 +1278,23 @@ impl<'a> Planner<'a> {
         &mut self,
         g: usize,
         ty: &Name,
-        matches: Vec<Name>,
+        matches: &[Name],
         send_typename: Option<Name>,
         fields: SelTree,
     ) {
-        let reps = &mut self.groups[g].reps;
+        let reps = &mut self.group_mut(g).reps;
         if let Some(rep) = reps.iter_mut().find(|r| &r.type_condition == ty) {
             rep.fields.merge(&fields);
             for m in matches {
-                if !rep.matches.contains(&m) {
-                    rep.matches.push(m);
+                if !rep.matches.contains(m) {
+                    rep.matches.push(m.clone());
                 }
             }
             return;
         }
         reps.push(RepSpec {
             type_condition: ty.clone(),
-            matches,
+            matches: matches.to_vec(),
             send_typename,
             fields,
         });
@@ -1378,7 +1417,7 @@ impl<'a> Planner<'a> {
         parent: Option<&Name>,
         name: &Name,
         sg: SubgraphId,
-    ) -> (Option<String>, Option<Name>) {
+    ) -> (Option<TypeText<'a>>, Option<&'a Name>) {
         let Some(parent) = parent.filter(|_| !name.starts_with("__")) else {
             return (None, None);
         };
@@ -1386,13 +1425,16 @@ impl<'a> Planner<'a> {
         let Some(fm) = meta.field_meta(parent, name) else {
             return (None, None);
         };
-        let output = fm
-            .resolvers
-            .iter()
-            .find(|r| r.subgraph == sg)
-            .and_then(|r| r.output.clone())
-            .unwrap_or_else(|| fm.output.clone());
-        (meta.field_type_in(parent, name, sg), Some(output))
+        let resolver = fm.resolvers.iter().find(|r| r.subgraph == sg);
+        let output = resolver
+            .and_then(|r| r.output.as_ref())
+            .unwrap_or(&fm.output);
+        // As `FederationMeta::field_type_in`, without printing the type.
+        let text = match resolver.and_then(|r| r.subgraph_type.as_deref()) {
+            Some(given) => TypeText::Given(given),
+            None => TypeText::Super(&fm.ty),
+        };
+        (Some(text), Some(output))
     }
 
     fn scan_types(
@@ -1400,8 +1442,8 @@ impl<'a> Planner<'a> {
         items: &[SgItem],
         parent: Option<&Name>,
         sg: SubgraphId,
-        level: &mut Vec<(Name, String)>,
-        scan: &mut TypeScan,
+        level: &mut Vec<(Name, TypeText<'a>)>,
+        scan: &mut TypeScan<'a>,
     ) {
         for item in items {
             match item {
@@ -1409,9 +1451,9 @@ impl<'a> Planner<'a> {
                     let (ty, child) = self.sg_field_type(parent, name, sg);
                     if let Some(ty) = ty {
                         match scan.types.iter_mut().find(|(k, _)| k == key) {
-                            Some((_, types)) if !types.contains(&ty) => types.push(ty.clone()),
+                            Some((_, types)) if !types.contains(&ty) => types.push(ty),
                             Some(_) => {}
-                            None => scan.types.push((key.clone(), vec![ty.clone()])),
+                            None => scan.types.push((key.clone(), vec![ty])),
                         }
                         let clash = level.iter().any(|(k, t)| k == key && *t != ty);
                         if clash && !scan.conflicting.contains(key) {
@@ -1420,7 +1462,7 @@ impl<'a> Planner<'a> {
                         level.push((key.clone(), ty));
                     }
                     if let Some(sub) = sub {
-                        self.scan_types(sub, child.as_ref(), sg, &mut Vec::new(), scan);
+                        self.scan_types(sub, child, sg, &mut Vec::new(), scan);
                     }
                 }
                 // A fragment's fields belong to the enclosing selection set.
@@ -1437,7 +1479,7 @@ impl<'a> Planner<'a> {
         items: &mut [SgItem],
         parent: Option<&Name>,
         sg: SubgraphId,
-        scan: &TypeScan,
+        scan: &TypeScan<'a>,
         renames: &mut Vec<(Name, Name)>,
     ) {
         for item in items {
@@ -1445,7 +1487,7 @@ impl<'a> Planner<'a> {
                 SgItem::Field { key, name, sub, .. } => {
                     let (ty, child) = self.sg_field_type(parent, name, sg);
                     if let Some(sub) = sub {
-                        self.alias_types(sub, child.as_ref(), sg, scan, renames);
+                        self.alias_types(sub, child, sg, scan, renames);
                     }
                     let Some(ty) = ty.filter(|_| scan.conflicting.contains(key)) else {
                         continue;
@@ -1525,7 +1567,7 @@ impl<'a> Planner<'a> {
                     self.add_rep_matching(
                         i,
                         &rep.type_condition,
-                        rep.matches,
+                        &rep.matches,
                         rep.send_typename,
                         rep.fields,
                     );
@@ -1677,11 +1719,32 @@ fn has_repeated_keys(items: &[SgItem]) -> bool {
     keys.windows(2).any(|w| w[0] == w[1]) || subs.into_iter().any(has_repeated_keys)
 }
 
+/// A field's type in a subgraph, compared as text: as given by `@join__field(type:)`,
+/// else the supergraph's (printed only to compare with a given one).
+#[derive(Debug, Clone, Copy)]
+enum TypeText<'a> {
+    Given(&'a str),
+    Super(&'a Type),
+}
+
+impl PartialEq for TypeText<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (TypeText::Given(a), TypeText::Given(b)) => a == b,
+            // One printed form per type structure.
+            (TypeText::Super(a), TypeText::Super(b)) => a == b,
+            (TypeText::Given(g), TypeText::Super(t)) | (TypeText::Super(t), TypeText::Given(g)) => {
+                *g == t.to_string()
+            }
+        }
+    }
+}
+
 /// Response keys of one fetch and the types they are selected with.
 #[derive(Default)]
-struct TypeScan {
+struct TypeScan<'a> {
     /// Every key's distinct types, in selection order.
-    types: Vec<(Name, Vec<String>)>,
+    types: Vec<(Name, Vec<TypeText<'a>>)>,
     /// Keys selected with two types in one selection set.
     conflicting: Vec<Name>,
 }

@@ -304,6 +304,27 @@ impl FederationMeta {
         }
     }
 
+    /// [`Self::resolution`] and [`Self::field_meta`] with one lookup.
+    pub fn resolution_and_meta(
+        &self,
+        ty: &str,
+        field: &str,
+        sg: SubgraphId,
+    ) -> (Resolution<'_>, Option<&FieldMeta>) {
+        let Some(tid) = self.type_id(ty) else {
+            return (Resolution::Absent, None);
+        };
+        let Some(fid) = self.field_of(tid, field) else {
+            return (Resolution::Absent, None);
+        };
+        let resolution = if self.ty(tid).subgraphs.iter().any(|t| t.subgraph == sg) {
+            self.resolution_of(fid, sg)
+        } else {
+            Resolution::Absent
+        };
+        (resolution, Some(self.field(fid)))
+    }
+
     /// [`Self::resolution`] for a field already looked up, in a subgraph known to
     /// define its parent type.
     fn resolution_of(&self, fid: FieldId, sg: SubgraphId) -> Resolution<'_> {
