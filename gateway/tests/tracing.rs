@@ -7,40 +7,11 @@ mod support;
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
+use graphfleet_testkit::otlp::{OtlpCollector, Span};
 use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
-use opentelemetry_proto::tonic::trace::v1::Span;
 use serde_json::json;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// A real OTLP/gRPC trace receiver keeping every span it is sent.
-#[derive(Default, Clone)]
-struct Collector {
-    spans: Arc<Mutex<Vec<Span>>>,
-}
-
-#[tonic::async_trait]
-impl TraceService for Collector {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let spans = request
-            .into_inner()
-            .resource_spans
-            .into_iter()
-            .flat_map(|r| r.scope_spans)
-            .flat_map(|s| s.spans);
-        self.spans.lock().expect("spans lock").extend(spans);
-        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
-    }
-}
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -76,18 +47,9 @@ const CLIENT_SPAN: &str = "00f067aa0ba902b7";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_is_traced_under_the_client_trace_and_propagated_to_subgraphs() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-    let collector = Collector::default();
-    tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(collector.clone()))
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
-    );
+    let collector = OtlpCollector::start().await;
     let mut config = Config::default();
-    config.telemetry.tracing.otlp_endpoint = Some(endpoint);
+    config.telemetry.tracing.otlp_endpoint = Some(collector.endpoint.clone());
     // The client's sampled flag is honoured even when the gateway samples nothing itself.
     config.telemetry.tracing.sample_ratio = 0.0;
     let guard = graphfleet_gateway::telemetry::init(&config.telemetry).expect("telemetry");
@@ -129,7 +91,7 @@ async fn a_request_is_traced_under_the_client_trace_and_propagated_to_subgraphs(
         .expect("flush");
     let deadline = Instant::now() + Duration::from_secs(10);
     let spans = loop {
-        let spans = collector.spans.lock().expect("spans lock").clone();
+        let spans = collector.spans();
         if spans.iter().any(|s| s.name == "request") || Instant::now() > deadline {
             break spans;
         }

@@ -11,14 +11,9 @@ use std::time::Duration;
 
 use common::{cluster_client, wait_for};
 use graphfleet_testkit::TestNamespace;
+use graphfleet_testkit::otlp::OtlpCollector;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Api;
-use opentelemetry_proto::tonic::collector::trace::v1::trace_service_server::{
-    TraceService, TraceServiceServer,
-};
-use opentelemetry_proto::tonic::collector::trace::v1::{
-    ExportTraceServiceRequest, ExportTraceServiceResponse,
-};
 
 struct Replica {
     child: Child,
@@ -154,45 +149,16 @@ async fn one_leader_and_graceful_handover_on_sigterm() {
     .await;
 }
 
-/// A real OTLP/gRPC trace receiver recording the names of the spans it is sent.
-#[derive(Default, Clone)]
-struct Collector {
-    spans: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-}
-
-#[tonic::async_trait]
-impl TraceService for Collector {
-    async fn export(
-        &self,
-        request: tonic::Request<ExportTraceServiceRequest>,
-    ) -> Result<tonic::Response<ExportTraceServiceResponse>, tonic::Status> {
-        let names = request
-            .into_inner()
-            .resource_spans
-            .into_iter()
-            .flat_map(|r| r.scope_spans)
-            .flat_map(|s| s.spans)
-            .map(|span| span.name);
-        self.spans.lock().expect("spans lock").extend(names);
-        Ok(tonic::Response::new(ExportTraceServiceResponse::default()))
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconcile_traces_are_exported_over_otlp() {
     let client = cluster_client().await;
     let ns = TestNamespace::create(&client, "op-otlp").await;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
-    let collector = Collector::default();
-    let server = tokio::spawn(
-        tonic::transport::Server::builder()
-            .add_service(TraceServiceServer::new(collector.clone()))
-            .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener)),
+    let collector = OtlpCollector::start().await;
+    let mut replica = start_with(
+        ns.name(),
+        "traced",
+        &["--otlp-endpoint", &collector.endpoint],
     );
-    let mut replica = start_with(ns.name(), "traced", &["--otlp-endpoint", &endpoint]);
     let subgraphs: Api<graphfleet_operator::crd::Subgraph> =
         Api::namespaced(client.clone(), ns.name());
     let sg = serde_json::from_value(serde_json::json!({
@@ -225,7 +191,7 @@ async fn reconcile_traces_are_exported_over_otlp() {
         "reconcile span exported",
         Duration::from_secs(10),
         || async {
-            let spans = collector.spans.lock().expect("spans lock").clone();
+            let spans: Vec<String> = collector.spans().into_iter().map(|s| s.name).collect();
             spans
                 .iter()
                 .any(|s| s == "reconcile_subgraph")
@@ -234,5 +200,4 @@ async fn reconcile_traces_are_exported_over_otlp() {
     )
     .await;
     assert!(!spans.is_empty());
-    server.abort();
 }

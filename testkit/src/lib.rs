@@ -7,6 +7,8 @@
 //! `scripts/cluster.sh down --state target/graphfleet-test-cluster`). Each test then
 //! isolates itself in a fresh [`TestNamespace`].
 
+pub mod otlp;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
