@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# A real local Kubernetes control plane on loopback: etcd, kube-apiserver,
-# kube-controller-manager, kube-scheduler and kwok, with three kwok nodes for the
-# router, subgraph and client pools.
+# A real local Kubernetes cluster: etcd, kube-apiserver, kube-controller-manager and
+# kube-scheduler, with one node for each of the router, subgraph and client pools.
 #
-#   scripts/cluster.sh up     [--state DIR]   start (or reuse a healthy one), write DIR/kubeconfig
-#   scripts/cluster.sh down   [--state DIR]   stop exactly the processes `up` started, remove DIR
+#   scripts/cluster.sh up     [--state DIR] [--nodes real|kwok]   start (or reuse a healthy one)
+#   scripts/cluster.sh down   [--state DIR]   stop exactly what `up` started, undo what it changed, remove DIR
 #   scripts/cluster.sh status [--state DIR]   show nodes and pools
+#   scripts/cluster.sh images [--state DIR] [name...]   build graphfleet's images, import them into every node
 #
-# DIR defaults to .graphfleet/cluster in the clone. Ports are picked free at start
-# and recorded in DIR, so several clusters (a developer's and a test run's) coexist.
+# --nodes real (the default): three real kubelets with their own containerd run real
+# containers, all inside a network namespace with no route out (scripts/realnodes.sh);
+# needs root. --nodes kwok: kwok stands in for the kubelets (no containers run), the
+# control plane listens on loopback; for tests that need only the API or many nodes.
+# DIR defaults to .graphfleet/cluster in the clone; DIR/kubeconfig is the admin
+# kubeconfig. Several clusters (a developer's and a test run's) coexist.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/realnodes.sh"
 
+usage="usage: cluster.sh up|down|status|images [--state DIR] [--nodes real|kwok] [image...]"
 cmd=${1:-}; shift || true
 STATE=$GF_ROOT/.graphfleet/cluster
+NODES=real
+IMAGES=()
 while [ $# -gt 0 ]; do
   case $1 in
     --state) STATE=$2; shift 2 ;;
-    *) die "unknown argument '$1' (usage: cluster.sh up|down|status [--state DIR])" ;;
+    --nodes)
+      NODES=$2; shift 2
+      case $NODES in real | kwok) ;; *) die "--nodes takes real or kwok, not '$NODES'" ;; esac
+      ;;
+    -*) die "unknown argument '$1' ($usage)" ;;
+    *) IMAGES+=("$1"); shift ;;
   esac
 done
 mkdir -p "$(dirname "$STATE")"
@@ -130,12 +143,13 @@ up() {
     log "cluster already running (state: $STATE)"
     return 0
   fi
-  [ -d "$STATE" ] && down_quiet
+  [ -d "$STATE" ] && { [ "$(mode)" = real ] && real_down || down_quiet; }
   for t in etcd kube-apiserver kube-controller-manager kube-scheduler kwok kubectl; do
     command -v "$t" >/dev/null || die "tool $t is not built; run scripts/tools.sh first"
   done
   local t0=$SECONDS
   mkdir -p "$STATE"
+  echo kwok >"$STATE/mode"
   ETCD_PORT=$(free_port); ETCD_PEER=$(free_port); API_PORT=$(free_port)
   KCM_PORT=$(free_port); SCHED_PORT=$(free_port); KWOK_PORT=$(free_port)
   declare -p ETCD_PORT ETCD_PEER API_PORT KCM_PORT SCHED_PORT KWOK_PORT >"$STATE/ports"
@@ -193,13 +207,44 @@ down_quiet() {
   rm -rf "$STATE"
 }
 
+# The kind of cluster at $STATE, if any.
+mode() { cat "$STATE/mode" 2>/dev/null || echo none; }
+
+real_up_or_reuse() {
+  if [ "$(mode)" = real ] && real_healthy; then
+    log "cluster already running (state: $STATE)"
+    return 0
+  fi
+  [ -d "$STATE" ] && { [ "$(mode)" = real ] && real_down || down_quiet; }
+  real_up
+}
+
+# images NAME...: build (cached by content hash) and import into every real node.
+images() {
+  [ "$(mode)" = real ] || die "images go to real nodes; $STATE holds no real cluster"
+  real_ids
+  local names=("${IMAGES[@]}") pi
+  [ ${#names[@]} -gt 0 ] || names=(gateway operator subgraphs k6)
+  "$GF_ROOT/scripts/images.sh" build "${names[@]}"
+  for pi in $REAL_POOLS; do
+    proc_alive "containerd-${pi%:*}" containerd || die "containerd of ${pi%:*}-0 is not running (log: $STATE/logs/containerd-${pi%:*}.log)"
+    "$GF_ROOT/scripts/images.sh" import "$STATE/nodes/${pi%:*}/containerd/containerd.sock" "${names[@]}" ||
+      die "importing ${names[*]} into ${pi%:*}-0 failed"
+  done
+}
+
 case $cmd in
-  up) up ;;
-  down) down_quiet; log "cluster stopped (state $STATE removed)" ;;
+  up) if [ "$NODES" = real ]; then real_up_or_reuse; else up; fi ;;
+  down)
+    if [ "$(mode)" = real ]; then real_down; else down_quiet; fi
+    log "cluster stopped (state $STATE removed)"
+    ;;
+  images) images ;;
   status)
+    if [ "$(mode)" = real ]; then real_status; exit 0; fi
     healthy || die "no healthy cluster at $STATE (start it with scripts/cluster.sh up)"
     kubectl --kubeconfig "$KUBECONFIG_FILE" get nodes -L graphfleet.dev/pool \
       -o custom-columns='NODE:.metadata.name,POOL:.metadata.labels.graphfleet\.dev/pool,READY:.status.conditions[?(@.type=="Ready")].status,TAINTS:.spec.taints[*].key,CPU:.status.allocatable.cpu'
     ;;
-  *) die "usage: cluster.sh up|down|status [--state DIR]" ;;
+  *) die "$usage" ;;
 esac

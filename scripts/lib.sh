@@ -11,7 +11,7 @@ tool_dir() { echo "$GF_TOOLS/$1-$2"; }
 
 # The bin directories of every pinned tool, for PATH.
 tools_path() {
-  echo "$(tool_dir etcd "$ETCD_VERSION"):$(tool_dir kubernetes "$KUBERNETES_VERSION"):$(tool_dir kwok "$KWOK_VERSION"):$(tool_dir helm "$HELM_VERSION"):$(tool_dir k6 "$K6_VERSION")"
+  echo "$(tool_dir etcd "$ETCD_VERSION"):$(tool_dir kubernetes "$KUBERNETES_VERSION"):$(tool_dir kubenode "$KUBERNETES_VERSION"):$(tool_dir coredns "$COREDNS_VERSION"):$(tool_dir kwok "$KWOK_VERSION"):$(tool_dir helm "$HELM_VERSION"):$(tool_dir k6 "$K6_VERSION")"
 }
 
 log() { printf '\033[1m[graphfleet]\033[0m %s\n' "$*" >&2; }

@@ -41,6 +41,7 @@ build() {
 
 # go install into $OUT, outside any module so only the pinned version counts.
 go_install() { (cd "$GF_TOOLS" && GOWORK=off GOBIN="$OUT" go install -trimpath -ldflags="-s -w ${2:-}" "$1"); }
+go_install_static() { (export CGO_ENABLED=0; go_install "$@"); }
 
 # helm reports its own version and assumes this Kubernetes minor offline (helm template, lint).
 HELM_LDFLAGS="-X helm.sh/helm/v3/internal/version.version=v$HELM_VERSION -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
@@ -51,16 +52,21 @@ done
 command -v go >/dev/null || die "go is required to build the pinned tools (not found on PATH)"
 mkdir -p "$GF_TOOLS"
 
-want=${*:-etcd kubernetes kwok helm k6}
+want=${*:-etcd kubernetes kubenode coredns kwok helm k6}
 for t in $want; do
   case $t in
     etcd) build etcd "$ETCD_VERSION" "etcd" -- \
       bash -c 'cd "$1" && go build -trimpath -ldflags="-s -w" -o "$OUT/etcd" .' _ "$GF_ROOT/tools/go/etcd" ;;
     kubernetes) build kubernetes "$KUBERNETES_VERSION" "kube-apiserver kube-controller-manager kube-scheduler kubectl" -- \
       bash -c 'cd "$1" && go build -trimpath -ldflags="$2" -o "$OUT/" ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./kubectl' _ "$GF_ROOT/tools/go/k8s" "$K8S_LDFLAGS" ;;
+    kubenode) build kubenode "$KUBERNETES_VERSION" "kubelet kube-proxy" -- \
+      bash -c 'cd "$1" && go build -trimpath -ldflags="$2" -o "$OUT/" ./kubelet ./kube-proxy' _ "$GF_ROOT/tools/go/kubenode" "$K8S_LDFLAGS" ;;
+    # Static (no cgo): it runs as a pod from an image with nothing else in it.
+    coredns) build coredns "$COREDNS_VERSION" "coredns" -- \
+      go_install_static "github.com/coredns/coredns@v$COREDNS_VERSION" ;;
     kwok) build kwok "$KWOK_VERSION" "kwok" -- go_install "sigs.k8s.io/kwok/cmd/kwok@v$KWOK_VERSION" ;;
     helm) build helm "$HELM_VERSION" "helm" -- go_install "helm.sh/helm/v3/cmd/helm@v$HELM_VERSION" "$HELM_LDFLAGS" ;;
     k6) build k6 "$K6_VERSION" "k6" -- go_install "go.k6.io/k6@v$K6_VERSION" ;;
-    *) die "unknown tool '$t' (known: etcd kubernetes kwok helm k6)" ;;
+    *) die "unknown tool '$t' (known: etcd kubernetes kubenode coredns kwok helm k6)" ;;
   esac
 done

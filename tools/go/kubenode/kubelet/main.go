@@ -1,0 +1,17 @@
+// Command kubelet is the upstream kubelet, built from the pinned module.
+package main
+
+import (
+	"context"
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kubelet/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewKubeletCommand(context.Background())))
+}
