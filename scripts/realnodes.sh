@@ -69,11 +69,14 @@ fail() {
   die "$component: $* (log: $logf; clean up with: scripts/cluster.sh down --state $STATE)"
 }
 
-# wait_until COMPONENT LOG SECONDS COMMAND...
+# wait_until COMPONENT LOG SECONDS COMMAND...: COMMAND exiting 3 means it never will.
 wait_until() {
-  local component=$1 logf=$2 secs=$3 i; shift 3
+  local component=$1 logf=$2 secs=$3 i rc; shift 3
   for ((i = 0; i < secs * 5; i++)); do
-    if "$@" >/dev/null 2>&1; then return 0; fi
+    rc=0
+    "$@" >/dev/null 2>&1 || rc=$?
+    [ "$rc" = 0 ] && return 0
+    [ "$rc" = 3 ] && fail "$component" "$logf" "exited during start"
     sleep 0.2
   done
   fail "$component" "$logf" "not ready after ${secs}s"
@@ -139,6 +142,9 @@ KC
 
 # The namespace, its link to the host, and the node bridge. Nothing routes out.
 real_network() {
+  # `ip netns add` makes /run/netns a shared bind mount the first time; down undoes
+  # that too when it made it and no other namespace is left.
+  mountpoint -q /run/netns 2>/dev/null || record "netns-mount /run/netns"
   ip netns add "$NETNS" || die "could not create network namespace $NETNS"
   record "netns $NETNS"
   ip -n "$NETNS" link set lo up
@@ -175,7 +181,7 @@ real_control_plane() {
     --listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
     --initial-cluster graphfleet=http://127.0.0.1:2380 --listen-metrics-urls http://127.0.0.1:2381 \
     --unsafe-no-fsync --quota-backend-bytes 4294967296
-  wait_until etcd "$STATE/logs/etcd.log" 20 in_ns curl -fsS http://127.0.0.1:2379/health
+  wait_until etcd "$STATE/logs/etcd.log" 20 running etcd etcd in_ns curl -fsS http://127.0.0.1:2379/health
   # The `kubernetes` Service's endpoint is $API_ADDR:6443, kept by the lease reconciler.
   start_in_ns kube-apiserver kube-apiserver --etcd-servers http://127.0.0.1:2379 \
     --bind-address 0.0.0.0 --advertise-address "$API_ADDR" --secure-port 6443 \
@@ -187,7 +193,7 @@ real_control_plane() {
     --enable-priority-and-fairness=false --profiling=false \
     --kubelet-preferred-address-types InternalIP
   wait_until kube-apiserver "$STATE/logs/kube-apiserver.log" 90 \
-    kubectl --kubeconfig "$KUBECONFIG_FILE" get --raw /readyz
+    running kube-apiserver kube-apiserver kubectl --kubeconfig "$KUBECONFIG_FILE" get --raw /readyz
   start_in_ns kube-controller-manager kube-controller-manager --kubeconfig "$kc" \
     --authentication-kubeconfig "$kc" --authorization-kubeconfig "$kc" \
     --bind-address 127.0.0.1 --secure-port 10257 --leader-elect=false \
@@ -273,7 +279,7 @@ TOML
 JSON
   start_in_ns "containerd-$pool" containerd --config "$n/containerd/config.toml"
   wait_until "containerd on $pool-0" "$STATE/logs/containerd-$pool.log" 20 \
-    ctr -a "$n/containerd/containerd.sock" version
+    running "containerd-$pool" containerd ctr -a "$n/containerd/containerd.sock" version
 }
 
 # real_images POOL: the images every node needs (sandbox, cluster DNS), by content hash.
@@ -320,9 +326,24 @@ maxPods: 60
 registerWithTaints:
 - {key: graphfleet.dev/pool, value: $pool, effect: NoSchedule}
 YAML
+  # Extra kubelet flags, for all nodes or one (GRAPHFLEET_KUBELET_ARGS_ROUTER=...).
+  local per_node=GRAPHFLEET_KUBELET_ARGS_${pool^^} extra
+  read -r -a extra <<<"${GRAPHFLEET_KUBELET_ARGS:-} ${!per_node:-}"
   start_in_ns "kubelet-$pool" kubelet --config "$n/kubelet-config.yaml" --kubeconfig "$n/kubeconfig" \
     --root-dir "$n/kubelet" --hostname-override "$pool-0" --node-ip "10.77.0.$idx" \
-    --node-labels "graphfleet.dev/pool=$pool" --v=1
+    --node-labels "graphfleet.dev/pool=$pool" --v=1 "${extra[@]}"
+}
+
+# running NAME BINARY COMMAND...: COMMAND, or 3 (never) once the process has exited.
+running() {
+  proc_alive "$1" "$2" || return 3
+  "${@:3}"
+}
+
+# node_ready POOL: its node is Ready; a kubelet that has exited fails at once.
+node_ready() {
+  proc_alive "kubelet-$1" kubelet || return 3
+  kubectl --kubeconfig "$KUBECONFIG_FILE" wait --for=condition=Ready "node/$1-0" --timeout=1s
 }
 
 real_kube_proxy() {
@@ -397,8 +418,7 @@ real_up() {
   local pool
   for pi in $REAL_POOLS; do
     pool=${pi%:*}
-    wait_until "kubelet $pool-0" "$STATE/logs/kubelet-$pool.log" 60 \
-      kubectl --kubeconfig "$KUBECONFIG_FILE" wait --for=condition=Ready "node/$pool-0" --timeout=1s
+    wait_until "kubelet $pool-0" "$STATE/logs/kubelet-$pool.log" 60 node_ready "$pool"
   done
   # kubelet has written its kernel settings by now; a kernel oops must not reboot this machine.
   restore_sysctls
@@ -454,7 +474,7 @@ real_node_leftovers() { # real_node_leftovers POOL: containers kubelet did not r
 real_down() {
   [ -f "$STATE/created" ] || { rm -rf "$STATE"; return 0; }
   real_ids
-  local pi pool s m c line
+  local pi pool s m c
   real_drain
   stop_proc kube-proxy kube-proxy
   for pi in $REAL_POOLS; do stop_proc "kubelet-${pi%:*}" kubelet 20; done
@@ -471,23 +491,23 @@ real_down() {
   # Mounts (kubelet's rshared root, volumes, overlay rootfs, netns, shm), deepest first.
   awk -v r="$STATE/" 'index($5, r) == 1 {print $5}' /proc/self/mountinfo | sort -ru |
     while read -r m; do umount -l "$m" 2>/dev/null || true; done
-  # Cgroups, deepest first; a process still inside (a container without its shim) is killed.
-  while read -r line; do
-    case $line in
-      "cgroup "*)
-        c=${line#cgroup }
-        [ -d "$c" ] || continue
-        find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
-        find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || {
-          sleep 0.5
-          find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "cgroup $c could not be removed"
-        }
-        ;;
-    esac
-  done <"$STATE/created"
+  # Cgroups, deepest first: the roots made here and what kubelet made beside them (it
+  # also writes into the empty v2 hierarchy); the ID is this state dir's alone. A process
+  # still inside (a container without its shim) is killed first.
+  for c in /sys/fs/cgroup/*/gf-"$ID"-*; do
+    [ -d "$c" ] || continue
+    find "$c" -name cgroup.procs -exec cat {} + 2>/dev/null | xargs -r kill -KILL 2>/dev/null || true
+    find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || {
+      sleep 0.5
+      find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || log "cgroup $c could not be removed"
+    }
+  done
   # The namespace takes its links, routes, nftables/iptables rules and per-net sysctls.
   ip link del "$VETH_HOST" 2>/dev/null || true
   ip netns del "$NETNS" 2>/dev/null || true
+  if grep -qx "netns-mount /run/netns" "$STATE/created" && [ -z "$(ls -A /run/netns 2>/dev/null)" ]; then
+    umount /run/netns 2>/dev/null || true
+  fi
   restore_sysctls
   rm -rf "$STATE"
 }
