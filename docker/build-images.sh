@@ -8,6 +8,8 @@
 # Images are ghcr.io/graphfleet/<name>:<TAG>, TAG defaulting to the chart's appVersion,
 # which is what charts/graphfleet and manifests/ refer to. Needs docker (BuildKit) and,
 # unless --no-load, kind. The Rust images take a while on first build (release, fat LTO).
+# Without docker or a registry, scripts/images.sh builds the same Dockerfiles with podman
+# from local release binaries onto a Debian-made base, and imports them into containerd.
 set -euo pipefail
 
 self=$(cd "$(dirname "$0")" && pwd)/$(basename "$0")
@@ -24,7 +26,7 @@ wanted=()
 for arg in "$@"; do
   case $arg in
     --no-load) load=0 ;;
-    -h|--help) sed -n '2,10p' "$self"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$self"; exit 0 ;;
     gateway|operator|subgraphs|k6) wanted+=("$arg") ;;
     *) echo "unknown argument: $arg (images: ${all[*]}; flags: --no-load)" >&2; exit 2 ;;
   esac

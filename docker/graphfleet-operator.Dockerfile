@@ -2,7 +2,14 @@
 # The operator. Configured by GRAPHFLEET_* environment variables (see charts/graphfleet/templates/deployment.yaml).
 # Build from the repository root:  docker build -f docker/graphfleet-operator.Dockerfile -t ghcr.io/graphfleet/graphfleet-operator:0.1.0 .
 # (docker/build-images.sh builds every image and loads it into kind.)
+#
+# Without a registry (scripts/images.sh, podman): --build-arg BINARIES=prebuilt takes the
+# release binary from the root of the build context instead of compiling it, and
+# --build-arg RUNTIME_BASE=<local image> replaces distroless; the rust and distroless
+# images are then never pulled (BuildKit and buildah skip stages the target does not use).
 ARG RUST_VERSION=1.95
+ARG BINARIES=builder
+ARG RUNTIME_BASE=gcr.io/distroless/cc-debian12:nonroot
 
 FROM rust:${RUST_VERSION}-bookworm AS builder
 WORKDIR /src
@@ -16,9 +23,15 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
     cargo build --release --locked -p graphfleet-operator --bin graphfleet-operator \
  && install -D -m 0755 target/release/graphfleet-operator /out/graphfleet-operator
 
+# A binary built outside (target/release/graphfleet-operator), at the build context's root.
+FROM scratch AS prebuilt
+COPY graphfleet-operator /out/graphfleet-operator
+
+FROM ${BINARIES} AS binaries
+
 # glibc + libgcc + CA certificates, no shell, no package manager; uid/gid 65532.
-FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=builder /out/graphfleet-operator /usr/local/bin/graphfleet-operator
+FROM ${RUNTIME_BASE}
+COPY --from=binaries /out/graphfleet-operator /usr/local/bin/graphfleet-operator
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/graphfleet-operator"]

@@ -2,7 +2,9 @@
 //! Dockerfile is multi-stage with a small non-root runtime, builds a package and binary
 //! that exist in the workspace at the pinned toolchain versions, copies only sources that
 //! exist, and every image the chart and manifests name has a Dockerfile and the chart's
-//! appVersion as tag.
+//! appVersion as tag. The runtime base and the stage the binary comes from are build args
+//! (`RUNTIME_BASE`, `BINARIES`) so `scripts/images.sh` can build the same Dockerfiles from
+//! prebuilt binaries onto a local base; their defaults are what `docker build` uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -68,6 +70,75 @@ fn final_stage(dockerfile: &str) -> Vec<String> {
     all[start..].to_vec()
 }
 
+/// The defaults of the global `ARG`s (those before the first `FROM`).
+fn global_args(dockerfile: &str) -> BTreeMap<String, String> {
+    instructions(dockerfile)
+        .iter()
+        .take_while(|i| !i.starts_with("FROM "))
+        .filter_map(|i| i.strip_prefix("ARG "))
+        .filter_map(|a| a.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// `FROM` lines with the global `ARG` defaults substituted: what `docker build` without
+/// build args sees.
+fn from_default(dockerfile: &str, from: &str) -> String {
+    let mut out = from.to_owned();
+    for (name, value) in global_args(dockerfile) {
+        out = out.replace(&format!("${{{name}}}"), &value);
+    }
+    out
+}
+
+/// Instructions of the stage named `name` (`FROM ... AS name`), without its `FROM`.
+fn stage(dockerfile: &str, name: &str) -> Vec<String> {
+    let all = instructions(dockerfile);
+    let start = all
+        .iter()
+        .position(|i| i.starts_with("FROM ") && i.ends_with(&format!(" AS {name}")))
+        .unwrap_or_else(|| panic!("no stage {name}"));
+    all[start + 1..]
+        .iter()
+        .take_while(|i| !i.starts_with("FROM "))
+        .cloned()
+        .collect()
+}
+
+/// The runtime binary comes from the `binaries` stage, which is the `builder` stage by
+/// default and the `prebuilt` stage (the binary from the build context, no toolchain
+/// image) with `--build-arg BINARIES=prebuilt`; the runtime base is a build arg.
+fn assert_binary_stages(name: &str, text: &str, binary: &str) {
+    let all = instructions(text);
+    let binaries = all
+        .iter()
+        .find(|i| i.starts_with("FROM ") && i.ends_with(" AS binaries"))
+        .unwrap_or_else(|| panic!("{name}: a `binaries` stage expected"));
+    assert_eq!(binaries, "FROM ${BINARIES} AS binaries", "{name}");
+    assert_eq!(
+        from_default(text, binaries),
+        "FROM builder AS binaries",
+        "{name}: docker build compiles by default"
+    );
+    assert!(
+        all.contains(&"FROM scratch AS prebuilt".to_owned()),
+        "{name}: a `prebuilt` stage FROM scratch expected"
+    );
+    assert_eq!(
+        stage(text, "prebuilt"),
+        [format!("COPY {binary} /out/{binary}")],
+        "{name}: the prebuilt stage only copies the binary from the build context"
+    );
+    let last = final_stage(text);
+    assert_eq!(last[0], "FROM ${RUNTIME_BASE}", "{name}");
+    assert!(
+        last.contains(&format!(
+            "COPY --from=binaries /out/{binary} /usr/local/bin/{binary}"
+        )),
+        "{name}: the runtime stage copies /out/{binary} from the binaries stage"
+    );
+}
+
 /// Workspace packages → their binary targets, from `cargo metadata`.
 fn workspace_binaries() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
@@ -123,7 +194,7 @@ fn every_image_is_multi_stage_small_and_non_root() {
         let stages = all.iter().filter(|i| i.starts_with("FROM ")).count();
         assert!(stages >= 2, "{name}: multi-stage build expected");
         let last = final_stage(text);
-        let base = &last[0];
+        let base = from_default(text, &last[0]);
         assert!(
             base.starts_with("FROM gcr.io/distroless/") && base.ends_with(":nonroot"),
             "{name}: runtime base {base:?} should be a distroless :nonroot image"
@@ -197,10 +268,14 @@ fn rust_images_build_existing_workspace_binaries_with_the_pinned_toolchain() {
             binaries.get(package).is_some_and(|b| b.contains(binary)),
             "{image}: package {package} has no binary {binary}: {binaries:?}"
         );
+        assert!(
+            stage(text, "builder")
+                .iter()
+                .any(|i| i.contains(&format!("/out/{binary}"))),
+            "{image}: the builder stage must leave the binary at /out/{binary}"
+        );
+        assert_binary_stages(image, text, binary);
         let last = final_stage(text);
-        assert!(last.contains(&format!(
-            "COPY --from=builder /out/{binary} /usr/local/bin/{binary}"
-        )));
         assert!(last.contains(&format!("ENTRYPOINT [\"/usr/local/bin/{binary}\"]")));
     }
 }
@@ -222,6 +297,7 @@ fn k6_image_builds_the_pinned_k6_with_the_scripts() {
         all.iter().any(|i| i.starts_with("FROM golang:")),
         "golang builder"
     );
+    assert_binary_stages("graphfleet-k6", text, "k6");
     // Every COPY source outside a build stage exists in the repository and is not ignored.
     let ignore = read(&docker_dir().join("graphfleet-k6.Dockerfile.dockerignore"));
     let copies: Vec<String> = final_stage(text)
