@@ -53,7 +53,7 @@ struct SetServers {
     supergraph: PathBuf,
 }
 
-fn progress(msg: impl AsRef<str>) {
+pub fn progress(msg: impl AsRef<str>) {
     eprintln!(
         "[bench {}] {}",
         humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
@@ -95,7 +95,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     }
     Ok(Report {
         smoke: cfg.smoke,
-        system: system_info(cfg).await,
+        system: system_info(cfg).await.facts(),
         gateways: cfg
             .gateways
             .iter()
@@ -114,6 +114,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             })
             .collect(),
         scenarios,
+        timings: Vec::new(),
     })
 }
 
@@ -130,7 +131,7 @@ async fn run_scenario(
     let payload = dir.join("payload.json");
     let body = scenario.payload()?;
     std::fs::write(&payload, &body).context("writing the payload")?;
-    let expected = oracle(cfg, client, scenario, &body, &dir).await?;
+    let expected = oracle(cfg.server(), client, scenario, &body, &dir).await?;
     run.response_bytes = Some(expected.bytes);
     let mut servers = start_set(cfg, client, &scenario.set, &dir).await?;
     for (gateway, installed, _) in &cfg.gateways {
@@ -171,9 +172,26 @@ async fn run_scenario(
     Ok(())
 }
 
+/// How to start `graphfleet-subgraphs` on this machine.
+#[derive(Clone, Copy)]
+pub struct SubgraphServer<'a> {
+    pub bin: &'a Path,
+    /// taskset list (k6 and subgraph cores), when the gateway has cores of its own.
+    pub cpus: Option<&'a str>,
+}
+
+impl Config {
+    fn server(&self) -> SubgraphServer<'_> {
+        SubgraphServer {
+            bin: &self.subgraphs_bin,
+            cpus: self.placement.others.as_deref(),
+        }
+    }
+}
+
 /// Starts `graphfleet-subgraphs` on an ephemeral port and returns the child and its base URL.
 async fn start_server(
-    cfg: &Config,
+    server: SubgraphServer<'_>,
     set: &str,
     monolith: bool,
     log: &Path,
@@ -181,20 +199,20 @@ async fn start_server(
     let _ = std::fs::remove_file(log);
     let mut command = format!(
         "{} --set {} --listen 127.0.0.1:0",
-        process::sh_quote(&cfg.subgraphs_bin.to_string_lossy()),
+        process::sh_quote(&server.bin.to_string_lossy()),
         process::sh_quote(set)
     );
     if monolith {
         command.push_str(" --monolith");
     }
-    if cfg.placement.others.is_some() {
+    if server.cpus.is_some() {
         command.push_str(" --threads 1");
     }
     let mut child = process::spawn(&Launch {
         command,
         env: vec![],
         cwd: None,
-        cpus: cfg.placement.others.as_deref(),
+        cpus: server.cpus,
         cgroup: None,
         log,
     })?;
@@ -220,15 +238,15 @@ async fn start_server(
 }
 
 /// Asks the set's monolith for the scenario's answer and writes it for k6.
-async fn oracle(
-    cfg: &Config,
+pub async fn oracle(
+    server: SubgraphServer<'_>,
     client: &Client,
     scenario: &Scenario,
     body: &str,
     dir: &Path,
 ) -> anyhow::Result<Expected> {
     let (mut mono, base) =
-        start_server(cfg, &scenario.set, true, &dir.join("monolith.log")).await?;
+        start_server(server, &scenario.set, true, &dir.join("monolith.log")).await?;
     let answer = client
         .post_json(&format!("{base}/graphql"), Bytes::from(body.to_owned()))
         .await;
@@ -262,7 +280,8 @@ async fn start_set(
     set: &str,
     dir: &Path,
 ) -> anyhow::Result<SetServers> {
-    let (subgraphs, base) = start_server(cfg, set, false, &dir.join("subgraphs.log")).await?;
+    let (subgraphs, base) =
+        start_server(cfg.server(), set, false, &dir.join("subgraphs.log")).await?;
     let committed = match &cfg.supergraph {
         Some(file) => file.clone(),
         None => cfg
@@ -307,12 +326,24 @@ async fn conformance(
         .post_json(url, Bytes::from(body))
         .await
         .context("first request")?;
+    judge(status, &got, expected, dir, name)
+}
+
+/// The expected answer k6 should check `name`'s responses against, given its first answer
+/// (see [`conformance`]).
+pub fn judge(
+    status: u16,
+    got: &[u8],
+    expected: &Expected,
+    dir: &Path,
+    name: &str,
+) -> anyhow::Result<Expected> {
     let want = std::fs::read(&expected.file).context("reading the expected answer")?;
     if status == 200 && got[..] == want[..] {
         return Ok(expected.clone());
     }
     let snippet = || String::from_utf8_lossy(&got[..got.len().min(300)]).into_owned();
-    let answer: serde_json::Value = serde_json::from_slice(&got)
+    let answer: serde_json::Value = serde_json::from_slice(got)
         .with_context(|| format!("status {status}, not JSON: {}", snippet()))?;
     if status != 200 || answer.get("errors").is_some() {
         bail!("answered with status {status}: {}", snippet());
@@ -328,12 +359,12 @@ async fn conformance(
         expected.bytes
     ));
     let file = dir.join(format!("{name}-answer.json"));
-    std::fs::write(&file, &got).context("writing the gateway's answer")?;
-    let text = std::str::from_utf8(&got).context("the answer is not UTF-8")?;
+    std::fs::write(&file, got).context("writing the gateway's answer")?;
+    let text = std::str::from_utf8(got).context("the answer is not UTF-8")?;
     Ok(Expected {
         file,
         len_utf16: text.encode_utf16().count(),
-        sha256: Sha256::digest(&got)
+        sha256: Sha256::digest(got)
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect(),
@@ -541,44 +572,15 @@ async fn measure_running(
     }
     Ok(Measured {
         summary,
-        usage,
-        subgraph_requests,
+        usage: Some(usage),
+        subgraph_requests: Some(subgraph_requests),
         capacity,
     })
 }
 
-async fn output(program: &str, args: &[&str]) -> Option<String> {
-    let out = tokio::process::Command::new(program)
-        .args(args)
-        .output()
-        .await
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
-}
-
 async fn system_info(cfg: &Config) -> System {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let cpu = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name"))
-        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
-        .unwrap_or_else(|| "unknown".into());
-    let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let memory = meminfo
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        .map_or("unknown".into(), |kb| format!("{:.1} GiB", kb / 1048576.0));
-    let repo = cfg.repo.to_string_lossy().into_owned();
-    let commit = output("git", &["-C", &repo, "rev-parse", "HEAD"])
-        .await
-        .unwrap_or_else(|| "unknown".into());
-    let dirty = output("git", &["-C", &repo, "status", "--porcelain"])
-        .await
-        .is_some_and(|s| !s.is_empty());
-    let k6 = output(&cfg.k6.to_string_lossy(), &["version"])
+    let machine = crate::host::Machine::this();
+    let k6 = crate::host::output(&cfg.k6.to_string_lossy(), &["version"])
         .await
         .unwrap_or_else(|| "unknown".into());
     let probe = Cgroup::create("probe", cfg.placement.cpus);
@@ -591,17 +593,12 @@ async fn system_info(cfg: &Config) -> System {
     };
     drop(probe);
     System {
-        date: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
-        cpu,
-        cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
-        memory,
-        kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
-            .map_or("unknown".into(), |s| s.trim().to_owned()),
-        git_commit: if dirty {
-            format!("{commit} (working tree has uncommitted changes)")
-        } else {
-            commit
-        },
+        date: crate::host::now_rfc3339(),
+        cpu: machine.cpu,
+        cores: machine.cores,
+        memory: machine.memory,
+        kernel: machine.kernel,
+        git_commit: crate::host::git_commit(&cfg.repo).await,
         k6,
         placement: cfg.placement.describe(),
         cpu_limit: limit,

@@ -131,7 +131,8 @@ fn efficiency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
         .gateways
         .iter()
         .filter_map(|g| match &g.outcome {
-            Outcome::Measured(m) => Some((
+            // Gateways nobody sampled have no efficiency to draw (not a zero).
+            Outcome::Measured(m) if m.usage.is_some() => Some((
                 g.label.clone(),
                 m.per_core_second().unwrap_or(0.0),
                 m.per_gb_second().unwrap_or(0.0),

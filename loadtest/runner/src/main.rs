@@ -6,10 +6,15 @@ mod capacity;
 mod charts;
 mod compare;
 mod gateway;
+mod host;
 mod http;
+mod incluster;
 mod k6;
+mod kube_io;
+mod loadtests;
 mod paths;
 mod peers;
+mod podsample;
 mod process;
 mod report;
 mod results;
@@ -27,10 +32,31 @@ use crate::k6::Check;
 use crate::peers::Peer;
 
 /// Benchmarks GraphQL federation gateways side by side (open-model k6 load, CPU budget,
-/// /proc sampling) and writes REPORT.md with tables and SVG charts.
+/// /proc sampling) and writes REPORT.md with tables and SVG charts; with --in-cluster, as
+/// pods of the local cluster.
 #[derive(Parser)]
-#[command(name = "graphfleet-bench")]
+#[command(name = "graphfleet-bench", args_conflicts_with_subcommands = true)]
 struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Run every gateway, the subgraphs and k6 as pods of a cluster (gateway on the router
+    /// pool under --cpus as requests = limits, subgraphs on the subgraph pool, k6 as a Job
+    /// on the client pool) instead of as processes on this machine.
+    #[arg(long)]
+    in_cluster: bool,
+    /// Kubeconfig of the cluster (--in-cluster; default: KUBECONFIG, ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// Namespace for the --in-cluster objects (created when missing).
+    #[arg(long, default_value = "graphfleet-bench")]
+    namespace: String,
+    /// Memory of the gateway pod (--in-cluster; requests = limits).
+    #[arg(long, default_value = "1Gi")]
+    memory: String,
+    /// Tag of the graphfleet gateway, subgraphs and k6 images (--in-cluster; built and
+    /// imported by scripts/cluster.sh images).
+    #[arg(long, default_value = env!("CARGO_PKG_VERSION"))]
+    image_tag: String,
     /// Gateways to measure: built-ins (graphfleet, hive-router, apollo-router, hive-gateway,
     /// apollo-gateway) or names defined with --gateway-command. Default: graphfleet.
     #[arg(long = "gateway", value_name = "NAME")]
@@ -107,6 +133,49 @@ struct Cli {
     start_timeout: u64,
 }
 
+#[derive(clap::Subcommand)]
+enum Command {
+    /// REPORT.md and charts from LoadTests the operator ran (`kubectl get loadtest X -o
+    /// json`), with the gateway pods' CPU and memory from `sample-pods` files.
+    Report {
+        /// A LoadTest, or a List of them, as JSON (repeatable).
+        #[arg(long = "loadtest", value_name = "FILE", required = true)]
+        loadtests: Vec<PathBuf>,
+        /// A `sample-pods` file; each LoadTest takes the samples inside its start and
+        /// completion time (repeatable).
+        #[arg(long = "resources", value_name = "FILE")]
+        resources: Vec<PathBuf>,
+        /// `what: value` lines to end the report with (a Timings table).
+        #[arg(long, value_name = "FILE")]
+        timings: Option<PathBuf>,
+        #[arg(long, default_value = "loadtest/results/latest")]
+        out: PathBuf,
+        /// The repository root (scenario descriptions, git commit).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+    },
+    /// Samples the CPU (cpuacct) and memory (working set) of pods from their cgroups on this
+    /// machine, every 100 ms for --seconds, re-listing the pods every second (a rollout's
+    /// new pods are followed), and writes them with wall-clock timestamps for `report`.
+    SamplePods {
+        #[arg(long, value_name = "FILE")]
+        kubeconfig: Option<PathBuf>,
+        #[arg(long, short = 'n', default_value = "default")]
+        namespace: String,
+        /// Label selector of the pods, e.g. app.kubernetes.io/instance=fed.
+        #[arg(long, short = 'l')]
+        selector: String,
+        /// How long to sample.
+        #[arg(long)]
+        seconds: u64,
+        /// Milliseconds between samples.
+        #[arg(long, default_value_t = 100)]
+        interval_ms: u64,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
 fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
     values
         .iter()
@@ -165,6 +234,14 @@ async fn resolve_gateways(
                     env!("CARGO_PKG_VERSION").to_owned(),
                 )
             }
+            Kind::Peer(peer @ (Peer::HiveGateway | Peer::ApolloGateway)) if cli.in_cluster => {
+                // Not imaged (no Node.js runtime in the local images): nothing to install.
+                let version = versions
+                    .iter()
+                    .find(|(n, _)| n == peer.name())
+                    .map_or_else(|| peer.default_version().to_owned(), |(_, v)| v.clone());
+                (Ok(None), version)
+            }
             Kind::Peer(peer) => {
                 let version = versions
                     .iter()
@@ -210,6 +287,43 @@ fn absolute(flag: &str, path: Option<&PathBuf>) -> anyhow::Result<Option<PathBuf
 }
 
 async fn run(mut cli: Cli) -> anyhow::Result<()> {
+    match cli.command.take() {
+        Some(Command::Report {
+            loadtests,
+            resources,
+            timings,
+            out,
+            repo,
+        }) => {
+            return loadtests::run(&loadtests::ReportOptions {
+                loadtests,
+                resources,
+                timings,
+                out,
+                repo,
+            })
+            .await;
+        }
+        Some(Command::SamplePods {
+            kubeconfig,
+            namespace,
+            selector,
+            seconds,
+            interval_ms,
+            out,
+        }) => {
+            return podsample::sample_pods(&podsample::SampleOptions {
+                kubeconfig,
+                namespace,
+                selector,
+                seconds: seconds.max(1),
+                interval: Duration::from_millis(interval_ms.clamp(10, 10_000)),
+                out,
+            })
+            .await;
+        }
+        None => {}
+    }
     cli.k6 = absolute("--k6", cli.k6.as_ref())?;
     cli.subgraphs_bin = absolute("--subgraphs-bin", cli.subgraphs_bin.as_ref())?;
     cli.gateway_bin = absolute("--gateway-bin", cli.gateway_bin.as_ref())?;
@@ -220,7 +334,6 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         std::env::current_dir().context("cwd")?.join(&cli.out)
     };
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    let k6 = paths::k6(cli.k6.as_deref(), &repo)?;
     let all = scenario::discover(&repo.join("loadtest/sets"))?;
     let scenarios = scenario::select(all, &cli.scenarios)?;
     cli.supergraph = absolute("--supergraph", cli.supergraph.as_ref())?;
@@ -237,12 +350,47 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     if cli.duration == 0 {
         bail!("--duration must be at least 1 second");
     }
-    let placement = process::Placement::new(cli.cpus)?;
+    if !(cli.cpus.is_finite() && cli.cpus > 0.0) {
+        bail!(
+            "--cpus must be a positive number of cores, got {}",
+            cli.cpus
+        );
+    }
     let subgraphs_bin = match &cli.subgraphs_bin {
         Some(p) => p.clone(),
         None => paths::release_binary(&repo, "graphfleet-loadtest", "graphfleet-subgraphs")?,
     };
     let gateways = resolve_gateways(&cli, &repo).await?;
+    if cli.in_cluster {
+        if cli.smoke || cli.capacity {
+            bail!("--in-cluster measures at one rate: --smoke and --capacity are host-mode only");
+        }
+        let kubeconfig = absolute("--kubeconfig", cli.kubeconfig.as_ref())?;
+        let cfg = incluster::Config {
+            repo,
+            out: out.clone(),
+            subgraphs_bin,
+            gateways,
+            scenarios,
+            duration_s: cli.duration,
+            warmup_s: cli.warmup,
+            rate: cli.rate,
+            check: cli.check,
+            cpus: cli.cpus,
+            memory: cli.memory.clone(),
+            start_timeout: Duration::from_secs(cli.start_timeout.max(1)),
+            supergraph: cli.supergraph.clone(),
+            kubeconfig,
+            namespace: cli.namespace.clone(),
+            images: incluster::objects::Images::defaults(&cli.image_tag),
+        };
+        let report = incluster::run(&cfg).await?;
+        report::write(&report, &out)?;
+        eprintln!("[bench] report: {}", out.join("REPORT.md").display());
+        return Ok(());
+    }
+    let k6 = paths::k6(cli.k6.as_deref(), &repo)?;
+    let placement = process::Placement::new(cli.cpus)?;
     let (duration_s, warmup_s, rate, check) = if cli.smoke {
         (cli.duration.min(3), 0, cli.rate, Check::Full)
     } else {

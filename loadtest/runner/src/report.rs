@@ -78,6 +78,7 @@ fn measured(g: &GatewayRun) -> Option<&Measured> {
 fn missing(g: &GatewayRun) -> &'static str {
     match g.outcome {
         Outcome::NotInstalled { .. } => "not installed",
+        Outcome::Unavailable { .. } => "not available",
         _ => "errors",
     }
 }
@@ -134,7 +135,11 @@ fn resource_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
     let mut rows: Vec<Vec<String>> = ok
         .iter()
         .map(|(g, m)| {
-            let u = &m.usage;
+            let Some(u) = &m.usage else {
+                let mut row = vec![g.label.clone()];
+                row.extend(std::iter::repeat_n("not sampled".to_owned(), 6));
+                return row;
+            };
             let clean = m.summary.failures == 0;
             let rate = |x: Option<f64>| match x {
                 Some(v) if clean => f1(v),
@@ -170,11 +175,10 @@ fn request_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
                 m.summary.failures.to_string(),
                 m.summary.dropped_iterations.to_string(),
                 format!("{:.1}", m.summary.achieved_rate.unwrap_or(0.0)),
-                format!(
-                    "{} ({})",
-                    sig3(m.subgraph_per_request()),
-                    m.subgraph_requests
-                ),
+                match (m.subgraph_per_request(), m.subgraph_requests) {
+                    (Some(per), Some(total)) => format!("{} ({total})", sig3(per)),
+                    _ => "not counted".to_owned(),
+                },
             ],
             None => {
                 let mut row = vec![g.label.clone()];
@@ -305,7 +309,10 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
         );
     }
     for g in &s.gateways {
-        if let Outcome::NotInstalled { error } | Outcome::Failed { error } = &g.outcome {
+        if let Outcome::NotInstalled { error }
+        | Outcome::Failed { error }
+        | Outcome::Unavailable { error } = &g.outcome
+        {
             let first = error.lines().next().unwrap_or_default();
             let _ = writeln!(out, "\n- {}: {}", g.label, first);
         }
@@ -314,23 +321,12 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
 }
 
 pub fn markdown(report: &Report) -> String {
-    let sys = &report.system;
     let mut out = String::new();
     let _ = writeln!(out, "# System Information\n");
-    for (k, v) in [
-        ("Date", &sys.date),
-        ("CPU", &sys.cpu),
-        ("Memory", &sys.memory),
-        ("Linux Version", &sys.kernel),
-        ("Git Commit", &sys.git_commit),
-        ("k6", &sys.k6),
-        ("Gateway CPU budget", &sys.cpu_limit),
-        ("Placement", &sys.placement),
-    ] {
+    for (k, v) in &report.system {
         let _ = writeln!(out, "- {k}: {v}");
     }
-    let _ = writeln!(out, "- Cores: {}\n", sys.cores);
-    let _ = writeln!(out, "# Gateways\n");
+    let _ = writeln!(out, "\n# Gateways\n");
     for g in &report.gateways {
         let _ = writeln!(
             out,
@@ -341,6 +337,16 @@ pub fn markdown(report: &Report) -> String {
     out.push('\n');
     for s in &report.scenarios {
         scenario_section(&mut out, s, report.smoke);
+    }
+    if !report.timings.is_empty() {
+        let _ = writeln!(out, "# Timings\n");
+        let rows: Vec<Vec<String>> = report
+            .timings
+            .iter()
+            .map(|(what, value)| vec![what.clone(), value.clone()])
+            .collect();
+        out.push_str(&table(&["What", "Took"], &[false, true], &rows));
+        out.push('\n');
     }
     out
 }

@@ -9,30 +9,34 @@ use crate::sampler::Usage;
 #[derive(Debug, Clone, Serialize)]
 pub struct Measured {
     pub summary: Summary,
-    pub usage: Usage,
-    /// Subgraph requests the gateway made during the measured run.
-    pub subgraph_requests: u64,
+    /// CPU and memory of the gateway during the measured run; None when nobody sampled it
+    /// (a LoadTest reported without a resources file).
+    pub usage: Option<Usage>,
+    /// Subgraph requests the gateway made during the measured run; None when not counted
+    /// (LoadTests: the operator does not read the subgraphs' counters).
+    pub subgraph_requests: Option<u64>,
     pub capacity: Option<Capacity>,
 }
 
 impl Measured {
     /// Requests per CPU-second the gateway used.
     pub fn per_core_second(&self) -> Option<f64> {
-        (self.usage.cpu_seconds > 0.0)
-            .then(|| self.summary.requests as f64 / self.usage.cpu_seconds)
+        let cpu = self.usage?.cpu_seconds;
+        (cpu > 0.0).then(|| self.summary.requests as f64 / cpu)
     }
 
     /// Requests per GB-second of average resident memory.
     pub fn per_gb_second(&self) -> Option<f64> {
-        let gb_s = self.usage.mem_avg / 1e9 * self.summary.duration_s;
+        let gb_s = self.usage?.mem_avg / 1e9 * self.summary.duration_s;
         (gb_s > 0.0).then(|| self.summary.requests as f64 / gb_s)
     }
 
-    pub fn subgraph_per_request(&self) -> f64 {
+    pub fn subgraph_per_request(&self) -> Option<f64> {
+        let total = self.subgraph_requests?;
         if self.summary.requests == 0 {
-            return 0.0;
+            return Some(0.0);
         }
-        self.subgraph_requests as f64 / self.summary.requests as f64
+        Some(total as f64 / self.summary.requests as f64)
     }
 }
 
@@ -46,6 +50,10 @@ pub enum Outcome {
     },
     /// It was installed but the run failed (did not start, k6 failed, ...).
     Failed {
+        error: String,
+    },
+    /// It cannot run in this mode (e.g. a Node.js peer in the cluster).
+    Unavailable {
         error: String,
     },
 }
@@ -71,6 +79,8 @@ pub struct ScenarioRun {
     pub gateways: Vec<GatewayRun>,
 }
 
+/// What the host mode knows about the machine; [`System::facts`] turns it into the report's
+/// "System Information" lines.
 #[derive(Debug, Clone, Serialize)]
 pub struct System {
     pub date: String,
@@ -84,6 +94,25 @@ pub struct System {
     pub cpu_limit: String,
 }
 
+impl System {
+    pub fn facts(&self) -> Vec<(String, String)> {
+        [
+            ("Date", &self.date),
+            ("CPU", &self.cpu),
+            ("Memory", &self.memory),
+            ("Linux Version", &self.kernel),
+            ("Git Commit", &self.git_commit),
+            ("k6", &self.k6),
+            ("Gateway CPU budget", &self.cpu_limit),
+            ("Placement", &self.placement),
+            ("Cores", &self.cores.to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.clone()))
+        .collect()
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct GatewayInfo {
     pub name: String,
@@ -95,9 +124,13 @@ pub struct GatewayInfo {
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub smoke: bool,
-    pub system: System,
+    /// "System Information": ordered (name, value) lines; each mode says what it knows.
+    pub system: Vec<(String, String)>,
     pub gateways: Vec<GatewayInfo>,
     pub scenarios: Vec<ScenarioRun>,
+    /// A closing "Timings" section of (what, how long) lines, e.g. from scripts/run.sh.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timings: Vec<(String, String)>,
 }
 
 impl Report {
@@ -120,7 +153,9 @@ impl Report {
                             ));
                         }
                     }
-                    Outcome::NotInstalled { error } | Outcome::Failed { error } => {
+                    Outcome::NotInstalled { error }
+                    | Outcome::Failed { error }
+                    | Outcome::Unavailable { error } => {
                         out.push(format!("{} / {}: {error}", s.name, g.gateway));
                     }
                 }

@@ -1,0 +1,594 @@
+//! `graphfleet-bench report`: the same REPORT.md tables and charts from LoadTests the
+//! operator ran in a cluster (`kubectl get loadtest X -o json`), with the gateway pods'
+//! CPU and memory from `sample-pods` files cut to each LoadTest's window.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
+use kube::ResourceExt;
+
+use crate::k6::{Latency, Summary};
+use crate::podsample::Resources;
+use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun};
+use crate::scenario::Scenario;
+
+/// LoadTests from one file: a LoadTest, or a List of them (`kubectl get loadtests -o json`).
+pub fn parse(text: &str) -> anyhow::Result<Vec<LoadTest>> {
+    let value: serde_json::Value = serde_json::from_str(text).context("not JSON")?;
+    let items = match value.get("kind").and_then(|k| k.as_str()) {
+        Some("LoadTest") => vec![value],
+        Some(kind) if kind.ends_with("List") => value["items"]
+            .as_array()
+            .cloned()
+            .context("a List without items")?,
+        other => bail!("expected a LoadTest or a List of LoadTests, got kind {other:?}"),
+    };
+    items
+        .into_iter()
+        .map(|item| serde_json::from_value(item).context("not a graphfleet.dev LoadTest"))
+        .collect()
+}
+
+pub fn read(path: &Path) -> anyhow::Result<Vec<LoadTest>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    parse(&text).with_context(|| format!("{}", path.display()))
+}
+
+/// `what: value` lines (scripts/run.sh's timings.txt); other lines are ignored.
+pub fn parse_timings(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter_map(|l| {
+            let (what, value) = l.split_once(": ")?;
+            let (what, value) = (what.trim(), value.trim());
+            (!what.is_empty() && !value.is_empty()).then(|| (what.to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+/// Seconds of a LoadTest duration (`30s`, `5m`, `1h30m`, `500ms`).
+fn duration_s(spec: &str) -> Option<f64> {
+    humantime::parse_duration(spec)
+        .ok()
+        .map(|d| d.as_secs_f64())
+}
+
+fn unix(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> f64 {
+    t.0.as_millisecond() as f64 / 1000.0
+}
+
+/// What the LoadTest loaded: the GraphGateway's name, else the URL's host.
+fn target(lt: &LoadTest) -> String {
+    let t = &lt.spec.target;
+    if let Some(gw) = &t.gateway_ref {
+        return gw.name.clone();
+    }
+    let url = t.url.as_deref().unwrap_or("?");
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    rest.split(['/', '?', '#'])
+        .next()
+        .unwrap_or(rest)
+        .to_owned()
+}
+
+fn target_url(lt: &LoadTest) -> String {
+    graphfleet_operator::loadtest::target_url(lt).unwrap_or_else(|e| e.to_string())
+}
+
+fn label(lt: &LoadTest) -> String {
+    let (target, name) = (target(lt), lt.name_any());
+    if target == name {
+        name
+    } else {
+        format!("{target} ({name})")
+    }
+}
+
+fn phase(lt: &LoadTest) -> LoadTestPhase {
+    lt.status
+        .as_ref()
+        .and_then(|s| s.phase)
+        .unwrap_or(LoadTestPhase::Pending)
+}
+
+/// The run of one LoadTest, with its pods' resources when a file covers its window.
+fn gateway_run(lt: &LoadTest, resources: &[Resources]) -> GatewayRun {
+    let label = label(lt);
+    let status = lt.status.clone().unwrap_or_default();
+    let outcome = match (phase(lt), &status.results) {
+        (LoadTestPhase::Succeeded, Some(r)) => {
+            let planned = duration_s(&lt.spec.duration).unwrap_or(0.0);
+            let l = &r.latency_ms;
+            let summary = Summary {
+                target_rate: Some(f64::from(lt.spec.rate)),
+                duration_s: planned,
+                requests: r.requests,
+                ok: r.requests.saturating_sub(r.failures),
+                failures: r.failures,
+                dropped_iterations: r.dropped_iterations,
+                achieved_rate: Some(r.achieved_rate),
+                latency_ms: Some(Latency {
+                    min: l.min,
+                    med: l.med,
+                    // The status keeps no mean.
+                    avg: f64::NAN,
+                    p90: l.p90,
+                    p95: l.p95,
+                    p99: l.p99,
+                    max: l.max,
+                }),
+                scheduled_latency_ms: None,
+            };
+            let usage = match (&status.start_time, &status.completion_time) {
+                (Some(start), Some(end)) => resources
+                    .iter()
+                    .filter(|res| res.namespace == gateway_namespace(lt))
+                    .find_map(|res| crate::podsample::usage_in(&res.ticks, unix(start), unix(end))),
+                _ => None,
+            };
+            Outcome::Measured(Box::new(Measured {
+                summary,
+                usage,
+                subgraph_requests: None,
+                capacity: None,
+            }))
+        }
+        (LoadTestPhase::Succeeded, None) => Outcome::Failed {
+            error: "the LoadTest succeeded but its status has no results".into(),
+        },
+        (LoadTestPhase::Failed, _) => Outcome::Failed {
+            error: format!(
+                "LoadTest failed: {}",
+                status.message.as_deref().unwrap_or("no message")
+            ),
+        },
+        (p, _) => Outcome::Failed {
+            error: format!("LoadTest not finished (phase {p:?})"),
+        },
+    };
+    GatewayRun {
+        gateway: lt.name_any(),
+        label,
+        outcome,
+    }
+}
+
+/// Namespace of the target gateway's pods (where sample-pods should have looked).
+fn gateway_namespace(lt: &LoadTest) -> String {
+    lt.spec
+        .target
+        .gateway_ref
+        .as_ref()
+        .and_then(|g| g.namespace.clone())
+        .or_else(|| lt.namespace())
+        .unwrap_or_else(|| "default".into())
+}
+
+/// Scenario name, set and description of a LoadTest (built-in scenarios are the runner's).
+fn scenario_of<'a>(lt: &LoadTest, known: &'a [Scenario]) -> (String, Option<&'a Scenario>) {
+    match &lt.spec.scenario {
+        Some(name) => (name.clone(), known.iter().find(|s| &s.name == name)),
+        None => ("script".into(), None),
+    }
+}
+
+/// A filesystem- and heading-friendly name.
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Builds the report: one section per (scenario, rate, duration), one row per LoadTest.
+pub fn report(
+    loadtests: &[LoadTest],
+    resources: &[Resources],
+    known: &[Scenario],
+    timings: Vec<(String, String)>,
+    git_commit: &str,
+) -> Report {
+    type Key = (String, i32, String);
+    let mut groups: Vec<(Key, Vec<&LoadTest>)> = Vec::new();
+    for lt in loadtests {
+        let key = (
+            scenario_of(lt, known).0,
+            lt.spec.rate,
+            lt.spec.duration.clone(),
+        );
+        match groups.iter_mut().find(|(k, _)| k == &key) {
+            Some((_, v)) => v.push(lt),
+            None => groups.push((key, vec![lt])),
+        }
+    }
+    let mut per_name: BTreeMap<String, usize> = BTreeMap::new();
+    for ((name, _, _), _) in &groups {
+        *per_name.entry(name.clone()).or_default() += 1;
+    }
+    let scenarios = groups
+        .iter()
+        .map(|((name, rate, duration), lts)| {
+            let (_, scenario) = scenario_of(lts[0], known);
+            let section = if per_name[name] > 1 {
+                slug(&format!("{name}-{rate}rps-{duration}"))
+            } else {
+                slug(name)
+            };
+            let mut description = scenario.map_or_else(
+                || match name.as_str() {
+                    "script" => "A LoadTest with its own k6 script.".to_owned(),
+                    other => format!("Scenario `{other}`."),
+                },
+                |s| s.description.clone(),
+            );
+            description.push_str(
+                "\n\nFrom LoadTest status (the operator's k6 Jobs on the client pool). The status keeps one latency trend, counted from each request's scheduled start when k6 recorded it (open model, no coordinated omission), so Min…Max already include queueing and there is no separate \"P99 from schedule\".",
+            );
+            let max_parallel = lts.iter().map(|l| l.spec.parallelism).max().unwrap_or(1);
+            if max_parallel > 1 {
+                description.push_str(&format!(
+                    " With {max_parallel} k6 segments, P90…Max are the worst segment's (an upper bound) and the median is the segments' request-weighted mean."
+                ));
+            }
+            description.push_str(&resources_note(lts, resources));
+            ScenarioRun {
+                name: section,
+                set: scenario.map_or_else(|| "-".into(), |s| s.set.clone()),
+                description,
+                rate: u32::try_from(*rate).unwrap_or(0),
+                duration_s: duration_s(duration).map_or(0, |d| d.round() as u32),
+                response_bytes: None,
+                error: None,
+                gateways: lts.iter().map(|lt| gateway_run(lt, resources)).collect(),
+            }
+        })
+        .collect();
+    Report {
+        smoke: false,
+        system: system(loadtests, resources, git_commit),
+        gateways: loadtests.iter().map(info).collect(),
+        scenarios,
+        timings,
+    }
+}
+
+fn resources_note(lts: &[&LoadTest], resources: &[Resources]) -> String {
+    let sampled: Vec<String> = lts
+        .iter()
+        .filter_map(|lt| {
+            let s = lt.status.as_ref()?;
+            let (start, end) = (
+                unix(s.start_time.as_ref()?),
+                unix(s.completion_time.as_ref()?),
+            );
+            let res = resources
+                .iter()
+                .filter(|r| r.namespace == gateway_namespace(lt))
+                .find(|r| crate::podsample::usage_in(&r.ticks, start, end).is_some())?;
+            let covered = crate::podsample::window(&res.ticks, start, end);
+            let secs = covered.last()?.at - covered.first()?.at;
+            Some(format!(
+                "{} over {secs:.0} of its {:.0} s (pods `{}`)",
+                lt.name_any(),
+                end - start,
+                res.selector
+            ))
+        })
+        .collect();
+    if sampled.is_empty() {
+        if resources.is_empty() {
+            String::new()
+        } else {
+            " No resources file covers these LoadTests' windows.".into()
+        }
+    } else {
+        format!(
+            " Resources: the gateway pods' cgroups sampled every 100 ms from the LoadTest's start to its completion (k6 start-up and the operator noticing the end included, so CPU avg is slightly diluted; requests/core.s is not): {}.",
+            sampled.join("; ")
+        )
+    }
+}
+
+fn info(lt: &LoadTest) -> GatewayInfo {
+    let s = &lt.spec;
+    let st = lt.status.clone().unwrap_or_default();
+    let when = match (&st.start_time, &st.completion_time) {
+        (Some(a), Some(b)) => format!(", {} → {}", a.0, b.0),
+        (Some(a), None) => format!(", started {}", a.0),
+        _ => String::new(),
+    };
+    GatewayInfo {
+        name: format!(
+            "{}/{}",
+            lt.namespace().unwrap_or_else(|| "default".into()),
+            lt.name_any()
+        ),
+        label: label(lt),
+        version: format!("LoadTest {:?}", phase(lt)),
+        status: format!(
+            "`{}`, {} req/s for {}, {} k6 segment(s){when}",
+            target_url(lt),
+            s.rate,
+            s.duration,
+            s.parallelism
+        ),
+    }
+}
+
+fn system(
+    loadtests: &[LoadTest],
+    resources: &[Resources],
+    git_commit: &str,
+) -> Vec<(String, String)> {
+    let mut facts = vec![(
+        "Source".to_owned(),
+        "LoadTest status written by the graphfleet operator (k6 Jobs in the cluster)".to_owned(),
+    )];
+    let latest = loadtests
+        .iter()
+        .filter_map(|lt| lt.status.as_ref()?.completion_time.clone())
+        .max_by(|a, b| a.0.cmp(&b.0));
+    if let Some(t) = latest {
+        facts.push(("Date".into(), t.0.to_string()));
+    }
+    if let Some(res) = resources.first() {
+        let m = &res.machine;
+        facts.push(("CPU".into(), m.cpu.clone()));
+        facts.push(("Memory".into(), m.memory.clone()));
+        facts.push(("Linux Version".into(), m.kernel.clone()));
+        facts.push(("Cores".into(), m.cores.to_string()));
+        if !res.node_cpus.is_empty() {
+            let cpus: Vec<String> = res
+                .node_cpus
+                .iter()
+                .map(|(node, cpus)| format!("{node} on CPU {cpus}"))
+                .collect();
+            facts.push(("Placement".into(), cpus.join(", ")));
+        }
+        facts.push((
+            "Resources".into(),
+            format!(
+                "pod cgroups read on the node every {} ms: CPU from cpuacct, memory as {}",
+                res.interval_ms, res.memory_metric
+            ),
+        ));
+    } else {
+        facts.push((
+            "Resources".into(),
+            "not sampled (pass --resources FILE from `graphfleet-bench sample-pods`)".into(),
+        ));
+    }
+    facts.push(("Git Commit".into(), git_commit.to_owned()));
+    facts
+}
+
+/// Options of `graphfleet-bench report`.
+pub struct ReportOptions {
+    pub loadtests: Vec<PathBuf>,
+    pub resources: Vec<PathBuf>,
+    pub timings: Option<PathBuf>,
+    pub out: PathBuf,
+    pub repo: Option<PathBuf>,
+}
+
+pub async fn run(opts: &ReportOptions) -> anyhow::Result<()> {
+    if opts.loadtests.is_empty() {
+        bail!("report needs at least one --loadtest FILE (kubectl get loadtest NAME -o json)");
+    }
+    let mut loadtests = Vec::new();
+    for f in &opts.loadtests {
+        loadtests.extend(read(f)?);
+    }
+    let resources = opts
+        .resources
+        .iter()
+        .map(|f| Resources::read(f))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let timings = match &opts.timings {
+        Some(f) => parse_timings(
+            &std::fs::read_to_string(f).with_context(|| format!("reading {}", f.display()))?,
+        ),
+        None => Vec::new(),
+    };
+    // Descriptions of the built-in scenarios, when the checkout is at hand.
+    let repo = crate::paths::repo_root(opts.repo.as_deref()).ok();
+    let known = repo
+        .as_ref()
+        .and_then(|r| crate::scenario::discover(&r.join("loadtest/sets")).ok())
+        .unwrap_or_default();
+    let commit = match &repo {
+        Some(r) => crate::host::git_commit(r).await,
+        None => "unknown".into(),
+    };
+    let report = report(&loadtests, &resources, &known, timings, &commit);
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("creating {}", opts.out.display()))?;
+    crate::report::write(&report, &opts.out)?;
+    eprintln!("[bench] report: {}", opts.out.join("REPORT.md").display());
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::podsample::Tick;
+
+    const QUERY: &str = include_str!("../fixtures/loadtest-fed-query.json");
+    const LIST: &str = include_str!("../fixtures/loadtests-list.json");
+
+    fn known() -> Vec<Scenario> {
+        crate::scenario::discover(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../sets"))
+            .expect("scenarios")
+    }
+
+    /// Ticks every 100 ms over `[from, to]`: `cores` busy, memory `mib` MiB.
+    fn resources(from: f64, to: f64, cores: f64, mib: u64) -> Resources {
+        let n = ((to - from) * 10.0).round() as usize;
+        Resources {
+            namespace: "graphfleet-demo".into(),
+            selector: "app.kubernetes.io/instance=fed".into(),
+            machine: crate::host::Machine {
+                cpu: "Test CPU".into(),
+                cores: 2,
+                memory: "8.0 GiB".into(),
+                kernel: "6.1.0".into(),
+            },
+            interval_ms: 100,
+            memory_metric: crate::podsample::MEMORY_METRIC.into(),
+            node_cpus: BTreeMap::from([("router-0".into(), "0".into())]),
+            pods: vec![],
+            ticks: (0..=n)
+                .map(|i| Tick {
+                    at: from + i as f64 * 0.1,
+                    cpu_s: i as f64 * 0.1 * cores,
+                    mem: mib * 1024 * 1024,
+                    pods: 1,
+                })
+                .collect(),
+        }
+    }
+
+    fn rows<'a>(md: &'a str, section: &str, table: &str) -> Vec<&'a str> {
+        let s = &md[md.find(&format!("# {section}\n")).expect(section)..];
+        let t = &s[s.find(&format!("## {table}")).expect(table)..];
+        t.lines()
+            .skip_while(|l| !l.starts_with('|'))
+            .take_while(|l| l.starts_with('|'))
+            .skip(2)
+            .collect()
+    }
+
+    #[test]
+    fn a_loadtest_status_becomes_the_report_tables() {
+        let lts = parse(QUERY).expect("parse");
+        assert_eq!(lts.len(), 1);
+        // fed-query ran 2025-11-23T21:00:00Z → 21:00:35Z; the sampler covered it.
+        let start = 1_763_931_600.0;
+        let res = resources(start - 5.0, start + 40.0, 0.5, 40);
+        let report = report(
+            &lts,
+            &[res],
+            &known(),
+            vec![("helm install → operator Available".into(), "12 s".into())],
+            "abc123",
+        );
+        let md = crate::report::markdown(&report);
+        assert!(md.starts_with("# System Information\n"), "{md}");
+        assert!(md.contains("- Source: LoadTest status"), "{md}");
+        assert!(md.contains("- Placement: router-0 on CPU 0"), "{md}");
+        assert!(md.contains("- Git Commit: abc123"), "{md}");
+        assert!(md.contains("Set `fed`. k6 runs an open model (constant-arrival-rate) at 100 requests/s for 30 s."), "{md}");
+        let lat = rows(&md, "query", "Latencies (ms)");
+        assert_eq!(
+            lat,
+            ["| fed (fed-query) | 1.9 | 3.1 | 4.2 | 5.0 | 8.8 | 21.4 |                 - |"]
+        );
+        let res_rows = rows(&md, "query", "Resources");
+        assert_eq!(res_rows.len(), 1);
+        let cells: Vec<&str> = res_rows[0].split('|').map(str::trim).collect();
+        assert_eq!(cells[1], "fed (fed-query)");
+        assert_eq!(cells[2], "50% ±0%", "{}", res_rows[0]);
+        assert_eq!(cells[5], "40 MiB");
+        // 3000 requests / (35 s × 0.5 cores)
+        assert_eq!(cells[6], "171.4", "{}", res_rows[0]);
+        let req = rows(&md, "query", "Requests");
+        assert_eq!(
+            req,
+            [
+                "| fed (fed-query) |     3000 |        0 |       0 |          100.0 |               not counted |"
+            ]
+        );
+        assert!(md.contains("# Timings\n"), "{md}");
+        assert!(
+            md.contains("| helm install → operator Available | 12 s |"),
+            "{md}"
+        );
+        let g = &report.gateways[0];
+        assert_eq!(g.name, "graphfleet-demo/fed-query");
+        assert!(
+            g.status
+                .contains("`http://fed.graphfleet-demo.svc:80/graphql`, 100 req/s for 30s"),
+            "{}",
+            g.status
+        );
+    }
+
+    #[test]
+    fn without_resources_the_rows_say_not_sampled() {
+        let lts = parse(QUERY).expect("parse");
+        let md = crate::report::markdown(&report(&lts, &[], &known(), vec![], "x"));
+        let r = rows(&md, "query", "Resources");
+        assert!(r[0].contains("not sampled"), "{r:?}");
+        assert!(md.contains("- Resources: not sampled"), "{md}");
+        // A resources file from another time covers nothing.
+        let other = resources(1_000.0, 1_100.0, 1.0, 10);
+        let md = crate::report::markdown(&report(&lts, &[other], &known(), vec![], "x"));
+        assert!(rows(&md, "query", "Resources")[0].contains("not sampled"));
+        assert!(md.contains("No resources file covers"), "{md}");
+    }
+
+    #[test]
+    fn a_list_groups_by_scenario_rate_and_duration_and_reports_failures() {
+        let lts = parse(LIST).expect("parse");
+        assert_eq!(lts.len(), 3);
+        let report = report(&lts, &[], &known(), vec![], "x");
+        // fed-query and fed-query-rollout differ in duration; the failed one is with its twin.
+        let names: Vec<&str> = report.scenarios.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["query-100rps-30s", "query-100rps-60s"]);
+        let rollout = &report.scenarios[1];
+        assert_eq!(rollout.gateways.len(), 2);
+        assert!(matches!(rollout.gateways[0].outcome, Outcome::Measured(_)));
+        match &rollout.gateways[1].outcome {
+            Outcome::Failed { error } => {
+                assert!(error.contains("k6 exited with code 99"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+        let md = crate::report::markdown(&report);
+        let lat = rows(&md, "query-100rps-60s", "Latencies (ms)");
+        assert!(
+            lat[1].starts_with("| other-gw (broken) ") && lat[1].contains("errors"),
+            "{lat:?}"
+        );
+        // Parallelism 2 explains its percentiles.
+        assert!(
+            rollout.description.contains("worst segment"),
+            "{}",
+            rollout.description
+        );
+        let dir = std::env::temp_dir().join(format!("graphfleet-bench-lt-{}", std::process::id()));
+        crate::report::write(&report, &dir).expect("write");
+        let svg = std::fs::read_to_string(dir.join("charts/query-100rps-60s-latency.svg"))
+            .expect("chart");
+        assert!(
+            svg.contains("fed (fed-query-rollout)"),
+            "latency chart legend"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_loadtest() {
+        let err = parse(r#"{"kind":"Pod","apiVersion":"v1"}"#).expect_err("pod");
+        assert!(err.to_string().contains("kind Some(\"Pod\")"), "{err}");
+        assert!(parse("nope").is_err());
+    }
+
+    #[test]
+    fn durations_and_timings() {
+        assert_eq!(duration_s("30s"), Some(30.0));
+        assert_eq!(duration_s("1h30m"), Some(5400.0));
+        assert_eq!(duration_s("500ms"), Some(0.5));
+        assert_eq!(
+            parse_timings("images built and imported: 41 s\nnoise\nx: \n"),
+            [("images built and imported".to_owned(), "41 s".to_owned())]
+        );
+    }
+}
