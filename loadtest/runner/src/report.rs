@@ -249,9 +249,18 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
         &[false, true, true, true, true, true, true, true],
         &latency_rows(s),
     ));
+    let scheduled = s
+        .gateways
+        .iter()
+        .any(|g| measured(g).is_some_and(|m| m.summary.scheduled_latency_ms.is_some()));
     let _ = writeln!(
         out,
-        "\n\"P99 from schedule\" counts from the moment the open model scheduled each request so queueing in a gateway that falls behind is not hidden (coordinated omission); it has millisecond resolution and is an upper bound when k6 dropped iterations. `*` marks runs with failures.\n"
+        "\n{}",
+        if scheduled {
+            "\"P99 from schedule\" counts from the moment the open model scheduled each request so queueing in a gateway that falls behind is not hidden (coordinated omission); it has millisecond resolution and is an upper bound when k6 dropped iterations. `*` marks runs with failures.\n"
+        } else {
+            "`*` marks runs with failures.\n"
+        }
     );
     let _ = writeln!(
         out,
