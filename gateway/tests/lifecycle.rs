@@ -219,3 +219,78 @@ async fn a_second_signal_ends_the_drain_at_once() {
     assert!(gateway.log().contains("second SIGINT"), "{}", gateway.log());
     assert!(request.await.expect("request task").is_err());
 }
+
+/// One HTTP/1.1 POST on `stream` (kept alive); the response head, lower-cased.
+async fn exchange(stream: &mut tokio::net::TcpStream, query: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = serde_json::json!({ "query": query }).to_string();
+    let request = format!(
+        "POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n\
+         content-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("send request");
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        let n = tokio::time::timeout(Duration::from_secs(10), stream.read(&mut chunk))
+            .await
+            .expect("response within 10 s")
+            .expect("read response");
+        assert!(n > 0, "connection closed before a whole response");
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+        let Some(end) = text.find("\r\n\r\n") else {
+            continue;
+        };
+        let length: usize = text[..end]
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .map(|v| v.trim().parse().expect("content-length is a number"))
+            .expect("a content-length");
+        if buf.len() >= end + 4 + length {
+            return text[..end].to_owned();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn draining_answers_tell_kept_alive_clients_to_reconnect() {
+    use tokio::io::AsyncReadExt;
+    let subgraphs = fed::subgraphs(&[]).await;
+    let gateway = start_gateway(
+        "lifecycle-connection-close",
+        &subgraphs,
+        &["shutdown.readiness_delay=5s"],
+    )
+    .await;
+    let mut stream = tokio::net::TcpStream::connect(gateway.addr)
+        .await
+        .expect("connect to the gateway");
+    let before = exchange(&mut stream, QUERY).await;
+    assert!(before.starts_with("http/1.1 200"), "{before}");
+    assert!(!before.contains("connection: close"), "{before}");
+
+    gateway.signal("TERM");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while get_status(&gateway, "/health/ready").await != 503 {
+        assert!(
+            Instant::now() < deadline,
+            "readiness did not fail after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The same kept-alive connection, during the readiness delay: still answered, and
+    // told to close, so the client's next request goes to a pod that stays.
+    let during = exchange(&mut stream, QUERY).await;
+    assert!(during.starts_with("http/1.1 200"), "{during}");
+    assert!(during.contains("connection: close"), "{during}");
+    let mut rest = [0u8; 16];
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut rest))
+        .await
+        .expect("the gateway closes the connection after that answer");
+    assert_eq!(read.expect("read after close"), 0, "connection closed");
+}

@@ -150,7 +150,18 @@ fn spawn_connection(stream: TcpStream, gateway: Arc<Gateway>, graceful: &Gracefu
         let gateway = gateway.clone();
         async move {
             let _in_flight = gateway.lifecycle.track_request();
-            Ok::<_, std::convert::Infallible>(handle(&gateway, req).await)
+            let mut response = handle(&gateway, req).await;
+            // Kept-alive connections outlive the endpoint's removal (conntrack keeps them
+            // on this pod), so while draining every answer tells the client to reconnect:
+            // its next request opens a connection to a pod that stays. Closing idle
+            // connections instead would race with requests already on their way.
+            if gateway.lifecycle.is_draining() {
+                response.headers_mut().insert(
+                    hyper::header::CONNECTION,
+                    hyper::header::HeaderValue::from_static("close"),
+                );
+            }
+            Ok::<_, std::convert::Infallible>(response)
         }
     });
     let builder = auto::Builder::new(TokioExecutor::new());
