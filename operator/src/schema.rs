@@ -183,7 +183,10 @@ pub async fn load_sdl(
             .introspection_timeout_ms
             .map(|ms| Duration::from_millis(u64::from(ms)))
             .unwrap_or(DEFAULT_INTROSPECTION_TIMEOUT);
-        introspector.fetch_sdl(&spec.url, timeout).await?
+        let namespace = subgraph.namespace().unwrap_or_else(|| "default".to_owned());
+        introspector
+            .fetch_sdl(&introspection_url(&spec.url, &namespace), timeout)
+            .await?
     };
     if sdl.trim().is_empty() {
         return Err(SchemaError::Empty);
@@ -191,9 +194,56 @@ pub async fn load_sdl(
     Ok(sdl)
 }
 
+/// The URL the operator introspects for a Subgraph in `namespace`.
+///
+/// A one-label host (`http://accounts:4200/`) is a Service name the gateway pods resolve
+/// through their namespace's DNS search path; the operator runs in another namespace, so
+/// it asks for `accounts.<namespace>.svc`, the same Service. Other URLs are unchanged.
+pub fn introspection_url(url: &str, namespace: &str) -> String {
+    let Ok(uri) = url.parse::<hyper::Uri>() else {
+        return url.to_owned();
+    };
+    let Some(host) = uri.host() else {
+        return url.to_owned();
+    };
+    let one_label = !host.contains('.') && !host.contains(':') && host != "localhost";
+    if !one_label || host.is_empty() {
+        return url.to_owned();
+    }
+    let authority = uri.authority().map(|a| a.as_str()).unwrap_or(host);
+    let qualified = authority.replacen(host, &format!("{host}.{namespace}.svc"), 1);
+    url.replacen(authority, &qualified, 1)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::parse_service_response;
+    use super::{introspection_url, parse_service_response};
+
+    #[test]
+    fn service_names_are_qualified_with_the_subgraph_namespace() {
+        assert_eq!(
+            introspection_url("http://accounts:4200/accounts", "demo"),
+            "http://accounts.demo.svc:4200/accounts"
+        );
+        assert_eq!(
+            introspection_url("http://accounts/graphql", "demo"),
+            "http://accounts.demo.svc/graphql"
+        );
+    }
+
+    #[test]
+    fn qualified_names_addresses_and_localhost_are_kept() {
+        for url in [
+            "http://accounts.other.svc:4200/accounts",
+            "http://127.0.0.1:4200/accounts",
+            "http://localhost:4200/accounts",
+            "http://[::1]:4200/accounts",
+            "https://api.example.com/graphql",
+            "not a url",
+        ] {
+            assert_eq!(introspection_url(url, "demo"), url);
+        }
+    }
 
     #[test]
     fn service_response_yields_the_sdl() {
