@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# The main job, end to end on this machine:
-#   1. build everything (release) and the pinned tools;
-#   2. start the local Kubernetes control plane with its router, subgraph and client pools;
-#   3. serve the `fed` benchmark subgraphs on loopback and describe them as Subgraph
-#      resources (schema by introspection of `_service { sdl }`), plus a GraphGateway;
-#   4. run the operator, which composes the supergraph in-process, stores it in a
-#      ConfigMap and rolls the gateway Deployment out on the router pool (kwok);
-#   5. serve that supergraph with graphfleet-gateway under a 1-core CPU limit, next to
-#      its peers, and measure each with open-model k6 load; print the report.
-# Environment: GRAPHFLEET_PEERS (default "hive-router apollo-router hive-gateway"; the
-# routers are built once into the tool cache, ~15 min each), GRAPHFLEET_DURATION
-# (seconds per measured run, default 30), GRAPHFLEET_CAPACITY=0 to skip the capacity search.
+# The main job, end to end on this machine's real nodes:
+#   1. build the workspace (release) and the pinned tools; start the local cluster: a
+#      control plane and three real nodes (router-0, subgraph-0, client-0) running real
+#      containers in a network namespace with no route out; build the images here and
+#      import them into every node;
+#   2. `helm install` the chart: the operator runs as a pod;
+#   3. the fed benchmark subgraphs as Deployments + Services on the subgraph pool, their
+#      Subgraph resources read by introspection over cluster DNS, and a GraphGateway whose
+#      pods run on router-0 under a 1-CPU limit and turn Ready through their probes;
+#   4. a LoadTest: k6 Jobs on client-0, open model, results in the LoadTest's status;
+#   5. a second LoadTest while a Subgraph's SDL changes (the operator composes and rolls
+#      the gateway out) and while the Deployment is restarted: zero failed requests;
+#   6. the report (REPORT.md, SVG charts) from those results, and the timings.
+# Environment: GRAPHFLEET_RATE (req/s, default 100), GRAPHFLEET_DURATION (seconds of the
+# first LoadTest, default 30), GRAPHFLEET_PEERS (gateways to measure side by side with
+# graphfleet as pods on router-0, e.g. "hive-router apollo-router"; default none; the
+# peers are built once into the tool cache, ~15 min each), GRAPHFLEET_STATE (the
+# cluster's state directory, default .graphfleet/cluster).
 # The cluster keeps running afterwards; stop it with: scripts/cluster.sh down
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -18,11 +24,15 @@ cd "$GF_ROOT"
 t0=$SECONDS
 export PATH="$(tools_path):$PATH"
 NS=graphfleet-demo
+SYS=graphfleet-system
 RUN=$GF_ROOT/.graphfleet/run
-KC=$GF_ROOT/.graphfleet/cluster/kubeconfig
-PEERS=${GRAPHFLEET_PEERS-hive-router apollo-router hive-gateway}
+STATE=${GRAPHFLEET_STATE:-$GF_ROOT/.graphfleet/cluster}
+KC=$STATE/kubeconfig
+RATE=${GRAPHFLEET_RATE:-100}
 DURATION=${GRAPHFLEET_DURATION:-30}
+PEERS=${GRAPHFLEET_PEERS-}
 k() { kubectl --kubeconfig "$KC" "$@"; }
+timing() { echo "$1: $2" >>"$RUN/timings.txt"; log "$1: $2"; }
 
 log "pinned tools"
 scripts/tools.sh
@@ -30,59 +40,143 @@ scripts/tools.sh
 log "building the workspace (release)"
 cargo build --workspace --release --locked
 
-log "local cluster"
-scripts/cluster.sh up
-scripts/cluster.sh status
-
+log "local cluster on real nodes"
+scripts/cluster.sh up --state "$STATE"
+scripts/cluster.sh status --state "$STATE"
 rm -rf "$RUN"; mkdir -p "$RUN"
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; }
-trap cleanup EXIT
+. "$STATE/ids.env"
 
-log "fed subgraphs on 127.0.0.1:4200"
-target/release/graphfleet-subgraphs --set fed --listen 127.0.0.1:4200 >"$RUN/subgraphs.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 50); do curl -fsS http://127.0.0.1:4200/stats >/dev/null 2>&1 && break; sleep 0.1; done
-curl -fsS http://127.0.0.1:4200/stats >/dev/null || die "the fed subgraphs did not start (see $RUN/subgraphs.log)"
+log "images (built here, imported into every node)"
+t=$SECONDS
+GRAPHFLEET_PREBUILT=1 scripts/cluster.sh images --state "$STATE" gateway operator subgraphs k6
+timing "images built and imported" "$((SECONDS - t)) s"
 
-log "operator (namespace $NS)"
-k apply --server-side --force-conflicts -f crds/ >/dev/null
+log "helm install: the operator as a pod"
+t=$SECONDS
+helm --kubeconfig "$KC" upgrade --install graphfleet charts/graphfleet --namespace "$SYS" --create-namespace \
+  --set-json 'nodeSelector={"graphfleet.dev/pool":"client"}' \
+  --set-json 'tolerations=[{"key":"graphfleet.dev/pool","operator":"Equal","value":"client","effect":"NoSchedule"}]' \
+  --set image.pullPolicy=Never --wait --timeout 120s >"$RUN/helm.log" ||
+  { cat "$RUN/helm.log" >&2; k -n "$SYS" get pods -o wide >&2 || true; die "helm install did not finish (see $RUN/helm.log)"; }
+timing "helm install → operator Available" "$((SECONDS - t)) s"
+k -n "$SYS" get pods -o wide
+
+log "fed subgraphs on subgraph-0 (Subgraph schemas by introspection over cluster DNS)"
 k create namespace "$NS" --dry-run=client -o yaml | k apply -f - >/dev/null
-ops_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-KUBECONFIG=$KC WATCH_NAMESPACE=$NS GRAPHFLEET_OPS_ADDR=127.0.0.1:$ops_port POD_NAMESPACE=$NS \
-  target/release/graphfleet-operator >"$RUN/operator.log" 2>&1 &
-pids+=($!)
+# The same manifest users apply, minus the ConfigMap schema source: the operator asks
+# each subgraph for `_service { sdl }` through its Service.
+sed '/^  configMapRef:/,+2d' manifests/fed-subgraphs.yaml | k -n "$NS" apply -f - >/dev/null
+k -n "$NS" rollout status deployment/accounts deployment/inventory deployment/products deployment/reviews --timeout=120s >/dev/null ||
+  die "the fed subgraphs did not become available (kubectl -n $NS describe pods)"
 
-log "Subgraph and GraphGateway resources"
-for sg in accounts inventory products reviews; do
-  cat <<YAML
----
-apiVersion: graphfleet.dev/v1alpha1
-kind: Subgraph
-metadata: {name: $sg, labels: {graphfleet.dev/set: fed}}
-spec: {url: "http://127.0.0.1:4200/$sg"}
-YAML
-done | k -n "$NS" apply -f -
-k -n "$NS" apply -f manifests/graphgateway.yaml
+log "GraphGateway fed on router-0 (1 CPU)"
 t_apply=$SECONDS
-k -n "$NS" wait graphgateway/fed --for=condition=Ready --timeout=120s ||
-  { tail -n 30 "$RUN/operator.log" >&2; die "the GraphGateway did not become Ready (operator log: $RUN/operator.log)"; }
-log "GraphGateway Ready $((SECONDS - t_apply)) s after apply"
+k -n "$NS" apply -f manifests/graphgateway.yaml >/dev/null
+k -n "$NS" wait graphgateway/fed --for=condition=Ready --timeout=180s >/dev/null || {
+  k -n "$NS" get graphgateway fed -o yaml >&2
+  k -n "$SYS" logs deployment/graphfleet --tail=30 >&2 || true
+  die "the GraphGateway did not become Ready"
+}
+timing "GraphGateway apply → Ready (real pods, readiness probes)" "$((SECONDS - t_apply)) s"
 k -n "$NS" get subgraphs,graphgateways
-k -n "$NS" get deployments,pods -o wide
-k -n "$NS" get configmap fed-supergraph -o jsonpath='{.data.supergraph\.graphql}' >"$RUN/supergraph.graphql"
-[ -s "$RUN/supergraph.graphql" ] || die "the operator's ConfigMap fed-supergraph holds no supergraph"
-log "the operator's supergraph: $RUN/supergraph.graphql ($(wc -c <"$RUN/supergraph.graphql") bytes)"
-cleanup; pids=()
+k -n "$NS" get pods -o wide
 
-log "load test: graphfleet${PEERS:+ and $PEERS}, 1 CPU each, open model"
-gateways=(--gateway graphfleet)
-for p in $PEERS; do gateways+=(--gateway "$p"); done
-capacity=(--capacity); [ "${GRAPHFLEET_CAPACITY:-1}" = 0 ] && capacity=()
-target/release/graphfleet-bench --supergraph "$RUN/supergraph.graphql" \
-  --scenario query --scenario deduplication "${gateways[@]}" "${capacity[@]}" \
-  --duration "$DURATION" --out "$RUN/report"
+# loadtest NAME SECONDS: a LoadTest of the query scenario against `fed`, as in
+# manifests/loadtest.yaml, at $RATE req/s.
+loadtest() {
+  cat <<YAML | k -n "$NS" apply -f - >/dev/null
+apiVersion: graphfleet.dev/v1alpha1
+kind: LoadTest
+metadata: {name: $1, labels: {graphfleet.dev/set: fed}}
+spec:
+  target: {gatewayRef: {name: fed}}
+  scenario: query
+  rate: $RATE
+  duration: ${2}s
+  vus: 50
+  maxVus: 500
+  parallelism: 1
+YAML
+}
+
+# wait_loadtest NAME: until it has finished; its status goes to $RUN/NAME.json.
+wait_loadtest() {
+  local phase i
+  for ((i = 0; i < 600; i++)); do
+    phase=$(k -n "$NS" get loadtest "$1" -o jsonpath='{.status.phase}' 2>/dev/null || true)
+    case $phase in Succeeded | Failed) break ;; esac
+    sleep 1
+  done
+  k -n "$NS" get loadtest "$1" -o json >"$RUN/$1.json"
+  [ "$phase" = Succeeded ] || die "LoadTest $1 ended $phase: $(k -n "$NS" get loadtest "$1" -o jsonpath='{.status.message}')"
+}
+
+log "LoadTest fed-query: $RATE req/s for $DURATION s from client-0"
+k -n "$NS" delete loadtest fed-query fed-query-rollout --ignore-not-found >/dev/null
+loadtest fed-query "$DURATION"
+target/release/graphfleet-bench sample-pods --kubeconfig "$KC" --namespace "$NS" \
+  --selector app.kubernetes.io/instance=fed --seconds "$((DURATION + 15))" \
+  --out "$RUN/fed-query.resources.json" >"$RUN/sampler.log" 2>&1 &
+sampler=$!
+wait_loadtest fed-query
+wait "$sampler" || log "pod sampling failed (see $RUN/sampler.log)"
+k -n "$NS" get loadtest fed-query
+
+log "LoadTest fed-query-rollout: a Subgraph's SDL changes and the Deployment rolls under load"
+roll_seconds=$((DURATION > 60 ? DURATION : 60))
+loadtest fed-query-rollout "$roll_seconds"
+target/release/graphfleet-bench sample-pods --kubeconfig "$KC" --namespace "$NS" \
+  --selector app.kubernetes.io/instance=fed --seconds "$((roll_seconds + 15))" \
+  --out "$RUN/fed-query-rollout.resources.json" >"$RUN/sampler-rollout.log" 2>&1 &
+sampler=$!
+until [ "$(k -n "$NS" get loadtest fed-query-rollout -o jsonpath='{.status.phase}')" = Running ]; do sleep 0.5; done
+sleep 8
+# The SDL change: the reviews subgraph's schema gains a description (a new supergraph,
+# served once every gateway pod has it). From introspection to inline SDL.
+sdl=$(k -n "$NS" get subgraph reviews -o jsonpath='{.status.sdl}' 2>/dev/null || true)
+[ -n "$sdl" ] || sdl=$(sed -n '/^  reviews.graphql: |$/,/^[^ ]/p' manifests/fed-subgraphs.yaml | sed '1d;$d;s/^    //')
+marker="Reviews, changed at $(date +%s)"
+new_sdl=$(printf '%s\n' "$sdl" | sed "s/^type Review @key/\"$marker\"\ntype Review @key/")
+t_sdl=$SECONDS
+k -n "$NS" patch subgraph reviews --type merge -p "$(python3 -c 'import json,sys; print(json.dumps({"spec":{"sdl":sys.argv[1]}}))' "$new_sdl")" >/dev/null
+# Every Ready gateway pod answers with the new description (asked inside the cluster's
+# namespace); old pods turn unready as soon as they start draining.
+served_by_all() {
+  local ips ip
+  ips=$(k -n "$NS" get pods -l app.kubernetes.io/instance=fed -o jsonpath='{range .items[?(@.status.containerStatuses[0].ready==true)]}{.status.podIP}{" "}{end}')
+  [ -n "$ips" ] || return 1
+  for ip in $ips; do
+    nsenter --net="/run/netns/$NETNS" curl -fsS --max-time 2 "http://$ip:4000/graphql" \
+      -H 'content-type: application/json' -d '{"query":"{ __type(name: \"Review\") { description } }"}' |
+      grep -q "$marker" || return 1
+  done
+}
+for ((i = 0; i < 1200; i++)); do served_by_all && break; sleep 0.1; done
+served_by_all || die "the new supergraph was not served by every gateway pod after 120 s"
+timing "Subgraph SDL change → new supergraph served by every gateway pod" "$((SECONDS - t_sdl)) s"
+t=$SECONDS
+k -n "$NS" rollout restart deployment/fed >/dev/null
+k -n "$NS" rollout status deployment/fed --timeout=120s >/dev/null
+timing "rollout restart → new pods Ready, old pods draining" "$((SECONDS - t)) s"
+wait_loadtest fed-query-rollout
+wait "$sampler" || log "pod sampling failed (see $RUN/sampler-rollout.log)"
+k -n "$NS" get loadtest fed-query-rollout
+failed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"]["results"]["failures"])' "$RUN/fed-query-rollout.json")
+[ "$failed" = 0 ] || die "$failed requests failed during the SDL change and rollout (results: $RUN/fed-query-rollout.json)"
+timing "failed requests during SDL change + rollouts" "$failed"
+
+if [ -n "$PEERS" ]; then
+  log "side by side in the cluster: graphfleet and $PEERS as pods on router-0"
+  gateways=(--gateway graphfleet)
+  for p in $PEERS; do gateways+=(--gateway "$p"); done
+  target/release/graphfleet-bench --in-cluster --kubeconfig "$KC" --scenario query "${gateways[@]}" \
+    --rate "$RATE" --duration "$DURATION" --out "$RUN/side-by-side"
+fi
+
+log "report"
+target/release/graphfleet-bench report --loadtest "$RUN/fed-query.json" --loadtest "$RUN/fed-query-rollout.json" \
+  --resources "$RUN/fed-query.resources.json" --resources "$RUN/fed-query-rollout.resources.json" --timings "$RUN/timings.txt" --out "$RUN/report"
 cat "$RUN/report/REPORT.md"
-
+cat "$RUN/timings.txt"
 log "done in $((SECONDS - t0)) s. Report: $RUN/report/REPORT.md"
-log "cluster: KUBECONFIG=$KC kubectl -n $NS get graphgateways   (stop: scripts/cluster.sh down)"
+log "cluster: KUBECONFIG=$KC kubectl -n $NS get graphgateways,loadtests   (stop: scripts/cluster.sh down)"
