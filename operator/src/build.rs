@@ -41,10 +41,13 @@ pub const READINESS_DELAY_SECONDS: u32 = 5;
 pub const DRAIN_GRACE_SECONDS: u32 = 25;
 /// The pod's kill deadline: after the gateway's own grace period.
 pub const TERMINATION_GRACE_SECONDS: i64 = 30;
+/// Name of the gateway container in the gateway pods.
+pub const GATEWAY_CONTAINER: &str = "gateway";
 /// Port the gateway listens on inside the pod.
 pub const GATEWAY_PORT: i32 = 4000;
 const MOUNT_DIR: &str = "/etc/graphfleet";
-const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+/// Label naming the GraphGateway a gateway pod belongs to.
+pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 const NAME_LABEL: &str = "app.kubernetes.io/name";
 const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 const GATEWAY_APP: &str = "graphfleet-gateway";
@@ -67,6 +70,11 @@ pub fn selector_labels(gw: &GraphGateway) -> BTreeMap<String, String> {
         (NAME_LABEL.to_owned(), GATEWAY_APP.to_owned()),
         (INSTANCE_LABEL.to_owned(), gw.name_any()),
     ])
+}
+
+/// Selects the pods of every GraphGateway the operator manages.
+pub fn gateway_pods_selector() -> String {
+    format!("{NAME_LABEL}={GATEWAY_APP},{MANAGED_BY_LABEL}={MANAGER}")
 }
 
 /// `selector_labels` as a label-selector string (for status and the scale subresource).
@@ -263,7 +271,7 @@ pub(crate) fn pod_security_context() -> PodSecurityContext {
 fn gateway_container(gw: &GraphGateway, default_image: &str) -> Container {
     let supergraph_path = format!("{MOUNT_DIR}/{SUPERGRAPH_KEY}");
     Container {
-        name: "gateway".to_owned(),
+        name: GATEWAY_CONTAINER.to_owned(),
         image: Some(
             gw.spec
                 .image
@@ -291,6 +299,9 @@ fn gateway_container(gw: &GraphGateway, default_image: &str) -> Container {
         liveness_probe: Some(probe("/health/live", 10, 3)),
         readiness_probe: Some(probe("/health/ready", 2, 2)),
         security_context: Some(container_security_context()),
+        // A gateway that fails to start says why in its last log lines; the kubelet keeps
+        // them as the termination message, which the GraphGateway's Ready condition quotes.
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         volume_mounts: Some(vec![
             VolumeMount {
                 name: "supergraph".to_owned(),

@@ -29,6 +29,7 @@ use crate::crd::{
     CompositionErrorStatus, DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, LoadTestPhase,
     LoadTestStatus, Subgraph, SubgraphStatus,
 };
+use crate::diagnose;
 use crate::loadtest::{self, LOADTEST_LABEL, SEGMENT_LABEL};
 use crate::metrics::Metrics;
 use crate::schema::{Introspector, load_sdl};
@@ -39,6 +40,9 @@ pub const MANAGER: &str = "graphfleet-operator";
 const GATEWAY_CONTROLLER: &str = "graphgateway";
 const SUBGRAPH_CONTROLLER: &str = "subgraph";
 const LOADTEST_CONTROLLER: &str = "loadtest";
+/// Re-check period of a gateway that is not Ready or failed to compose, and of a running
+/// LoadTest.
+const NOT_READY_RECHECK: Duration = Duration::from_secs(10);
 
 /// How the controllers run.
 #[derive(Clone, Debug)]
@@ -360,18 +364,25 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
                 .get(build::SUPERGRAPH_HASH_ANNOTATION)
                 .cloned()
         });
-    let rollout = api::<Deployment>(&ctx, &ns)
-        .get_opt(&name)
-        .await?
-        .map(|d| Rollout::of(&d));
+    let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
+    let pods = match &deployment {
+        Some(d) if !Rollout::of(d).complete() => {
+            let params = ListParams::default().labels(&build::selector_string(&gw));
+            let pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
+            diagnose::rollout_problem(d, &pods, build::GATEWAY_CONTAINER)
+        }
+        _ => None,
+    };
     let observed = Observed {
         generation: gw.metadata.generation,
         outcome: &outcome,
         served_hash,
-        rollout,
+        rollout: deployment.as_ref().map(Rollout::of),
         selector: build::selector_string(&gw),
+        pods,
     };
     let new_status = status::gateway_status(gw.status.as_ref(), &observed, &now());
+    let ready = observed.rollout.is_some_and(|r| r.complete());
     if gw.status.as_ref() != Some(&new_status) {
         let patch = serde_json::json!({
             "apiVersion": "graphfleet.dev/v1alpha1",
@@ -388,9 +399,11 @@ async fn reconcile_gateway(gw: Arc<GraphGateway>, ctx: Arc<Context>) -> Result<A
     }
     ctx.metrics
         .reconciled(GATEWAY_CONTROLLER, started.elapsed());
+    // Pod states change without touching the Deployment (an image pull backing off, a crash
+    // loop): look again soon while the gateway is not Ready.
     Ok(match outcome {
-        CompositionOutcome::Failed { .. } => Action::requeue(Duration::from_secs(10)),
-        CompositionOutcome::Composed { .. } => Action::requeue(ctx.settings.resync),
+        CompositionOutcome::Composed { .. } if ready => Action::requeue(ctx.settings.resync),
+        _ => Action::requeue(NOT_READY_RECHECK),
     })
 }
 
@@ -509,7 +522,7 @@ async fn reconcile_loadtest(lt: Arc<LoadTest>, ctx: Arc<Context>) -> Result<Acti
     Ok(if finished {
         Action::await_change()
     } else {
-        Action::requeue(Duration::from_secs(10))
+        Action::requeue(NOT_READY_RECHECK)
     })
 }
 
@@ -542,7 +555,9 @@ async fn start_loadtest(
     Ok(Ok(()))
 }
 
-/// Status from the segment pods.
+/// Status from the segment Jobs and their pods. Records where each segment's pod runs on its
+/// Job (so a deleted pod can still be named) and, once the LoadTest failed, stops the Jobs
+/// still running: a failed load test must not keep loading its target.
 async fn observe_loadtest(
     ctx: &Context,
     lt: &LoadTest,
@@ -552,49 +567,34 @@ async fn observe_loadtest(
     let params = ListParams::default().labels(&format!("{LOADTEST_LABEL}={}", lt.name_any()));
     let pods = api::<Pod>(ctx, ns).list(&params).await?.items;
     let jobs = api::<Job>(ctx, ns).list(&params).await?.items;
-    let segments: Vec<_> = (0..lt.spec.parallelism.max(1))
-        .map(|i| {
-            let index = i.to_string();
-            let of_segment: Vec<&Pod> = pods
-                .iter()
-                .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
-                .collect();
-            let job_name = loadtest::job_name(&lt.name_any(), i);
-            let job = jobs
-                .iter()
-                .find(|j| j.metadata.name.as_deref() == Some(job_name.as_str()));
-            loadtest::segment_status(lt, i, &of_segment, job)
-        })
-        .collect();
-    let phase = loadtest::overall_phase(&segments);
-    let finished = matches!(phase, LoadTestPhase::Succeeded | LoadTestPhase::Failed);
-    let results = (phase == LoadTestPhase::Succeeded)
-        .then(|| {
-            let all: Vec<_> = segments.iter().filter_map(|s| s.results.clone()).collect();
-            loadtest::aggregate(&all)
-        })
-        .flatten();
-    let message = segments
-        .iter()
-        .filter_map(|s| {
-            s.message
-                .as_ref()
-                .map(|m| format!("segment {}: {m}", s.index))
-        })
-        .collect::<Vec<_>>();
-    let start_time = previous
-        .start_time
-        .clone()
-        .or_else(|| (phase != LoadTestPhase::Pending).then(now));
-    Ok(LoadTestStatus {
-        phase: Some(phase),
-        start_time,
-        completion_time: finished.then(now),
-        message: (!message.is_empty()).then(|| message.join("; ")),
-        results,
-        segments,
-        ..LoadTestStatus::default()
-    })
+    let job_api = api::<Job>(ctx, ns);
+    for job in &jobs {
+        let segment = job.labels().get(SEGMENT_LABEL);
+        let of_segment: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| p.labels().get(SEGMENT_LABEL) == segment)
+            .collect();
+        if let Some(annotations) = loadtest::placement_to_record(job, &of_segment) {
+            let patch = serde_json::json!({ "metadata": { "annotations": annotations } });
+            job_api
+                .patch(
+                    &job.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await?;
+        }
+    }
+    let status = loadtest::loadtest_status(lt, &pods, &jobs, previous, &now());
+    // The Job controller stops the pods of a Job past its deadline (DeadlineExceeded).
+    let stop = serde_json::json!({ "spec": { "activeDeadlineSeconds": 1 } });
+    for name in loadtest::jobs_to_stop(&status, &jobs, &pods) {
+        tracing::info!(job = %name, "stopping the k6 job of a failed load test");
+        job_api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&stop))
+            .await?;
+    }
+    Ok(status)
 }
 
 /// The LoadTest a k6 pod belongs to (from its label).
@@ -651,6 +651,12 @@ fn subgraphs_reading(store: &Store<Subgraph>, cm: &ConfigMap) -> Vec<ObjectRef<S
         .collect()
 }
 
+/// The GraphGateway a gateway pod belongs to (from its instance label).
+fn gateway_of(pod: &Pod) -> Option<ObjectRef<GraphGateway>> {
+    let name = pod.labels().get(build::INSTANCE_LABEL)?;
+    Some(ObjectRef::new(name).within(&pod.namespace()?))
+}
+
 /// Runs the GraphGateway, Subgraph and LoadTest controllers until `shutdown` resolves.
 pub async fn run(
     client: Client,
@@ -695,6 +701,12 @@ pub async fn run(
             all_or_namespaced::<Subgraph>(&client, ns),
             wc.clone(),
             move |sg| gateways_selecting(&gateway_store, &sg),
+        )
+        // Pod states (image pulls, crashes, readiness) explain a gateway that is not Ready.
+        .watches(
+            all_or_namespaced::<Pod>(&client, ns),
+            watcher::Config::default().labels(&build::gateway_pods_selector()),
+            |pod| gateway_of(&pod),
         )
         .graceful_shutdown_on(shutdown.clone())
         .run(

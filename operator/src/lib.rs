@@ -6,6 +6,7 @@
 pub mod build;
 pub mod controller;
 pub mod crd;
+pub mod diagnose;
 pub mod lease;
 pub mod loadtest;
 pub mod metrics;

@@ -2,21 +2,28 @@
 //! execution segment; pods' termination messages → per-segment and aggregate results.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
-use k8s_openapi::api::batch::v1::{Job, JobSpec};
+use k8s_openapi::api::batch::v1::{
+    Job, JobCondition, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+};
 use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod,
     PodSpec, PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 use serde::Deserialize;
 
 use crate::build::{container_security_context, pod_security_context, short_hash};
 use crate::crd::{
-    LatencySummary, LoadTest, LoadTestPhase, LoadTestResults, POOL_LABEL, SegmentStatus,
+    LatencySummary, LoadTest, LoadTestPhase, LoadTestResults, LoadTestStatus, POOL_LABEL,
+    SegmentStatus,
 };
+use crate::diagnose;
 
 /// Default load-generator image (k6 plus graphfleet's scripts).
 pub const DEFAULT_K6_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-k6:0.1.0";
@@ -86,6 +93,8 @@ pub enum SpecError {
     NoTarget,
     #[error("set exactly one of scenario or script")]
     NoScript,
+    #[error("duration {0:?} is not a Go duration of sensible length (e.g. 30s, 5m, 1h30m)")]
+    Duration(String),
 }
 
 /// Names of the built-in scenarios.
@@ -299,7 +308,8 @@ fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
         resources: Some(resources()),
         security_context: Some(container_security_context()),
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
-        termination_message_policy: Some("File".to_owned()),
+        // The summary when k6 wrote one; the last log lines when it failed without one.
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
         volume_mounts: Some(vec![
             VolumeMount {
                 name: "script".to_owned(),
@@ -345,10 +355,39 @@ fn pod_spec(lt: &LoadTest, index: i32, url: String, image: &str) -> PodSpec {
     }
 }
 
-/// The Job running segment `index` of `parallelism`. A failed segment is not retried: a rerun
-/// would send its share of the load at a different time than the others.
+/// Any failure of the k6 pod fails the Job at once: a non-zero exit (killed, OOMKilled, k6
+/// error) or a disruption (eviction, node drain, preemption). `backoffLimit: 0` says the same
+/// for everything else; the rules make the Job's Failed condition name the pod and the cause.
+fn pod_failure_policy() -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![
+            PodFailurePolicyRule {
+                action: "FailJob".to_owned(),
+                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: Some(CONTAINER.to_owned()),
+                    operator: "NotIn".to_owned(),
+                    values: vec![0],
+                }),
+                on_pod_conditions: None,
+            },
+            PodFailurePolicyRule {
+                action: "FailJob".to_owned(),
+                on_exit_codes: None,
+                on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                    type_: "DisruptionTarget".to_owned(),
+                    status: "True".to_owned(),
+                }]),
+            },
+        ],
+    }
+}
+
+/// The Job running segment `index` of `parallelism`. A failed segment is never retried: a
+/// rerun would send its share of the load again, at a different time than the others. Its
+/// deadline stops a k6 that outlives `time_limit` even when the operator is not running.
 pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
     let url = target_url(lt)?;
+    let deadline = time_limit(lt)? + JOB_DEADLINE_GRACE;
     let mut labels = labels(lt);
     labels.insert(SEGMENT_LABEL.to_owned(), index.to_string());
     let mut meta = meta(lt, job_name(&lt.name_any(), index), labels.clone());
@@ -361,7 +400,9 @@ pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
     Ok(Job {
         metadata: meta,
         spec: Some(JobSpec {
+            active_deadline_seconds: Some(deadline.as_secs() as i64),
             backoff_limit: Some(0),
+            pod_failure_policy: Some(pod_failure_policy()),
             completions: Some(1),
             parallelism: Some(1),
             template: PodTemplateSpec {
@@ -488,99 +529,384 @@ pub fn aggregate(segments: &[LoadTestResults]) -> Option<LoadTestResults> {
     })
 }
 
-/// Why the Job controller gave up on a Job (e.g. its pod could not be created), if it did.
-pub fn job_failure(job: &Job) -> Option<String> {
-    let failed = job
-        .status
+/// Time a LoadTest may take beyond its `duration`: pod start-up, k6's graceful stop and the
+/// summary. Past `duration` plus this margin the segment fails instead of staying Running.
+pub const STARTUP_AND_SUMMARY_MARGIN: Duration = Duration::from_secs(120);
+/// The Job's own `activeDeadlineSeconds` comes this long after the operator's deadline, so the
+/// operator reports the pod's state first; Kubernetes then stops the pod even without it.
+pub const JOB_DEADLINE_GRACE: Duration = Duration::from_secs(60);
+/// Annotation the operator writes on a segment Job once the Job's pod is scheduled: the pod.
+/// It outlives the pod, so a deleted pod can still be named in status.
+pub const POD_ANNOTATION: &str = "graphfleet.dev/pod";
+/// Companion of [`POD_ANNOTATION`]: the node the pod was scheduled to.
+pub const NODE_ANNOTATION: &str = "graphfleet.dev/node";
+
+/// A Go duration as the CRD admits it (`30s`, `5m`, `1h30m`, `500ms`).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let value: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, millis) = [("ms", 1), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)]
+            .into_iter()
+            .find(|(unit, _)| rest.starts_with(unit))?;
+        rest = &rest[unit.len()..];
+        total = total.checked_add(Duration::from_millis(value.checked_mul(millis)?))?;
+    }
+    Some(total)
+}
+
+/// `1m30s`-style rendering of whole seconds.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// How long a segment may run, from its Job's start: the LoadTest's duration plus
+/// [`STARTUP_AND_SUMMARY_MARGIN`].
+pub fn time_limit(lt: &LoadTest) -> Result<Duration, SpecError> {
+    parse_duration(&lt.spec.duration)
+        .and_then(|d| d.checked_add(STARTUP_AND_SUMMARY_MARGIN))
+        .filter(|d| d.as_secs() < i64::MAX as u64 / 2)
+        .ok_or_else(|| SpecError::Duration(lt.spec.duration.clone()))
+}
+
+fn finished_condition(job: &Job) -> Option<&JobCondition> {
+    job.status
         .as_ref()?
         .conditions
         .as_ref()?
         .iter()
-        .find(|c| c.type_ == "Failed" && c.status == "True")?;
-    Some(format!(
-        "job failed: {}",
-        failed
-            .message
-            .clone()
-            .or_else(|| failed.reason.clone())
-            .unwrap_or_default()
-    ))
+        .find(|c| (c.type_ == "Failed" || c.type_ == "Complete") && c.status == "True")
 }
 
-/// State of one segment from its Job's pods (the kubelet's view, not the Job controller's,
-/// so results appear as soon as the container has terminated), or from the Job when the Job
-/// controller failed it without a terminated k6 container to show for it.
+/// Why the Job controller gave up on a Job (its pod failed, its deadline passed), if it did.
+pub fn job_failure(job: &Job) -> Option<String> {
+    let c = finished_condition(job).filter(|c| c.type_ == "Failed")?;
+    let reason = c.reason.as_deref().unwrap_or("Failed");
+    Some(match c.message.as_deref() {
+        Some(m) => format!("{reason}: {}", diagnose::quote(m)),
+        None => reason.to_owned(),
+    })
+}
+
+/// Whether the Job has finished (Complete or Failed).
+pub fn job_finished(job: &Job) -> bool {
+    finished_condition(job).is_some()
+}
+
+/// When the Job started (its status), else when it was created.
+fn job_start(job: &Job) -> Option<Timestamp> {
+    job.status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .or(job.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+}
+
+/// The annotations to record on a segment Job (`POD_ANNOTATION`, `NODE_ANNOTATION`) once its
+/// pod is scheduled, or `None` when the Job already records that pod.
+pub fn placement_to_record(job: &Job, pods: &[&Pod]) -> Option<BTreeMap<String, String>> {
+    let [pod] = pods else { return None };
+    let node = diagnose::node_of(pod)?;
+    let annotations = job.annotations();
+    let recorded = annotations.get(POD_ANNOTATION) == Some(&pod.name_any())
+        && annotations.get(NODE_ANNOTATION).map(String::as_str) == Some(node);
+    (!recorded).then(|| {
+        BTreeMap::from([
+            (POD_ANNOTATION.to_owned(), pod.name_any()),
+            (NODE_ANNOTATION.to_owned(), node.to_owned()),
+        ])
+    })
+}
+
+/// What a k6 exit code means (k6's own codes), if it is one of k6's.
+fn k6_exit_meaning(code: i32) -> Option<&'static str> {
+    Some(match code {
+        99 => "k6: thresholds failed",
+        100 => "k6: setup() timed out",
+        101 => "k6: teardown() timed out",
+        103 => "k6: engine error",
+        104 => "k6: invalid configuration",
+        105 => "k6: aborted by a signal",
+        107 => "k6: script exception",
+        108 => "k6: script aborted",
+        109 => "k6: Go panic",
+        _ => return None,
+    })
+}
+
+/// What a segment's pods and Job say, before the deadline is applied.
+enum Seen {
+    Waiting(Option<String>),
+    Running,
+    Done(LoadTestResults),
+    Failed(String),
+}
+
+struct Names<'a> {
+    ns: &'a str,
+    job: &'a str,
+}
+
+impl Names<'_> {
+    fn log(&self) -> String {
+        format!("log: kubectl -n {} logs job/{}", self.ns, self.job)
+    }
+
+    /// `k6 pod P (job J) on node N`.
+    fn pod(&self, pod: &Pod) -> String {
+        match diagnose::node_of(pod) {
+            Some(node) => format!(
+                "k6 pod {} (job {}) on node {node}",
+                pod.name_any(),
+                self.job
+            ),
+            None => format!(
+                "k6 pod {} (job {}, not scheduled to a node)",
+                pod.name_any(),
+                self.job
+            ),
+        }
+    }
+
+    /// The pod the Job recorded, for when the pod itself is gone.
+    fn recorded(&self, job: &Job) -> String {
+        let annotations = job.annotations();
+        match (
+            annotations.get(POD_ANNOTATION),
+            annotations.get(NODE_ANNOTATION),
+        ) {
+            (Some(pod), Some(node)) => format!("k6 pod {pod} (job {}) on node {node}", self.job),
+            (Some(pod), None) => format!("k6 pod {pod} (job {})", self.job),
+            _ => format!("the k6 pod of job {}", self.job),
+        }
+    }
+}
+
+fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
+    let at = names.pod(pod);
+    let (deleted, log) = if pod.metadata.deletion_timestamp.is_some() {
+        (
+            " after its pod was deleted",
+            "its log goes with the deleted pod".to_owned(),
+        )
+    } else {
+        ("", names.log())
+    };
+    let container = diagnose::container_status(pod, CONTAINER);
+    let state = container.and_then(|c| c.state.clone()).unwrap_or_default();
+    if let Some(t) = &state.terminated {
+        let message = t.message.clone().unwrap_or_default();
+        let summary = parse_summary(&message);
+        if t.exit_code == 0 {
+            return match summary {
+                Ok(results) => Seen::Done(results),
+                Err(_) if message.trim().is_empty() => Seen::Failed(format!(
+                    "{at} exited with code 0{deleted} and ended without a k6 summary; {log}"
+                )),
+                Err(e) => Seen::Failed(format!("{at}: {e}; {log}")),
+            };
+        }
+        let mut what = diagnose::describe_exit(t);
+        if let Some(meaning) = k6_exit_meaning(t.exit_code) {
+            what = format!("{what} ({meaning})");
+        }
+        let rest = match summary {
+            Ok(partial) => format!(
+                "; its partial k6 summary ({} requests) is not used",
+                partial.requests
+            ),
+            Err(_) => {
+                let output = diagnose::termination_message(t)
+                    .map(|m| format!("; last output: {m}"))
+                    .unwrap_or_default();
+                format!(" and ended without a k6 summary{output}")
+            }
+        };
+        return Seen::Failed(format!("{at} {what}{deleted}{rest}; {log}"));
+    }
+    let pod_status = pod.status.as_ref();
+    let phase = pod_status
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending");
+    if phase == "Failed" {
+        let reason = pod_status
+            .and_then(|s| s.reason.as_deref())
+            .unwrap_or("Failed");
+        let message = pod_status
+            .and_then(|s| s.message.as_deref())
+            .map(|m| format!(": {}", diagnose::quote(m)))
+            .unwrap_or_default();
+        return Seen::Failed(format!(
+            "{at} failed ({reason}{message}){deleted} and ended without a k6 summary; {log}"
+        ));
+    }
+    if let Some(w) = &state.waiting {
+        let reason = w.reason.as_deref().unwrap_or_default();
+        let message = w.message.as_deref();
+        if diagnose::IMAGE_REASONS.contains(&reason) {
+            let image = diagnose::image_of(pod, CONTAINER).unwrap_or_default();
+            return Seen::Failed(format!(
+                "{at} cannot start: {}",
+                diagnose::describe_image_problem(&image, reason, message)
+            ));
+        }
+        if diagnose::START_REASONS.contains(&reason) {
+            return Seen::Failed(format!(
+                "{at} cannot start: container {CONTAINER}: {reason}: {}",
+                diagnose::quote(message.unwrap_or_default())
+            ));
+        }
+    }
+    if phase == "Running" {
+        return Seen::Running;
+    }
+    match diagnose::unschedulable(pod) {
+        Some(why) => Seen::Waiting(Some(format!("{at} waits for a node: {why}"))),
+        None => Seen::Waiting(None),
+    }
+}
+
+fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>) -> Seen {
+    let seen = match pods {
+        [] => match job {
+            Some(job) if job_finished(job) => {
+                let verdict = match job_failure(job) {
+                    Some(failure) => format!("Job {} failed ({failure})", names.job),
+                    None => format!("Job {} completed", names.job),
+                };
+                return Seen::Failed(format!(
+                    "{} is gone (deleted before k6 reported its summary); {verdict}; the segment ended without a k6 summary and its log went with the pod",
+                    names.recorded(job)
+                ));
+            }
+            Some(job) if job.annotations().contains_key(POD_ANNOTATION) => Seen::Running,
+            _ => Seen::Waiting(None),
+        },
+        [pod] => seen_in_pod(names, pod),
+        more => {
+            let mut names_of: Vec<String> = more.iter().map(|p| p.name_any()).collect();
+            names_of.sort();
+            return Seen::Failed(format!(
+                "job {} started k6 {} times (pods {}); a segment is never rerun, it would double its share of the load; {}",
+                names.job,
+                more.len(),
+                names_of.join(", "),
+                names.log()
+            ));
+        }
+    };
+    match (seen, job.and_then(job_failure)) {
+        (Seen::Waiting(_) | Seen::Running, Some(failure)) => {
+            let at = match pods {
+                [pod] => names.pod(pod),
+                _ => job.map(|j| names.recorded(j)).unwrap_or_default(),
+            };
+            Seen::Failed(format!(
+                "{at}: Job {} failed ({failure}) and the segment ended without a k6 summary; {}",
+                names.job,
+                names.log()
+            ))
+        }
+        (seen, _) => seen,
+    }
+}
+
+/// What the segment is doing right now, for the deadline message.
+fn current_state(names: &Names<'_>, pods: &[&Pod], waiting: Option<&str>) -> String {
+    match (pods, waiting) {
+        (_, Some(why)) => why.to_owned(),
+        ([pod], None) => {
+            let phase = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("Pending");
+            format!("{} is still {phase}", names.pod(pod))
+        }
+        ([], None) => format!("job {} has no pod", names.job),
+        (_, None) => format!("job {} has {} pods", names.job, pods.len()),
+    }
+}
+
+/// State of one segment from its Job's pods (the kubelet's view, so results appear as soon as
+/// the container has terminated) and its Job (the Job controller's verdict, and the pod it
+/// recorded when the pod itself is gone). A segment that has not finished `time_limit` after
+/// its Job started fails: a LoadTest never stays Running forever.
 pub fn segment_status(
     lt: &LoadTest,
     index: i32,
     pods: &[&Pod],
     job: Option<&Job>,
+    now: &Time,
 ) -> SegmentStatus {
-    let mut status = pod_segment_status(lt, index, pods);
-    if matches!(
-        status.phase,
-        LoadTestPhase::Pending | LoadTestPhase::Running
-    ) && let Some(reason) = job.and_then(job_failure)
-    {
-        status.phase = LoadTestPhase::Failed;
-        status.message = Some(reason);
-    }
-    status
-}
-
-fn pod_segment_status(lt: &LoadTest, index: i32, pods: &[&Pod]) -> SegmentStatus {
+    let ns = lt.namespace().unwrap_or_else(|| "default".to_owned());
+    let job_name = job_name(&lt.name_any(), index);
+    let names = Names {
+        ns: &ns,
+        job: &job_name,
+    };
     let mut status = SegmentStatus {
         index,
         segment: execution_segment(index, lt.spec.parallelism),
-        job: job_name(&lt.name_any(), index),
+        job: job_name.clone(),
         phase: LoadTestPhase::Pending,
         message: None,
         results: None,
     };
-    let terminated = pods.iter().find_map(|pod| {
-        pod.status
-            .as_ref()?
-            .container_statuses
-            .as_ref()?
-            .iter()
-            .find(|c| c.name == CONTAINER)?
-            .state
-            .as_ref()?
-            .terminated
-            .clone()
-    });
-    if let Some(t) = terminated {
-        let message = t.message.unwrap_or_default();
-        if t.exit_code != 0 {
-            status.phase = LoadTestPhase::Failed;
-            let tail: String = message.chars().take(300).collect();
-            status.message = Some(format!("k6 exited with code {}: {tail}", t.exit_code));
-            return status;
+    let seen = seen(&names, pods, job);
+    let waiting = match &seen {
+        Seen::Waiting(why) => Some(why.clone()),
+        Seen::Running => Some(None),
+        _ => None,
+    };
+    let overdue = match (waiting.as_ref(), job.and_then(job_start), time_limit(lt)) {
+        (Some(_), Some(start), Ok(limit)) => {
+            let elapsed = now.0.duration_since(start);
+            (elapsed.as_secs() >= limit.as_secs() as i64).then_some(limit)
         }
-        match parse_summary(&message) {
-            Ok(results) => {
-                status.phase = LoadTestPhase::Succeeded;
-                status.results = Some(results);
-            }
-            Err(e) if message.trim().is_empty() => {
-                status.phase = LoadTestPhase::Failed;
-                status.message = Some(format!("k6 finished without a summary ({e})"));
-            }
-            Err(e) => {
-                status.phase = LoadTestPhase::Failed;
-                status.message = Some(e.to_string());
-            }
-        }
+        _ => None,
+    };
+    if let Some(limit) = overdue {
+        status.phase = LoadTestPhase::Failed;
+        let why = waiting.flatten();
+        status.message = Some(format!(
+            "did not finish within {} (duration {} + {} for start-up and summary): {}; the segment ended without a k6 summary",
+            format_duration(limit),
+            lt.spec.duration,
+            format_duration(STARTUP_AND_SUMMARY_MARGIN),
+            current_state(&names, pods, why.as_deref())
+        ));
         return status;
     }
-    let running = pods.iter().any(|p| {
-        p.status
-            .as_ref()
-            .and_then(|s| s.phase.as_deref())
-            .is_some_and(|phase| phase == "Running")
-    });
-    if running {
-        status.phase = LoadTestPhase::Running;
+    match seen {
+        Seen::Waiting(why) => status.message = why,
+        Seen::Running => status.phase = LoadTestPhase::Running,
+        Seen::Done(results) => {
+            status.phase = LoadTestPhase::Succeeded;
+            status.results = Some(results);
+        }
+        Seen::Failed(message) => {
+            status.phase = LoadTestPhase::Failed;
+            status.message = Some(message);
+        }
     }
     status
 }
@@ -597,5 +923,133 @@ pub fn overall_phase(segments: &[SegmentStatus]) -> LoadTestPhase {
         LoadTestPhase::Running
     } else {
         LoadTestPhase::Pending
+    }
+}
+
+/// The LoadTest's status from its pods and Jobs (every one carrying `LOADTEST_LABEL`).
+/// Once a segment failed, the unfinished ones are reported stopped: the controller stops
+/// their Jobs ([`jobs_to_stop`]), as a failed load test must not keep loading the target.
+pub fn loadtest_status(
+    lt: &LoadTest,
+    pods: &[Pod],
+    jobs: &[Job],
+    previous: &LoadTestStatus,
+    now: &Time,
+) -> LoadTestStatus {
+    let mut segments: Vec<_> = (0..lt.spec.parallelism.max(1))
+        .map(|i| {
+            let index = i.to_string();
+            let of_segment: Vec<&Pod> = pods
+                .iter()
+                .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
+                .collect();
+            let name = job_name(&lt.name_any(), i);
+            let job = jobs
+                .iter()
+                .find(|j| j.metadata.name.as_deref() == Some(name.as_str()));
+            segment_status(lt, i, &of_segment, job, now)
+        })
+        .collect();
+    let phase = overall_phase(&segments);
+    if phase == LoadTestPhase::Failed {
+        let failed: Vec<String> = segments
+            .iter()
+            .filter(|s| s.phase == LoadTestPhase::Failed)
+            .map(|s| s.index.to_string())
+            .collect();
+        let s = if failed.len() == 1 { "" } else { "s" };
+        for segment in &mut segments {
+            if matches!(
+                segment.phase,
+                LoadTestPhase::Pending | LoadTestPhase::Running
+            ) {
+                segment.phase = LoadTestPhase::Failed;
+                segment.message = Some(format!(
+                    "stopped because segment{s} {} failed",
+                    failed.join(", ")
+                ));
+            }
+        }
+    }
+    let finished = matches!(phase, LoadTestPhase::Succeeded | LoadTestPhase::Failed);
+    let results = (phase == LoadTestPhase::Succeeded)
+        .then(|| {
+            let all: Vec<_> = segments.iter().filter_map(|s| s.results.clone()).collect();
+            aggregate(&all)
+        })
+        .flatten();
+    let message: Vec<String> = segments
+        .iter()
+        .filter_map(|s| {
+            s.message
+                .as_ref()
+                .map(|m| format!("segment {}: {m}", s.index))
+        })
+        .collect();
+    let start_time = previous
+        .start_time
+        .clone()
+        .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
+    LoadTestStatus {
+        phase: Some(phase),
+        start_time,
+        completion_time: finished.then(|| now.clone()),
+        message: (!message.is_empty()).then(|| message.join("; ")),
+        results,
+        segments,
+        ..LoadTestStatus::default()
+    }
+}
+
+/// Label the Job controller puts on a Job's pods.
+const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+
+/// Whether k6 in the pod has ended (the pod's phase or the container's state says so).
+fn k6_ended(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
+        || diagnose::container_status(pod, CONTAINER)
+            .and_then(|c| c.state.as_ref())
+            .is_some_and(|s| s.terminated.is_some())
+}
+
+/// The Jobs to stop once the LoadTest has failed (none before): those with a k6 still
+/// running or waiting to start, or with no pod at all. A Job whose k6 has ended is left
+/// alone, finished or not: stopping it (a passed deadline) would make the Job controller
+/// delete the pod, and the log with it.
+pub fn jobs_to_stop(status: &LoadTestStatus, jobs: &[Job], pods: &[Pod]) -> Vec<String> {
+    if status.phase != Some(LoadTestPhase::Failed) {
+        return Vec::new();
+    }
+    jobs.iter()
+        .filter(|j| !job_finished(j))
+        .filter_map(|j| j.metadata.name.clone())
+        .filter(|name| {
+            let mut of_job = pods
+                .iter()
+                .filter(|p| p.labels().get(JOB_NAME_LABEL) == Some(name))
+                .peekable();
+            of_job.peek().is_none() || of_job.any(|p| !k6_ended(p))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_parse_and_print() {
+        let secs = |s: &str| parse_duration(s).map(|d| d.as_millis());
+        assert_eq!(secs("30s"), Some(30_000));
+        assert_eq!(secs("5m"), Some(300_000));
+        assert_eq!(secs("1h30m"), Some(5_400_000));
+        assert_eq!(secs("1m500ms"), Some(60_500));
+        for bad in ["", "30", "s", "1x", "1.5s", "99999999999999999999h"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(150)), "2m30s");
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
+        assert_eq!(format_duration(Duration::ZERO), "0s");
     }
 }

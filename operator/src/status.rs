@@ -4,6 +4,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::crd::{CompositionErrorStatus, GraphGatewayStatus};
+use crate::diagnose::Problem;
 
 pub const COMPOSED: &str = "Composed";
 pub const READY: &str = "Ready";
@@ -101,6 +102,8 @@ pub struct Observed<'a> {
     pub served_hash: Option<String>,
     pub rollout: Option<Rollout>,
     pub selector: String,
+    /// Why the gateway pods are not Ready, from their own state (`diagnose::rollout_problem`).
+    pub pods: Option<Problem>,
 }
 
 /// Errors reported in status at most; a broken subgraph can yield hundreds and the status
@@ -180,14 +183,16 @@ pub fn gateway_status(
                 r.available, r.desired
             ),
         ),
-        (Some(_), Some(r)) => (
-            false,
-            "RollingOut",
-            format!(
+        (Some(_), Some(r)) => {
+            let progress = format!(
                 "{}/{} replicas updated, {} available",
                 r.updated, r.desired, r.available
-            ),
-        ),
+            );
+            match &observed.pods {
+                Some(p) => (false, p.reason, format!("{}; {progress}", p.message)),
+                None => (false, "RollingOut", progress),
+            }
+        }
     };
     set_condition(
         conditions,
@@ -228,7 +233,10 @@ pub fn gateway_status(
         (None, true) => (
             true,
             "Unavailable".to_owned(),
-            "no gateway replica is available".to_owned(),
+            match &observed.pods {
+                Some(p) => format!("no gateway replica is available: {}", p.message),
+                None => "no gateway replica is available".to_owned(),
+            },
         ),
         (None, false) => (
             false,
@@ -265,6 +273,7 @@ mod tests {
             served_hash: Some("abc".to_owned()),
             rollout,
             selector: "app=x".to_owned(),
+            pods: None,
         }
     }
 

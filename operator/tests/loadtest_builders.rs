@@ -153,6 +153,10 @@ fn bad_summary_is_an_error_not_a_panic() {
     }
 }
 
+fn now() -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::now())
+}
+
 fn pod(index: i32, status: serde_json::Value) -> Pod {
     serde_json::from_value(serde_json::json!({
         "metadata": { "name": format!("p{index}"), "labels": { "graphfleet.dev/segment": index.to_string() } },
@@ -174,8 +178,9 @@ fn terminated(exit_code: i32, message: &str) -> serde_json::Value {
 #[test]
 fn segment_phases_follow_the_pods() {
     let lt = loadtest("scenario-gateway");
-    let status = |p: &Pod| loadtest::segment_status(&lt, 1, &[p], None);
-    let none = loadtest::segment_status(&lt, 1, &[], None);
+    let now = now();
+    let status = |p: &Pod| loadtest::segment_status(&lt, 1, &[p], None, &now);
+    let none = loadtest::segment_status(&lt, 1, &[], None, &now);
     assert_eq!(
         (none.phase, none.segment.as_str(), none.job.as_str()),
         (LoadTestPhase::Pending, "1/3:2/3", "fed-query-1")
@@ -202,7 +207,7 @@ fn segment_phases_follow_the_pods() {
         silent
             .message
             .as_deref()
-            .is_some_and(|m| m.contains("without a summary")),
+            .is_some_and(|m| m.contains("ended without a k6 summary")),
         "{silent:?}"
     );
 }
@@ -218,15 +223,18 @@ fn a_job_the_job_controller_failed_fails_its_segment() {
         }]},
     }))
     .expect("valid Job");
-    let status = loadtest::segment_status(&lt, 0, &[], Some(&job));
+    let status = loadtest::segment_status(&lt, 0, &[], Some(&job), &now());
     assert_eq!(status.phase, LoadTestPhase::Failed);
-    assert_eq!(
-        status.message.as_deref(),
-        Some("job failed: Job has reached the specified backoff limit")
+    let message = status.message.expect("a message");
+    assert!(
+        message.contains(
+            "Job fed-query-0 failed (BackoffLimitExceeded: Job has reached the specified backoff limit)"
+        ),
+        "{message}"
     );
     // A summary already collected wins over the Job's later verdict.
     let done = pod(0, terminated(0, &read("k6-summaries", "segment-0.json")));
-    let status = loadtest::segment_status(&lt, 0, &[&done], Some(&job));
+    let status = loadtest::segment_status(&lt, 0, &[&done], Some(&job), &now());
     assert_eq!(status.phase, LoadTestPhase::Succeeded);
 }
 
@@ -234,7 +242,7 @@ fn a_job_the_job_controller_failed_fails_its_segment() {
 fn overall_phase_waits_for_every_segment() {
     let lt = loadtest("scenario-gateway");
     let seg = |phase| {
-        let mut s = loadtest::segment_status(&lt, 0, &[], None);
+        let mut s = loadtest::segment_status(&lt, 0, &[], None, &now());
         s.phase = phase;
         s
     };

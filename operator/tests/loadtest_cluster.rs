@@ -168,7 +168,7 @@ async fn segments_run_on_the_client_pool_and_a_silent_k6_fails_the_test() {
     }
     let status = failed.status.expect("status");
     let message = status.message.expect("message");
-    assert!(message.contains("without a summary"), "{message}");
+    assert!(message.contains("ended without a k6 summary"), "{message}");
     assert_eq!(status.results, None);
     assert!(status.completion_time.is_some());
 
