@@ -3,6 +3,7 @@
 //! and podman storage that `scripts/images.sh` builds graphfleet's images with, imported
 //! into the router node's containerd. Nothing is pulled or pushed.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
@@ -160,7 +161,12 @@ pub async fn ensure(
     hash.update(base.as_bytes());
     let bytes = std::fs::read(&binary).with_context(|| format!("reading {}", binary.display()))?;
     hash.update(&bytes);
-    std::fs::write(ctx.join(name), &bytes).context("staging the binary")?;
+    // The mode is part of the image (COPY keeps it), so of its key too.
+    hash.update(b"mode 0755");
+    let staged = ctx.join(name);
+    std::fs::write(&staged, &bytes).context("staging the binary")?;
+    std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o755))
+        .context("making the staged binary executable")?;
     let mut lib_names = Vec::new();
     for lib in &libs {
         // Resolve symlinks: the file content goes in under the name the binary asks for.
@@ -252,7 +258,53 @@ pub async fn ensure(
         eprintln!("[bench] imported {reference} into {sock}");
     }
     let _ = std::fs::remove_dir_all(&ctx);
+    prune(peer, &reference, &sock, &env).await;
     Ok(reference)
+}
+
+/// Removes this peer's other image builds from podman and the node (superseded content).
+async fn prune(peer: Peer, keep: &str, sock: &str, env: &[(String, PathBuf)]) {
+    let repo = format!("localhost/graphfleet-bench-{}", peer.name());
+    let superseded = |list: String| -> Vec<String> {
+        list.lines()
+            .map(str::trim)
+            .filter(|r| r.starts_with(&format!("{repo}:")) && *r != keep)
+            .map(str::to_owned)
+            .collect()
+    };
+    if let Ok(list) = run(
+        "podman",
+        &[
+            "images",
+            "--format",
+            "{{.Repository}}:{{.Tag}}",
+            "--filter",
+            &format!("reference={repo}"),
+        ],
+        env,
+    )
+    .await
+    {
+        for old in superseded(list) {
+            let _ = run("podman", &["rmi", "--force", &old], env).await;
+        }
+    }
+    if let Ok(list) = run(
+        "ctr",
+        &["-a", sock, "-n", "k8s.io", "images", "ls", "-q"],
+        &[],
+    )
+    .await
+    {
+        for old in superseded(list) {
+            let _ = run(
+                "ctr",
+                &["-a", sock, "-n", "k8s.io", "images", "rm", &old],
+                &[],
+            )
+            .await;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -63,6 +63,8 @@ struct Cluster {
     jobs: Api<Job>,
     /// CPUs each node's pods may use, as read from their cgroups.
     node_cpus: BTreeMap<String, String>,
+    /// The image digest each gateway's container ran (from the pod status).
+    image_ids: BTreeMap<String, String>,
     sys: PathBuf,
 }
 
@@ -97,6 +99,7 @@ impl Cluster {
             client,
             ns,
             node_cpus: BTreeMap::new(),
+            image_ids: BTreeMap::new(),
             sys: PathBuf::from("/sys/fs/cgroup"),
         })
     }
@@ -238,6 +241,12 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     if let Err(e) = cluster.delete_labelled("").await {
         progress(format!("cleaning up: {e:#}"));
     }
+    let digest = |name: &str| {
+        cluster
+            .image_ids
+            .get(name)
+            .map_or(String::new(), |id| format!(" ({id})"))
+    };
     Ok(Report {
         smoke: false,
         system: system(cfg, &cluster).await,
@@ -249,8 +258,10 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
                 label: g.label.clone(),
                 version: version.clone(),
                 status: match (&g.kind, installed, peer_images.get(&g.name)) {
-                    (Kind::Graphfleet, _, _) => format!("image `{}`", cfg.images.gateway),
-                    (_, _, Some(Ok(image))) => format!("image `{image}`"),
+                    (Kind::Graphfleet, _, _) => {
+                        format!("image `{}`{}", cfg.images.gateway, digest(&g.name))
+                    }
+                    (_, _, Some(Ok(image))) => format!("image `{image}`{}", digest(&g.name)),
                     (_, _, Some(Err(e))) => {
                         format!("**no image: {}**", e.lines().next().unwrap_or_default())
                     }
@@ -553,6 +564,16 @@ async fn measure(
             .and_then(|s| s.node_name.as_deref())
             .unwrap_or("?")
     ));
+    if let Some(id) = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map(|c| c.image_id.clone())
+        .filter(|id| !id.is_empty())
+    {
+        cluster.image_ids.insert(gateway.name.clone(), id);
+    }
     let cgroup = match cluster.cgroup(&pod) {
         Ok(cg) => Some(cg),
         Err(e) => {

@@ -338,7 +338,7 @@ pub fn gateway_container(
             env: vec![("APOLLO_TELEMETRY_DISABLED".into(), "true".into())],
         }),
         Kind::Peer(p @ (Peer::HiveGateway | Peer::ApolloGateway)) => Err(format!(
-            "not available in-cluster: {} is a Node.js gateway and the local images have no Node.js runtime",
+            "not available in-cluster: {} is a Node.js gateway (Node ≥ 20); the local images are made from Debian bookworm packages, whose nodejs is 18",
             p.name()
         )),
         Kind::Custom { .. } => Err(
