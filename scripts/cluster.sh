@@ -82,27 +82,7 @@ certs() {
   )
 }
 
-kubeconfig() {
-  local d=$STATE/pki
-  cat >"$KUBECONFIG_FILE" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: graphfleet-local
-  cluster:
-    server: https://127.0.0.1:$API_PORT
-    certificate-authority: $d/ca.crt
-users:
-- name: graphfleet-admin
-  user:
-    client-certificate: $d/admin.crt
-    client-key: $d/admin.key
-contexts:
-- name: graphfleet-local
-  context: {cluster: graphfleet-local, user: graphfleet-admin}
-current-context: graphfleet-local
-KC
-}
+kubeconfig() { real_kubeconfig "$KUBECONFIG_FILE" "127.0.0.1:$API_PORT" admin; }
 
 nodes_yaml() {
   local pool

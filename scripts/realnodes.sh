@@ -117,7 +117,8 @@ real_certs() {
   )
 }
 
-# real_kubeconfig FILE SERVER CERT: a kubeconfig for the client cert pki/CERT.{crt,key}.
+# real_kubeconfig FILE SERVER CERT: a kubeconfig for the client cert pki/CERT.{crt,key}
+# (the kwok cluster's admin kubeconfig too).
 real_kubeconfig() {
   local d=$STATE/pki
   cat >"$1" <<KC

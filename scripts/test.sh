@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, the whole workspace's tests, and the
-# integration tests on a real local control plane started for this run.
+# integration tests on real local clusters started for this run: an API-only one
+# (kwok nodes) and one whose three real nodes run graphfleet's images as pods.
 # The pinned tools are built into the tool cache first (seconds once cached).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -18,17 +19,24 @@ cargo fmt --all --check
 log "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 
-log "local cluster for the integration tests"
+log "debug build of every binary (the real nodes' images, the smoke run)"
+cargo build --workspace --bins --locked
+
+log "local clusters for the integration tests: API-only (kwok) and real nodes"
 state=$GF_ROOT/target/test-run-cluster
-scripts/cluster.sh up --state "$state"
-trap 'scripts/cluster.sh down --state "$state" >/dev/null 2>&1 || true' EXIT
+real_state=$GF_ROOT/target/test-run-real-cluster
+trap 'scripts/cluster.sh down --state "$state" >/dev/null 2>&1 || true
+      scripts/cluster.sh down --state "$real_state" || true' EXIT
+scripts/cluster.sh up --nodes kwok --state "$state"
 export GRAPHFLEET_TEST_KUBECONFIG=$state/kubeconfig
+scripts/cluster.sh up --state "$real_state"
+GRAPHFLEET_IMAGE_PROFILE=debug GRAPHFLEET_PREBUILT=1 scripts/cluster.sh images --state "$real_state"
+export GRAPHFLEET_TEST_REAL_STATE=$real_state
 
 log "cargo test"
 cargo test --workspace --locked
 
 log "benchmark smoke: every scenario through graphfleet-gateway under k6, answers equal to the monoliths"
-cargo build --workspace --bins --locked
 target/debug/graphfleet-bench --smoke --gateway graphfleet \
   --gateway-bin target/debug/graphfleet-gateway --subgraphs-bin target/debug/graphfleet-subgraphs \
   --out target/bench-smoke

@@ -1,5 +1,6 @@
-//! Test helpers: a real local Kubernetes control plane (etcd, kube-apiserver,
-//! kube-controller-manager, kube-scheduler, kwok) for integration tests.
+//! Test helpers: real local Kubernetes clusters for integration tests: an API-only one
+//! (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok nodes) and one
+//! with three real nodes running containers ([`real_cluster`]).
 //!
 //! One cluster serves a whole test run: `scripts/test.sh` starts it and exports
 //! `GRAPHFLEET_TEST_KUBECONFIG`; without that variable the first test starts one
@@ -57,14 +58,20 @@ pub fn workspace_root() -> PathBuf {
 }
 
 fn start_own_cluster() -> PathBuf {
+    start_under_lock("graphfleet-test-cluster", |state| {
+        format!("scripts/tools.sh etcd kubernetes kwok && scripts/cluster.sh up --nodes kwok --state '{state}'")
+    })
+    .join("kubeconfig")
+}
+
+/// Runs the script `start(state dir)` from the workspace root under `target/NAME.lock`,
+/// once at a time across test binaries; the state dir is `target/NAME`.
+fn start_under_lock(name: &str, start: impl FnOnce(&str) -> String) -> PathBuf {
     let root = workspace_root();
-    let state = root.join("target").join("graphfleet-test-cluster");
+    let state = root.join("target").join(name);
     std::fs::create_dir_all(root.join("target")).expect("create target/");
-    let lock = root.join("target").join("graphfleet-test-cluster.lock");
-    let script = format!(
-        "scripts/tools.sh etcd kubernetes kwok && scripts/cluster.sh up --state '{}'",
-        state.display()
-    );
+    let lock = root.join("target").join(format!("{name}.lock"));
+    let script = start(&state.display().to_string());
     // -o: the cluster's processes must not inherit (and forever hold) the start lock.
     let status = Command::new("flock")
         .arg("-o")
@@ -75,9 +82,9 @@ fn start_own_cluster() -> PathBuf {
         .expect("run flock + scripts/cluster.sh (is util-linux installed?)");
     assert!(
         status.success(),
-        "starting the local cluster failed ({status}); see the output above"
+        "starting the local cluster {name} failed ({status}); see the output above"
     );
-    state.join("kubeconfig")
+    state
 }
 
 impl Cluster {
@@ -116,6 +123,90 @@ pub fn tool_path(binary: &str) -> PathBuf {
         .map(|dir| Path::new(dir).join(binary))
         .find(|path| path.is_file())
         .unwrap_or_else(|| panic!("{binary} is not in the tool cache; run scripts/tools.sh"))
+}
+
+static REAL_CLUSTER: OnceLock<RealCluster> = OnceLock::new();
+
+/// A local cluster on real nodes (`scripts/cluster.sh up --nodes real`): three kubelets
+/// running real containers inside a network namespace, graphfleet's images imported.
+#[derive(Debug)]
+pub struct RealCluster {
+    state: PathBuf,
+    netns: String,
+}
+
+/// The real-node cluster for this test run: the one `scripts/test.sh` started
+/// (`GRAPHFLEET_TEST_REAL_STATE`), or one started on first use under
+/// `target/graphfleet-test-real-cluster` with the debug binaries' images (needs root).
+pub fn real_cluster() -> &'static RealCluster {
+    REAL_CLUSTER.get_or_init(|| {
+        let state = match std::env::var_os("GRAPHFLEET_TEST_REAL_STATE") {
+            Some(path) => PathBuf::from(path),
+            None => start_own_real_cluster(),
+        };
+        let ids = std::fs::read_to_string(state.join("ids.env"))
+            .unwrap_or_else(|e| panic!("{}/ids.env: {e} (is the cluster up?)", state.display()));
+        let netns = ids
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix("NETNS="))
+            .expect("ids.env names the network namespace")
+            .to_owned();
+        RealCluster { state, netns }
+    })
+}
+
+fn start_own_real_cluster() -> PathBuf {
+    start_under_lock("graphfleet-test-real-cluster", |state| {
+        format!(
+            "scripts/tools.sh && cargo build --locked --bins && \
+             scripts/cluster.sh up --state '{state}' && \
+             GRAPHFLEET_IMAGE_PROFILE=debug GRAPHFLEET_PREBUILT=1 scripts/cluster.sh images --state '{state}'"
+        )
+    })
+}
+
+impl RealCluster {
+    /// The cluster's state directory (logs in `logs/`, per-node state in `nodes/<pool>/`).
+    pub fn state(&self) -> &Path {
+        &self.state
+    }
+
+    pub fn kubeconfig_path(&self) -> PathBuf {
+        self.state.join("kubeconfig")
+    }
+
+    /// The network namespace the nodes and pods live in (`/run/netns/<name>`).
+    pub fn netns(&self) -> &str {
+        &self.netns
+    }
+
+    /// A kube client authenticated as cluster admin.
+    pub async fn client(&self) -> kube::Client {
+        let kubeconfig =
+            Kubeconfig::read_from(self.kubeconfig_path()).expect("read real-cluster kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+                .await
+                .expect("real-cluster kubeconfig is valid");
+        kube::Client::try_from(config).expect("build kube client")
+    }
+
+    /// `kubectl` (the pinned build) preconfigured for this cluster.
+    pub fn kubectl(&self) -> Command {
+        let mut cmd = Command::new(tool_path("kubectl"));
+        cmd.arg("--kubeconfig").arg(self.kubeconfig_path());
+        cmd
+    }
+
+    /// `program` run inside the cluster's network namespace, where pod and Service
+    /// addresses are reachable (nothing there routes out of the machine).
+    pub fn in_netns(&self, program: &str) -> Command {
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net=/run/netns/{}", self.netns))
+            .arg("--")
+            .arg(program);
+        cmd
+    }
 }
 
 /// A namespace of its own for one test, deleted (without waiting) when dropped.
@@ -162,10 +253,14 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     fn drop(&mut self) {
-        // Drop cannot await; kubectl is synchronous and already built.
-        if let Some(cluster) = CLUSTER.get() {
-            let _ = cluster
-                .kubectl()
+        // Drop cannot await; kubectl is synchronous and already built. A test uses one
+        // kind of cluster; the delete is a no-op on the other.
+        let kubectls = [
+            CLUSTER.get().map(Cluster::kubectl),
+            REAL_CLUSTER.get().map(RealCluster::kubectl),
+        ];
+        for mut kubectl in kubectls.into_iter().flatten() {
+            let _ = kubectl
                 .args(["delete", "namespace", &self.name, "--wait=false"])
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())

@@ -1,0 +1,463 @@
+//! The fleet on real nodes: `helm install` starts the operator as a pod, the fed subgraphs
+//! run as pods on subgraph-0 (their schemas introspected over cluster DNS), the
+//! GraphGateway's pods run on router-0 and answer the benchmark TestQuery through their
+//! Service, a LoadTest's k6 pods run on client-0 and leave real numbers in its status, a
+//! supergraph change and a rolling restart under in-cluster load fail no request, and a
+//! gateway pod cannot use more CPU than its limit.
+//!
+//! One test walks the steps in order (each builds on the last; a failure names its step),
+//! on the real-node cluster of this run (`graphfleet_testkit::real_cluster()`).
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use graphfleet_deploy_tests::{
+    POOL_LABEL, chart_dir, eventually, helm, manifests_dir, read, run_ok,
+};
+use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+
+/// The monolith's answer to the fed TestQuery is this many bytes (loadtest/README.md).
+const TEST_QUERY_BYTES: usize = 87_599;
+const READY: Duration = Duration::from_secs(180);
+
+fn kubectl(cluster: &RealCluster, ns: &str) -> Command {
+    let mut cmd = cluster.kubectl();
+    cmd.args(["-n", ns]);
+    cmd
+}
+
+fn apply(cluster: &RealCluster, ns: &str, yaml: &str) {
+    run_ok(kubectl(cluster, ns).args(["apply", "-f", "-"]), Some(yaml));
+}
+
+fn json_of(cluster: &RealCluster, ns: &str, what: &[&str]) -> Value {
+    let out = run_ok(
+        kubectl(cluster, ns)
+            .args(["get"])
+            .args(what)
+            .args(["-o", "json"]),
+        None,
+    );
+    serde_json::from_str(&out).expect("kubectl -o json prints JSON")
+}
+
+/// The fed subgraphs as users apply them, minus the ConfigMap schema source, so the
+/// operator (another namespace) introspects `_service { sdl }` through cluster DNS.
+fn fed_subgraphs_by_introspection() -> String {
+    let manifest = read(&manifests_dir().join("fed-subgraphs.yaml"));
+    let mut out = String::new();
+    let mut skip = 0;
+    for line in manifest.lines() {
+        if line == "  configMapRef:" {
+            skip = 2;
+            continue;
+        }
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    assert!(!out.contains("configMapRef"), "every configMapRef removed");
+    out
+}
+
+fn test_query() -> String {
+    read(&graphfleet_testkit::workspace_root().join("loadtest/sets/fed/queries/query.graphql"))
+}
+
+/// POST a GraphQL query from inside the cluster's network namespace.
+fn post(cluster: &RealCluster, url: &str, query: &str) -> Result<String, String> {
+    let body = json!({ "query": query }).to_string();
+    let out = cluster
+        .in_netns("curl")
+        .args(["-sS", "--fail-with-body", "--max-time", "10", url])
+        .args([
+            "-H",
+            "content-type: application/json",
+            "--data-binary",
+            &body,
+        ])
+        .output()
+        .expect("run curl in the cluster's network namespace");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
+    }
+}
+
+async fn install_operator(cluster: &RealCluster, ns: &str) {
+    let release = format!("gf-{ns}");
+    let values = format!(
+        "watchNamespaces: [{ns}]\nimage: {{pullPolicy: Never}}\n\
+         nodeSelector: {{{POOL_LABEL}: client}}\n\
+         tolerations: [{{key: {POOL_LABEL}, operator: Equal, value: client, effect: NoSchedule}}]\n"
+    );
+    let values_file = graphfleet_deploy_tests::write_temp(&values);
+    run_ok(
+        helm()
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .args(["install", &release])
+            .arg(chart_dir())
+            .args(["--namespace", ns, "--wait", "--timeout", "180s", "--values"])
+            .arg(values_file.path()),
+        None,
+    );
+    let pods = json_of(
+        cluster,
+        ns,
+        &["pods", "-l", "app.kubernetes.io/name=graphfleet"],
+    );
+    let pod = &pods["items"][0];
+    assert_eq!(
+        pod["spec"]["nodeName"], "client-0",
+        "operator pod on the client pool"
+    );
+    assert_eq!(
+        pod["status"]["phase"], "Running",
+        "the operator container runs"
+    );
+}
+
+/// Every pod of the namespace runs on the node of the pool it selects.
+async fn pods_on_their_pools(client: &kube::Client, ns: &str) {
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let list = pods.list(&ListParams::default()).await.expect("list pods");
+    assert!(!list.items.is_empty());
+    for pod in list.items {
+        let name = pod.metadata.name.clone().unwrap_or_default();
+        let spec = pod.spec.expect("pod spec");
+        let pool = spec
+            .node_selector
+            .as_ref()
+            .and_then(|s| s.get(POOL_LABEL))
+            .unwrap_or_else(|| panic!("pod {name} selects no pool"));
+        if let Some(node) = spec.node_name {
+            assert_eq!(node, format!("{pool}-0"), "pod {name} of pool {pool}");
+        }
+    }
+}
+
+async fn gateway_ready(cluster: &RealCluster, ns: &str) -> Duration {
+    let start = Instant::now();
+    // Half a CPU: a rolling update's surge pod must fit router-0 (2 CPUs) beside the
+    // old one even when another test's gateway is still being deleted there.
+    let manifest = read(&manifests_dir().join("graphgateway.yaml"));
+    let half = manifest.replace("cpu: \"1\"", "cpu: 500m");
+    assert_eq!(half.matches("cpu: 500m").count(), 2, "requests and limits");
+    apply(cluster, ns, &half);
+    eventually("GraphGateway fed Ready", READY, || async {
+        let gw = json_of(cluster, ns, &["graphgateway", "fed"]);
+        let ready = gw["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True");
+        if ready {
+            Ok(())
+        } else {
+            Err(gw["status"].to_string())
+        }
+    })
+    .await;
+    start.elapsed()
+}
+
+fn service_url(cluster: &RealCluster, ns: &str, service: &str) -> String {
+    let svc = json_of(cluster, ns, &["service", service]);
+    let ip = svc["spec"]["clusterIP"]
+        .as_str()
+        .expect("ClusterIP")
+        .to_owned();
+    format!("http://{ip}:80/graphql")
+}
+
+async fn loadtest(cluster: &RealCluster, ns: &str, name: &str, rate: u32, seconds: u32) {
+    apply(
+        cluster,
+        ns,
+        &format!(
+            "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: {name}}}\n\
+             spec: {{target: {{gatewayRef: {{name: fed}}}}, scenario: query, rate: {rate}, \
+             duration: {seconds}s, vus: 20, maxVus: 200, parallelism: 1}}\n"
+        ),
+    );
+}
+
+async fn loadtest_phase(cluster: &RealCluster, ns: &str, name: &str) -> (String, Value) {
+    let lt = json_of(cluster, ns, &["loadtest", name]);
+    let phase = lt["status"]["phase"].as_str().unwrap_or("").to_owned();
+    (phase, lt)
+}
+
+async fn loadtest_running(cluster: &RealCluster, ns: &str, name: &str) {
+    eventually(&format!("LoadTest {name} Running"), READY, || async {
+        match loadtest_phase(cluster, ns, name).await {
+            (phase, _) if phase == "Running" => Ok(()),
+            (_, lt) => Err(lt["status"].to_string()),
+        }
+    })
+    .await;
+}
+
+async fn loadtest_done(cluster: &RealCluster, ns: &str, name: &str, timeout: Duration) -> Value {
+    eventually(&format!("LoadTest {name} finished"), timeout, || async {
+        match loadtest_phase(cluster, ns, name).await {
+            (phase, lt) if phase == "Succeeded" || phase == "Failed" => Ok(lt),
+            (_, lt) => Err(lt["status"].to_string()),
+        }
+    })
+    .await
+}
+
+/// The pod's cgroup directory in `controller` (cgroup v1, cgroupfs driver).
+fn pod_cgroup(cluster: &RealCluster, controller: &str, uid: &str) -> PathBuf {
+    let ids = read(&cluster.state().join("ids.env"));
+    let id = ids
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix("ID="))
+        .expect("ids.env has ID");
+    let root = PathBuf::from(format!(
+        "/sys/fs/cgroup/{controller}/gf-{id}-router/kubepods"
+    ));
+    let want = format!("pod{uid}");
+    [
+        root.clone(),
+        root.join("burstable"),
+        root.join("besteffort"),
+    ]
+    .into_iter()
+    .map(|dir| dir.join(&want))
+    .find(|p| p.is_dir())
+    .unwrap_or_else(|| panic!("no cgroup {want} under {}", root.display()))
+}
+
+fn cpu_usage_ns(dir: &std::path::Path) -> u64 {
+    read(&dir.join("cpuacct.usage"))
+        .trim()
+        .parse()
+        .expect("cpuacct.usage is a number")
+}
+
+/// A gateway limited to 300m, loaded far beyond what 300m can serve: its pod's measured
+/// CPU stays at the limit (CFS quota), not above.
+async fn cpu_limit_holds(cluster: &RealCluster, ns: &str) {
+    run_ok(
+        kubectl(cluster, ns).args([
+            "patch",
+            "graphgateway",
+            "fed",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"resources":{"requests":{"cpu":"300m","memory":"256Mi"},"limits":{"cpu":"300m","memory":"512Mi"}}}}"#,
+        ]),
+        None,
+    );
+    run_ok(
+        kubectl(cluster, ns).args(["rollout", "status", "deployment/fed", "--timeout=180s"]),
+        None,
+    );
+    let pods = json_of(
+        cluster,
+        ns,
+        &["pods", "-l", "app.kubernetes.io/instance=fed"],
+    );
+    let running: Vec<&Value> = pods["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        .collect();
+    assert_eq!(running.len(), 1, "one gateway pod after the rollout");
+    let uid = running[0]["metadata"]["uid"].as_str().expect("uid");
+    let cpu = pod_cgroup(cluster, "cpu", uid);
+    assert_eq!(read(&cpu.join("cpu.cfs_quota_us")).trim(), "30000");
+    assert_eq!(read(&cpu.join("cpu.cfs_period_us")).trim(), "100000");
+    let acct = pod_cgroup(cluster, "cpuacct", uid);
+
+    loadtest(cluster, ns, "overload", 400, 25).await;
+    loadtest_running(cluster, ns, "overload").await;
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let (t0, u0) = (Instant::now(), cpu_usage_ns(&acct));
+    tokio::time::sleep(Duration::from_secs(8)).await;
+    let cores = (cpu_usage_ns(&acct) - u0) as f64 / t0.elapsed().as_nanos() as f64;
+    println!("gateway pod limited to 300m used {cores:.3} cores under overload");
+    assert!(cores <= 0.33, "CPU limit exceeded: {cores:.3} cores > 0.3");
+    assert!(
+        cores >= 0.2,
+        "the overload did not saturate the limit ({cores:.3} cores): the check proves nothing"
+    );
+    loadtest_done(cluster, ns, "overload", Duration::from_secs(180)).await;
+}
+
+/// The reviews schema gains a description: a new supergraph the operator composes and
+/// rolls out; true once every gateway pod answers with it.
+fn every_pod_serves(cluster: &RealCluster, ns: &str, marker: &str) -> Result<(), String> {
+    let pods = json_of(
+        cluster,
+        ns,
+        &["pods", "-l", "app.kubernetes.io/instance=fed"],
+    );
+    let items = pods["items"].as_array().expect("items");
+    if items.is_empty() {
+        return Err("no gateway pods".into());
+    }
+    for pod in items {
+        let ip = pod["status"]["podIP"].as_str().ok_or("pod without IP")?;
+        let answer = post(
+            cluster,
+            &format!("http://{ip}:4000/graphql"),
+            r#"{ __type(name: "Review") { description } }"#,
+        )?;
+        if !answer.contains(marker) {
+            return Err(format!("pod {ip} answers {answer}"));
+        }
+    }
+    Ok(())
+}
+
+async fn changes_under_load(cluster: &RealCluster, ns: &str) {
+    loadtest(cluster, ns, "rollout", 20, 60).await;
+    loadtest_running(cluster, ns, "rollout").await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+
+    let sdl = read(&graphfleet_testkit::workspace_root().join("loadtest/sets/fed/reviews.graphql"));
+    let marker = "Reviews, changed under load";
+    let changed = sdl.replacen(
+        "type Review @key",
+        &format!("\"{marker}\"\ntype Review @key"),
+        1,
+    );
+    assert_ne!(changed, sdl, "the reviews SDL declares type Review");
+    let patch = json!({ "spec": { "sdl": changed } }).to_string();
+    let start = Instant::now();
+    run_ok(
+        kubectl(cluster, ns).args([
+            "patch", "subgraph", "reviews", "--type", "merge", "-p", &patch,
+        ]),
+        None,
+    );
+    eventually(
+        "every gateway pod serves the new supergraph",
+        READY,
+        || async { every_pod_serves(cluster, ns, marker) },
+    )
+    .await;
+    println!(
+        "SDL change → served by every gateway pod in {:?}",
+        start.elapsed()
+    );
+    run_ok(
+        kubectl(cluster, ns).args(["rollout", "restart", "deployment/fed"]),
+        None,
+    );
+    run_ok(
+        kubectl(cluster, ns).args(["rollout", "status", "deployment/fed", "--timeout=180s"]),
+        None,
+    );
+
+    let lt = loadtest_done(cluster, ns, "rollout", Duration::from_secs(240)).await;
+    let results = &lt["status"]["results"];
+    println!("LoadTest rollout results: {results}");
+    assert_eq!(lt["status"]["phase"], "Succeeded", "{}", lt["status"]);
+    assert_eq!(
+        results["failures"], 0,
+        "no request failed during the change and the rollout"
+    );
+    let requests = results["requests"].as_u64().expect("requests");
+    assert!(
+        requests >= 20 * 60 * 9 / 10,
+        "k6 sent {requests} of 1,200 requests"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fleet_runs_on_real_nodes() {
+    let cluster = real_cluster();
+    let client = cluster.client().await;
+    let ns = TestNamespace::create(&client, "real-fleet").await;
+    let ns = ns.name().to_owned();
+
+    install_operator(cluster, &ns).await;
+
+    apply(cluster, &ns, &fed_subgraphs_by_introspection());
+    run_ok(
+        kubectl(cluster, &ns).args([
+            "rollout",
+            "status",
+            "deployment/accounts",
+            "deployment/inventory",
+            "deployment/products",
+            "deployment/reviews",
+            "--timeout=180s",
+        ]),
+        None,
+    );
+
+    let ready_in = gateway_ready(cluster, &ns).await;
+    println!("GraphGateway apply → Ready in {ready_in:?}");
+    pods_on_their_pools(&client, &ns).await;
+
+    let url = service_url(cluster, &ns, "fed");
+    let answer = eventually("TestQuery through the Service", READY, || async {
+        post(cluster, &url, &test_query())
+    })
+    .await;
+    assert_eq!(
+        answer.len(),
+        TEST_QUERY_BYTES,
+        "TestQuery answer: {}",
+        &answer[..answer.len().min(300)]
+    );
+    assert!(!answer.contains("\"errors\""));
+
+    loadtest(cluster, &ns, "smoke", 20, 10).await;
+    let lt = loadtest_done(cluster, &ns, "smoke", Duration::from_secs(180)).await;
+    let results = &lt["status"]["results"];
+    println!("LoadTest smoke results: {results}");
+    assert_eq!(lt["status"]["phase"], "Succeeded", "{}", lt["status"]);
+    let requests = results["requests"].as_u64().expect("requests");
+    assert!(
+        (180..=220).contains(&requests),
+        "20 req/s for 10 s sent {requests}"
+    );
+    assert_eq!(results["failures"], 0);
+    let p99 = results["latencyMs"]["p99"].as_f64().expect("p99");
+    assert!(p99 > 0.0 && p99 < 10_000.0, "p99 {p99} ms");
+    let rate = results["achievedRate"].as_f64().expect("achievedRate");
+    assert!((15.0..=25.0).contains(&rate), "achieved {rate} req/s");
+    let jobs = json_of(cluster, &ns, &["pods", "-l", "job-name"]);
+    for pod in jobs["items"].as_array().expect("items") {
+        assert_eq!(
+            pod["spec"]["nodeName"], "client-0",
+            "k6 pods on the client pool"
+        );
+    }
+
+    changes_under_load(cluster, &ns).await;
+    cpu_limit_holds(cluster, &ns).await;
+    pods_on_their_pools(&client, &ns).await;
+
+    run_ok(
+        helm()
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .args([
+                "uninstall",
+                &format!("gf-{ns}"),
+                "--namespace",
+                &ns,
+                "--wait",
+            ]),
+        None,
+    );
+}
