@@ -36,6 +36,17 @@ pub async fn cluster_client() -> Client {
     client
 }
 
+/// A client of the real-node cluster of this run (`graphfleet_testkit::real_cluster`), with
+/// the CRDs installed and established.
+pub async fn real_cluster_client() -> Client {
+    let cluster = tokio::task::spawn_blocking(graphfleet_testkit::real_cluster)
+        .await
+        .expect("real cluster start does not panic");
+    let client = cluster.client().await;
+    install_crds(&client).await;
+    client
+}
+
 async fn install_crds(client: &Client) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
     for (_, crd) in all_crds() {
