@@ -336,8 +336,11 @@ YAML
 }
 
 # running NAME BINARY COMMAND...: COMMAND, or 3 (never) once the process has exited.
+# Right after the start the PID may still be setsid/nsenter, not yet exec'd into BINARY.
 running() {
-  proc_alive "$1" "$2" || return 3
+  local exe
+  exe=$(basename "$(readlink "/proc/$(cat "$STATE/pids/$1")/exe" 2>/dev/null)")
+  case $exe in "$2" | setsid | nsenter) ;; *) return 3 ;; esac
   "${@:3}"
 }
 
