@@ -338,15 +338,19 @@ YAML
 # running NAME BINARY COMMAND...: COMMAND, or 3 (never) once the process has exited.
 # Right after the start the PID may still be setsid/nsenter, not yet exec'd into BINARY.
 running() {
+  starting "$1" "$2" || return 3
+  "${@:3}"
+}
+
+starting() { # starting NAME BINARY: runs BINARY, or is about to exec it
   local exe
   exe=$(basename "$(readlink "/proc/$(cat "$STATE/pids/$1")/exe" 2>/dev/null)")
-  case $exe in "$2" | setsid | nsenter) ;; *) return 3 ;; esac
-  "${@:3}"
+  case $exe in "$2" | setsid | nsenter) return 0 ;; *) return 1 ;; esac
 }
 
 # node_ready POOL: its node is Ready; a kubelet that has exited fails at once.
 node_ready() {
-  proc_alive "kubelet-$1" kubelet || return 3
+  starting "kubelet-$1" kubelet || return 3
   kubectl --kubeconfig "$KUBECONFIG_FILE" wait --for=condition=Ready "node/$1-0" --timeout=1s
 }
 
