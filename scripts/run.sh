@@ -33,6 +33,8 @@ DURATION=${GRAPHFLEET_DURATION:-30}
 PEERS=${GRAPHFLEET_PEERS-}
 k() { kubectl --kubeconfig "$KC" "$@"; }
 timing() { echo "$1: $2" >>"$RUN/timings.txt"; log "$1: $2"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+since_s() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN { printf "%.1f s", (b - a) / 1000 }'; }
 
 log "pinned tools"
 scripts/tools.sh
@@ -70,14 +72,14 @@ k -n "$NS" rollout status deployment/accounts deployment/inventory deployment/pr
   die "the fed subgraphs did not become available (kubectl -n $NS describe pods)"
 
 log "GraphGateway fed on router-0 (1 CPU)"
-t_apply=$SECONDS
+t_apply=$(now_ms)
 k -n "$NS" apply -f manifests/graphgateway.yaml >/dev/null
 k -n "$NS" wait graphgateway/fed --for=condition=Ready --timeout=180s >/dev/null || {
   k -n "$NS" get graphgateway fed -o yaml >&2
   k -n "$SYS" logs deployment/graphfleet --tail=30 >&2 || true
   die "the GraphGateway did not become Ready"
 }
-timing "GraphGateway apply → Ready (real pods, readiness probes)" "$((SECONDS - t_apply)) s"
+timing "GraphGateway apply → Ready (real pods, readiness probes)" "$(since_s "$t_apply")"
 k -n "$NS" get subgraphs,graphgateways
 k -n "$NS" get pods -o wide
 
@@ -137,7 +139,7 @@ sdl=$(k -n "$NS" get subgraph reviews -o jsonpath='{.status.sdl}' 2>/dev/null ||
 [ -n "$sdl" ] || sdl=$(sed -n '/^  reviews.graphql: |$/,/^[^ ]/p' manifests/fed-subgraphs.yaml | sed '1d;$d;s/^    //')
 marker="Reviews, changed at $(date +%s)"
 new_sdl=$(printf '%s\n' "$sdl" | sed "s/^type Review @key/\"$marker\"\ntype Review @key/")
-t_sdl=$SECONDS
+t_sdl=$(now_ms)
 k -n "$NS" patch subgraph reviews --type merge -p "$(python3 -c 'import json,sys; print(json.dumps({"spec":{"sdl":sys.argv[1]}}))' "$new_sdl")" >/dev/null
 # Every Ready gateway pod answers with the new description (asked inside the cluster's
 # namespace); old pods turn unready as soon as they start draining.
@@ -153,7 +155,7 @@ served_by_all() {
 }
 for ((i = 0; i < 1200; i++)); do served_by_all && break; sleep 0.1; done
 served_by_all || die "the new supergraph was not served by every gateway pod after 120 s"
-timing "Subgraph SDL change → new supergraph served by every gateway pod" "$((SECONDS - t_sdl)) s"
+timing "Subgraph SDL change → new supergraph served by every gateway pod" "$(since_s "$t_sdl")"
 t=$SECONDS
 k -n "$NS" rollout restart deployment/fed >/dev/null
 k -n "$NS" rollout status deployment/fed --timeout=120s >/dev/null
