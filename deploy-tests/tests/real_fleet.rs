@@ -266,19 +266,30 @@ async fn cpu_limit_holds(cluster: &RealCluster, ns: &str) {
         kubectl(cluster, ns).args(["rollout", "status", "deployment/fed", "--timeout=180s"]),
         None,
     );
-    let pods = json_of(
-        cluster,
-        ns,
-        &["pods", "-l", "app.kubernetes.io/instance=fed"],
-    );
-    let running: Vec<&Value> = pods["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-        .collect();
-    assert_eq!(running.len(), 1, "one gateway pod after the rollout");
-    let uid = running[0]["metadata"]["uid"].as_str().expect("uid");
+    // `rollout status` returns once the new pod is available; the old one's deletion
+    // may follow a moment later.
+    let pod = eventually("one gateway pod, limited to 300m", READY, || async {
+        let pods = json_of(
+            cluster,
+            ns,
+            &["pods", "-l", "app.kubernetes.io/instance=fed"],
+        );
+        let live: Vec<Value> = pods["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .cloned()
+            .collect();
+        match live.as_slice() {
+            [one] if one["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "300m" => {
+                Ok(one.clone())
+            }
+            _ => Err(format!("{} live pods", live.len())),
+        }
+    })
+    .await;
+    let uid = pod["metadata"]["uid"].as_str().expect("uid");
     let cpu = pod_cgroup(cluster, "cpu", uid);
     assert_eq!(read(&cpu.join("cpu.cfs_quota_us")).trim(), "30000");
     assert_eq!(read(&cpu.join("cpu.cfs_period_us")).trim(), "100000");
