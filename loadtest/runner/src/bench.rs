@@ -428,8 +428,19 @@ async fn measure(
         log: &log,
     })?;
     let result = measure_running(
-        cfg, client, scenario, rate, gateway, &mut child, port, servers, payload, expected, dir,
+        cfg,
+        client,
+        scenario,
+        rate,
+        gateway,
+        &mut child,
+        port,
+        servers,
+        payload,
+        expected,
+        dir,
         &log,
+        cgroup.as_ref(),
     )
     .await;
     process::stop(&mut child).await;
@@ -451,6 +462,7 @@ async fn measure_running(
     expected: &Expected,
     dir: &Path,
     log: &Path,
+    cgroup: Option<&Cgroup>,
 ) -> anyhow::Result<Measured> {
     let pid = child.id().context("the gateway exited immediately")?;
     let url = format!("http://127.0.0.1:{port}{}", gateway.graphql_path);
@@ -512,15 +524,22 @@ async fn measure_running(
         ));
     }
     subgraph_total(client, &servers.base, true).await?;
+    let throttled_before = cgroup.and_then(Cgroup::throttling);
     let sampler = Sampler::start(pid);
     let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus)
         .run()
         .await;
     let usage = sampler::usage(&sampler.finish().await);
+    let throttled = match (throttled_before, cgroup.and_then(Cgroup::throttling)) {
+        (Some((n0, s0)), Some((n1, s1))) => {
+            format!(", CFS-throttled {} periods ({:.2} s)", n1 - n0, s1 - s0)
+        }
+        _ => String::new(),
+    };
     let summary = summary.context("measured run")?;
     let subgraph_requests = subgraph_total(client, &servers.base, false).await?;
     progress(format!(
-        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {:.0}%, RSS max {:.0} MiB",
+        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {:.0}%, RSS max {:.0} MiB{throttled}",
         scenario.name,
         gateway.name,
         summary.requests,

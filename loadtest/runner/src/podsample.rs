@@ -130,6 +130,29 @@ impl PodCgroup {
         }
     }
 
+    /// CFS throttling so far: (periods throttled, seconds throttled), from the cpu
+    /// controller's `cpu.stat` (v1: the pod's directory in the cpu hierarchy).
+    pub fn throttling(&self, sys: &Path) -> Option<(u64, f64)> {
+        match self {
+            PodCgroup::V1 { cpuacct, .. } => {
+                let rel = cpuacct.strip_prefix(sys.join("cpuacct")).ok()?;
+                let stat =
+                    std::fs::read_to_string(sys.join("cpu").join(rel).join("cpu.stat")).ok()?;
+                Some((
+                    stat_value(&stat, "nr_throttled")?,
+                    stat_value(&stat, "throttled_time")? as f64 / 1e9,
+                ))
+            }
+            PodCgroup::V2 { dir } => {
+                let stat = std::fs::read_to_string(dir.join("cpu.stat")).ok()?;
+                Some((
+                    stat_value(&stat, "nr_throttled")?,
+                    stat_value(&stat, "throttled_usec")? as f64 / 1e6,
+                ))
+            }
+        }
+    }
+
     /// The CPUs the pod's node may use: the `cpuset.cpus` of the nearest ancestor that
     /// sets it (the node's cgroup root pins it), v1 only.
     pub fn node_cpus(&self, sys: &Path) -> Option<String> {
@@ -547,6 +570,11 @@ mod tests {
         assert_eq!(cg.read(), Some((2.5, 40_000_000)));
         assert_eq!(cg.peak(), Some(70_000_000));
         assert_eq!(cg.node_cpus(&sys).as_deref(), Some("0"));
+        write(
+            &sys.join(format!("cpu/{rel}/cpu.stat")),
+            "nr_periods 100\nnr_throttled 7\nthrottled_time 350000000\n",
+        );
+        assert_eq!(cg.throttling(&sys), Some((7, 0.35)));
         let err = PodCgroup::find(&sys, "nope").expect_err("absent");
         assert!(err.to_string().contains("no cgroup podnope"), "{err}");
         let _ = std::fs::remove_dir_all(&sys);

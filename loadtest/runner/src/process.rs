@@ -147,6 +147,25 @@ impl Cgroup {
     pub fn procs(&self) -> PathBuf {
         self.dir.join("cgroup.procs")
     }
+
+    /// CFS throttling so far: (periods throttled, seconds throttled), from `cpu.stat`.
+    pub fn throttling(&self) -> Option<(u64, f64)> {
+        let stat = std::fs::read_to_string(self.dir.join("cpu.stat")).ok()?;
+        let value = |key: &str| {
+            stat.lines().find_map(|l| {
+                l.strip_prefix(key)?
+                    .strip_prefix(' ')?
+                    .trim()
+                    .parse::<u64>()
+                    .ok()
+            })
+        };
+        let throttled = match value("throttled_usec") {
+            Some(us) => us as f64 / 1e6,
+            None => value("throttled_time")? as f64 / 1e9,
+        };
+        Some((value("nr_throttled")?, throttled))
+    }
 }
 
 impl Drop for Cgroup {

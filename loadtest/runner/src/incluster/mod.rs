@@ -461,6 +461,37 @@ async fn deploy_set(cfg: &Config, cluster: &mut Cluster, set: &str) -> anyhow::R
     Ok(())
 }
 
+/// Waits until the Service's EndpointSlice lists the pod as ready, then a little more for
+/// kube-proxy to program it: k6 reaches the gateway through the Service's ClusterIP, which
+/// refuses connections until then (the API server's proxy, used for the first request,
+/// goes to the pod directly and cannot tell).
+async fn wait_endpoint(cluster: &Cluster, service: &str, pod: &Pod) -> anyhow::Result<()> {
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let ip = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.pod_ip.clone())
+        .context("the gateway pod has no IP")?;
+    let slices: Api<EndpointSlice> = Api::namespaced(cluster.client.clone(), &cluster.ns);
+    let lp = ListParams::default().labels(&format!("kubernetes.io/service-name={service}"));
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(30) {
+        let ready = slices.list(&lp).await?.items.iter().any(|slice| {
+            slice.endpoints.iter().any(|e| {
+                e.addresses.contains(&ip)
+                    && e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(false)
+            })
+        });
+        if ready {
+            // kube-proxy syncs at most once a second.
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    bail!("the Service {service} has no ready endpoint {ip} after 30 s")
+}
+
 /// Sum of the subgraph pods' request counters (reset first when `reset`).
 async fn subgraph_total(cluster: &Cluster, reset: bool) -> anyhow::Result<u64> {
     let lp =
@@ -574,6 +605,7 @@ async fn measure(
     {
         cluster.image_ids.insert(gateway.name.clone(), id);
     }
+    wait_endpoint(cluster, &pod_name, &pod).await?;
     let cgroup = match cluster.cgroup(&pod) {
         Ok(cg) => Some(cg),
         Err(e) => {
@@ -620,6 +652,7 @@ async fn measure(
             &cfg.images.k6,
             &cm_name,
             &k6_run(Check::Full, cfg.warmup_s),
+            &dir.join(format!("{job}.log")),
         )
         .await
         .context("warm-up")?;
@@ -629,6 +662,8 @@ async fn measure(
         ));
     }
     subgraph_total(cluster, true).await?;
+    let throttled_before = cgroup.as_ref().and_then(|cg| cg.throttling(&cluster.sys));
+    let throttle_cg = cgroup.clone();
     let sampler = cgroup.map(|cg| {
         PodSampler::start(
             &pod_name,
@@ -644,12 +679,36 @@ async fn measure(
         &cfg.images.k6,
         &cm_name,
         &k6_run(cfg.check, cfg.duration_s),
+        &dir.join(format!("{job}.log")),
     )
     .await;
     let ticks = match sampler {
         Some(s) => Some(s.finish().await.0),
         None => None,
     };
+    let throttled = match (
+        throttled_before,
+        throttle_cg.and_then(|cg| cg.throttling(&cluster.sys)),
+    ) {
+        (Some((n0, s0)), Some((n1, s1))) => {
+            format!(", CFS-throttled {} periods ({:.2} s)", n1 - n0, s1 - s0)
+        }
+        _ => String::new(),
+    };
+    // The gateway's own log, for the record.
+    if let Ok(text) = cluster
+        .pods
+        .logs(
+            &pod_name,
+            &LogParams {
+                tail_lines: Some(500),
+                ..LogParams::default()
+            },
+        )
+        .await
+    {
+        let _ = std::fs::write(dir.join(format!("{}.log", gateway.name)), text);
+    }
     let (summary, window) = measured.context("measured run")?;
     let usage = ticks.and_then(|ticks| match window {
         (Some(from), Some(to)) => crate::podsample::usage_in(&ticks, from, to),
@@ -657,7 +716,7 @@ async fn measure(
     });
     let subgraph_requests = subgraph_total(cluster, false).await?;
     progress(format!(
-        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {}, mem max {}",
+        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {}, mem max {}{throttled}",
         scenario.name,
         gateway.name,
         summary.requests,
@@ -686,6 +745,7 @@ async fn run_k6(
     image: &str,
     config_map: &str,
     run: &K6Run,
+    log: &Path,
 ) -> anyhow::Result<(Summary, (Option<f64>, Option<f64>))> {
     kube_io::delete_and_wait(&cluster.jobs, name, Duration::from_secs(60)).await?;
     let job = objects::k6_job(name, &cluster.ns, image, config_map, run);
@@ -730,30 +790,34 @@ async fn run_k6(
     else {
         unreachable!("the loop breaks on Done only")
     };
-    let logs = || async {
-        cluster
-            .pods
-            .logs(
-                &pod.name_any(),
-                &LogParams {
-                    tail_lines: Some(15),
-                    ..LogParams::default()
-                },
-            )
-            .await
-            .unwrap_or_else(|e| format!("(no logs: {e})"))
+    // k6's output (scenario.js logs the first failures) is kept next to the report.
+    let text = cluster
+        .pods
+        .logs(
+            &pod.name_any(),
+            &LogParams {
+                tail_lines: Some(500),
+                ..LogParams::default()
+            },
+        )
+        .await
+        .unwrap_or_else(|e| format!("(no logs: {e})"));
+    let _ = std::fs::write(log, &text);
+    let tail = || {
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(15)..].join("\n")
     };
     let summary: Summary = match serde_json::from_str(&message) {
         Ok(s) => s,
         Err(e) => bail!(
             "k6 (exit code {exit_code}) left no summary in its termination message ({e}); its log ends with:\n{}",
-            logs().await
+            tail()
         ),
     };
     if exit_code != 0 && summary.requests == 0 {
         bail!(
             "k6 failed (exit code {exit_code}); its log ends with:\n{}",
-            logs().await
+            tail()
         );
     }
     Ok((summary, (started, finished)))
