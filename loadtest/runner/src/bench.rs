@@ -138,7 +138,7 @@ async fn run_scenario(
         let outcome = match installed {
             Err(e) => Outcome::NotInstalled { error: e.clone() },
             Ok(bin) => {
-                match measure(
+                let result = measure(
                     cfg,
                     client,
                     scenario,
@@ -150,16 +150,8 @@ async fn run_scenario(
                     &expected,
                     &dir,
                 )
-                .await
-                {
-                    Ok(m) => Outcome::Measured(Box::new(m)),
-                    Err(e) => {
-                        progress(format!("{} / {}: {e:#}", scenario.name, gateway.name));
-                        Outcome::Failed {
-                            error: format!("{e:#}"),
-                        }
-                    }
-                }
+                .await;
+                Outcome::from_run(result, &scenario.name, &gateway.name)
             }
         };
         run.gateways.push(GatewayRun {

@@ -58,6 +58,21 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// A measured run, or its error (also reported as progress) as `Failed`.
+    pub fn from_run(result: anyhow::Result<Measured>, scenario: &str, gateway: &str) -> Self {
+        match result {
+            Ok(m) => Outcome::Measured(Box::new(m)),
+            Err(e) => {
+                crate::bench::progress(format!("{scenario} / {gateway}: {e:#}"));
+                Outcome::Failed {
+                    error: format!("{e:#}"),
+                }
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct GatewayRun {
     pub gateway: String,

@@ -386,15 +386,7 @@ async fn run_scenario(
                 {
                     progress(format!("cleaning up after {}: {e:#}", gateway.name));
                 }
-                match result {
-                    Ok(m) => Outcome::Measured(Box::new(m)),
-                    Err(e) => {
-                        progress(format!("{} / {}: {e:#}", scenario.name, gateway.name));
-                        Outcome::Failed {
-                            error: format!("{e:#}"),
-                        }
-                    }
-                }
+                Outcome::from_run(result, &scenario.name, &gateway.name)
             }
         };
         run.gateways.push(GatewayRun {

@@ -414,36 +414,10 @@ pub fn gateway_pod(
                     ..ResourceRequirements::default()
                 }),
                 security_context: Some(container_security),
-                volume_mounts: Some(vec![
-                    VolumeMount {
-                        name: "supergraph".to_owned(),
-                        mount_path: SUPERGRAPH_DIR.to_owned(),
-                        read_only: Some(true),
-                        ..VolumeMount::default()
-                    },
-                    VolumeMount {
-                        name: "tmp".to_owned(),
-                        mount_path: "/tmp".to_owned(),
-                        ..VolumeMount::default()
-                    },
-                ]),
+                volume_mounts: Some(read_only_and_tmp("supergraph", SUPERGRAPH_DIR)),
                 ..Container::default()
             }],
-            volumes: Some(vec![
-                Volume {
-                    name: "supergraph".to_owned(),
-                    config_map: Some(ConfigMapVolumeSource {
-                        name: supergraph_config_map.to_owned(),
-                        ..ConfigMapVolumeSource::default()
-                    }),
-                    ..Volume::default()
-                },
-                Volume {
-                    name: "tmp".to_owned(),
-                    empty_dir: Some(EmptyDirVolumeSource::default()),
-                    ..Volume::default()
-                },
-            ]),
+            volumes: Some(config_map_and_tmp("supergraph", supergraph_config_map)),
             ..PodSpec::default()
         }),
         status: None,
@@ -563,36 +537,10 @@ pub fn k6_job(name: &str, namespace: &str, image: &str, config_map: &str, run: &
                         termination_message_path: Some("/dev/termination-log".to_owned()),
                         termination_message_policy: Some("File".to_owned()),
                         security_context: Some(container_security),
-                        volume_mounts: Some(vec![
-                            VolumeMount {
-                                name: "inputs".to_owned(),
-                                mount_path: K6_DIR.to_owned(),
-                                read_only: Some(true),
-                                ..VolumeMount::default()
-                            },
-                            VolumeMount {
-                                name: "tmp".to_owned(),
-                                mount_path: "/tmp".to_owned(),
-                                ..VolumeMount::default()
-                            },
-                        ]),
+                        volume_mounts: Some(read_only_and_tmp("inputs", K6_DIR)),
                         ..Container::default()
                     }],
-                    volumes: Some(vec![
-                        Volume {
-                            name: "inputs".to_owned(),
-                            config_map: Some(ConfigMapVolumeSource {
-                                name: config_map.to_owned(),
-                                ..ConfigMapVolumeSource::default()
-                            }),
-                            ..Volume::default()
-                        },
-                        Volume {
-                            name: "tmp".to_owned(),
-                            empty_dir: Some(EmptyDirVolumeSource::default()),
-                            ..Volume::default()
-                        },
-                    ]),
+                    volumes: Some(config_map_and_tmp("inputs", config_map)),
                     ..PodSpec::default()
                 }),
             },
@@ -633,6 +581,42 @@ pub fn k6_end(pod: &Pod) -> K6End {
             finished: t.finished_at.map(|s| s.0.as_millisecond() as f64 / 1000.0),
         },
     }
+}
+
+/// A read-only mount of `volume` at `dir`, and a writable /tmp (the root is read-only).
+fn read_only_and_tmp(volume: &str, dir: &str) -> Vec<VolumeMount> {
+    vec![
+        VolumeMount {
+            name: volume.to_owned(),
+            mount_path: dir.to_owned(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        },
+        VolumeMount {
+            name: "tmp".to_owned(),
+            mount_path: "/tmp".to_owned(),
+            ..VolumeMount::default()
+        },
+    ]
+}
+
+/// `volume` from the ConfigMap `config_map`, and an emptyDir for /tmp.
+fn config_map_and_tmp(volume: &str, config_map: &str) -> Vec<Volume> {
+    vec![
+        Volume {
+            name: volume.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map.to_owned(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        Volume {
+            name: "tmp".to_owned(),
+            empty_dir: Some(EmptyDirVolumeSource::default()),
+            ..Volume::default()
+        },
+    ]
 }
 
 #[cfg(test)]
