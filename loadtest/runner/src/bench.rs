@@ -73,16 +73,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             (None, true) => (scenario.load.rate / 5).clamp(1, 5),
             (None, false) => scenario.load.rate,
         };
-        let mut run = ScenarioRun {
-            name: scenario.name.clone(),
-            set: scenario.set.clone(),
-            description: scenario.description.clone(),
-            rate,
-            duration_s: cfg.duration_s,
-            response_bytes: None,
-            error: None,
-            gateways: Vec::new(),
-        };
+        let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s);
         progress(format!(
             "scenario {} (set {}, {rate} req/s for {} s)",
             scenario.name, scenario.set, cfg.duration_s

@@ -94,6 +94,22 @@ pub struct ScenarioRun {
     pub gateways: Vec<GatewayRun>,
 }
 
+impl ScenarioRun {
+    /// A scenario about to run at `rate` for `duration_s`, nothing measured yet.
+    pub fn starting(scenario: &crate::scenario::Scenario, rate: u32, duration_s: u32) -> Self {
+        ScenarioRun {
+            name: scenario.name.clone(),
+            set: scenario.set.clone(),
+            description: scenario.description.clone(),
+            rate,
+            duration_s,
+            response_bytes: None,
+            error: None,
+            gateways: Vec::new(),
+        }
+    }
+}
+
 /// What the host mode knows about the machine; [`System::facts`] turns it into the report's
 /// "System Information" lines.
 #[derive(Debug, Clone, Serialize)]

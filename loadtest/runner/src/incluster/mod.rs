@@ -205,16 +205,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     let mut deployed_set: Option<String> = None;
     for scenario in &cfg.scenarios {
         let rate = cfg.rate.unwrap_or(scenario.load.rate);
-        let mut run = ScenarioRun {
-            name: scenario.name.clone(),
-            set: scenario.set.clone(),
-            description: scenario.description.clone(),
-            rate,
-            duration_s: cfg.duration_s,
-            response_bytes: None,
-            error: None,
-            gateways: Vec::new(),
-        };
+        let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s);
         progress(format!(
             "scenario {} (set {}, {rate} req/s for {} s, in-cluster)",
             scenario.name, scenario.set, cfg.duration_s
