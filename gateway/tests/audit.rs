@@ -64,9 +64,7 @@ async fn run_suite(dir: &Path) -> Vec<(String, String)> {
         .expect("suite name")
         .to_string_lossy()
         .to_string();
-    let data: Value =
-        serde_json::from_str(&read(&dir.join("data.json"))).expect("data.json is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
+    let subgraphs = support::json_subgraph::start_suite(dir).await;
     let text =
         read(&dir.join("supergraph.graphql")).replace("http://127.0.0.1:4200", &subgraphs.base_url);
     let supergraph = match Supergraph::parse(&text) {
@@ -100,7 +98,26 @@ async fn run_suite(dir: &Path) -> Vec<(String, String)> {
             failures.push((id, why));
         }
     }
+    if let Ok(dump) = std::env::var("GRAPHFLEET_AUDIT_DUMP") {
+        dump_exchanges(Path::new(&dump), &suite, &subgraphs);
+    }
     failures
+}
+
+/// Writes `<suite>.jsonl`: each subgraph request with its answer, in arrival order
+/// (`GRAPHFLEET_AUDIT_DUMP=<dir>`, to compare the subgraphs with other servers).
+fn dump_exchanges(dir: &Path, suite: &str, subgraphs: &support::json_subgraph::JsonSubgraphs) {
+    std::fs::create_dir_all(dir).expect("create the dump directory");
+    let replies = subgraphs.replies.lock().expect("replies lock").clone();
+    let lines: String = replies
+        .iter()
+        .map(|(name, request, reply)| {
+            let line =
+                serde_json::json!({ "subgraph": name, "request": request, "response": reply });
+            format!("{line}\n")
+        })
+        .collect();
+    std::fs::write(dir.join(format!("{suite}.jsonl")), lines).expect("write the dump");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

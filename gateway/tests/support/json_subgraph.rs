@@ -1,39 +1,84 @@
-//! A generic JSON-backed subgraph server for fixtures: it resolves any selection against
-//! a per-fixture `data.json`, one entry per subgraph:
+//! A JSON-backed subgraph server for the gateway tests, as strict as a real subgraph
+//! (graphql-js with `@apollo/subgraph`). Each subgraph has its federation SDL and a
+//! `data.json` entry; [`start_suite`] reads both from a folder (`data.json` and every
+//! `<subgraph>.graphql` but `supergraph.graphql`).
+//!
+//! Strictness:
+//! - every request is validated against the schema the subgraph serves (its SDL plus
+//!   `_Any`, `_Entity`, `_entities`, `_service`, built by the loadtest crate's
+//!   `subgraph_schema`), variables are coerced to their declared types; an invalid
+//!   request gets `{"errors": [...]}` and no data, as graphql-js answers;
+//! - execution is typed (apollo-compiler's executor): `@skip`/`@include`, fragments on
+//!   abstract types, leaf coercion and non-null propagation as the spec says;
+//! - an `_entities` representation must carry `__typename` and exactly the fields of one
+//!   resolvable `@key` of that type, plus at most the `@requires` fields of the fields the
+//!   request selects on it; anything else is an error for that representation (null item).
+//!   A `__typename` that is no object or interface type fails the whole field, as
+//!   `@apollo/subgraph` does.
+//!
+//! Data format, one entry per subgraph:
 //!
 //! ```json
 //! { "<subgraph>": {
-//!     "Query": { "field": <value>, "withArgs": { "__byArgs": [ { "args": {..}, "value": <value> } ] } },
+//!     "Query": { "field": <value>, ... },
 //!     "Mutation": { ... },
 //!     "entities": { "Product": [ { "__typename": "Product", "upc": "1", ... } ] } } }
 //! ```
 //!
-//! Entities are found by `__typename` and every representation field they also hold
-//! (so `@requires` fields sent along do not need to be stored); a value
-//! `{"__rep": "field.sub"}` echoes a representation field (to observe `@requires`), and
-//! `{"__error": "message"}` resolves to null with a GraphQL error at that path, and
-//! `{"__needsRep": "field", "value": <value>}` resolves to `value` only when the
-//! representation carries `field` (non-null), else to null with an error (a resolver
-//! that reads a `@requires` field and fails without it). An entity entry holding
-//! `"__error": "message"` answers its representation with null and that error (a
-//! failing reference resolver); `__rep` paths index lists by number (`items.2.id`).
-//! A subgraph entry `"__validateWith": "<SDL>"` rejects, as a real subgraph would, a
-//! request that is not valid against that (plain, federation-free) schema. An error value
-//! with `"__nonNull": true` also nulls its enclosing object (one level of non-null
-//! propagation, as for a non-null field under a nullable one).
-//! A root field `{"__counter": {"op": "add"|"multiply"|"take", "arg": "num", "key": "requestId"}}`
-//! keeps an integer per value of argument `key`, shared by all subgraphs of one server:
-//! `add`/`multiply` apply argument `arg` and return the new value, `take` returns it and
-//! resets it to 0 (stateful mutations whose results show the order they ran in).
+//! An entity is found by the key fields of its representation (an interface's entities
+//! may be listed under the interface or under their object types); none found resolves
+//! to null, as a reference resolver returning null. An entity entry may hold
+//! `"__error": "message"` (its reference resolver throws) or `"__reference": <expr>` (a
+//! computed value, below, judged on the representation: a thrown error fails it, a falsy
+//! value resolves it to null).
+//!
+//! Values are plain JSON (objects carry `__typename` where the field type is abstract), or:
+//! - `{"__error": "message"}`: the resolver throws (null and an error at that path);
+//! - `{"__byArgs": [{"args": {..}, "value": <value>}, ...]}`: the first entry whose `args`
+//!   all equal the field's coerced arguments (arguments not listed match anything);
+//! - `{"__compute": <expr>}`: a value computed as the audit's resolvers compute it, from the
+//!   representation the gateway sent (see [`eval`]); the result may be an object too;
+//! - `{"__counter": {"op": "add"|"multiply"|"take", "arg": "num", "key": "requestId"}}`
+//!   (root fields): an integer per value of argument `key`, shared by all subgraphs of one
+//!   server: `add`/`multiply` apply argument `arg` and return the new value, `take`
+//!   returns it and resets it to 0 (stateful mutations whose results show their order).
+//!
+//! Computed expressions (`<expr>`), with JavaScript semantics (`undefined`, `NaN`):
+//! a JSON scalar is itself, an array is the list of its evaluated items; objects are
+//! operations:
+//! - `{"rep": "a.b.0"}`: member access into the representation (a missing last step is
+//!   `undefined`; a step through `undefined`/`null` throws the TypeError JavaScript
+//!   throws); `{"rep?": "a.b"}` is optional chaining (`undefined` instead of throwing);
+//! - `{"arg": "name"}`: a field argument; `{"const": <json>}`: a literal value;
+//! - `{"object": {"field": e, ...}}`: an object of evaluated fields;
+//! - `{"has": "path"}`: `"field" in representation` at that path;
+//! - `{"typeof": e}`, `{"not": e}`, `{"isNull": e}` (`e == null`), `{"isArray": e}`;
+//! - `{"mul": [e, ...]}`, `{"gt"|"ge"|"lt"|"le": [a, b]}`, `{"eq": [a, b]}` (`===`),
+//!   `{"and": [e, ...]}`, `{"or": [e, ...]}` (returning the deciding operand);
+//! - `{"concat": [e, ...]}`: a template string (`NaN`, `undefined` written as JavaScript does);
+//! - `{"if": c, "then": e, "else": e}`: on JavaScript truthiness (`else` defaults to undefined);
+//! - `{"lookup": e, "in": {"<key>": <json>, ...}}`: a table lookup (`undefined` if absent);
+//! - `{"slice": [list, end]}`: `list.slice(0, end)`; `{"rep": "list.length"}` is its length;
+//! - `{"throw": "message"}`: the resolver throws.
+//!
+//! `undefined` and `null` results are null; `NaN` for an `Int`/`Float`/`Boolean`/`String`
+//! field is the serialization error graphql-js reports.
 
-use apollo_compiler::ast::{self, Definition, Selection};
+use apollo_compiler::ast;
+use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
+use apollo_compiler::resolvers::{Execution, FieldError, ObjectValue, ResolveInfo, ResolvedValue};
+use apollo_compiler::schema::ExtendedType;
+use apollo_compiler::validation::Valid;
+use apollo_compiler::{ExecutableDocument, Schema};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -44,6 +89,8 @@ pub struct JsonSubgraphs {
     pub log: Arc<Mutex<Vec<(String, Value)>>>,
     /// Every request's headers per subgraph, in arrival order.
     pub headers: Arc<Mutex<Vec<(String, hyper::HeaderMap)>>>,
+    /// Every request with its answer per subgraph, in the order they were answered.
+    pub replies: Arc<Mutex<Vec<(String, Value, Value)>>>,
 }
 
 impl JsonSubgraphs {
@@ -56,34 +103,88 @@ impl JsonSubgraphs {
     }
 }
 
-pub async fn start(data: Value) -> JsonSubgraphs {
+/// Serve the subgraphs of a folder: `data.json` and each `<subgraph>.graphql` SDL.
+pub async fn start_suite(dir: &Path) -> JsonSubgraphs {
+    let (data, sdls) = read_suite(dir);
+    start(data, sdls).await
+}
+
+/// `data.json` and the SDL of every subgraph in `dir`.
+pub fn read_suite(dir: &Path) -> (Value, BTreeMap<String, String>) {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+    };
+    let data = serde_json::from_str(&read(&dir.join("data.json"))).expect("data.json is JSON");
+    let mut sdls = BTreeMap::new();
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("dir entry").path();
+        let Some(name) = path.file_stem().map(|s| s.to_string_lossy().to_string()) else {
+            continue;
+        };
+        if path.extension().is_some_and(|e| e == "graphql") && name != "supergraph" {
+            sdls.insert(name, read(&path));
+        }
+    }
+    (data, sdls)
+}
+
+/// Serve `data` (an object of subgraphs) with each subgraph's federation SDL; every
+/// subgraph in `data` must have one, a subgraph with an SDL and no data serves nulls.
+pub async fn start(data: Value, sdls: BTreeMap<String, String>) -> JsonSubgraphs {
+    let data = data
+        .as_object()
+        .expect("data.json is an object of subgraphs");
+    for name in data.keys() {
+        assert!(
+            sdls.contains_key(name),
+            "subgraph {name} has data but no SDL"
+        );
+    }
+    let subgraphs: Arc<BTreeMap<String, Subgraph>> = Arc::new(
+        sdls.iter()
+            .map(|(name, sdl)| {
+                let d = data.get(name).cloned().unwrap_or(json!({}));
+                (name.clone(), Subgraph::new(name, sdl, d))
+            })
+            .collect(),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind an ephemeral loopback port");
     let addr = listener.local_addr().expect("bound address");
-    let data = Arc::new(data);
-    let state: Counters = Arc::new(Mutex::new(BTreeMap::new()));
+    let state = Counters::default();
     let counts: Arc<BTreeMap<String, AtomicU64>> = Arc::new(
-        data.as_object()
-            .expect("data.json is an object of subgraphs")
+        subgraphs
             .keys()
             .map(|k| (k.clone(), AtomicU64::new(0)))
             .collect(),
     );
     let log = Arc::new(Mutex::new(Vec::new()));
     let headers = Arc::new(Mutex::new(Vec::new()));
-    let (c, l, h) = (counts.clone(), log.clone(), headers.clone());
+    let replies = Arc::new(Mutex::new(Vec::new()));
+    let (c, l, h, r) = (
+        counts.clone(),
+        log.clone(),
+        headers.clone(),
+        replies.clone(),
+    );
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let (data, counts, log, h) = (data.clone(), c.clone(), l.clone(), h.clone());
+            let (subgraphs, counts, log, h, r) = (
+                subgraphs.clone(),
+                c.clone(),
+                l.clone(),
+                h.clone(),
+                r.clone(),
+            );
             let state = state.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let (data, counts, log) = (data.clone(), counts.clone(), log.clone());
-                    let headers = h.clone();
+                    let (subgraphs, counts, log) = (subgraphs.clone(), counts.clone(), log.clone());
+                    let (headers, replies) = (h.clone(), r.clone());
                     let state = state.clone();
                     async move {
                         let name = req.uri().path().trim_start_matches('/').to_string();
@@ -97,7 +198,7 @@ pub async fn start(data: Value) -> JsonSubgraphs {
                             .await
                             .map(|b| b.to_bytes())
                             .unwrap_or_default();
-                        let reply = match (data.get(&name), counts.get(&name)) {
+                        let reply = match (subgraphs.get(&name), counts.get(&name)) {
                             (Some(sg), Some(count)) => {
                                 count.fetch_add(1, Ordering::Relaxed);
                                 let request: Value =
@@ -105,7 +206,13 @@ pub async fn start(data: Value) -> JsonSubgraphs {
                                 log.lock()
                                     .expect("log lock")
                                     .push((name.clone(), request.clone()));
-                                execute(sg, &request, &state)
+                                let reply = sg.execute(&request, &state);
+                                replies.lock().expect("replies lock").push((
+                                    name.clone(),
+                                    request,
+                                    reply.clone(),
+                                ));
+                                reply
                             }
                             _ => {
                                 json!({ "errors": [{ "message": format!("no subgraph {name}") }] })
@@ -131,350 +238,835 @@ pub async fn start(data: Value) -> JsonSubgraphs {
         counts,
         log,
         headers,
+        replies,
     }
 }
 
-type Counters = Arc<Mutex<BTreeMap<String, i64>>>;
+/// State of `__counter` fields, shared by the subgraphs of one server.
+pub type Counters = Arc<Mutex<BTreeMap<String, i64>>>;
+
+/// One subgraph: the schema it serves, its federation metadata and its data.
+pub struct Subgraph {
+    name: String,
+    schema: Valid<Schema>,
+    /// Resolvable `@key` field sets per object, interface or interface-object type.
+    keys: HashMap<String, Vec<Shape>>,
+    /// The `@requires` field set of each `(type, field)`.
+    requires: HashMap<(String, String), Shape>,
+    data: Value,
+}
+
+impl Subgraph {
+    /// Panics on an SDL that does not build (a bug in a committed file).
+    pub fn new(name: &str, sdl: &str, data: Value) -> Self {
+        let schema = graphfleet_loadtest::engine::subgraph_schema(name, sdl)
+            .unwrap_or_else(|e| panic!("subgraph {name}: {e}"));
+        let doc = ast::Document::parse(sdl, format!("{name}.graphql"))
+            .unwrap_or_else(|e| panic!("subgraph {name}: {e}"));
+        let field_set = |type_name: &apollo_compiler::Name, fields: &str, what: &str| {
+            FieldSet::parse_and_validate(&schema, type_name.clone(), fields, what)
+                .map(|fs| Shape::of(&fs.selection_set))
+                .unwrap_or_else(|e| {
+                    panic!("subgraph {name}: {what} {fields:?} on {type_name}: {e}")
+                })
+        };
+        let mut keys: HashMap<String, Vec<Shape>> = HashMap::new();
+        let mut requires = HashMap::new();
+        for def in &doc.definitions {
+            let (type_name, directives, fields) = match def {
+                ast::Definition::ObjectTypeDefinition(d) => (&d.name, &d.directives, &d.fields),
+                ast::Definition::ObjectTypeExtension(d) => (&d.name, &d.directives, &d.fields),
+                ast::Definition::InterfaceTypeDefinition(d) => (&d.name, &d.directives, &d.fields),
+                ast::Definition::InterfaceTypeExtension(d) => (&d.name, &d.directives, &d.fields),
+                _ => continue,
+            };
+            for key in directives.get_all("key") {
+                let resolvable = key
+                    .specified_argument_by_name("resolvable")
+                    .is_none_or(|v| v.to_bool() != Some(false));
+                let fields = key
+                    .specified_argument_by_name("fields")
+                    .and_then(|v| v.as_str())
+                    .expect("@key has fields");
+                if resolvable {
+                    let shape = field_set(type_name, fields, "@key");
+                    keys.entry(type_name.to_string()).or_default().push(shape);
+                }
+            }
+            for field in fields {
+                if let Some(fields) = field
+                    .directives
+                    .get("requires")
+                    .and_then(|r| r.specified_argument_by_name("fields"))
+                    .and_then(|v| v.as_str())
+                {
+                    let shape = field_set(type_name, fields, "@requires");
+                    requires.insert((type_name.to_string(), field.name.to_string()), shape);
+                }
+            }
+        }
+        Subgraph {
+            name: name.to_owned(),
+            schema,
+            keys,
+            requires,
+            data,
+        }
+    }
+
+    /// The JSON answer to a GraphQL request body, as a real subgraph gives it.
+    pub fn execute(&self, request: &Value, counters: &Counters) -> Value {
+        let request_error = |messages: Vec<String>| json!({ "errors": messages.into_iter().map(|m| json!({ "message": m })).collect::<Vec<_>>() });
+        let Some(query) = request["query"].as_str() else {
+            return request_error(vec!["Must provide query string.".into()]);
+        };
+        let doc =
+            match ExecutableDocument::parse_and_validate(&self.schema, query, "request.graphql") {
+                Ok(doc) => doc,
+                Err(e) => {
+                    return request_error(e.errors.iter().map(|d| d.error.to_string()).collect());
+                }
+            };
+        let operation_name = request["operationName"].as_str();
+        let variables: apollo_compiler::response::JsonMap =
+            match serde_json::from_value(match &request["variables"] {
+                Value::Null => json!({}),
+                v => v.clone(),
+            }) {
+                Ok(v) => v,
+                Err(e) => return request_error(vec![format!("variables: {e}")]),
+            };
+        let execution = match Execution::new(&self.schema, &doc).operation_name(operation_name) {
+            Ok(execution) => execution.raw_variable_values(&variables),
+            Err(e) => return request_error(vec![e.message().to_string()]),
+        };
+        let root_type = match doc.operations.get(operation_name) {
+            Ok(op) => op.object_type().to_string(),
+            Err(e) => return request_error(vec![e.message().to_string()]),
+        };
+        let ctx = Ctx { sg: self, counters };
+        let root = Obj {
+            ctx: &ctx,
+            type_name: root_type.clone(),
+            value: self.data.get(&root_type).cloned().unwrap_or(json!({})),
+            rep: Rc::new(Value::Null),
+            root: true,
+        };
+        match execution.execute_sync(&root) {
+            Ok(response) => {
+                js_numbers(serde_json::to_value(&response).expect("a response serializes"))
+            }
+            Err(e) => request_error(vec![e.message().to_string()]),
+        }
+    }
+
+    fn is_subtype(&self, abstract_type: &str, object: &str) -> bool {
+        abstract_type == object
+            || match self.schema.types.get(abstract_type) {
+                Some(ExtendedType::Union(u)) => u.members.contains(object),
+                Some(ExtendedType::Interface(_)) => self
+                    .schema
+                    .get_object(object)
+                    .is_some_and(|o| o.implements_interfaces.contains(abstract_type)),
+                _ => false,
+            }
+    }
+
+    /// The fields a representation of `type_name` may carry besides a key: the
+    /// `@requires` of every field of that type the `_entities` selection selects.
+    fn requested_requires(&self, type_name: &str, selection: &SelectionSet) -> Shape {
+        let mut shape = Shape::default();
+        let mut stack = vec![selection];
+        while let Some(set) = stack.pop() {
+            for sel in &set.selections {
+                match sel {
+                    Selection::Field(f) => {
+                        if self.is_subtype(set.ty.as_str(), type_name)
+                            || self.is_subtype(type_name, set.ty.as_str())
+                        {
+                            for owner in [type_name, set.ty.as_str()] {
+                                if let Some(r) =
+                                    self.requires.get(&(owner.to_owned(), f.name.to_string()))
+                                {
+                                    shape.merge(r);
+                                }
+                            }
+                        }
+                    }
+                    Selection::InlineFragment(i) => stack.push(&i.selection_set),
+                    Selection::FragmentSpread(_) => {}
+                }
+            }
+        }
+        shape
+    }
+}
+
+/// Whole numbers written as JavaScript's `JSON.stringify` writes them (`100`, not `100.0`).
+fn js_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9e15 => json!(f as i64),
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => Value::Array(items.into_iter().map(js_numbers).collect()),
+        Value::Object(o) => Value::Object(o.into_iter().map(|(k, v)| (k, js_numbers(v))).collect()),
+        other => other,
+    }
+}
+
+/// Spreads are inlined by the caller's document: [`entities`] resolves them first.
+fn inline_spreads(doc: &ExecutableDocument, set: &SelectionSet) -> SelectionSet {
+    let mut out = set.clone();
+    out.selections = set
+        .selections
+        .iter()
+        .map(|sel| match sel {
+            Selection::FragmentSpread(s) => match doc.fragments.get(&s.fragment_name) {
+                Some(f) => {
+                    let mut inline =
+                        apollo_compiler::executable::InlineFragment::with_type_condition(
+                            f.type_condition().clone(),
+                        );
+                    inline.selection_set = inline_spreads(doc, &f.selection_set);
+                    Selection::InlineFragment(apollo_compiler::Node::new(inline))
+                }
+                None => sel.clone(),
+            },
+            Selection::InlineFragment(i) => {
+                let mut i = (**i).clone();
+                i.selection_set = inline_spreads(doc, &i.selection_set);
+                Selection::InlineFragment(apollo_compiler::Node::new(i))
+            }
+            Selection::Field(_) => sel.clone(),
+        })
+        .collect();
+    out
+}
+
+/// The fields of a field set, as a tree of response keys (fragments merged in).
+#[derive(Default, Clone, Debug)]
+pub struct Shape(BTreeMap<String, Shape>);
+
+impl Shape {
+    fn of(set: &SelectionSet) -> Shape {
+        let mut shape = Shape::default();
+        for sel in &set.selections {
+            match sel {
+                Selection::Field(f) => shape
+                    .0
+                    .entry(f.response_key().to_string())
+                    .or_default()
+                    .merge(&Shape::of(&f.selection_set)),
+                Selection::InlineFragment(i) => shape.merge(&Shape::of(&i.selection_set)),
+                Selection::FragmentSpread(_) => {}
+            }
+        }
+        shape
+    }
+
+    fn merge(&mut self, other: &Shape) {
+        for (k, v) in &other.0 {
+            self.0.entry(k.clone()).or_default().merge(v);
+        }
+    }
+
+    /// Whether `value` holds every field of this shape (nested objects and lists too).
+    fn covered_by(&self, value: &Value) -> bool {
+        match value {
+            Value::Array(items) => items.iter().all(|i| self.covered_by(i)),
+            Value::Object(o) => self
+                .0
+                .iter()
+                .all(|(k, sub)| o.get(k).is_some_and(|v| sub.covered_by(v))),
+            _ => true,
+        }
+    }
+
+    /// Whether `value` holds nothing but this shape's fields (and `__typename`).
+    fn covers(&self, value: &Value) -> bool {
+        match value {
+            Value::Array(items) => items.iter().all(|i| self.covers(i)),
+            Value::Object(o) => o
+                .iter()
+                .all(|(k, v)| k == "__typename" || self.0.get(k).is_some_and(|sub| sub.covers(v))),
+            _ => true,
+        }
+    }
+
+    /// Whether a stored entity and a representation agree on this shape's fields.
+    fn same(&self, stored: &Value, rep: &Value) -> bool {
+        match (stored, rep) {
+            (Value::Array(s), Value::Array(r)) => {
+                s.len() == r.len() && s.iter().zip(r).all(|(s, r)| self.same(s, r))
+            }
+            (Value::Object(s), Value::Object(r)) if !self.0.is_empty() => {
+                self.0.iter().all(|(k, sub)| {
+                    sub.same(
+                        s.get(k).unwrap_or(&Value::Null),
+                        r.get(k).unwrap_or(&Value::Null),
+                    )
+                })
+            }
+            _ => stored == rep,
+        }
+    }
+}
 
 struct Ctx<'a> {
-    doc: &'a ast::Document,
+    sg: &'a Subgraph,
     counters: &'a Counters,
-    variables: &'a Map<String, Value>,
-    errors: Vec<Value>,
-    /// Set by a failing non-null field (`"__nonNull": true`): its object becomes null.
-    null_parent: bool,
 }
 
-fn execute(sg: &Value, request: &Value, counters: &Counters) -> Value {
-    let query = request["query"].as_str().unwrap_or("");
-    let empty = Map::new();
-    let variables = request["variables"].as_object().unwrap_or(&empty);
-    let doc = match ast::Document::parse(query, "subgraph_query.graphql") {
-        Ok(doc) => doc,
-        Err(e) => return json!({ "errors": [{ "message": e.errors.to_string() }] }),
-    };
-    if let Some(sdl) = sg.get("__validateWith").and_then(Value::as_str)
-        && let Some(errors) = invalid(sdl, query)
-    {
-        return json!({ "errors": [{ "message": errors }] });
-    }
-    let Some(op) = doc.definitions.iter().find_map(|d| match d {
-        Definition::OperationDefinition(op) => Some(op.clone()),
-        _ => None,
-    }) else {
-        return json!({ "errors": [{ "message": "no operation" }] });
-    };
-    let root_name = match op.operation_type {
-        ast::OperationType::Query => "Query",
-        ast::OperationType::Mutation => "Mutation",
-        ast::OperationType::Subscription => "Subscription",
-    };
-    let mut ctx = Ctx {
-        doc: &doc,
-        counters,
-        variables,
-        errors: Vec::new(),
-        null_parent: false,
-    };
-    let mut data = Map::new();
-    let root = sg.get(root_name).cloned().unwrap_or(json!({}));
-    for sel in &op.selection_set {
-        let Selection::Field(f) = sel else { continue };
-        let key = f.alias.as_ref().unwrap_or(&f.name).to_string();
-        let value = if f.name == "_entities" {
-            let reps = argument(&ctx, f, "representations")
-                .and_then(|v| v.as_array().cloned())
-                .unwrap_or_default();
-            let list = reps
-                .iter()
-                .enumerate()
-                .map(|(i, rep)| {
-                    let path = vec![json!("_entities"), json!(i)];
-                    match find_entity(sg, rep) {
-                        // An entry holding `"__error"` is a failing reference resolver.
-                        Some(entity) if entity.get("__error").is_some() => {
-                            let message = entity["__error"].as_str().unwrap_or("error");
-                            ctx.errors.push(json!({ "message": message, "path": path }));
-                            Value::Null
-                        }
-                        Some(entity) => {
-                            resolve_object(&mut ctx, &entity, rep, &f.selection_set, &path)
-                        }
-                        None => Value::Null,
-                    }
-                })
-                .collect();
-            Value::Array(list)
-        } else if f.name == "__typename" {
-            json!(root_name)
-        } else {
-            let raw = by_args(
-                &ctx,
-                f,
-                root.get(f.name.as_str()).cloned().unwrap_or(Value::Null),
-            );
-            let raw = counter(&ctx, f, raw);
-            resolve(
-                &mut ctx,
-                &raw,
-                &Value::Null,
-                &f.selection_set,
-                &[json!(key)],
-            )
-        };
-        data.insert(key, value);
-    }
-    let mut out = Map::new();
-    out.insert("data".into(), Value::Object(data));
-    if !ctx.errors.is_empty() {
-        out.insert("errors".into(), Value::Array(ctx.errors));
-    }
-    Value::Object(out)
+/// An object being resolved: its stored value and the representation of the entity
+/// it belongs to (null outside `_entities`), which computed values read.
+struct Obj<'a> {
+    ctx: &'a Ctx<'a>,
+    type_name: String,
+    value: Value,
+    rep: Rc<Value>,
+    root: bool,
 }
 
-/// Why `query` is not valid against the subgraph schema `sdl` (plain GraphQL, no
-/// federation additions), if it is not.
-fn invalid(sdl: &str, query: &str) -> Option<String> {
-    let schema = match apollo_compiler::Schema::parse_and_validate(sdl, "subgraph.graphql") {
-        Ok(schema) => schema,
-        Err(e) => return Some(format!("__validateWith schema: {}", e.errors)),
-    };
-    apollo_compiler::ExecutableDocument::parse_and_validate(&schema, query, "query.graphql")
-        .err()
-        .map(|e| e.errors.to_string())
-}
-
-fn find_entity(sg: &Value, rep: &Value) -> Option<Value> {
-    let typename = rep["__typename"].as_str()?;
-    let candidates = sg["entities"][typename].as_array()?;
-    let rep = rep.as_object()?;
-    candidates
-        .iter()
-        .find(|e| {
-            rep.iter().all(|(k, v)| match e.get(k) {
-                Some(ev) if k != "__typename" => rep_matches(ev, v),
-                _ => true,
-            })
-        })
-        .cloned()
-}
-
-/// Whether a stored entity value agrees with a representation value: computed values
-/// (`__rep`, `__byArgs`, `__needsRep`) agree with anything, nested objects agree on the
-/// keys both hold, lists element by element, other values by equality.
-fn rep_matches(stored: &Value, rep: &Value) -> bool {
-    if ["__rep", "__byArgs", "__needsRep"]
-        .iter()
-        .any(|k| stored.get(k).is_some())
-    {
-        return true;
+fn field_error(message: impl Into<String>) -> FieldError {
+    FieldError {
+        message: message.into(),
     }
-    match (stored, rep) {
-        (Value::Object(s), Value::Object(r)) => r
-            .iter()
-            .all(|(k, rv)| s.get(k).is_none_or(|sv| rep_matches(sv, rv))),
-        (Value::Array(s), Value::Array(r)) if s.len() == r.len() => {
-            s.iter().zip(r).all(|(sv, rv)| rep_matches(sv, rv))
+}
+
+impl ObjectValue for Obj<'_> {
+    fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    fn resolve_field<'a>(
+        &'a self,
+        info: &'a ResolveInfo<'a>,
+    ) -> Result<ResolvedValue<'a>, FieldError> {
+        let args: Value = serde_json::to_value(info.arguments()).expect("arguments are JSON");
+        let ty = &info.field_definition().ty;
+        if self.root && info.field_name() == "_entities" {
+            return self.entities(info, &args);
         }
-        _ => stored == rep,
-    }
-}
-
-fn argument(ctx: &Ctx, f: &ast::Field, name: &str) -> Option<Value> {
-    f.arguments
-        .iter()
-        .find(|a| a.name == name)
-        .map(|a| to_json(ctx, &a.value))
-}
-
-fn to_json(ctx: &Ctx, v: &ast::Value) -> Value {
-    match v {
-        ast::Value::Null => Value::Null,
-        ast::Value::Variable(n) => ctx
-            .variables
-            .get(n.as_str())
-            .cloned()
-            .unwrap_or(Value::Null),
-        ast::Value::Enum(e) => json!(e.as_str()),
-        ast::Value::String(s) => json!(s),
-        ast::Value::Float(f) => serde_json::from_str(f.as_str()).unwrap_or(Value::Null),
-        ast::Value::Int(i) => serde_json::from_str(i.as_str()).unwrap_or(Value::Null),
-        ast::Value::Boolean(b) => json!(b),
-        ast::Value::List(items) => Value::Array(items.iter().map(|i| to_json(ctx, i)).collect()),
-        ast::Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .map(|(k, v)| (k.to_string(), to_json(ctx, v)))
-                .collect(),
-        ),
-    }
-}
-
-/// `{"__counter": {...}}` applies its operation to the shared integer and yields the result.
-fn counter(ctx: &Ctx, f: &ast::Field, raw: Value) -> Value {
-    let Some(spec) = raw.get("__counter") else {
-        return raw;
-    };
-    let arg = |name: &str| {
-        spec.get(name)
-            .and_then(Value::as_str)
-            .and_then(|a| argument(ctx, f, a))
-    };
-    let key = arg("key").map(|k| k.to_string()).unwrap_or_default();
-    let operand = arg("arg").and_then(|v| v.as_i64()).unwrap_or(0);
-    let mut counters = ctx.counters.lock().expect("counters lock");
-    let current = counters.get(&key).copied().unwrap_or(0);
-    let (result, next) = match spec.get("op").and_then(Value::as_str) {
-        Some("add") => (current + operand, current + operand),
-        Some("multiply") => (current * operand, current * operand),
-        _ => (current, 0),
-    };
-    counters.insert(key, next);
-    json!(result)
-}
-
-/// `{"__byArgs": [...]}` picks the entry whose args equal the field's arguments.
-fn by_args(ctx: &Ctx, f: &ast::Field, raw: Value) -> Value {
-    let Some(entries) = raw.get("__byArgs").and_then(|e| e.as_array()) else {
-        return raw;
-    };
-    let args: Map<String, Value> = f
-        .arguments
-        .iter()
-        .map(|a| (a.name.to_string(), to_json(ctx, &a.value)))
-        .collect();
-    entries
-        .iter()
-        .find(|e| e["args"].as_object().is_some_and(|a| *a == args))
-        .map(|e| e["value"].clone())
-        .unwrap_or(Value::Null)
-}
-
-fn resolve(ctx: &mut Ctx, v: &Value, rep: &Value, sel: &[Selection], path: &[Value]) -> Value {
-    if let Some(message) = v.get("__error").and_then(|m| m.as_str()) {
-        ctx.errors.push(json!({ "message": message, "path": path }));
-        ctx.null_parent |= v.get("__nonNull") == Some(&Value::Bool(true));
-        return Value::Null;
-    }
-    if let Some(field) = v.get("__needsRep").and_then(|f| f.as_str()) {
-        if rep.get(field).is_none_or(Value::is_null) {
-            ctx.errors.push(json!({
-                "message": format!("required field '{field}' not provided"),
-                "path": path
-            }));
-            return Value::Null;
+        if self.root && info.field_name() == "_service" {
+            let service = json!({ "__typename": "_Service", "sdl": null });
+            return self.complete(service, ty, &args);
         }
-        let value = v.get("value").cloned().unwrap_or(Value::Null);
-        return resolve(ctx, &value, rep, sel, path);
-    }
-    if let Some(field) = v.get("__rep").and_then(|f| f.as_str()) {
-        // A dotted path reaches into nested @requires selections.
-        return field
-            .split('.')
-            .try_fold(rep, |v, k| match k.parse::<usize>() {
-                Ok(i) if v.is_array() => v.get(i),
-                _ => v.get(k),
-            })
+        let raw = self
+            .value
+            .get(info.field_name())
             .cloned()
             .unwrap_or(Value::Null);
+        let raw = if self.root {
+            self.counter(raw, &args)
+        } else {
+            raw
+        };
+        self.complete(raw, ty, &args)
     }
-    match v {
-        Value::Array(items) => Value::Array(
-            items
+}
+
+impl<'a> Obj<'a> {
+    fn child(&self, type_name: String, value: Value, rep: Rc<Value>) -> Obj<'a> {
+        Obj {
+            ctx: self.ctx,
+            type_name,
+            value,
+            rep,
+            root: false,
+        }
+    }
+
+    /// A stored value turned into what the executor completes for type `ty`.
+    fn complete<'b>(
+        &self,
+        raw: Value,
+        ty: &apollo_compiler::ast::Type,
+        args: &Value,
+    ) -> Result<ResolvedValue<'b>, FieldError>
+    where
+        'a: 'b,
+    {
+        let value = self.evaluate(raw, args, ty)?;
+        if value.is_null() {
+            return Ok(ResolvedValue::null());
+        }
+        if ty.is_list() {
+            let Value::Array(items) = value else {
+                return Err(field_error(format!(
+                    "Expected Iterable, but did not find one for a field of type {ty}."
+                )));
+            };
+            let inner = ty.item_type().clone();
+            let me = self.child(self.type_name.clone(), Value::Null, self.rep.clone());
+            let args = args.clone();
+            return Ok(ResolvedValue::List(Box::new(
+                items
+                    .into_iter()
+                    .map(move |item| me.complete(item, &inner, &args)),
+            )));
+        }
+        let named = ty.inner_named_type();
+        match self.ctx.sg.schema.types.get(named) {
+            Some(ExtendedType::Object(_))
+            | Some(ExtendedType::Interface(_))
+            | Some(ExtendedType::Union(_)) => {
+                let concrete = match value.get("__typename").and_then(Value::as_str) {
+                    Some(t) => t.to_owned(),
+                    None if self.ctx.sg.schema.get_object(named).is_some() => named.to_string(),
+                    None => {
+                        return Err(field_error(format!(
+                            "Abstract type \"{named}\" must resolve to an Object type at runtime. Either the \"{named}\" type should provide a \"resolveType\" function or each possible type should provide an \"isTypeOf\" function."
+                        )));
+                    }
+                };
+                Ok(ResolvedValue::object(self.child(
+                    concrete,
+                    value,
+                    self.rep.clone(),
+                )))
+            }
+            // graphql-js serializes an integer as a Float; the executor here wants an f64
+            // (written back as JavaScript writes whole numbers, in `js_numbers`).
+            _ if named == "Float" && (value.is_i64() || value.is_u64()) => Ok(ResolvedValue::leaf(
+                value.as_f64().expect("an integer is an f64"),
+            )),
+            _ => Ok(ResolvedValue::Leaf(
+                serde_json::from_value(value).expect("JSON converts"),
+            )),
+        }
+    }
+
+    /// Applies the stored value's directives (`__error`, `__byArgs`, `__compute`).
+    fn evaluate(&self, raw: Value, args: &Value, ty: &ast::Type) -> Result<Value, FieldError> {
+        if let Some(message) = raw.get("__error") {
+            return Err(field_error(message.as_str().unwrap_or("error")));
+        }
+        if let Some(entries) = raw.get("__byArgs").and_then(Value::as_array) {
+            let chosen = entries
                 .iter()
-                .enumerate()
-                .map(|(i, item)| {
-                    let mut p = path.to_vec();
-                    p.push(json!(i));
-                    resolve(ctx, item, rep, sel, &p)
+                .find(|e| {
+                    e["args"]
+                        .as_object()
+                        .is_some_and(|a| a.iter().all(|(k, v)| args.get(k) == Some(v)))
                 })
-                .collect(),
-        ),
-        Value::Object(_) if !sel.is_empty() => resolve_object(ctx, v, rep, sel, path),
-        other => other.clone(),
+                .map(|e| e["value"].clone())
+                .unwrap_or(Value::Null);
+            return self.evaluate(chosen, args, ty);
+        }
+        if let Some(expr) = raw.get("__compute") {
+            let value = eval(expr, &self.rep, args).map_err(field_error)?;
+            return value.into_json(ty.inner_named_type()).map_err(field_error);
+        }
+        Ok(raw)
     }
-}
 
-fn resolve_object(
-    ctx: &mut Ctx,
-    obj: &Value,
-    rep: &Value,
-    sel: &[Selection],
-    path: &[Value],
-) -> Value {
-    let mut out = Map::new();
-    let outer = std::mem::replace(&mut ctx.null_parent, false);
-    collect_into(ctx, obj, rep, sel, path, &mut out);
-    if std::mem::replace(&mut ctx.null_parent, outer) {
-        return Value::Null;
+    /// `{"__counter": {...}}` applies its operation to the shared integer.
+    fn counter(&self, raw: Value, args: &Value) -> Value {
+        let Some(spec) = raw.get("__counter") else {
+            return raw;
+        };
+        let arg = |name: &str| {
+            spec.get(name)
+                .and_then(Value::as_str)
+                .and_then(|a| args.get(a))
+        };
+        let key = arg("key").map(|k| k.to_string()).unwrap_or_default();
+        let operand = arg("arg").and_then(Value::as_i64).unwrap_or(0);
+        let mut counters = self.ctx.counters.lock().expect("counters lock");
+        let current = counters.get(&key).copied().unwrap_or(0);
+        let (result, next) = match spec.get("op").and_then(Value::as_str) {
+            Some("add") => (current + operand, current + operand),
+            Some("multiply") => (current * operand, current * operand),
+            _ => (current, 0),
+        };
+        counters.insert(key, next);
+        json!(result)
     }
-    Value::Object(out)
-}
 
-fn applies(obj: &Value, type_condition: &str) -> bool {
-    match obj.get("__typename").and_then(|t| t.as_str()) {
-        None => true,
-        Some(t) if t == type_condition => true,
-        Some(_) => obj["__implements"]
+    fn entities<'b>(
+        &self,
+        info: &'b ResolveInfo<'b>,
+        args: &Value,
+    ) -> Result<ResolvedValue<'b>, FieldError>
+    where
+        'a: 'b,
+    {
+        let sg = self.ctx.sg;
+        let reps = args["representations"]
             .as_array()
-            .is_some_and(|i| i.iter().any(|n| n == type_condition)),
-    }
-}
-
-fn collect_into(
-    ctx: &mut Ctx,
-    obj: &Value,
-    rep: &Value,
-    sel: &[Selection],
-    path: &[Value],
-    out: &mut Map<String, Value>,
-) {
-    for s in sel {
-        match s {
-            Selection::Field(f) => {
-                let key = f.alias.as_ref().unwrap_or(&f.name).to_string();
-                let mut p = path.to_vec();
-                p.push(json!(key));
-                let raw = by_args(
-                    ctx,
-                    f,
-                    obj.get(f.name.as_str()).cloned().unwrap_or(Value::Null),
-                );
-                let value = resolve(ctx, &raw, rep, &f.selection_set, &p);
-                match out.get_mut(&key) {
-                    Some(Value::Object(existing)) => {
-                        if let Value::Object(more) = value {
-                            existing.extend(more);
-                        }
-                    }
-                    _ => {
-                        out.insert(key, value);
-                    }
-                }
-            }
-            Selection::InlineFragment(frag) => {
-                if frag
-                    .type_condition
-                    .as_ref()
-                    .is_none_or(|tc| applies(obj, tc))
-                {
-                    collect_into(ctx, obj, rep, &frag.selection_set, path, out);
-                }
-            }
-            Selection::FragmentSpread(spread) => {
-                let doc = ctx.doc;
-                let fragment = doc.definitions.iter().find_map(|d| match d {
-                    Definition::FragmentDefinition(fd) if fd.name == spread.fragment_name => {
-                        Some(fd.clone())
-                    }
-                    _ => None,
-                });
-                if let Some(fd) = fragment
-                    && applies(obj, &fd.type_condition)
-                {
-                    collect_into(ctx, obj, rep, &fd.selection_set, path, out);
-                }
+            .cloned()
+            .unwrap_or_default();
+        // As `@apollo/subgraph`: an unknown `__typename` fails the whole field.
+        for rep in &reps {
+            let t = rep["__typename"].as_str().unwrap_or("");
+            if !matches!(
+                sg.schema.types.get(t),
+                Some(ExtendedType::Object(_)) | Some(ExtendedType::Interface(_))
+            ) {
+                return Err(field_error(format!(
+                    "The _entities resolver tried to load an entity for type \"{t}\", but no object or interface type of that name was found in the schema"
+                )));
             }
         }
+        let selection = info
+            .field_selections()
+            .iter()
+            .fold(None::<SelectionSet>, |acc, f| {
+                let set = inline_spreads(info.document(), &f.selection_set);
+                Some(match acc {
+                    Some(mut a) => {
+                        a.selections.extend(set.selections);
+                        a
+                    }
+                    None => set,
+                })
+            })
+            .expect("a field has a selection");
+        let items: Vec<Result<ResolvedValue<'b>, FieldError>> = reps
+            .into_iter()
+            .map(|rep| {
+                let t = rep["__typename"].as_str().unwrap_or("").to_owned();
+                let allowed = sg.requested_requires(&t, &selection);
+                let key = sg
+                    .keys
+                    .get(&t)
+                    .into_iter()
+                    .flatten()
+                    .find(|key| {
+                        let mut all = (*key).clone();
+                        all.merge(&allowed);
+                        key.covered_by(&rep) && all.covers(&rep)
+                    })
+                    .ok_or_else(|| {
+                        field_error(format!(
+                            "subgraph {}: representation {rep} is not a @key of {t} (plus the @requires of the selected fields)",
+                            sg.name
+                        ))
+                    })?;
+                let Some(entity) = find_entity(sg, &t, key, &rep) else {
+                    return Ok(ResolvedValue::null());
+                };
+                if let Some(message) = entity.get("__error") {
+                    return Err(field_error(message.as_str().unwrap_or("error")));
+                }
+                let rep = Rc::new(rep);
+                if let Some(expr) = entity.get("__reference") {
+                    let ok = eval(expr, &rep, &Value::Null).map_err(field_error)?;
+                    if !ok.truthy() {
+                        return Ok(ResolvedValue::null());
+                    }
+                }
+                let concrete = match entity.get("__typename").and_then(Value::as_str) {
+                    Some(c) => c.to_owned(),
+                    None if sg.schema.get_object(&t).is_some() => t.clone(),
+                    None => {
+                        return Err(field_error(format!(
+                            "Abstract type \"{t}\" `__resolveReference` method must resolve to an Object type at runtime."
+                        )));
+                    }
+                };
+                Ok(ResolvedValue::object(self.child(concrete, entity, rep)))
+            })
+            .collect();
+        Ok(ResolvedValue::List(Box::new(items.into_iter())))
+    }
+}
+
+/// The stored entity of type `t` whose `key` fields equal the representation's: first
+/// from the list of `t` itself, then from the lists of its subtypes or supertypes.
+fn find_entity(sg: &Subgraph, t: &str, key: &Shape, rep: &Value) -> Option<Value> {
+    let entities = sg.data.get("entities")?.as_object()?;
+    let own = entities.get(t).into_iter().map(|list| (t, list));
+    let related = entities
+        .iter()
+        .filter(|(listed, _)| {
+            *listed != t && (sg.is_subtype(t, listed) || sg.is_subtype(listed, t))
+        })
+        .map(|(listed, list)| (listed.as_str(), list));
+    own.chain(related)
+        .flat_map(|(listed, list)| {
+            list.as_array()
+                .into_iter()
+                .flatten()
+                .map(move |e| (listed, e))
+        })
+        .find(|(listed, e)| {
+            let typename = e
+                .get("__typename")
+                .and_then(Value::as_str)
+                .unwrap_or(listed);
+            sg.is_subtype(t, typename) && key.same(e, rep)
+        })
+        .map(|(_, e)| e.clone())
+}
+
+/// A JavaScript value, as the audit's resolvers see it.
+#[derive(Clone, Debug, PartialEq)]
+enum Js {
+    Undefined,
+    Num(f64),
+    Json(Value),
+}
+
+impl Js {
+    fn from_json(v: Value) -> Js {
+        match v {
+            Value::Number(n) => Js::Num(n.as_f64().expect("a JSON number is an f64")),
+            other => Js::Json(other),
+        }
+    }
+
+    fn truthy(&self) -> bool {
+        match self {
+            Js::Undefined => false,
+            Js::Num(n) => *n != 0.0 && !n.is_nan(),
+            Js::Json(Value::Null) => false,
+            Js::Json(Value::Bool(b)) => *b,
+            Js::Json(Value::String(s)) => !s.is_empty(),
+            Js::Json(_) => true,
+        }
+    }
+
+    fn is_nullish(&self) -> bool {
+        matches!(self, Js::Undefined | Js::Json(Value::Null))
+    }
+
+    /// JavaScript's ToNumber, for arithmetic.
+    fn number(&self) -> f64 {
+        match self {
+            Js::Undefined => f64::NAN,
+            Js::Num(n) => *n,
+            Js::Json(Value::Null) => 0.0,
+            Js::Json(Value::Bool(b)) => f64::from(u8::from(*b)),
+            Js::Json(Value::String(s)) => s.trim().parse().unwrap_or(f64::NAN),
+            Js::Json(_) => f64::NAN,
+        }
+    }
+
+    /// JavaScript's ToString, for template strings.
+    fn string(&self) -> String {
+        match self {
+            Js::Undefined => "undefined".into(),
+            Js::Num(n) if n.is_nan() => "NaN".into(),
+            Js::Num(n) if n.fract() == 0.0 && n.abs() < 1e21 => format!("{}", *n as i64),
+            Js::Num(n) => n.to_string(),
+            Js::Json(Value::String(s)) => s.clone(),
+            Js::Json(Value::Null) => "null".into(),
+            Js::Json(Value::Array(items)) => items
+                .iter()
+                .map(|i| match i {
+                    Value::Null => String::new(),
+                    v => Js::from_json(v.clone()).string(),
+                })
+                .collect::<Vec<_>>()
+                .join(","),
+            Js::Json(Value::Object(_)) => "[object Object]".into(),
+            Js::Json(v) => v.to_string(),
+        }
+    }
+
+    fn type_of(&self) -> &'static str {
+        match self {
+            Js::Undefined => "undefined",
+            Js::Num(_) => "number",
+            Js::Json(Value::Bool(_)) => "boolean",
+            Js::Json(Value::String(_)) => "string",
+            Js::Json(_) => "object",
+        }
+    }
+
+    /// The field's result, with graphql-js's serialization error for `NaN`.
+    fn into_json(self, leaf_type: &str) -> Result<Value, String> {
+        match self {
+            Js::Undefined => Ok(Value::Null),
+            Js::Num(n) if !n.is_finite() => Err(match leaf_type {
+                "Int" => format!("Int cannot represent non-integer value: {}", self.string()),
+                "Float" => format!(
+                    "Float cannot represent non numeric value: {}",
+                    self.string()
+                ),
+                "Boolean" => format!(
+                    "Boolean cannot represent a non boolean value: {}",
+                    self.string()
+                ),
+                _ => format!("{leaf_type} cannot represent value: {}", self.string()),
+            }),
+            Js::Num(n) if n.fract() == 0.0 && n.abs() < 9e15 => Ok(json!(n as i64)),
+            Js::Num(n) => Ok(json!(n)),
+            Js::Json(v) => Ok(v),
+        }
+    }
+}
+
+/// JavaScript member access along a dotted path; `optional` is `?.` at every step.
+fn member(root: &Value, path: &str, optional: bool) -> Result<Js, String> {
+    let mut current = Js::Json(root.clone());
+    for step in path.split('.').filter(|s| !s.is_empty()) {
+        current = match current {
+            Js::Json(Value::Object(o)) => o.get(step).cloned().map_or(Js::Undefined, Js::from_json),
+            Js::Json(Value::Array(items)) if step == "length" => Js::Num(items.len() as f64),
+            Js::Json(Value::Array(items)) => step
+                .parse::<usize>()
+                .ok()
+                .and_then(|i| items.get(i).cloned())
+                .map_or(Js::Undefined, Js::from_json),
+            Js::Undefined | Js::Json(Value::Null) if optional => return Ok(Js::Undefined),
+            Js::Undefined => {
+                return Err(format!(
+                    "Cannot read properties of undefined (reading '{step}')"
+                ));
+            }
+            Js::Json(Value::Null) => {
+                return Err(format!("Cannot read properties of null (reading '{step}')"));
+            }
+            _ => Js::Undefined,
+        };
+    }
+    Ok(current)
+}
+
+/// Evaluates a computed expression (see the module documentation).
+fn eval(expr: &Value, rep: &Value, args: &Value) -> Result<Js, String> {
+    let op = match expr {
+        Value::Object(op) => op,
+        Value::Array(items) => {
+            let items = items
+                .iter()
+                .map(|e| eval(e, rep, args)?.into_json("list item"))
+                .collect::<Result<_, _>>()?;
+            return Ok(Js::Json(Value::Array(items)));
+        }
+        other => return Ok(Js::from_json(other.clone())),
+    };
+    let list = |key: &str| -> Result<Vec<Js>, String> {
+        op[key]
+            .as_array()
+            .ok_or_else(|| format!("{key} takes a list"))?
+            .iter()
+            .map(|e| eval(e, rep, args))
+            .collect()
+    };
+    let pair = |key: &str| -> Result<(Js, Js), String> {
+        let l = list(key)?;
+        match <[Js; 2]>::try_from(l) {
+            Ok([a, b]) => Ok((a, b)),
+            Err(_) => Err(format!("{key} takes two operands")),
+        }
+    };
+    let compare = |key: &str, f: fn(f64, f64) -> bool| -> Result<Js, String> {
+        let (a, b) = pair(key)?;
+        Ok(Js::Json(Value::Bool(f(a.number(), b.number()))))
+    };
+    const OPERATIONS: &[&str] = &[
+        "rep", "rep?", "has", "arg", "const", "object", "isArray", "typeof", "not", "isNull",
+        "mul", "gt", "ge", "lt", "le", "eq", "and", "or", "concat", "if", "lookup", "slice",
+        "throw",
+    ];
+    let name = OPERATIONS
+        .iter()
+        .find(|o| op.contains_key(**o))
+        .ok_or_else(|| format!("no known operation in {expr}"))?;
+    match *name {
+        "rep" | "rep?" => member(
+            rep,
+            op[*name].as_str().ok_or("rep takes a path")?,
+            *name == "rep?",
+        ),
+        "has" => {
+            let path = op["has"].as_str().ok_or("has takes a path")?;
+            let (parent, last) = path.rsplit_once('.').unwrap_or(("", path));
+            Ok(Js::Json(Value::Bool(matches!(
+                member(rep, parent, false)?,
+                Js::Json(Value::Object(o)) if o.contains_key(last)
+            ))))
+        }
+        "arg" => Ok(args
+            .get(op["arg"].as_str().ok_or("arg takes a name")?)
+            .cloned()
+            .map_or(Js::Undefined, Js::from_json)),
+        "const" => Ok(Js::from_json(op["const"].clone())),
+        "object" => {
+            let fields = op["object"].as_object().ok_or("object takes an object")?;
+            let mut out = serde_json::Map::new();
+            for (k, e) in fields {
+                out.insert(k.clone(), eval(e, rep, args)?.into_json(k)?);
+            }
+            Ok(Js::Json(Value::Object(out)))
+        }
+        "isArray" => Ok(Js::Json(json!(matches!(
+            eval(&op["isArray"], rep, args)?,
+            Js::Json(Value::Array(_))
+        )))),
+        "typeof" => Ok(Js::Json(json!(eval(&op["typeof"], rep, args)?.type_of()))),
+        "not" => Ok(Js::Json(json!(!eval(&op["not"], rep, args)?.truthy()))),
+        "isNull" => Ok(Js::Json(json!(
+            eval(&op["isNull"], rep, args)?.is_nullish()
+        ))),
+        "mul" => Ok(Js::Num(list("mul")?.iter().map(Js::number).product())),
+        "gt" => compare("gt", |a, b| a > b),
+        "ge" => compare("ge", |a, b| a >= b),
+        "lt" => compare("lt", |a, b| a < b),
+        "le" => compare("le", |a, b| a <= b),
+        "eq" => {
+            let (a, b) = pair("eq")?;
+            Ok(Js::Json(json!(a == b)))
+        }
+        "and" => {
+            let mut last = Js::Json(json!(true));
+            for e in op["and"].as_array().ok_or("and takes a list")? {
+                last = eval(e, rep, args)?;
+                if !last.truthy() {
+                    break;
+                }
+            }
+            Ok(last)
+        }
+        "or" => {
+            let mut last = Js::Json(json!(false));
+            for e in op["or"].as_array().ok_or("or takes a list")? {
+                last = eval(e, rep, args)?;
+                if last.truthy() {
+                    break;
+                }
+            }
+            Ok(last)
+        }
+        "concat" => Ok(Js::Json(Value::String(
+            list("concat")?.iter().map(Js::string).collect(),
+        ))),
+        "if" => {
+            if eval(&op["if"], rep, args)?.truthy() {
+                eval(&op["then"], rep, args)
+            } else {
+                op.get("else")
+                    .map_or(Ok(Js::Undefined), |e| eval(e, rep, args))
+            }
+        }
+        "lookup" => {
+            let key = eval(&op["lookup"], rep, args)?;
+            Ok(op["in"]
+                .get(key.string())
+                .cloned()
+                .filter(|_| !key.is_nullish())
+                .map_or(Js::Undefined, Js::from_json))
+        }
+        "slice" => {
+            let (items, end) = pair("slice")?;
+            let Js::Json(Value::Array(items)) = items else {
+                return Err("slice takes a list".into());
+            };
+            let end = end.number();
+            let end = if end.is_nan() {
+                0
+            } else {
+                end.max(0.0) as usize
+            };
+            Ok(Js::Json(Value::Array(
+                items.into_iter().take(end).collect(),
+            )))
+        }
+        "throw" => Err(op["throw"].as_str().unwrap_or("error").to_owned()),
+        other => Err(format!("unknown computed operation {other}")),
     }
 }

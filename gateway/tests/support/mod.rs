@@ -54,8 +54,7 @@ pub async fn fixture_subgraphs(fixture: &str) -> (json_subgraph::JsonSubgraphs, 
         std::fs::read_to_string(dir.join(file))
             .unwrap_or_else(|e| panic!("read fixture {fixture}/{file}: {e}"))
     };
-    let data = serde_json::from_str(&read("data.json")).expect("fixture data is JSON");
-    let subgraphs = json_subgraph::start(data).await;
+    let subgraphs = json_subgraph::start_suite(&dir).await;
     let text = read("supergraph.graphql").replace("http://127.0.0.1:4200", &subgraphs.base_url);
     (subgraphs, text)
 }
