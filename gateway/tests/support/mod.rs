@@ -14,7 +14,9 @@ use std::time::Duration;
 
 pub mod fault_subgraph;
 pub mod fed;
+pub mod invariants;
 pub mod json_subgraph;
+pub mod opgen;
 pub mod process;
 
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
