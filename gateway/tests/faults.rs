@@ -18,7 +18,7 @@ struct Env {
 }
 
 async fn env(fault: &FaultSubgraph, mode: &str, tune: impl FnOnce(&mut Config)) -> Env {
-    let main = support::json_subgraph::start(fault_subgraph::main_data()).await;
+    let main = fault_subgraph::start_main().await;
     let mut config = Config::default();
     let url = |u: String| SubgraphConfig {
         url: Some(u),

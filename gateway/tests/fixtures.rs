@@ -20,11 +20,7 @@ async fn run_fixture(dir: &Path) {
         .to_string();
     let text = std::fs::read_to_string(dir.join("supergraph.graphql"))
         .expect("fixture has a composed supergraph.graphql");
-    let data: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.join("data.json")).expect("fixture has data.json"),
-    )
-    .expect("data.json is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
+    let subgraphs = support::json_subgraph::start_suite(dir).await;
     let text = text.replace("http://127.0.0.1:4200", &subgraphs.base_url);
     let supergraph = Supergraph::parse(&text).expect("fixture supergraph loads");
     let plan_supergraph = Supergraph::parse(&text).expect("fixture supergraph loads");

@@ -54,9 +54,8 @@ async fn a_request_is_traced_under_the_client_trace_and_propagated_to_subgraphs(
     config.telemetry.tracing.sample_ratio = 0.0;
     let guard = graphfleet_gateway::telemetry::init(&config.telemetry).expect("telemetry");
 
-    let data: serde_json::Value = serde_json::from_str(include_str!("fixtures/keys/data.json"))
-        .expect("fixture data is JSON");
-    let subgraphs = support::json_subgraph::start(data).await;
+    let keys = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/keys");
+    let subgraphs = support::json_subgraph::start_suite(&keys).await;
     let text = include_str!("fixtures/keys/supergraph.graphql")
         .replace("http://127.0.0.1:4200", &subgraphs.base_url);
     let supergraph = Supergraph::parse(&text).expect("supergraph");

@@ -2,9 +2,12 @@
 //! URL path segment picks the behaviour (`/ok`, `/sleep`, `/status-500-body`, ...);
 //! `/reset` answers on a raw TCP listener that closes the socket mid-response.
 //!
-//! It serves the `faulty` subgraph of [`SUPERGRAPH`]: `Query.top`, `Mutation.bump` and
-//! `Product` entities (`price: Int`, `tags: [String]`, `sku: String!`).
+//! It serves the `faulty` subgraph of [`SUPERGRAPH`] ([`FAULTY_SDL`]: `Query.top`,
+//! `Mutation.bump` and `Product` entities with `price: Int`, `tags: [String]`,
+//! `sku: String!`): the strict JSON subgraph executor answers, and the mode then breaks
+//! the transport or corrupts the answer.
 
+use super::json_subgraph::{self, Counters, JsonSubgraphs, Subgraph};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::service::service_fn;
@@ -73,11 +76,58 @@ type Mutation
 }
 "#;
 
-/// Data for the JSON subgraph serving `main`.
-pub fn main_data() -> Value {
-    json!({ "main": { "Query": { "products": [
+/// The federation SDL of `main` in [`SUPERGRAPH`].
+pub const MAIN_SDL: &str = r#"
+extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+
+type Query {
+  products: [Product!]!
+}
+
+type Product @key(fields: "id") {
+  id: ID!
+  name: String
+}
+"#;
+
+/// The federation SDL of `faulty` in [`SUPERGRAPH`].
+pub const FAULTY_SDL: &str = r#"
+extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+
+type Query {
+  top: Product
+}
+
+type Mutation {
+  bump: Int
+}
+
+type Product @key(fields: "id") {
+  id: ID!
+  price: Int
+  tags: [String]
+  sku: String!
+}
+"#;
+
+/// The JSON subgraph serving `main` (`/main`): products 1 and 2.
+pub async fn start_main() -> JsonSubgraphs {
+    let data = json!({ "main": { "Query": { "products": [
         { "__typename": "Product", "id": "1", "name": "Kettle" },
-        { "__typename": "Product", "id": "2", "name": "Teapot" } ] } } })
+        { "__typename": "Product", "id": "2", "name": "Teapot" } ] } } });
+    json_subgraph::start(data, [("main".to_owned(), MAIN_SDL.to_owned())].into()).await
+}
+
+/// What `faulty` answers when nothing goes wrong: `top` is product 9, and `main`'s
+/// products 1 and 2 are its entities too.
+fn faulty() -> Subgraph {
+    let product = |id: &str| json!({"__typename": "Product", "id": id, "price": 10, "tags": ["a", "b"], "sku": "sku-1"});
+    let data = json!({
+        "Query": { "top": product("9") },
+        "Mutation": { "bump": 1 },
+        "entities": { "Product": [product("1"), product("2"), product("9")] }
+    });
+    Subgraph::new("faulty", FAULTY_SDL, data)
 }
 
 pub struct FaultSubgraph {
@@ -112,16 +162,17 @@ pub async fn start() -> FaultSubgraph {
     let requests = Arc::new(AtomicU64::new(0));
     let authorizations = Arc::new(Mutex::new(Vec::new()));
     let (r, a) = (requests.clone(), authorizations.clone());
+    let subgraph = Arc::new(faulty());
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let (r, a) = (r.clone(), a.clone());
+            let (r, a, sg) = (r.clone(), a.clone(), subgraph.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |req| {
-                    let (r, a) = (r.clone(), a.clone());
-                    async move { Ok::<_, std::convert::Infallible>(answer(req, &r, &a).await) }
+                    let (r, a, sg) = (r.clone(), a.clone(), sg.clone());
+                    async move { Ok::<_, std::convert::Infallible>(answer(req, &r, &a, &sg).await) }
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
                     .serve_connection(TokioIo::new(stream), service)
@@ -178,6 +229,7 @@ async fn answer(
     req: Request<hyper::body::Incoming>,
     requests: &AtomicU64,
     authorizations: &Mutex<Vec<Option<String>>>,
+    subgraph: &Subgraph,
 ) -> Response<Full<Bytes>> {
     requests.fetch_add(1, Ordering::SeqCst);
     let auth = req
@@ -206,28 +258,38 @@ async fn answer(
         "malformed" => return reply(StatusCode::OK, r#"{"data": {"_entities": [{"#),
         _ => {}
     }
-    reply(StatusCode::OK, data(&mode, &request).to_string())
+    let answer = corrupt(&mode, subgraph.execute(&request, &Counters::default()));
+    reply(StatusCode::OK, answer.to_string())
 }
 
-/// The (possibly corrupted) answer to a well-formed request.
-fn data(mode: &str, request: &Value) -> Value {
-    let product = |id: &Value| {
-        let mut p = json!({"__typename": "Product", "id": id, "price": 10, "tags": ["a", "b"], "sku": "sku-1"});
-        match mode {
-            "wrong-int" => p["price"] = json!("ten"),
-            "wrong-list" => p["tags"] = json!({"a": 1}),
-            "null-non-null" => p["sku"] = Value::Null,
-            _ => {}
-        }
-        p
+/// The answer with the mode's corruption: every `price` a string (`wrong-int`), every
+/// `tags` an object (`wrong-list`), every non-null `sku` null (`null-non-null`).
+fn corrupt(mode: &str, answer: Value) -> Value {
+    let (field, bad) = match mode {
+        "wrong-int" => ("price", json!("ten")),
+        "wrong-list" => ("tags", json!({"a": 1})),
+        "null-non-null" => ("sku", Value::Null),
+        _ => return answer,
     };
-    let query = request["query"].as_str().unwrap_or("");
-    if query.contains("bump") {
-        return json!({"data": {"bump": 1}});
+    fn walk(v: Value, field: &str, bad: &Value) -> Value {
+        match v {
+            Value::Object(o) => Value::Object(
+                o.into_iter()
+                    .map(|(k, v)| {
+                        let v = if k == field {
+                            bad.clone()
+                        } else {
+                            walk(v, field, bad)
+                        };
+                        (k, v)
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|i| walk(i, field, bad)).collect())
+            }
+            other => other,
+        }
     }
-    if let Some(reps) = request["variables"]["representations"].as_array() {
-        let entities: Vec<Value> = reps.iter().map(|r| product(&r["id"])).collect();
-        return json!({"data": {"_entities": entities}});
-    }
-    json!({"data": {"top": product(&json!("9"))}})
+    walk(answer, field, &bad)
 }

@@ -344,7 +344,11 @@ impl Subgraph {
             Ok(op) => op.object_type().to_string(),
             Err(e) => return request_error(vec![e.message().to_string()]),
         };
-        let ctx = Ctx { sg: self, counters };
+        let ctx = Ctx {
+            sg: self,
+            counters,
+            item_errors: Default::default(),
+        };
         let root = Obj {
             ctx: &ctx,
             type_name: root_type.clone(),
@@ -354,7 +358,23 @@ impl Subgraph {
         };
         match execution.execute_sync(&root) {
             Ok(response) => {
-                js_numbers(serde_json::to_value(&response).expect("a response serializes"))
+                let mut answer =
+                    js_numbers(serde_json::to_value(&response).expect("a response serializes"));
+                let mut item_errors = ctx.item_errors.borrow_mut();
+                let errors = answer.get_mut("errors").and_then(Value::as_array_mut);
+                for error in errors.into_iter().flatten() {
+                    let message = error["message"].as_str().unwrap_or_default();
+                    let failed_item = message.contains(ITEM_ERROR)
+                        || message
+                            .starts_with("resolver returned a leaf value but expected an object");
+                    if failed_item && let Some(real) = item_errors.pop_front() {
+                        error["message"] = json!(real);
+                    } else if let Some(bare) = message.strip_prefix("resolver error: ") {
+                        // graphql-js reports a thrown message as it is.
+                        error["message"] = json!(bare.to_owned());
+                    }
+                }
+                answer
             }
             Err(e) => request_error(vec![e.message().to_string()]),
         }
@@ -516,7 +536,12 @@ impl Shape {
 struct Ctx<'a> {
     sg: &'a Subgraph,
     counters: &'a Counters,
+    /// Messages of failed list items, in the order the executor reports them.
+    item_errors: std::cell::RefCell<std::collections::VecDeque<String>>,
 }
+
+/// Marks a failed list item of a leaf type (see [`Obj::item`]).
+const ITEM_ERROR: &str = "__json_subgraph_item_error";
 
 /// An object being resolved: its stored value and the representation of the entity
 /// it belongs to (null outside `_entities`), which computed values read.
@@ -600,11 +625,9 @@ impl<'a> Obj<'a> {
             let inner = ty.item_type().clone();
             let me = self.child(self.type_name.clone(), Value::Null, self.rep.clone());
             let args = args.clone();
-            return Ok(ResolvedValue::List(Box::new(
-                items
-                    .into_iter()
-                    .map(move |item| me.complete(item, &inner, &args)),
-            )));
+            return Ok(ResolvedValue::List(Box::new(items.into_iter().map(
+                move |item| me.item(me.complete(item, &inner, &args), &inner),
+            ))));
         }
         let named = ty.inner_named_type();
         match self.ctx.sg.schema.types.get(named) {
@@ -723,53 +746,86 @@ impl<'a> Obj<'a> {
                 })
             })
             .expect("a field has a selection");
-        let items: Vec<Result<ResolvedValue<'b>, FieldError>> = reps
+        let me = self.child(self.type_name.clone(), Value::Null, self.rep.clone());
+        let item_type = info.field_definition().ty.item_type().clone();
+        Ok(ResolvedValue::List(Box::new(reps.into_iter().map(
+            move |rep| me.item(me.entity(rep, &selection), &item_type),
+        ))))
+    }
+
+    /// Resolves one `_entities` representation, as a strict reference resolver.
+    fn entity<'b>(
+        &self,
+        rep: Value,
+        selection: &SelectionSet,
+    ) -> Result<ResolvedValue<'b>, FieldError>
+    where
+        'a: 'b,
+    {
+        let sg = self.ctx.sg;
+        let t = rep["__typename"].as_str().unwrap_or("").to_owned();
+        let allowed = sg.requested_requires(&t, selection);
+        let key = sg
+            .keys
+            .get(&t)
             .into_iter()
-            .map(|rep| {
-                let t = rep["__typename"].as_str().unwrap_or("").to_owned();
-                let allowed = sg.requested_requires(&t, &selection);
-                let key = sg
-                    .keys
-                    .get(&t)
-                    .into_iter()
-                    .flatten()
-                    .find(|key| {
-                        let mut all = (*key).clone();
-                        all.merge(&allowed);
-                        key.covered_by(&rep) && all.covers(&rep)
-                    })
-                    .ok_or_else(|| {
-                        field_error(format!(
-                            "subgraph {}: representation {rep} is not a @key of {t} (plus the @requires of the selected fields)",
-                            sg.name
-                        ))
-                    })?;
-                let Some(entity) = find_entity(sg, &t, key, &rep) else {
-                    return Ok(ResolvedValue::null());
-                };
-                if let Some(message) = entity.get("__error") {
-                    return Err(field_error(message.as_str().unwrap_or("error")));
-                }
-                let rep = Rc::new(rep);
-                if let Some(expr) = entity.get("__reference") {
-                    let ok = eval(expr, &rep, &Value::Null).map_err(field_error)?;
-                    if !ok.truthy() {
-                        return Ok(ResolvedValue::null());
-                    }
-                }
-                let concrete = match entity.get("__typename").and_then(Value::as_str) {
-                    Some(c) => c.to_owned(),
-                    None if sg.schema.get_object(&t).is_some() => t.clone(),
-                    None => {
-                        return Err(field_error(format!(
-                            "Abstract type \"{t}\" `__resolveReference` method must resolve to an Object type at runtime."
-                        )));
-                    }
-                };
-                Ok(ResolvedValue::object(self.child(concrete, entity, rep)))
+            .flatten()
+            .find(|key| {
+                let mut all = (*key).clone();
+                all.merge(&allowed);
+                key.covered_by(&rep) && all.covers(&rep)
             })
-            .collect();
-        Ok(ResolvedValue::List(Box::new(items.into_iter())))
+            .ok_or_else(|| {
+                field_error(format!(
+                    "subgraph {}: representation {rep} is not a @key of {t} (plus the @requires of the selected fields)",
+                    sg.name
+                ))
+            })?;
+        let Some(entity) = find_entity(sg, &t, key, &rep) else {
+            return Ok(ResolvedValue::null());
+        };
+        if let Some(message) = entity.get("__error") {
+            return Err(field_error(message.as_str().unwrap_or("error")));
+        }
+        let rep = Rc::new(rep);
+        if let Some(expr) = entity.get("__reference") {
+            let ok = eval(expr, &rep, &Value::Null).map_err(field_error)?;
+            if !ok.truthy() {
+                return Ok(ResolvedValue::null());
+            }
+        }
+        let concrete = match entity.get("__typename").and_then(Value::as_str) {
+            Some(c) => c.to_owned(),
+            None if sg.schema.get_object(&t).is_some() => t.clone(),
+            None => {
+                return Err(field_error(format!(
+                    "Abstract type \"{t}\" `__resolveReference` method must resolve to an Object type at runtime."
+                )));
+            }
+        };
+        Ok(ResolvedValue::object(self.child(concrete, entity, rep)))
+    }
+
+    /// A list item that failed: the executor here would null the whole list, graphql-js
+    /// nulls the item (when nullable). So the item becomes a value the executor rejects
+    /// at the item's path, and [`Subgraph::execute`] puts the real message back.
+    fn item<'b>(
+        &self,
+        result: Result<ResolvedValue<'b>, FieldError>,
+        item_type: &ast::Type,
+    ) -> Result<ResolvedValue<'b>, FieldError> {
+        result.or_else(|e| {
+            self.ctx.item_errors.borrow_mut().push_back(e.message);
+            let composite = matches!(
+                self.ctx.sg.schema.types.get(item_type.inner_named_type()),
+                Some(ExtendedType::Object(_) | ExtendedType::Interface(_) | ExtendedType::Union(_))
+            );
+            Ok(ResolvedValue::Leaf(if composite {
+                serde_json_bytes::Value::Bool(false)
+            } else {
+                serde_json_bytes::json!({ ITEM_ERROR: true })
+            }))
+        })
     }
 }
 
