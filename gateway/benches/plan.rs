@@ -34,7 +34,7 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let prepared = operation::prepare(&supergraph.api_schema, black_box(&query), None)
                     .expect("benchmark operation is valid");
-                query_planner::build_plan(&supergraph.meta, &prepared.ir)
+                query_planner::build_plan(&supergraph.meta, &prepared.ir, None)
                     .expect("benchmark operation plans")
             })
         });

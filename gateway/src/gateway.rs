@@ -3,7 +3,8 @@
 use crate::config::{Config, LimitsConfig};
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::executor::{ExecutionContext, execute};
-use crate::operation::{self, PreparedOperation, RequestErrors};
+use crate::operation::shape::Shapes;
+use crate::operation::{self, ConditionValues, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanError, QueryPlan, build_plan};
 use crate::supergraph::Supergraph;
 use crate::telemetry::metrics::{CacheMetrics, FetchMetrics, OperationMetrics};
@@ -72,11 +73,59 @@ pub struct RequestMeta {
     pub trace_context: http::HeaderMap,
 }
 
+pub type PlanResult = Result<QueryPlan, PlanError>;
+
+/// How to answer requests whose condition variables take one set of values.
+pub struct Variant {
+    pub plan: PlanResult,
+    /// `None`: the operation's own shapes (made for all condition variables false).
+    shapes: Option<Shapes>,
+}
+
+impl Variant {
+    pub fn shapes<'s>(&'s self, prepared: &'s PreparedOperation) -> &'s Shapes {
+        self.shapes.as_ref().unwrap_or(&prepared.shapes)
+    }
+}
+
 pub struct CachedOperation {
     pub prepared: PreparedOperation,
-    pub plan: Result<QueryPlan, PlanError>,
+    /// For requests whose condition variables are all false: the only variant of an
+    /// operation without `@skip`/`@include` on variables.
+    first: Arc<Variant>,
+    /// Variants for other values of the condition variables, made on first use.
+    variants: Mutex<FxHashMap<ConditionValues, Arc<Variant>>>,
     /// Its request metrics handles, resolved on first use.
     metrics: OnceLock<Arc<OperationMetrics>>,
+}
+
+/// Variants kept per operation besides the first; cleared when full.
+const VARIANTS_CAPACITY: usize = 64;
+
+impl CachedOperation {
+    /// The plan and shapes for a request whose condition variables take `values`.
+    pub fn variant(&self, supergraph: &Supergraph, values: ConditionValues) -> Arc<Variant> {
+        if values == ConditionValues::default() {
+            return self.first.clone();
+        }
+        if let Some(variant) = self.variants.lock().get(&values) {
+            return variant.clone();
+        }
+        let ir = &self.prepared.ir;
+        let plan =
+            crate::otel_span!("plan").in_scope(|| build_plan(&supergraph.meta, ir, Some(values)));
+        let shapes = Shapes::build(&supergraph.api_schema, ir, Some(values));
+        let variant = Arc::new(Variant {
+            plan,
+            shapes: Some(shapes),
+        });
+        let mut variants = self.variants.lock();
+        if variants.len() >= VARIANTS_CAPACITY {
+            variants.clear();
+        }
+        variants.insert(values, variant.clone());
+        variant
+    }
 }
 
 /// One loaded supergraph and the operations planned against it. Swapped whole on
@@ -163,11 +212,17 @@ impl State {
             operation_name,
             &self.limits,
         )?;
-        let plan =
-            crate::otel_span!("plan").in_scope(|| build_plan(&self.supergraph.meta, &prepared.ir));
+        let plan = crate::otel_span!("plan").in_scope(|| {
+            build_plan(
+                &self.supergraph.meta,
+                &prepared.ir,
+                Some(ConditionValues::default()),
+            )
+        });
         let cached = Arc::new(CachedOperation {
             prepared,
-            plan,
+            first: Arc::new(Variant { plan, shapes: None }),
+            variants: Mutex::default(),
             metrics: OnceLock::new(),
         });
         let mut cache = self.cache.lock();
@@ -297,7 +352,9 @@ impl<T: Transport> Gateway<T> {
             Ok(v) => v,
             Err(e) => return request_error(e),
         };
-        let plan = match &cached.plan {
+        let values = ConditionValues::of(&cached.prepared.ir, &variables);
+        let variant = cached.variant(&state.supergraph, values);
+        let plan = match &variant.plan {
             Ok(plan) => plan,
             Err(e) => {
                 return request_error(RequestErrors::message(format!(
@@ -308,6 +365,7 @@ impl<T: Transport> Gateway<T> {
         let ctx = ExecutionContext {
             supergraph: &state.supergraph,
             prepared: &cached.prepared,
+            shapes: variant.shapes(&cached.prepared),
             plan,
             variables: &variables,
             transport: &self.transport,

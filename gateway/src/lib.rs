@@ -29,6 +29,6 @@ pub fn plan_text(
                     .join("\n")
             )
         })?;
-    let plan = query_planner::build_plan(&supergraph.meta, &prepared.ir)?;
+    let plan = query_planner::build_plan(&supergraph.meta, &prepared.ir, None)?;
     Ok(plan.to_string())
 }

@@ -100,10 +100,11 @@ async fn assert_fault(mode: &str, entity_errors: Value, root_errors: Value) {
     assert_still_serving(&env, ROOT_QUERY, &expected).await;
 }
 
-/// For `mode`: `error` alone, at the entity fetch's path and (without one) for the root fetch.
+/// For `mode`: `error` alone, at the entity fetch's path (down to its first list) and
+/// without one for the root fetch.
 async fn assert_fault_error(mode: &str, error: Value) {
     let mut at_entity = error.clone();
-    at_entity["path"] = json!(["products", "@"]);
+    at_entity["path"] = json!(["products"]);
     assert_fault(mode, json!([at_entity]), json!([error])).await;
 }
 

@@ -195,7 +195,7 @@ fn write_rep(
 ) -> bool {
     out.extend_from_slice(b"{\"__typename\":");
     write_str(out, spec.send_typename.as_deref().unwrap_or(typename));
-    if !write_fields(store, keys, obj, &spec.fields, out, true) {
+    if !write_fields(store, keys, obj, &spec.fields, out, &mut true) {
         return false;
     }
     out.push(b'}');
@@ -209,7 +209,7 @@ fn write_fields(
     obj: ObjId,
     tree: &SelTree,
     out: &mut Vec<u8>,
-    mut after_first: bool,
+    after_first: &mut bool,
 ) -> bool {
     let object = store.object(obj);
     for item in &tree.items {
@@ -223,19 +223,31 @@ fn write_fields(
                 let Some(v) = keys.get(stored).and_then(|k| object.get(k)) else {
                     return false;
                 };
-                if after_first {
+                if *after_first {
                     out.push(b',');
                 }
-                after_first = true;
+                *after_first = true;
                 write_str(out, name);
                 out.push(b':');
                 if !write_rep_value(store, keys, v, sub, out) {
                     return false;
                 }
             }
-            SelTreeItem::Fragment { sub, .. } => {
-                // Abstract key fields: include the ones this object has.
-                let _ = write_fields(store, keys, obj, sub, out, after_first);
+            SelTreeItem::Fragment {
+                type_condition,
+                sub,
+            } => {
+                // Only for objects of that type (conditions are on object types, see
+                // the planner's `concrete_fragments`): another type's fields fetched
+                // for the client must not feed a `@requires`. Include what it has.
+                let typename = keys.get("__typename").and_then(|k| object.get(k));
+                let applies = match typename {
+                    Some(Value::String(tn)) => **tn == *type_condition.as_str(),
+                    _ => true,
+                };
+                if applies {
+                    let _ = write_fields(store, keys, obj, sub, out, after_first);
+                }
             }
         }
     }
@@ -261,7 +273,7 @@ fn write_rep_value(
                 write_str(out, tn);
                 first = true;
             }
-            if !write_fields(store, keys, *id, sub, out, first) {
+            if !write_fields(store, keys, *id, sub, out, &mut first) {
                 return false;
             }
             out.push(b'}');

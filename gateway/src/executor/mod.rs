@@ -19,6 +19,8 @@ use transport::{SubgraphRequest, Transport};
 pub struct ExecutionContext<'a, T: Transport> {
     pub supergraph: &'a Supergraph,
     pub prepared: &'a PreparedOperation,
+    /// The response shapes for this request's condition values.
+    pub shapes: &'a crate::operation::shape::Shapes,
     pub plan: &'a QueryPlan,
     pub variables: &'a JsonMap,
     pub transport: &'a T,
@@ -45,7 +47,7 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let body = Writer::new(
         &store,
         &ctx.plan.keys,
-        &ctx.prepared.shapes,
+        ctx.shapes,
         ctx.variables,
         &mut errors,
     )
@@ -161,8 +163,9 @@ async fn run_fetches<T: Transport>(
     }
 }
 
-/// Where a fetch that returned nothing would have merged: the entity path with `@`
-/// for lists (the convention of federation gateways); none for root fetches.
+/// Where a fetch that returned nothing would have merged, down to its first list: a
+/// path names only positions the response has (no `@` placeholder for "every item"),
+/// so the deepest one covering all the fetch's objects. None for root fetches.
 fn failed_fetch_path(
     fetch: &crate::query_planner::Fetch,
 ) -> Option<Vec<crate::response::writer::PathSeg>> {
@@ -172,10 +175,10 @@ fn failed_fetch_path(
     let path = fetch.merge_paths.first()?;
     Some(
         path.iter()
+            .take_while(|p| !matches!(p, PathElem::List))
             .filter_map(|p| match p {
                 PathElem::Key(k) => Some(PathSeg::Key(k.to_string())),
-                PathElem::List => Some(PathSeg::Key("@".to_owned())),
-                PathElem::TypeCond(_) => None,
+                PathElem::List | PathElem::TypeCond(_) => None,
             })
             .collect(),
     )

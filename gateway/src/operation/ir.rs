@@ -53,6 +53,17 @@ impl Conditions {
         Self(out)
     }
 
+    /// Whether these exclude the selection whatever the request: literal arguments,
+    /// and variables whose values are known (`values`; without them, variables include).
+    pub fn excluded(&self, ir: &OpIr, values: Option<ConditionValues>) -> bool {
+        self.0.iter().any(|c| match c {
+            Condition::Literal { include, value } => include != value,
+            Condition::Variable { include, name } => values
+                .and_then(|v| v.get(ir, name))
+                .is_some_and(|value| value != *include),
+        })
+    }
+
     pub fn and(&self, other: &Conditions) -> Conditions {
         let mut out = self.0.clone();
         out.extend(other.0.iter().cloned());
@@ -107,6 +118,36 @@ pub struct OpIr {
     pub selsets: Vec<Vec<OpSel>>,
     pub root: Option<SelSetId>,
     pub variables: Vec<Node<ast::VariableDefinition>>,
+    /// The variables `@skip`/`@include` read, first [`ConditionValues::MAX`] of them
+    /// in order of first use: plans differ by their values.
+    pub condition_variables: Vec<Name>,
+}
+
+/// The values of an operation's [`OpIr::condition_variables`] in one request: bit `i`
+/// is variable `i`. Plans are made per value, so an excluded field is never fetched.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ConditionValues(pub u64);
+
+impl ConditionValues {
+    /// Condition variables beyond this many are left to the response writer.
+    pub const MAX: usize = 16;
+
+    /// The values `ir`'s condition variables take in the coerced `variables`.
+    pub fn of(ir: &OpIr, variables: &JsonMap) -> Self {
+        let mut bits = 0u64;
+        for (i, name) in ir.condition_variables.iter().enumerate() {
+            if variables.get(name.as_str()).and_then(|v| v.as_bool()) == Some(true) {
+                bits |= 1 << i;
+            }
+        }
+        Self(bits)
+    }
+
+    /// The value of variable `name`, when it is one of `ir`'s condition variables.
+    pub fn get(self, ir: &OpIr, name: &Name) -> Option<bool> {
+        let i = ir.condition_variables.iter().position(|v| v == name)?;
+        Some(self.0 & (1 << i) != 0)
+    }
 }
 
 impl OpIr {
@@ -145,7 +186,29 @@ pub(super) fn lower(_schema: &Schema, doc: &ExecutableDocument, op: &Operation) 
     ir.kind = Some(op.operation_type);
     ir.root_type = Some(op.selection_set.ty.clone());
     ir.variables = op.variables.clone();
+    ir.condition_variables = condition_variables(&ir);
     ir
+}
+
+fn condition_variables(ir: &OpIr) -> Vec<Name> {
+    let mut out: Vec<Name> = Vec::new();
+    let conditions =
+        ir.fields
+            .iter()
+            .map(|f| &f.conditions)
+            .chain(ir.selsets.iter().flatten().filter_map(|s| match s {
+                OpSel::Fragment { conditions, .. } => Some(conditions),
+                OpSel::Field(_) => None,
+            }));
+    for c in conditions.flat_map(|c| &c.0) {
+        if let Condition::Variable { name, .. } = c
+            && !out.contains(name)
+            && out.len() < ConditionValues::MAX
+        {
+            out.push(name.clone());
+        }
+    }
+    out
 }
 
 struct Lowering<'a> {

@@ -5,7 +5,7 @@ mod ir;
 pub mod limits;
 pub mod shape;
 
-pub use ir::{Condition, Conditions, OpField, OpFieldId, OpIr, OpSel, SelSetId};
+pub use ir::{Condition, ConditionValues, Conditions, OpField, OpFieldId, OpIr, OpSel, SelSetId};
 
 use crate::config::LimitsConfig;
 use apollo_compiler::executable::ExecutableDocument;
@@ -56,7 +56,7 @@ pub fn prepare_with_limits(
         .clone();
     limits::check(&document, &operation, limits)?;
     let ir = ir::lower(schema, &document, &operation);
-    let shapes = shape::Shapes::build(schema, &ir);
+    let shapes = shape::Shapes::build(schema, &ir, Some(ConditionValues::default()));
     Ok(PreparedOperation {
         document,
         operation,

@@ -1,7 +1,7 @@
 //! Response shapes: the operation's fields collected (CollectFields) once per
 //! concrete type at prepare time, so writing a response is a walk over plain `Vec`s.
 
-use super::ir::{Conditions, OpIr, OpSel, SelSetId};
+use super::ir::{ConditionValues, Conditions, OpIr, OpSel, SelSetId};
 use apollo_compiler::collections::HashMap;
 use apollo_compiler::schema::{ExtendedType, Implementers};
 use apollo_compiler::{Name, Schema, ast};
@@ -93,10 +93,14 @@ impl Shapes {
             .then_some(set.unresolved)
     }
 
-    pub fn build(schema: &Schema, ir: &OpIr) -> Self {
+    /// The shapes of `ir` for requests whose condition variables take `values` (`None`:
+    /// any values; the writer checks each field's conditions either way). A field
+    /// excluded there never contributes its sub-selection to a same-named one.
+    pub fn build(schema: &Schema, ir: &OpIr, values: Option<ConditionValues>) -> Self {
         let mut builder = Builder {
             schema,
             ir,
+            values,
             implementers: schema.implementers_map(),
             shapes: Shapes::default(),
             memo: FxHashMap::default(),
@@ -111,6 +115,7 @@ impl Shapes {
 struct Builder<'a> {
     schema: &'a Schema,
     ir: &'a OpIr,
+    values: Option<ConditionValues>,
     implementers: HashMap<Name, Implementers>,
     shapes: Shapes,
     memo: FxHashMap<(Vec<SelSetId>, Name), ShapeObjectId>,
@@ -129,6 +134,9 @@ impl Builder<'_> {
             match sel {
                 OpSel::Field(fid) => {
                     let f = self.ir.field(*fid);
+                    if f.conditions.excluded(self.ir, self.values) {
+                        continue;
+                    }
                     let c = cond.and(&f.conditions);
                     let entry = out
                         .entry(f.response_key.clone())
@@ -145,7 +153,9 @@ impl Builder<'_> {
                     conditions,
                     selection,
                 } => {
-                    if self.applies(type_condition.as_ref(), typename) {
+                    if self.applies(type_condition.as_ref(), typename)
+                        && !conditions.excluded(self.ir, self.values)
+                    {
                         self.collect(*selection, typename, &cond.and(conditions), out);
                     }
                 }

@@ -3,7 +3,7 @@
 //! entity's key (plus `@requires` fields) here and continues in an `_entities` group.
 
 use super::plan::{EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec};
-use crate::operation::{Condition, Conditions, OpIr, OpSel, SelSetId};
+use crate::operation::{ConditionValues, OpIr, OpSel, SelSetId};
 use crate::response::KeyTable;
 use crate::supergraph::meta::{
     FederationMeta, Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind,
@@ -46,25 +46,19 @@ enum PSel {
     Frag(Option<Name>, Vec<PSel>),
 }
 
-/// Whether `@skip`/`@include` with literal arguments always exclude the selection.
-/// Conditions on variables are left to the response writer (the fields are fetched).
-fn never_included(conditions: &Conditions) -> bool {
-    conditions
-        .0
-        .iter()
-        .any(|c| matches!(c, Condition::Literal { include, value } if include != value))
-}
-
-fn from_ir(ir: &OpIr, set: SelSetId) -> Vec<PSel> {
+fn from_ir(ir: &OpIr, set: SelSetId, values: Option<ConditionValues>) -> Vec<PSel> {
     ir.selset(set)
         .iter()
         .filter_map(|sel| match sel {
             OpSel::Field(fid) => {
                 let f = ir.field(*fid);
-                if never_included(&f.conditions) {
+                if f.conditions.excluded(ir, values) {
                     return None;
                 }
-                let mut children = f.selection.map(|s| from_ir(ir, s)).unwrap_or_default();
+                let mut children = f
+                    .selection
+                    .map(|s| from_ir(ir, s, values))
+                    .unwrap_or_default();
                 if f.selection.is_some() && children.is_empty() {
                     // Everything below was excluded: subgraphs still need a selection.
                     children.push(PSel::Field(PField {
@@ -85,8 +79,8 @@ fn from_ir(ir: &OpIr, set: SelSetId) -> Vec<PSel> {
                 type_condition,
                 conditions,
                 selection,
-            } => (!never_included(conditions))
-                .then(|| PSel::Frag(type_condition.clone(), from_ir(ir, *selection))),
+            } => (!conditions.excluded(ir, values))
+                .then(|| PSel::Frag(type_condition.clone(), from_ir(ir, *selection, values))),
         })
         .collect()
 }
@@ -196,7 +190,13 @@ struct Snapshot {
 
 const MAX_HOPS: usize = 8;
 
-pub fn build_plan(meta: &FederationMeta, ir: &OpIr) -> Result<QueryPlan, PlanError> {
+/// The plan of `ir` for requests whose condition variables take `values` (`None`:
+/// fetch what any values could include, the response writer drops the rest).
+pub fn build_plan(
+    meta: &FederationMeta,
+    ir: &OpIr,
+    values: Option<ConditionValues>,
+) -> Result<QueryPlan, PlanError> {
     let mut planner = Planner {
         meta,
         groups: Vec::new(),
@@ -210,7 +210,7 @@ pub fn build_plan(meta: &FederationMeta, ir: &OpIr) -> Result<QueryPlan, PlanErr
         req_aliases: Vec::new(),
         undo: None,
     };
-    planner.plan_root(ir)?;
+    planner.plan_root(ir, values)?;
     check_acyclic(meta, &planner.groups)?;
     Ok(planner.finish(ir))
 }
@@ -223,9 +223,9 @@ fn list_depth(ty: &Type) -> usize {
 }
 
 impl<'a> Planner<'a> {
-    fn plan_root(&mut self, ir: &OpIr) -> Result<(), PlanError> {
+    fn plan_root(&mut self, ir: &OpIr, values: Option<ConditionValues>) -> Result<(), PlanError> {
         let root_type = ir.root_type().clone();
-        let sels = from_ir(ir, ir.root());
+        let sels = from_ir(ir, ir.root(), values);
         let mut fields = Vec::new();
         self.flatten(&sels, &root_type, &mut fields);
         let fields: Vec<&PField> = fields
@@ -269,7 +269,7 @@ impl<'a> Planner<'a> {
                 .iter()
                 .map(|sg| {
                     let (jumps, local) = if rank {
-                        self.cost_field(*sg, &root_type, f, None)
+                        self.cost_field(*sg, &root_type, f, None, 1)
                     } else {
                         (0, 0)
                     };
@@ -350,13 +350,15 @@ impl<'a> Planner<'a> {
 
     /// A bounded estimate of planning `sels` (on `ty`) in subgraph `sg`: the fields that
     /// would need a jump to another subgraph (not followed further), and the fields
-    /// resolved there. Linear in the size of the selection.
+    /// resolved there. Linear in the size of the selection. A type condition no object
+    /// of which can come from `sg` counts `miss` jumps.
     fn cost(
         &self,
         sg: SubgraphId,
         ty: &Name,
         sels: &[PSel],
         provided: Option<&SelTree>,
+        miss: usize,
     ) -> (usize, usize) {
         let meta = self.meta;
         let (mut jumps, mut local) = (0, 0);
@@ -365,7 +367,7 @@ impl<'a> Planner<'a> {
                      provided: Option<&SelTree>,
                      jumps: &mut usize,
                      local: &mut usize| {
-            let (j, l) = this.cost_field(sg, ty, f, provided);
+            let (j, l) = this.cost_field(sg, ty, f, provided, miss);
             *jumps += j;
             *local += l;
         };
@@ -387,15 +389,15 @@ impl<'a> Planner<'a> {
                         .iter()
                         .any(|o| meta.is_possible_in_subgraph(ty, o, sg));
                     if possible_here {
-                        let (j, l) = self.cost(sg, tc, children, provided);
+                        let (j, l) = self.cost(sg, tc, children, provided, miss);
                         jumps += j;
                         local += l;
                     } else {
-                        jumps += 1;
+                        jumps += miss;
                     }
                 }
                 PSel::Frag(_, children) => {
-                    let (j, l) = self.cost(sg, ty, children, provided);
+                    let (j, l) = self.cost(sg, ty, children, provided, miss);
                     jumps += j;
                     local += l;
                 }
@@ -412,6 +414,7 @@ impl<'a> Planner<'a> {
         ty: &Name,
         f: &PField,
         provided: Option<&SelTree>,
+        miss: usize,
     ) -> (usize, usize) {
         if f.name == "__typename" {
             return (0, 0);
@@ -436,7 +439,7 @@ impl<'a> Planner<'a> {
             Resolution::Resolvable(Some(r)) if r.provides.is_some() => r.provides.as_ref(),
             _ => provided.and_then(|p| p.field(&f.name)),
         };
-        let (j, l) = self.cost(sg, &fm.output, &f.children, child_provided);
+        let (j, l) = self.cost(sg, &fm.output, &f.children, child_provided, miss);
         (j, 1 + l)
     }
 
@@ -595,10 +598,18 @@ impl<'a> Planner<'a> {
         }
         // Abstract type: the writer needs __typename to pick each object's shape.
         self.add_typename(g, steps);
+        // Only the runtime types every subgraph that could produce this value knows:
+        // another plan may fetch it elsewhere, and the answer must not depend on that.
+        let producers = self.producers(ty);
         let possible_here: Vec<Name> = meta
             .possible_types(ty)
             .into_iter()
             .filter(|o| meta.is_possible_in_subgraph(ty, o, sg))
+            .filter(|o| {
+                producers
+                    .iter()
+                    .all(|p| meta.is_possible_in_subgraph(ty, o, *p))
+            })
             .collect();
         for sel in sels {
             match sel {
@@ -645,6 +656,49 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The subgraphs that could resolve the value of abstract type `ty` being planned:
+    /// those resolving each field on the way from the root, where an entity on the way
+    /// may be re-entered in any subgraph with a resolvable key of it. Empty when the
+    /// innermost field does not return `ty` (nothing to narrow by).
+    fn producers(&self, ty: &Name) -> Vec<SubgraphId> {
+        let meta = self.meta;
+        let returns_ty = self.parents.last().is_some_and(|ctx| {
+            meta.resolution_and_meta(&ctx.ty, &ctx.field.name, self.groups[ctx.g].subgraph)
+                .1
+                .is_some_and(|f| &f.output == ty)
+        });
+        if !returns_ty {
+            return Vec::new();
+        }
+        let mut reach: Option<Vec<SubgraphId>> = None;
+        for ctx in &self.parents {
+            let Some(tid) = meta.type_id(&ctx.ty) else {
+                return Vec::new();
+            };
+            let t = meta.ty(tid);
+            let mut here: Vec<SubgraphId> = match reach {
+                Some(r) => r,
+                None => t.subgraphs.iter().map(|s| s.subgraph).collect(),
+            };
+            for s in &t.subgraphs {
+                if s.keys.iter().any(|k| k.resolvable) && !here.contains(&s.subgraph) {
+                    here.push(s.subgraph);
+                }
+            }
+            let resolvers = meta.resolvers_of(&ctx.ty, &ctx.field.name);
+            here.retain(|s| resolvers.contains(s));
+            reach = Some(here);
+        }
+        let mut reach = reach.unwrap_or_default();
+        // An `@interfaceObject` subgraph knows no concrete types: the type is learned
+        // from a subgraph owning the interface, which is planned for anyway.
+        reach.retain(|s| {
+            meta.type_in_subgraph(ty, *s)
+                .is_some_and(|t| !t.interface_object)
+        });
+        reach
     }
 
     /// `ty` is an `@interfaceObject` in this subgraph: its `__typename` is the interface
@@ -756,7 +810,7 @@ impl<'a> Planner<'a> {
             Resolution::External => provided_sub.is_some(),
             Resolution::Absent => false,
         };
-        if !here {
+        if !here || self.better_elsewhere(sg, ty, f, provided) {
             return self.jump(g, steps, ty, f, rpath, provided);
         }
         let field_meta = field_meta.ok_or_else(|| PlanError::UnknownField {
@@ -817,6 +871,34 @@ impl<'a> Planner<'a> {
         Ok(())
     }
 
+    /// Whether composite field `ty.f`, resolvable in `sg` but with parts of its
+    /// selection only elsewhere, is better fetched whole from another subgraph reached
+    /// through a key of entity `ty`: one hop at the parent instead of hops for the
+    /// objects below it (a list's items, each a representation). Sets `wrap_from`, so
+    /// `jump` skips `sg` and prefers where the field is resolved whole.
+    fn better_elsewhere(
+        &mut self,
+        sg: SubgraphId,
+        ty: &Name,
+        f: &PField,
+        provided: Option<&SelTree>,
+    ) -> bool {
+        // Type conditions that cannot occur in a subgraph cost nothing here: no
+        // object of theirs comes from there, wherever the field is fetched.
+        if f.children.is_empty() || self.cost_field(sg, ty, f, provided, 0).0 == 0 {
+            return false;
+        }
+        let whole = self.meta.resolvers_of(ty, &f.name).into_iter().any(|t| {
+            t != sg
+                && self.usable_key(ty, t, sg, provided).is_some()
+                && self.cost_field(t, ty, f, None, 0).0 == 0
+        });
+        if whole {
+            self.wrap_from = Some(sg);
+        }
+        whole
+    }
+
     /// A key of `ty` in `target` whose fields subgraph `from` can resolve.
     fn usable_key(
         &self,
@@ -875,7 +957,7 @@ impl<'a> Planner<'a> {
         if let Some(avoid) = self.wrap_from.take() {
             // Re-planning a wrapped field: elsewhere, preferring where it is resolved whole.
             candidates.retain(|s| *s != avoid);
-            candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, f, None).0);
+            candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, f, None, 1).0);
         }
         if candidates.is_empty() {
             // A concrete type's field contributed by an @interfaceObject: jump as the interface.
@@ -1063,7 +1145,7 @@ impl<'a> Planner<'a> {
             .resolvers_of(root, &wrapped.name)
             .into_iter()
             .filter(|s| *s != from)
-            .min_by_key(|s| self.cost_field(*s, root, wrapped, None).0)
+            .min_by_key(|s| self.cost_field(*s, root, wrapped, None, 1).0)
             .ok_or_else(no_resolver)?;
         let existing = self
             .roots
@@ -1113,7 +1195,7 @@ impl<'a> Planner<'a> {
                     Resolution::Resolvable(r) if r.is_none_or(|r| r.requires.is_none()))
             })
             .collect();
-        candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, wrapped, None).0);
+        candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, wrapped, None, 1).0);
         let found = candidates.into_iter().find_map(|s| {
             let keys = &meta.type_in_subgraph(ty, s)?.keys;
             keys.iter()
@@ -1282,6 +1364,7 @@ impl<'a> Planner<'a> {
         send_typename: Option<Name>,
         fields: SelTree,
     ) {
+        let fields = concrete_fragments(self.meta, fields);
         let reps = &mut self.group_mut(g).reps;
         if let Some(rep) = reps.iter_mut().find(|r| &r.type_condition == ty) {
             rep.fields.merge(&fields);
@@ -1543,8 +1626,13 @@ impl<'a> Planner<'a> {
                                 && !ra.fields.conflicts_with(&rb.fields))
                     })
                 });
+                // Only fetches asking the same: with different selections, a field one
+                // path did not ask for could fail and null the other path's objects.
                 let mut sel = a.sel.clone();
-                if !same_typename || !merge_items(&mut sel, &b.sel) {
+                if !same_typename
+                    || !same_selection(&a.sel, &b.sel)
+                    || !merge_items(&mut sel, &b.sel)
+                {
                     continue;
                 }
                 let subgraph = b.subgraph;
@@ -1634,6 +1722,11 @@ impl<'a> Planner<'a> {
                     defs.push_str(", ");
                 }
                 let _ = write!(defs, "${}: {}", def.name, def.ty);
+                // The default matters to the subgraph's validation too: a nullable
+                // variable with one may stand where a non-null argument is expected.
+                if let Some(default) = &def.default_value {
+                    let _ = write!(defs, " = {default}");
+                }
                 variables.push(def.name.clone());
             }
         }
@@ -1904,9 +1997,70 @@ fn intern_keys(items: &[SgItem], keys: &mut KeyTable) {
     }
 }
 
+/// `tree` with each type condition on an abstract type replaced by one per possible
+/// object type, so a representation includes a fragment's fields only for objects
+/// whose `__typename` is its type condition.
+fn concrete_fragments(meta: &FederationMeta, tree: SelTree) -> SelTree {
+    let mut items = Vec::with_capacity(tree.items.len());
+    for item in tree.items {
+        match item {
+            SelTreeItem::Field {
+                name,
+                alias,
+                args,
+                sub,
+            } => items.push(SelTreeItem::Field {
+                name,
+                alias,
+                args,
+                sub: concrete_fragments(meta, sub),
+            }),
+            SelTreeItem::Fragment {
+                type_condition,
+                sub,
+            } => {
+                let sub = concrete_fragments(meta, sub);
+                for o in meta.possible_types(&type_condition) {
+                    items.push(SelTreeItem::Fragment {
+                        type_condition: o,
+                        sub: sub.clone(),
+                    });
+                }
+            }
+        }
+    }
+    SelTree { items }
+}
+
+fn same_selection(a: &[SgItem], b: &[SgItem]) -> bool {
+    let (mut x, mut y) = (String::new(), String::new());
+    print_sel(a, &mut x);
+    print_sel(b, &mut y);
+    x == y
+}
+
+/// Whether `items` ask for nothing: only fragments that themselves ask for nothing
+/// (every field in them dropped by a literal `@skip`/`@include`, or a type condition
+/// with nothing left to fetch there). A subgraph rejects an empty selection set.
+fn selects_nothing(items: &[SgItem]) -> bool {
+    items
+        .iter()
+        .all(|i| matches!(i, SgItem::Frag { sub, .. } if selects_nothing(sub)))
+}
+
 fn print_sel(items: &[SgItem], out: &mut String) {
+    if selects_nothing(items) {
+        // The object still has to be told from null.
+        out.push_str("{ __typename }");
+        return;
+    }
     out.push('{');
     for item in items {
+        if let SgItem::Frag { sub, .. } = item
+            && selects_nothing(sub)
+        {
+            continue;
+        }
         out.push(' ');
         match item {
             SgItem::Field {
