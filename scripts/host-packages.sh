@@ -6,6 +6,7 @@
 #   containerd runc containernetworking-plugins conntrack iptables nftables socat iproute2
 #                                      the nodes (scripts/cluster.sh)
 #   podman buildah mmdebstrap          the images (scripts/images.sh)
+#   nodejs npm                         the composition oracle (scripts/test.sh)
 #
 # Needs root (or sudo) and the machine's configured apt sources; nothing else.
 set -euo pipefail
@@ -13,7 +14,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 all=(containerd runc containernetworking-plugins conntrack iptables nftables socat
-  podman buildah mmdebstrap iproute2)
+  podman buildah mmdebstrap iproute2 nodejs npm)
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=("${all[@]}")
 

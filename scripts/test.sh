@@ -12,6 +12,8 @@ export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 log "pinned tools"
 scripts/tools.sh
+# The composition oracle (@apollo/composition) runs on Node.js.
+command -v node >/dev/null && command -v npm >/dev/null || scripts/host-packages.sh nodejs npm
 
 log "cargo fmt --check"
 cargo fmt --all --check

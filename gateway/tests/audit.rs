@@ -14,7 +14,7 @@ mod support;
 
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 fn audit_dir() -> PathBuf {
@@ -33,6 +33,29 @@ fn known_failures() -> BTreeSet<String> {
         .filter(|l| !l.is_empty())
         .map(|l| l.split_whitespace().next().unwrap_or("").to_owned())
         .collect()
+}
+
+/// `suite/case` → subgraph requests of the reference plan (`REFERENCE_REQUESTS`).
+fn reference_requests() -> BTreeMap<String, u64> {
+    read(&audit_dir().join("REFERENCE_REQUESTS"))
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            let (id, n) = l.split_once(char::is_whitespace).expect("`suite/case  n`");
+            (id.to_owned(), n.trim().parse().expect("a request count"))
+        })
+        .collect()
+}
+
+/// Subgraph requests made for the audit cases that have a reference count.
+#[derive(Default)]
+struct RequestTally {
+    cases: usize,
+    ours: u64,
+    reference: u64,
+    fewer: usize,
+    more: usize,
 }
 
 /// Why `response` does not meet `expected`, if it does not.
@@ -58,7 +81,11 @@ fn judge(expected: &Value, response: &Value) -> Option<String> {
 }
 
 /// Run every case of one suite; returns `(case id, failure)` for each failing case.
-async fn run_suite(dir: &Path) -> Vec<(String, String)> {
+async fn run_suite(
+    dir: &Path,
+    reference: &BTreeMap<String, u64>,
+    tally: &mut RequestTally,
+) -> Vec<(String, String)> {
     let suite = dir
         .file_name()
         .expect("suite name")
@@ -89,7 +116,19 @@ async fn run_suite(dir: &Path) -> Vec<(String, String)> {
         let query = read(&case);
         let expected: Value = serde_json::from_str(&read(&case.with_extension("json")))
             .expect("expected result is JSON");
+        let before: u64 = subgraphs.counts().values().sum();
         let reply = support::post_graphql(&client, &gateway, &query, serde_json::json!({})).await;
+        let requests = subgraphs.counts().values().sum::<u64>() - before;
+        let too_many = reference.get(&id).and_then(|&min| {
+            tally.cases += 1;
+            tally.ours += requests;
+            tally.reference += min;
+            tally.fewer += usize::from(requests < min);
+            tally.more += usize::from(requests > min);
+            (requests > min).then(|| {
+                format!("{requests} subgraph requests where the reference plan makes {min}")
+            })
+        });
         let failure = match serde_json::from_slice::<Value>(&reply.body) {
             // A case expecting no data (a supergraph that cannot serve the operation)
             // is a request error by design: the response invariants assume execution.
@@ -102,7 +141,7 @@ async fn run_suite(dir: &Path) -> Vec<(String, String)> {
             }),
             Err(e) => Some(format!("status {}: body is not JSON: {e}", reply.status)),
         };
-        if let Some(why) = failure {
+        if let Some(why) = failure.or(too_many) {
             failures.push((id, why));
         }
     }
@@ -143,10 +182,16 @@ async fn federation_audit_cases() {
     let in_scope = |suite: &str| only.as_ref().is_none_or(|o| o.contains(suite));
     dirs.retain(|d| in_scope(&d.file_name().expect("suite name").to_string_lossy()));
     assert!(!dirs.is_empty(), "no audit suites found");
+    let reference = reference_requests();
+    let mut tally = RequestTally::default();
     let mut failures = Vec::new();
     for dir in &dirs {
-        failures.extend(run_suite(dir).await);
+        failures.extend(run_suite(dir, &reference, &mut tally).await);
     }
+    eprintln!(
+        "subgraph requests over {} cases with a reference: {} (reference plans {}); fewer on {}, more on {}",
+        tally.cases, tally.ours, tally.reference, tally.fewer, tally.more
+    );
     let mut known = known_failures();
     known.retain(|id| in_scope(id.split('/').next().unwrap_or("")));
     let failed: BTreeSet<String> = failures.iter().map(|(id, _)| id.clone()).collect();

@@ -723,6 +723,13 @@ impl<'a> Planner<'a> {
                 {
                     self.plan_field(g, steps, ty, f, rpath, provided, false)?;
                 }
+                // Another `@interfaceObject` subgraph resolves it: a hop there with the
+                // interface's key; the owner is needed only for concrete types.
+                PSel::Field(f)
+                    if f.name != "__typename" && self.other_interface_object(ty, f, sg) =>
+                {
+                    self.jump(g, steps, ty, f, rpath, provided)?;
+                }
                 other => remote.push(other.clone()),
             }
         }
@@ -765,6 +772,20 @@ impl<'a> Planner<'a> {
         self.plan_sels(g2, &[Step::Frag(ty.clone())], ty, &remote, rpath, None)?;
         self.touched.push(g2);
         Ok(())
+    }
+
+    /// Whether every subgraph resolving `ty.f` sees `ty` as an `@interfaceObject` too
+    /// (so a representation naming the interface suffices there).
+    fn other_interface_object(&self, ty: &str, f: &PField, sg: SubgraphId) -> bool {
+        let resolvers = self.meta.resolvers_of(ty, &f.name);
+        !resolvers.is_empty()
+            && resolvers.iter().all(|s| {
+                *s != sg
+                    && self
+                        .meta
+                        .type_in_subgraph(ty, *s)
+                        .is_some_and(|t| t.interface_object)
+            })
     }
 
     fn resolvable_here(
@@ -885,7 +906,12 @@ impl<'a> Planner<'a> {
     ) -> bool {
         // Type conditions that cannot occur in a subgraph cost nothing here: no
         // object of theirs comes from there, wherever the field is fetched.
-        if f.children.is_empty() || self.cost_field(sg, ty, f, provided, 0).0 == 0 {
+        // Only a list's items multiply hops; for a single object it is one hop either way.
+        let list = self
+            .meta
+            .field_meta(ty, &f.name)
+            .is_some_and(|fm| list_depth(&fm.ty) > 0);
+        if !list || f.children.is_empty() || self.cost_field(sg, ty, f, provided, 0).0 == 0 {
             return false;
         }
         let whole = self.meta.resolvers_of(ty, &f.name).into_iter().any(|t| {
@@ -1348,12 +1374,13 @@ impl<'a> Planner<'a> {
         let interface_object = meta
             .type_in_subgraph(ty, target)
             .is_some_and(|t| t.interface_object);
-        let mut matches = meta.possible_types_ref(ty);
-        if matches.is_empty() {
-            matches = std::slice::from_ref(ty);
+        // Objects from an `@interfaceObject` subgraph carry the interface's name.
+        let mut matches = meta.possible_types(ty);
+        if !matches.contains(ty) && meta.kind(ty) != Some(TypeKind::Object) {
+            matches.push(ty.clone());
         }
         let send = interface_object.then(|| ty.clone());
-        self.add_rep_matching(g, ty, matches, send, fields);
+        self.add_rep_matching(g, ty, &matches, send, fields);
     }
 
     fn add_rep_matching(
@@ -1745,6 +1772,8 @@ impl<'a> Planner<'a> {
         } else {
             format!("{kind}{defs} {body}")
         };
+        // Subgraphs reject an empty selection set (issue 14's invariants).
+        debug_assert!(!operation.contains("{ }"), "empty selection: {operation}");
         Fetch {
             subgraph: group.subgraph,
             subgraph_name: self.meta.subgraph(group.subgraph).name.clone(),
@@ -2032,11 +2061,33 @@ fn concrete_fragments(meta: &FederationMeta, tree: SelTree) -> SelTree {
     SelTree { items }
 }
 
+/// Whether two entity fetches ask the same of every type both select: then merged,
+/// each object still gets exactly its own path's selection (fragments on other types
+/// apply only to their own representations).
 fn same_selection(a: &[SgItem], b: &[SgItem]) -> bool {
-    let (mut x, mut y) = (String::new(), String::new());
-    print_sel(a, &mut x);
-    print_sel(b, &mut y);
-    x == y
+    let printed = |items: &[SgItem]| {
+        let mut out = String::new();
+        print_sel(items, &mut out);
+        out
+    };
+    let fragments = |items: &[SgItem]| -> Option<Vec<(Name, String)>> {
+        items
+            .iter()
+            .map(|i| match i {
+                SgItem::Frag {
+                    type_condition,
+                    sub,
+                } => Some((type_condition.clone(), printed(sub))),
+                SgItem::Field { .. } => None,
+            })
+            .collect()
+    };
+    match (fragments(a), fragments(b)) {
+        (Some(fa), Some(fb)) => fa
+            .iter()
+            .all(|(ta, sa)| fb.iter().all(|(tb, sb)| ta != tb || sa == sb)),
+        _ => printed(a) == printed(b),
+    }
 }
 
 /// Whether `items` ask for nothing: only fragments that themselves ask for nothing

@@ -99,6 +99,15 @@ impl<'a> Writer<'a> {
             _ => self.out.extend_from_slice(b"null"),
         }
         if !self.errors.is_empty() {
+            // Error paths name only positions a response can have (issue 14's invariants).
+            debug_assert!(
+                self.errors
+                    .iter()
+                    .flat_map(|e| e.path.iter().flatten())
+                    .all(|seg| !matches!(seg, PathSeg::Key(k) if k == "@")),
+                "an error path names a placeholder: {:?}",
+                self.errors
+            );
             self.out.extend_from_slice(b",\"errors\":");
             serde_json::to_writer(&mut self.out, &*self.errors)
                 .expect("serializing errors into a Vec cannot fail");
