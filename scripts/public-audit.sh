@@ -5,6 +5,7 @@
 # and rewrites gateway/tests/audit/REFERENCE_REQUESTS from its per-case subgraph requests.
 #
 #   scripts/public-audit.sh AUDIT_DIR [--gateway BIN] [--reference HIVE_ROUTER_BIN]
+#   (AUDIT_REV=<commit> names the audit revision when AUDIT_DIR is not a git checkout)
 #
 # AUDIT_DIR is a checkout (or `git archive`) of the audit repository; the audit is not
 # published to npm, so it is not fetched here. Its npm dependencies are installed into
@@ -27,6 +28,10 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ -x "$gateway" ] || die "no gateway binary at $gateway (cargo build --release -p graphfleet-gateway)"
+gateway=$(cd "$(dirname "$gateway")" && pwd)/$(basename "$gateway")
+[ -z "$reference" ] || reference=$(cd "$(dirname "$reference")" && pwd)/$(basename "$reference")
+# Which audit revision the results belong to: its git commit, or AUDIT_REV for an export.
+rev=${AUDIT_REV:-$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo "of unknown revision")}
 [ -f "$src/src/cli.ts" ] || die "$src does not look like the audit repository (no src/cli.ts)"
 
 # A copy keyed by the audit's package.json, so its node_modules are installed once.
@@ -81,7 +86,7 @@ if [ -n "$reference" ]; then
   add_gateway reference "SUPERGRAPH_FILE_PATH=\$PWD/supergraph.graphql HOST=127.0.0.1 PORT=4000 LOG_LEVEL=info exec '$reference'"
   log "the reference ($reference) through the public audit, counting its subgraph requests"
   run_audit reference http://127.0.0.1:4000/health
-  python3 - "$work/gateways/reference/logs" "$GF_ROOT/gateway/tests/audit" "$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)" <<'EOF'
+  python3 - "$work/gateways/reference/logs" "$GF_ROOT/gateway/tests/audit" "$rev" <<'EOF'
 import json, glob, os, sys
 logs, audit, rev = sys.argv[1:4]
 out = ["# Subgraph requests Hive Router's plan makes for each audit case, measured against the",

@@ -19,7 +19,7 @@ use std::sync::Arc;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Forwards to real subgraphs and keeps every (request, response) pair.
-#[derive(Default, Clone)]
+#[derive(Clone)]
 struct Recorder {
     http: HttpTransport,
     seen: Arc<Mutex<Vec<(Bytes, Bytes)>>>,
@@ -75,7 +75,10 @@ fn bench(c: &mut Criterion) {
         let text = Set::Fed
             .supergraph()
             .replace("http://127.0.0.1:4200", &subgraphs.base_url());
-        let recorder = Recorder::default();
+        let recorder = Recorder {
+            http: graphfleet_gateway::config::Config::default().transport(),
+            seen: Arc::default(),
+        };
         let gateway = Gateway::with_transport(
             Default::default(),
             Supergraph::parse(&text).expect("supergraph"),

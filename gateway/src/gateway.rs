@@ -1,13 +1,14 @@
 //! The request pipeline: cached parse + validate + plan, then execute.
 
 use crate::config::{Config, LimitsConfig};
+use crate::executor::metrics::FetchMetrics;
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::executor::{ExecutionContext, execute};
 use crate::operation::shape::Shapes;
 use crate::operation::{self, ConditionValues, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanError, QueryPlan, build_plan};
 use crate::supergraph::Supergraph;
-use crate::telemetry::metrics::{CacheMetrics, FetchMetrics, OperationMetrics};
+use crate::telemetry::metrics::{CacheMetrics, OperationMetrics};
 use crate::telemetry::{Metrics, RequestRecorder};
 use apollo_compiler::response::{GraphQLError, JsonMap};
 use arc_swap::ArcSwapOption;
@@ -134,7 +135,7 @@ pub struct State {
     pub supergraph: Arc<Supergraph>,
     cache: Mutex<FxHashMap<[u8; 32], Arc<CachedOperation>>>,
     /// Checked when an operation is prepared, so cache hits pay nothing.
-    limits: LimitsConfig,
+    limits: graphfleet_planner::OperationLimits,
     cache_metrics: CacheMetrics,
     /// Per-subgraph fetch metrics handles, by `SubgraphId`.
     pub(crate) fetch_metrics: FetchMetrics,
@@ -150,7 +151,7 @@ impl State {
         Self {
             supergraph: Arc::new(supergraph),
             cache: Mutex::new(FxHashMap::default()),
-            limits,
+            limits: limits.operation(),
             cache_metrics: CacheMetrics::default(),
             fetch_metrics: FetchMetrics::default(),
         }
@@ -251,14 +252,14 @@ impl Gateway<HttpTransport> {
     }
 
     pub fn with_config(config: Arc<Config>, supergraph: Supergraph) -> Self {
-        let transport = HttpTransport::new(&config);
+        let transport = config.transport();
         Self::with_transport(config, supergraph, transport)
     }
 
     /// A gateway that answers 503 until `swap_supergraph` gives it a supergraph.
     pub fn without_supergraph(config: Arc<Config>) -> Self {
         Self {
-            transport: HttpTransport::new(&config),
+            transport: config.transport(),
             config,
             state: ArcSwapOption::empty(),
             lifecycle: crate::lifecycle::Lifecycle::default(),

@@ -1,17 +1,20 @@
 //! graphfleet gateway: supergraph → API schema; parse/validate → plan → execute → respond.
 
 pub mod config;
-pub mod executor;
 pub mod gateway;
 pub mod http;
 pub mod lifecycle;
-pub mod operation;
-pub mod query_planner;
 pub mod reload;
-pub mod response;
 pub mod runtime;
-pub mod supergraph;
 pub mod telemetry;
+
+/// Execution and the response: their own crate, re-exported under their stage names.
+pub use graphfleet_executor::{self as executor, response};
+/// The supergraph model lives in its own crate (shared with tooling); re-exported so
+/// `graphfleet_gateway::supergraph` keeps naming it.
+pub use graphfleet_federation as supergraph;
+/// Operations and plans: their own crate, re-exported under their stage names.
+pub use graphfleet_planner::{operation, otel_span, query_planner};
 
 /// Plan `query` and render the plan as text (the `plan` CLI command).
 pub fn plan_text(

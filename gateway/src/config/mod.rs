@@ -172,6 +172,39 @@ pub struct LimitsConfig {
     pub introspection: bool,
 }
 
+impl Config {
+    /// The subgraph transport: `traffic` timeouts and deduplication, overridden per
+    /// subgraph by `subgraphs.<name>`.
+    pub fn transport(&self) -> graphfleet_executor::transport::HttpTransport {
+        use graphfleet_executor::transport::{FetchPolicy, HttpTransport};
+        let default = FetchPolicy {
+            timeout: self.traffic.subgraph_timeout,
+            deduplicate: self.traffic.deduplicate,
+        };
+        let per_subgraph = self.subgraphs.iter().map(|(name, sg)| {
+            let policy = FetchPolicy {
+                timeout: sg.timeout.unwrap_or(default.timeout),
+                deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
+            };
+            (name.clone(), policy)
+        });
+        HttpTransport::new(default, per_subgraph)
+    }
+}
+
+impl LimitsConfig {
+    /// The limits operations are prepared under.
+    pub fn operation(&self) -> graphfleet_planner::OperationLimits {
+        graphfleet_planner::OperationLimits {
+            max_depth: self.max_depth,
+            max_aliases: self.max_aliases,
+            max_root_fields: self.max_root_fields,
+            max_tokens: self.max_tokens,
+            introspection: self.introspection,
+        }
+    }
+}
+
 impl Default for LimitsConfig {
     fn default() -> Self {
         Self {

@@ -4,6 +4,7 @@
 //! The hot path only touches pre-resolved handles (atomics): per-operation handles are
 //! resolved once per cached operation, per-subgraph handles once per supergraph.
 
+use crate::executor::metrics::{FetchMetrics, SubgraphHandles};
 use parking_lot::Mutex;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
@@ -79,63 +80,6 @@ impl OperationMetrics {
         });
         count.inc();
         duration.observe(elapsed.as_secs_f64());
-    }
-}
-
-/// Handles of one subgraph.
-struct SubgraphHandles {
-    fetches: IntCounter,
-    errors: IntCounter,
-    duration: Histogram,
-}
-
-/// Per-subgraph handles of one supergraph, indexed by subgraph id. The default records
-/// nothing (a gateway state built without metrics).
-#[derive(Default)]
-pub struct FetchMetrics(Vec<SubgraphHandles>);
-
-impl FetchMetrics {
-    /// Record one fetch of subgraph `index` (its `SubgraphId`).
-    pub fn record(&self, index: usize, elapsed: Duration, ok: bool) {
-        let Some(h) = self.0.get(index) else { return };
-        h.fetches.inc();
-        h.duration.observe(elapsed.as_secs_f64());
-        if !ok {
-            h.errors.inc();
-        }
-    }
-}
-
-/// Records one fetch when dropped: a fetch cut short (the request timed out and its
-/// future was dropped) still counts, as an error.
-pub struct FetchRecord<'a> {
-    metrics: &'a FetchMetrics,
-    index: usize,
-    start: std::time::Instant,
-    ok: bool,
-}
-
-impl<'a> FetchRecord<'a> {
-    /// Start timing a fetch of subgraph `index`.
-    pub fn start(metrics: &'a FetchMetrics, index: usize) -> Self {
-        FetchRecord {
-            metrics,
-            index,
-            start: std::time::Instant::now(),
-            ok: false,
-        }
-    }
-
-    /// The fetch finished; `ok` says whether it succeeded.
-    pub fn finish(mut self, ok: bool) {
-        self.ok = ok;
-    }
-}
-
-impl Drop for FetchRecord<'_> {
-    fn drop(&mut self) {
-        self.metrics
-            .record(self.index, self.start.elapsed(), self.ok);
     }
 }
 
@@ -331,7 +275,7 @@ impl Metrics {
 
     /// Per-subgraph handles for a supergraph's subgraphs, in `SubgraphId` order.
     pub fn fetch_metrics<'a>(&self, subgraph_names: impl Iterator<Item = &'a str>) -> FetchMetrics {
-        FetchMetrics(
+        FetchMetrics::new(
             subgraph_names
                 .map(|name| SubgraphHandles {
                     fetches: self.fetches.with_label_values(&[name]),

@@ -6,39 +6,20 @@
 
 use crate::config::{LogFormat, TelemetryConfig};
 use anyhow::Context as _;
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator};
+use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::WithExportConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
-use std::sync::atomic::{AtomicBool, Ordering};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 
-static ENABLED: AtomicBool = AtomicBool::new(false);
-
-/// Whether pipeline spans are exported (set once by [`init`]).
-#[inline]
-pub fn enabled() -> bool {
-    ENABLED.load(Ordering::Relaxed)
-}
-
-/// An INFO span when export is on, else a disabled span that costs nothing.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! otel_span {
-    ($($args:tt)*) => {
-        if $crate::telemetry::tracing::enabled() {
-            ::tracing::info_span!(target: "graphfleet::pipeline", $($args)*)
-        } else {
-            ::tracing::Span::none()
-        }
-    };
-}
+/// Whether pipeline spans are exported (set by [`init`]).
+pub use graphfleet_planner::trace::enabled;
 
 /// Keeps the trace pipeline alive; dropping it flushes pending spans.
 pub struct TelemetryGuard {
@@ -50,7 +31,7 @@ pub struct TelemetryGuard {
 
 impl Drop for TelemetryGuard {
     fn drop(&mut self) {
-        ENABLED.store(false, Ordering::Relaxed);
+        graphfleet_planner::trace::set_enabled(false);
         if let Some(provider) = self.provider.take()
             && let Err(e) = provider.shutdown()
         {
@@ -131,7 +112,7 @@ pub fn init(config: &TelemetryConfig) -> anyhow::Result<TelemetryGuard> {
         LogFormat::Text => registry.with(fmt.with_filter(filter)).try_init(),
     }
     .context("installing the tracing subscriber")?;
-    ENABLED.store(provider.is_some(), Ordering::Relaxed);
+    graphfleet_planner::trace::set_enabled(provider.is_some());
     Ok(TelemetryGuard { provider, runtime })
 }
 
@@ -144,19 +125,6 @@ impl Extractor for HeaderExtractor<'_> {
 
     fn keys(&self) -> Vec<&str> {
         self.0.keys().map(|k| k.as_str()).collect()
-    }
-}
-
-struct HeaderInjector<'a>(&'a mut http::HeaderMap);
-
-impl Injector for HeaderInjector<'_> {
-    fn set(&mut self, key: &str, value: String) {
-        if let (Ok(name), Ok(value)) = (
-            http::HeaderName::from_bytes(key.as_bytes()),
-            http::HeaderValue::from_str(&value),
-        ) {
-            self.0.insert(name, value);
-        }
     }
 }
 
@@ -189,20 +157,4 @@ pub fn set_remote_parent(span: &tracing::Span, headers: &http::HeaderMap) {
     let cx = TraceContextPropagator::new().extract(&HeaderExtractor(headers));
     // Fails only for a span that already started in another trace; keep it then.
     let _ = span.set_parent(cx);
-}
-
-/// Add the current span's W3C trace context to an outgoing request's headers.
-pub fn inject_current(headers: &mut http::HeaderMap) {
-    if !enabled() {
-        return;
-    }
-    let cx = tracing::Span::current().context();
-    TraceContextPropagator::new().inject_context(&cx, &mut HeaderInjector(headers));
-}
-
-/// Record the subgraph's HTTP status on the current (fetch) span.
-pub fn record_status(status: u16) {
-    if enabled() {
-        tracing::Span::current().record("http.response.status_code", status);
-    }
 }

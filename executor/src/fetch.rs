@@ -1,13 +1,13 @@
 //! One fetch: build the request body (representations deduplicated), then merge the
 //! subgraph's response into the store and remap its errors to client paths.
 
-use crate::query_planner::{Fetch, PathElem, QueryPlan, RepSpec};
 use crate::response::store::{ObjId, ValueSeed};
 use crate::response::writer::{PathSeg, ResponseError, write_scalar, write_str};
 use crate::response::{KeyId, KeyTable, Store, Value};
-use crate::supergraph::meta::{SelTree, SelTreeItem};
 use apollo_compiler::response::JsonMap;
 use bytes::Bytes;
+use graphfleet_federation::meta::{SelTree, SelTreeItem};
+use graphfleet_planner::query_planner::{Fetch, PathElem, QueryPlan, RepSpec};
 use rustc_hash::FxHashMap;
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::fmt;

@@ -4,15 +4,18 @@
 
 pub mod dedup;
 mod fetch;
+pub mod metrics;
+mod propagation;
+pub mod response;
 pub mod transport;
 
-use crate::operation::PreparedOperation;
-use crate::query_planner::{PlanNode, QueryPlan};
 use crate::response::writer::{ResponseError, Writer};
 use crate::response::{Store, Value};
-use crate::supergraph::Supergraph;
 use apollo_compiler::response::JsonMap;
 use fetch::PreparedFetch;
+use graphfleet_federation::Supergraph;
+use graphfleet_planner::operation::PreparedOperation;
+use graphfleet_planner::query_planner::{PlanNode, QueryPlan};
 use transport::{SubgraphRequest, Transport};
 
 /// Everything one request needs besides the store.
@@ -20,14 +23,14 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub supergraph: &'a Supergraph,
     pub prepared: &'a PreparedOperation,
     /// The response shapes for this request's condition values.
-    pub shapes: &'a crate::operation::shape::Shapes,
+    pub shapes: &'a graphfleet_planner::operation::shape::Shapes,
     pub plan: &'a QueryPlan,
     pub variables: &'a JsonMap,
     pub transport: &'a T,
     /// Client headers forwarded to every subgraph.
     pub headers: &'a http::HeaderMap,
     /// Per-subgraph fetch count, latency and error metrics.
-    pub fetch_metrics: &'a crate::telemetry::metrics::FetchMetrics,
+    pub fetch_metrics: &'a crate::metrics::FetchMetrics,
 }
 
 /// The final response body, and whether it carries errors.
@@ -120,17 +123,14 @@ async fn run_fetches<T: Transport>(
             headers: ctx.headers,
             is_query: ctx.prepared.operation.operation_type.is_query(),
         };
-        let span = crate::otel_span!(
+        let span = graphfleet_planner::otel_span!(
             "subgraph_fetch",
             subgraph.name = %fetch.subgraph_name,
             http.response.status_code = tracing::field::Empty,
             otel.status_code = tracing::field::Empty,
             otel.status_message = tracing::field::Empty,
         );
-        let record = crate::telemetry::metrics::FetchRecord::start(
-            ctx.fetch_metrics,
-            fetch.subgraph.index(),
-        );
+        let record = crate::metrics::FetchRecord::start(ctx.fetch_metrics, fetch.subgraph.index());
         let fetched = ctx.transport.fetch(request);
         let response = tracing::Instrument::instrument(fetched, span.clone()).await;
         record.finish(response.is_ok());
@@ -167,10 +167,10 @@ async fn run_fetches<T: Transport>(
 /// path names only positions the response has (no `@` placeholder for "every item"),
 /// so the deepest one covering all the fetch's objects. None for root fetches.
 fn failed_fetch_path(
-    fetch: &crate::query_planner::Fetch,
+    fetch: &graphfleet_planner::query_planner::Fetch,
 ) -> Option<Vec<crate::response::writer::PathSeg>> {
-    use crate::query_planner::PathElem;
     use crate::response::writer::PathSeg;
+    use graphfleet_planner::query_planner::PathElem;
     fetch.entity.as_ref()?;
     let path = fetch.merge_paths.first()?;
     Some(

@@ -7,7 +7,7 @@ pub mod shape;
 
 pub use ir::{Condition, ConditionValues, Conditions, OpField, OpFieldId, OpIr, OpSel, SelSetId};
 
-use crate::config::LimitsConfig;
+use crate::limits::OperationLimits;
 use apollo_compiler::executable::ExecutableDocument;
 use apollo_compiler::response::{GraphQLError, JsonMap};
 use apollo_compiler::validation::Valid;
@@ -38,7 +38,7 @@ pub fn prepare(
     query: &str,
     operation_name: Option<&str>,
 ) -> Result<PreparedOperation, RequestErrors> {
-    prepare_with_limits(schema, query, operation_name, &LimitsConfig::default())
+    prepare_with_limits(schema, query, operation_name, &OperationLimits::default())
 }
 
 /// [`prepare`] enforcing `limits` (see [`limits`]); a limit error replaces all others.
@@ -46,7 +46,7 @@ pub fn prepare_with_limits(
     schema: &Valid<Schema>,
     query: &str,
     operation_name: Option<&str>,
-    limits: &LimitsConfig,
+    limits: &OperationLimits,
 ) -> Result<PreparedOperation, RequestErrors> {
     let document = parse_limited(schema, query, limits)?;
     let operation = document
@@ -69,7 +69,7 @@ pub fn prepare_with_limits(
 fn parse_limited(
     schema: &Valid<Schema>,
     query: &str,
-    limits: &LimitsConfig,
+    limits: &OperationLimits,
 ) -> Result<Valid<ExecutableDocument>, RequestErrors> {
     let parsed = {
         let _span = crate::otel_span!("parse").entered();

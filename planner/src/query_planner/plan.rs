@@ -1,8 +1,8 @@
 //! The query plan, as executed and as printed.
 
-use crate::response::KeyTable;
-use crate::supergraph::meta::{SelTree, SubgraphId};
+use crate::keys::KeyTable;
 use apollo_compiler::Name;
+use graphfleet_federation::meta::{SelTree, SubgraphId};
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PathElem {

@@ -3,9 +3,9 @@
 
 use super::keys::KeyTable;
 use super::store::{ObjId, Store, Value};
-use crate::operation::shape::{ShapeObjectId, ShapeSetId, Shapes};
 use apollo_compiler::ast::Type;
 use apollo_compiler::response::JsonMap;
+use graphfleet_planner::operation::shape::{ShapeObjectId, ShapeSetId, Shapes};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

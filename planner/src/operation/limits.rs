@@ -3,7 +3,7 @@
 //! selected operation with fragments expanded (validation guarantees no cycles).
 
 use super::RequestErrors;
-use crate::config::LimitsConfig;
+use crate::limits::OperationLimits;
 use apollo_compiler::executable::{ExecutableDocument, Operation, Selection, SelectionSet};
 use apollo_compiler::parser::Parser;
 use apollo_compiler::response::GraphQLError;
@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap;
 pub const PARSER_RECURSION_LIMIT: usize = 128;
 
 /// A parser honouring the token limit and [`PARSER_RECURSION_LIMIT`].
-pub fn parser(limits: &LimitsConfig) -> Parser {
+pub fn parser(limits: &OperationLimits) -> Parser {
     let parser = Parser::new().recursion_limit(PARSER_RECURSION_LIMIT);
     match limits.max_tokens {
         Some(max) => parser.token_limit(max as usize),
@@ -29,7 +29,7 @@ pub fn error(code: &str, message: impl Into<String>) -> GraphQLError {
 }
 
 /// The limit error for a parser diagnostic, if it is one.
-pub fn parser_limit_error(message: &str, limits: &LimitsConfig) -> Option<GraphQLError> {
+pub fn parser_limit_error(message: &str, limits: &OperationLimits) -> Option<GraphQLError> {
     if message.contains("token limit reached") {
         let max = limits.max_tokens.unwrap_or_default();
         return Some(error(
@@ -135,7 +135,7 @@ pub fn measure(document: &ExecutableDocument, operation: &Operation) -> Measure 
 pub fn check(
     document: &ExecutableDocument,
     operation: &Operation,
-    limits: &LimitsConfig,
+    limits: &OperationLimits,
 ) -> Result<(), RequestErrors> {
     let unlimited = limits.max_depth.is_none()
         && limits.max_aliases.is_none()

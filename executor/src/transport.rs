@@ -2,9 +2,8 @@
 //! turns a request body into a response body (benchmarks feed recorded bytes).
 
 use super::dedup::{DedupKey, InFlight};
-use crate::config::Config;
-use crate::supergraph::meta::SubgraphId;
 use bytes::Bytes;
+use graphfleet_federation::meta::SubgraphId;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -61,11 +60,13 @@ pub trait Transport: Send + Sync {
     ) -> impl Future<Output = Result<Bytes, FetchError>> + Send;
 }
 
-/// Per-subgraph fetch settings resolved from the config.
-#[derive(Debug, Clone, Copy)]
-struct Policy {
-    timeout: Duration,
-    deduplicate: bool,
+/// How to fetch from one subgraph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FetchPolicy {
+    /// Longest a fetch may take, connecting included.
+    pub timeout: Duration,
+    /// Share one in-flight request among identical concurrent fetches.
+    pub deduplicate: bool,
 }
 
 /// HTTP/1.1 keep-alive pool (hyper-util keeps idle connections per subgraph host),
@@ -73,20 +74,17 @@ struct Policy {
 #[derive(Clone)]
 pub struct HttpTransport {
     client: Client<HttpConnector, Full<Bytes>>,
-    default: Policy,
-    per_subgraph: Arc<FxHashMap<String, Policy>>,
+    default: FetchPolicy,
+    per_subgraph: Arc<FxHashMap<String, FetchPolicy>>,
     in_flight: InFlight,
 }
 
-impl Default for HttpTransport {
-    fn default() -> Self {
-        Self::new(&Config::default())
-    }
-}
-
 impl HttpTransport {
-    /// Timeouts and deduplication from `traffic`, overridden per name by `subgraphs`.
-    pub fn new(config: &Config) -> Self {
+    /// `default` for every subgraph but those named in `per_subgraph`.
+    pub fn new(
+        default: FetchPolicy,
+        per_subgraph: impl IntoIterator<Item = (String, FetchPolicy)>,
+    ) -> Self {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_keepalive(Some(Duration::from_secs(60)));
@@ -94,30 +92,15 @@ impl HttpTransport {
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(256)
             .build(connector);
-        let default = Policy {
-            timeout: config.traffic.subgraph_timeout,
-            deduplicate: config.traffic.deduplicate,
-        };
-        let per_subgraph = config
-            .subgraphs
-            .iter()
-            .map(|(name, sg)| {
-                let policy = Policy {
-                    timeout: sg.timeout.unwrap_or(default.timeout),
-                    deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
-                };
-                (name.clone(), policy)
-            })
-            .collect();
         Self {
             client,
             default,
-            per_subgraph: Arc::new(per_subgraph),
+            per_subgraph: Arc::new(per_subgraph.into_iter().collect()),
             in_flight: InFlight::default(),
         }
     }
 
-    fn policy(&self, subgraph: &str) -> Policy {
+    fn policy(&self, subgraph: &str) -> FetchPolicy {
         self.per_subgraph
             .get(subgraph)
             .copied()
@@ -141,7 +124,7 @@ impl Transport for HttpTransport {
         }
         if let Some(headers) = builder.headers_mut() {
             // The fetch span's trace context (W3C traceparent), when traces are exported.
-            crate::telemetry::tracing::inject_current(headers);
+            crate::propagation::inject_current(headers);
         }
         let key = (policy.deduplicate && request.is_query)
             .then(|| DedupKey::new(request.url, &request.body, request.headers));
@@ -168,7 +151,7 @@ fn call(
             .await
             .map_err(|e| FetchError::http(error_chain(&e)))?;
         let status = response.status();
-        crate::telemetry::tracing::record_status(status.as_u16());
+        crate::propagation::record_status(status.as_u16());
         let body = response
             .into_body()
             .collect()

@@ -83,8 +83,8 @@ impl QueryPlan {
     }
 }
 
-fn write_tree(out: &mut String, tree: &crate::supergraph::meta::SelTree) {
-    use crate::supergraph::meta::SelTreeItem;
+fn write_tree(out: &mut String, tree: &graphfleet_federation::meta::SelTree) {
+    use graphfleet_federation::meta::SelTreeItem;
     for item in &tree.items {
         match item {
             SelTreeItem::Field {

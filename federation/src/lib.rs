@@ -337,7 +337,7 @@ fn build_meta(
             }
             meta.field_by_name.insert(
                 (type_id, def.name.clone()),
-                crate::supergraph::meta::FieldId(fields.len() as u32),
+                crate::meta::FieldId(fields.len() as u32),
             );
             fields.push(FieldMeta {
                 parent: type_id,

@@ -3,13 +3,13 @@
 //! entity's key (plus `@requires` fields) here and continues in an `_entities` group.
 
 use super::plan::{EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec};
+use crate::keys::KeyTable;
 use crate::operation::{ConditionValues, OpIr, OpSel, SelSetId};
-use crate::response::KeyTable;
-use crate::supergraph::meta::{
-    FederationMeta, Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind,
-};
 use apollo_compiler::ast::{Argument, OperationType, Type, Value};
 use apollo_compiler::{Name, Node, name};
+use graphfleet_federation::meta::{
+    FederationMeta, Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind,
+};
 use rustc_hash::FxHashMap;
 use std::fmt::Write;
 

@@ -1,0 +1,27 @@
+//! Limits an operation must keep to; `None` means unlimited.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OperationLimits {
+    /// Deepest field nesting in an operation (fragments expanded).
+    pub max_depth: Option<u32>,
+    /// Most aliased fields in an operation.
+    pub max_aliases: Option<u32>,
+    /// Most root fields in the selected operation.
+    pub max_root_fields: Option<u32>,
+    /// Most lexical tokens in the query document.
+    pub max_tokens: Option<u32>,
+    /// Answer `__schema` / `__type`.
+    pub introspection: bool,
+}
+
+impl Default for OperationLimits {
+    fn default() -> Self {
+        Self {
+            max_depth: None,
+            max_aliases: None,
+            max_root_fields: None,
+            max_tokens: None,
+            introspection: true,
+        }
+    }
+}
