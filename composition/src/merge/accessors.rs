@@ -9,6 +9,7 @@ use crate::model::Kind;
 use crate::specs::FedDirective;
 use crate::subgraph::{DirSource, Subgraph};
 
+/// The supergraph kind of a subgraph type: an `@interfaceObject` is an interface.
 pub(super) fn kind_of(sg: &Subgraph, ty: &ExtendedType) -> Kind {
     match ty {
         ExtendedType::Scalar(_) => Kind::Scalar,

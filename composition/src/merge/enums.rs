@@ -5,13 +5,14 @@ use apollo_compiler::ast::Directive;
 use apollo_compiler::schema::ExtendedType;
 use indexmap::IndexSet;
 
-use super::common::{merge_description, type_with_common_parts};
+use super::common_parts::{merge_description, type_with_common_parts};
 use super::state::{Merger, TypeSource};
 use crate::errors::{codes, subgraphs_phrase};
 use crate::model::{MEnumValue, MType};
 use crate::specs::FedDirective;
 use crate::subgraph::DirSource;
 
+/// `None` when no value is kept (an error).
 pub(super) fn merge_enum(
     ctx: &mut Merger<'_>,
     name: &str,

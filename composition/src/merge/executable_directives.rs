@@ -130,6 +130,7 @@ pub(super) fn executable_directives(ctx: &mut Merger<'_>, sup: &mut Supergraph) 
     }
 }
 
+/// Whether a directive location is one in operations (not in schemas).
 fn is_executable(location: &str) -> bool {
     matches!(
         location,

@@ -3,7 +3,7 @@
 
 use apollo_compiler::ast::{Directive, Type};
 
-use super::common::merge_description;
+use super::common_parts::merge_description;
 use super::field_sources::FieldSource;
 use super::input_values::merge_args;
 use super::join::join_fields;
@@ -12,6 +12,7 @@ use crate::errors::{codes, subgraphs_phrase};
 use crate::model::{Kind, MField};
 use crate::subgraph::DirSource;
 
+/// `None` after an error: the field is external everywhere or its types conflict.
 pub(super) fn merge_field(
     ctx: &mut Merger<'_>,
     tname: &str,
@@ -122,6 +123,7 @@ fn merge_output_type(ctx: &mut Merger<'_>, coord: &str, srcs: &[&FieldSource<'_>
     Some(best.ty.clone())
 }
 
+/// An object field resolved from several subgraphs must be `@shareable` in each.
 fn check_sharing(ctx: &mut Merger<'_>, kind: Kind, coord: &str, srcs: &[FieldSource<'_>]) {
     if kind != Kind::Object {
         return;

@@ -86,6 +86,7 @@ pub(super) fn check_implementations(ctx: &mut Merger<'_>, sup: &Supergraph) {
     }
 }
 
+/// The subgraphs defining a field: its `@join__field` graphs, else its type's.
 fn graphs_of_field<'a>(ctx: &Merger<'a>, t: &MType, fname: &str) -> Vec<&'a str> {
     let graphs: Vec<String> = match t.fields.get(fname).and_then(|f| f.joins.as_ref()) {
         Some(js) => js.iter().filter_map(|j| j.graph.clone()).collect(),

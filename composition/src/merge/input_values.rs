@@ -7,7 +7,7 @@ use apollo_compiler::schema::InputValueDefinition;
 use indexmap::IndexSet;
 
 use super::accessors::canon_type;
-use super::common::merge_description;
+use super::common_parts::merge_description;
 use super::field_sources::FieldSource;
 use super::state::Merger;
 use crate::errors::{codes, subgraphs_phrase};
@@ -41,14 +41,18 @@ fn merge_input_type(
     Some(best.1.clone())
 }
 
+/// Same named type, whatever the list and non-null wrappers.
 fn same_named(a: &Type, b: &Type) -> bool {
     a.inner_named_type() == b.inner_named_type()
 }
 
+/// Non-null without a default value.
 pub(super) fn is_required(v: &InputValueDefinition) -> bool {
     v.ty.is_non_null() && v.default_value.is_none()
 }
 
+/// The arguments all sources define; one only some define is dropped with a hint, or an
+/// error when it is required somewhere.
 pub(super) fn merge_args(
     ctx: &mut Merger<'_>,
     coord: &str,

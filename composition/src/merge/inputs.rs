@@ -5,12 +5,13 @@ use apollo_compiler::schema::{ExtendedType, InputValueDefinition};
 use indexmap::IndexSet;
 
 use super::accessors::canon_type;
-use super::common::type_with_common_parts;
+use super::common_parts::type_with_common_parts;
 use super::input_values::{is_required, merge_input_value};
 use super::state::{Merger, TypeSource};
 use crate::errors::{codes, subgraphs_phrase};
 use crate::model::{JoinField, MField, MType};
 
+/// Only the fields every subgraph defines are kept; `None` when none are (an error).
 pub(super) fn merge_input(
     ctx: &mut Merger<'_>,
     name: &str,

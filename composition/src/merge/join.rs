@@ -7,6 +7,7 @@ use super::field_sources::FieldSource;
 use super::state::{Merger, TypeSource};
 use crate::model::{JoinField, JoinType, Kind};
 
+/// One `@join__type` per `@key` of a subgraph's definition, or one without key.
 pub(super) fn join_types(ctx: &Merger<'_>, src: &TypeSource<'_>, kind: Kind) -> Vec<JoinType> {
     let sg = ctx.sg(src.sg);
     let graph = sg.graph.clone();
@@ -35,6 +36,8 @@ pub(super) fn join_types(ctx: &Merger<'_>, src: &TypeSource<'_>, kind: Kind) -> 
     }
 }
 
+/// One `@join__field` per source, except an unused one overridden without label; each
+/// names its own type when the sources' types differ.
 pub(super) fn join_fields(
     ctx: &Merger<'_>,
     srcs: &[FieldSource<'_>],

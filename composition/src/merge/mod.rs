@@ -1,13 +1,17 @@
 //! Merging the subgraphs' types into one supergraph model.
 //!
-//! [`merge`] drives it: group the subgraphs' types by name, merge each by its kind
-//! (objects and interfaces field by field, then unions, enums, input objects, scalars),
-//! then the steps over the merged types (interface implementations), and last the
-//! supergraph's graphs, roots, feature links and directive definitions.
+//! [`merge`] drives it: group the subgraphs' types by name, merge each (in order of first
+//! appearance) by its kind, then the steps over the merged types (interface
+//! implementations), and last the supergraph's graphs, roots, feature links and
+//! directive definitions.
+//!
+//! Modules depend one way, from the kind mergers (`objects`, `unions`, `enums`,
+//! `inputs`) down through `fields`, `input_values`, `common_parts`, `join`, `overrides`
+//! and `field_sources` to `state`, `relations`, `carried` and `accessors`.
 
 mod accessors;
 mod carried;
-mod common;
+mod common_parts;
 mod enums;
 mod executable_directives;
 mod field_sources;
@@ -29,13 +33,13 @@ use indexmap::IndexMap;
 
 use self::accessors::kind_of;
 use self::carried::CarriedDirectives;
-use self::common::type_with_common_parts;
+use self::common_parts::type_with_common_parts;
 use self::enums::merge_enum;
 use self::executable_directives::executable_directives;
 use self::implementations::{add_interface_object_fields, check_implementations};
 use self::inputs::merge_input;
 use self::links::{composed_directives, feature_links};
-use self::objects::merge_composite;
+use self::objects::merge_object_or_interface;
 use self::relations::Relations;
 pub use self::state::Input;
 use self::state::{Merger, TypeSource};
@@ -55,7 +59,9 @@ pub fn merge(input: &Input<'_>, sink: &mut ErrorSink) -> Supergraph {
     let mut sup = Supergraph::default();
     for (name, (kind, sources)) in &types {
         let merged = match kind {
-            Kind::Object | Kind::Interface => merge_composite(&mut ctx, name, *kind, sources),
+            Kind::Object | Kind::Interface => {
+                merge_object_or_interface(&mut ctx, name, *kind, sources)
+            }
             Kind::Union => merge_union(&mut ctx, name, sources),
             Kind::Enum => merge_enum(&mut ctx, name, sources),
             Kind::Input => merge_input(&mut ctx, name, sources),

@@ -5,7 +5,7 @@ use apollo_compiler::schema::ExtendedType;
 use indexmap::IndexSet;
 
 use super::accessors::{implements_of, type_fields};
-use super::common::type_with_common_parts;
+use super::common_parts::type_with_common_parts;
 use super::field_sources::{FieldSource, field_sources};
 use super::fields::merge_field;
 use super::overrides::resolve_overrides;
@@ -13,7 +13,9 @@ use super::state::{Merger, TypeSource};
 use crate::errors::{codes, subgraphs_phrase};
 use crate::model::{Kind, MType};
 
-pub(super) fn merge_composite(
+/// An object or interface (an `@interfaceObject` counts as one): the fields of all its
+/// subgraphs; `None` after an error or when no field is left.
+pub(super) fn merge_object_or_interface(
     ctx: &mut Merger<'_>,
     name: &str,
     kind: Kind,

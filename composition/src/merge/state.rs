@@ -22,6 +22,8 @@ pub(super) struct TypeSource<'a> {
     pub(super) ty: &'a ExtendedType,
 }
 
+/// The merge in progress: its input, where errors and hints go, and what holds across
+/// types.
 pub(super) struct Merger<'a> {
     pub(super) input: &'a Input<'a>,
     pub(super) sink: &'a mut ErrorSink,

@@ -2,7 +2,7 @@
 
 use apollo_compiler::schema::ExtendedType;
 
-use super::common::type_with_common_parts;
+use super::common_parts::type_with_common_parts;
 use super::state::{Merger, TypeSource};
 use crate::errors::{codes, subgraphs_phrase};
 use crate::model::MType;

@@ -22,6 +22,10 @@
 //! migrated; `@fromContext` fields are assumed reachable. Where the model is unsure it
 //! assumes the field is reachable, so it may miss errors Apollo reports but does not
 //! invent ones Apollo would not.
+//!
+//! [`check`] builds the query graph (`graph`), explores the states the root types reach
+//! (`exploration`), checks every field of each state (`resolution`, over the key jumps
+//! of `jumps`) and words each failure (`report`).
 
 mod exploration;
 mod graph;

@@ -35,6 +35,8 @@ pub(super) fn merge_description<'d>(
         .map(|(d, _)| d.to_owned())
 }
 
+/// A merged type with the parts every kind has: description, `@join__type`s and
+/// carried directives.
 pub(super) fn type_with_common_parts(
     ctx: &mut Merger<'_>,
     name: &str,
