@@ -22,3 +22,7 @@ pub mod sets;
 
 pub use server::{Handle, Mode, Options, ServeError, serve, spawn};
 pub use sets::Set;
+
+/// The k6 script every scenario runs (`loadtest/k6/scenario.js`), for the operator to ship in
+/// LoadTest ConfigMaps without reading this crate's files by path.
+pub const K6_SCENARIO_JS: &str = include_str!("../k6/scenario.js");

@@ -1,5 +1,5 @@
-//! Pure diagnosis of pods from their own state: why a gateway pod is not Ready, how a
-//! container ended. The words are meant for a human reading `kubectl get -o yaml`: which pod,
+//! Pure diagnosis of pods and Deployments from their own state: how far a rollout is, why a
+//! gateway pod is not Ready, how a container ended. The words are meant for a human reading `kubectl get -o yaml`: which pod,
 //! on which node, what happened, and where its log is.
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -338,11 +338,49 @@ fn crash(
     )
 }
 
+/// Rollout progress of the gateway Deployment, as `kubectl rollout status` judges it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Rollout {
+    pub desired: i32,
+    pub replicas: i32,
+    pub updated: i32,
+    pub ready: i32,
+    pub available: i32,
+    pub observed: bool,
+}
+
+impl Rollout {
+    pub fn of(deployment: &Deployment) -> Self {
+        let generation = deployment.metadata.generation;
+        let status = deployment.status.clone().unwrap_or_default();
+        Self {
+            desired: deployment
+                .spec
+                .as_ref()
+                .and_then(|s| s.replicas)
+                .unwrap_or(1),
+            replicas: status.replicas.unwrap_or(0),
+            updated: status.updated_replicas.unwrap_or(0),
+            ready: status.ready_replicas.unwrap_or(0),
+            available: status.available_replicas.unwrap_or(0),
+            observed: status.observed_generation.is_some()
+                && status.observed_generation >= generation,
+        }
+    }
+
+    pub fn complete(&self) -> bool {
+        self.observed
+            && self.updated >= self.desired
+            && self.replicas == self.updated
+            && self.available >= self.desired
+    }
+}
+
 /// Why a gateway Deployment's pods are not all Ready, from the pods' own state: the most
 /// telling problem first, then how many other pods are not Ready. `None` when the rollout is
 /// complete or no pod explains it.
 pub fn rollout_problem(deployment: &Deployment, pods: &[Pod], container: &str) -> Option<Problem> {
-    if crate::status::Rollout::of(deployment).complete() {
+    if Rollout::of(deployment).complete() {
         return None;
     }
     let selector = deployment

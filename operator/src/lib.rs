@@ -1,15 +1,18 @@
 //! graphfleet operator: Subgraph, GraphGateway and LoadTest resources → a rolled-out gateway fleet.
 //!
-//! Kubernetes I/O happens only in `controller` (and `schema` for ConfigMaps/introspection,
-//! `lease` for leader election); `build` and `status` are pure and unit-tested.
+//! Kubernetes I/O happens only in `controller` (one reconciler per file), `subgraph_sdl`
+//! (ConfigMaps, introspection) and `lease` (leader election). What to write is computed by
+//! pure, unit-tested modules: `resources` (desired objects), `status` (conditions and
+//! phases), `diagnose` (why pods fail) and `k6_summary` (load-test results). Dependencies
+//! point one way: `controller` uses the pure modules, never the reverse.
 
-pub mod build;
+pub mod admin_server;
 pub mod controller;
 pub mod crd;
 pub mod diagnose;
+pub mod k6_summary;
 pub mod lease;
-pub mod loadtest;
 pub mod metrics;
-pub mod ops;
-pub mod schema;
+pub mod resources;
 pub mod status;
+pub mod subgraph_sdl;

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Parser, ValueEnum};
+use graphfleet_operator::admin_server::{self, OpsState};
 use graphfleet_operator::controller::{self, Settings};
 use graphfleet_operator::lease::{LeaderElector, LeaseSettings};
 use graphfleet_operator::metrics::Metrics;
-use graphfleet_operator::ops::{self, OpsState};
 use tokio::sync::oneshot;
 
 mod telemetry;
@@ -61,7 +61,7 @@ struct Args {
     #[arg(long, env = "GRAPHFLEET_GATEWAY_IMAGE", default_value = graphfleet_operator::crd::DEFAULT_GATEWAY_IMAGE)]
     gateway_image: String,
     /// Image of the k6 load-generator Jobs of LoadTests.
-    #[arg(long, env = "GRAPHFLEET_K6_IMAGE", default_value = graphfleet_operator::loadtest::DEFAULT_K6_IMAGE)]
+    #[arg(long, env = "GRAPHFLEET_K6_IMAGE", default_value = graphfleet_operator::resources::loadtest::DEFAULT_K6_IMAGE)]
     k6_image: String,
     /// Concurrent reconciles per controller.
     #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
@@ -132,7 +132,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let ops_addr = listener.local_addr().context("ops endpoint address")?;
     tracing::info!(ops_addr = %ops_addr, "ops endpoint listening");
     let (ops_stop, ops_stopped) = oneshot::channel::<()>();
-    let ops_task = tokio::spawn(ops::serve(listener, state.clone(), async {
+    let ops_task = tokio::spawn(admin_server::serve(listener, state.clone(), async {
         let _ = ops_stopped.await;
     }));
     let version = client

@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use graphfleet_operator::build;
 use graphfleet_operator::crd::{DEFAULT_GATEWAY_IMAGE, GraphGateway};
+use graphfleet_operator::resources::{self, gateway};
 
 const SUPERGRAPH: &str = "schema @link(url: \"https://specs.apollo.dev/link/v1.0\") { query: Query }\ntype Query { hello: String }\n";
 
@@ -32,14 +32,14 @@ fn fixtures() -> Vec<(String, GraphGateway)> {
 
 #[test]
 fn built_objects_match_snapshots() {
-    let hash = build::short_hash(SUPERGRAPH.as_bytes());
+    let hash = resources::short_hash(SUPERGRAPH.as_bytes());
     for (name, gw) in fixtures() {
         let objects = serde_json::json!({
-            "configMap": build::config_map(&gw, SUPERGRAPH, &hash),
-            "deployment": build::deployment(&gw, &hash, DEFAULT_GATEWAY_IMAGE),
-            "service": build::service(&gw),
-            "podDisruptionBudget": build::pod_disruption_budget(&gw),
-            "horizontalPodAutoscaler": build::horizontal_pod_autoscaler(&gw),
+            "configMap": gateway::config_map(&gw, SUPERGRAPH, &hash),
+            "deployment": gateway::deployment(&gw, &hash, DEFAULT_GATEWAY_IMAGE),
+            "service": gateway::service(&gw),
+            "podDisruptionBudget": gateway::pod_disruption_budget(&gw),
+            "horizontalPodAutoscaler": gateway::horizontal_pod_autoscaler(&gw),
         });
         insta::assert_yaml_snapshot!(name, objects);
     }
@@ -48,8 +48,8 @@ fn built_objects_match_snapshots() {
 #[test]
 fn a_new_supergraph_changes_only_the_pod_template_hash() {
     let (_, gw) = fixtures().remove(0);
-    let a = build::deployment(&gw, &build::short_hash(b"one"), DEFAULT_GATEWAY_IMAGE);
-    let b = build::deployment(&gw, &build::short_hash(b"two"), DEFAULT_GATEWAY_IMAGE);
+    let a = gateway::deployment(&gw, &resources::short_hash(b"one"), DEFAULT_GATEWAY_IMAGE);
+    let b = gateway::deployment(&gw, &resources::short_hash(b"two"), DEFAULT_GATEWAY_IMAGE);
     assert_ne!(a, b, "a new supergraph must change the pod template");
     let template_annotations = |d: &k8s_openapi::api::apps::v1::Deployment| {
         d.spec
@@ -71,7 +71,7 @@ fn defaults_place_pods_on_the_router_pool_with_cpu_limits() {
         .into_iter()
         .find(|(n, _)| n == "minimal")
         .expect("minimal fixture");
-    let deploy = build::deployment(&gw, "h", DEFAULT_GATEWAY_IMAGE);
+    let deploy = gateway::deployment(&gw, "h", DEFAULT_GATEWAY_IMAGE);
     let pod = deploy.spec.expect("spec").template.spec.expect("pod spec");
     assert_eq!(
         pod.node_selector

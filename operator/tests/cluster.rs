@@ -6,8 +6,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Operator, SubgraphServer, cluster_client, fixture_sdl, wait_for};
-use graphfleet_operator::build;
 use graphfleet_operator::crd::{GraphGateway, LoadTest, Subgraph};
+use graphfleet_operator::resources;
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
@@ -71,12 +71,12 @@ async fn set_inline_sdl(api: &Api<Subgraph>, name: &str, sdl: &str) {
 /// The hash annotation of the gateway ConfigMap, once it exists.
 async fn served_hash(client: &Client, ns: &str) -> Option<String> {
     let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .get_opt(&build::config_map_name("shop"))
+        .get_opt(&resources::gateway::config_map_name("shop"))
         .await
         .ok()??;
     cm.metadata
         .annotations?
-        .get(build::SUPERGRAPH_HASH_ANNOTATION)
+        .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
         .cloned()
 }
 
@@ -160,13 +160,13 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     // Composed: the ConfigMap holds a supergraph of all three subgraphs.
     let first = wait_for("first supergraph", WAIT, || served_hash(&client, &ns)).await;
     let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&build::config_map_name("shop"))
+        .get(&resources::gateway::config_map_name("shop"))
         .await
         .expect("supergraph ConfigMap");
     let sdl = cm
         .data
         .as_ref()
-        .and_then(|d| d.get(build::SUPERGRAPH_KEY))
+        .and_then(|d| d.get(resources::gateway::SUPERGRAPH_KEY))
         .expect("supergraph key");
     for graph in ["ACCOUNTS", "PRODUCTS", "REVIEWS"] {
         assert!(sdl.contains(graph), "supergraph lacks {graph}:\n{sdl}");
@@ -292,7 +292,10 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
         .spec
         .and_then(|s| s.template.metadata)
         .and_then(|m| m.annotations)
-        .and_then(|a| a.get(build::SUPERGRAPH_HASH_ANNOTATION).cloned());
+        .and_then(|a| {
+            a.get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
+                .cloned()
+        });
     assert_eq!(
         template_hash.as_deref(),
         Some(second.as_str()),
@@ -310,7 +313,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     // A broken SDL: Composed=False with the errors; the last good supergraph and the
     // Deployment are untouched.
     let cm_before = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&build::config_map_name("shop"))
+        .get(&resources::gateway::config_map_name("shop"))
         .await
         .expect("cm");
     let deploy_before = deployments.get("shop").await.expect("deployment");
@@ -354,7 +357,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     // Give the operator a few more reconciles to (wrongly) roll out, then compare.
     tokio::time::sleep(Duration::from_secs(2)).await;
     let cm_after = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&build::config_map_name("shop"))
+        .get(&resources::gateway::config_map_name("shop"))
         .await
         .expect("cm");
     let deploy_after = deployments.get("shop").await.expect("deployment");
@@ -384,7 +387,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
         .expect("delete gateway");
     wait_for("owned objects collected", WAIT, || async {
         let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get_opt(&build::config_map_name("shop"))
+            .get_opt(&resources::gateway::config_map_name("shop"))
             .await
             .ok()?;
         let deploy = deployments.get_opt("shop").await.ok()?;
@@ -465,10 +468,10 @@ async fn configmap_and_introspected_schema_changes_recompose() {
     })
     .await;
     let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&build::config_map_name("shop"))
+        .get(&resources::gateway::config_map_name("shop"))
         .await
         .expect("cm");
-    assert!(cm.data.expect("data")[build::SUPERGRAPH_KEY].contains("rating"));
+    assert!(cm.data.expect("data")[resources::gateway::SUPERGRAPH_KEY].contains("rating"));
 
     // The Subgraph reconciler reports the loaded schema's hash.
     let sg = wait_for("products SchemaLoaded", WAIT, || async {
@@ -483,7 +486,7 @@ async fn configmap_and_introspected_schema_changes_recompose() {
     .await;
     assert_eq!(
         sg.schema_hash,
-        Some(build::short_hash(fixture_sdl("products").as_bytes()))
+        Some(resources::short_hash(fixture_sdl("products").as_bytes()))
     );
 
     // Deleting a Subgraph recomposes without it.
@@ -493,14 +496,14 @@ async fn configmap_and_introspected_schema_changes_recompose() {
         .expect("delete reviews");
     let second = wait_for("recomposed without reviews", WAIT, || async {
         let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get(&build::config_map_name("shop"))
+            .get(&resources::gateway::config_map_name("shop"))
             .await
             .ok()?;
-        let sdl = cm.data?.remove(build::SUPERGRAPH_KEY)?;
+        let sdl = cm.data?.remove(resources::gateway::SUPERGRAPH_KEY)?;
         let hash = cm
             .metadata
             .annotations?
-            .remove(build::SUPERGRAPH_HASH_ANNOTATION)?;
+            .remove(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)?;
         (!sdl.contains("REVIEWS")).then_some(hash)
     })
     .await;

@@ -4,10 +4,12 @@
 use std::path::PathBuf;
 
 use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
-use graphfleet_operator::loadtest::{self, DEFAULT_K6_IMAGE, SpecError};
+use graphfleet_operator::k6_summary;
+use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE, SpecError};
+use graphfleet_operator::status;
 use k8s_openapi::api::core::v1::Pod;
 
-const SCENARIO_JS: &str = include_str!("../../loadtest/k6/scenario.js");
+use graphfleet_loadtest::K6_SCENARIO_JS as SCENARIO_JS;
 
 fn fixture_dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -121,7 +123,7 @@ fn every_built_in_scenario_builds_a_payload() {
 }
 
 fn summary(file: &str) -> graphfleet_operator::crd::LoadTestResults {
-    loadtest::parse_summary(&read("k6-summaries", file)).expect("fixture parses")
+    k6_summary::parse_summary(&read("k6-summaries", file)).expect("fixture parses")
 }
 
 #[test]
@@ -137,19 +139,19 @@ fn summaries_parse_with_scheduled_latency_preferred() {
 #[test]
 fn aggregate_of_segments_matches_snapshot() {
     let segments = [summary("segment-0.json"), summary("segment-1.json")];
-    let total = loadtest::aggregate(&segments).expect("two segments");
+    let total = k6_summary::aggregate(&segments).expect("two segments");
     assert_eq!(total.requests, 5970);
     assert_eq!(total.failures, 2);
     assert_eq!(total.dropped_iterations, 30, "dropped arrivals add up");
     assert_eq!(total.achieved_rate, 199.0);
     insta::assert_yaml_snapshot!("aggregate_two_segments", total);
-    assert_eq!(loadtest::aggregate(&[]), None);
+    assert_eq!(k6_summary::aggregate(&[]), None);
 }
 
 #[test]
 fn bad_summary_is_an_error_not_a_panic() {
     for bad in ["", "k6: 10 requests", "{\"requests\": -1}", "[]"] {
-        assert!(loadtest::parse_summary(bad).is_err(), "{bad:?}");
+        assert!(k6_summary::parse_summary(bad).is_err(), "{bad:?}");
     }
 }
 
@@ -179,8 +181,8 @@ fn terminated(exit_code: i32, message: &str) -> serde_json::Value {
 fn segment_phases_follow_the_pods() {
     let lt = loadtest("scenario-gateway");
     let now = now();
-    let status = |p: &Pod| loadtest::segment_status(&lt, 1, &[p], None, &now);
-    let none = loadtest::segment_status(&lt, 1, &[], None, &now);
+    let status = |p: &Pod| status::loadtest::segment_status(&lt, 1, &[p], None, &now);
+    let none = status::loadtest::segment_status(&lt, 1, &[], None, &now);
     assert_eq!(
         (none.phase, none.segment.as_str(), none.job.as_str()),
         (LoadTestPhase::Pending, "1/3:2/3", "fed-query-1")
@@ -223,7 +225,7 @@ fn a_job_the_job_controller_failed_fails_its_segment() {
         }]},
     }))
     .expect("valid Job");
-    let status = loadtest::segment_status(&lt, 0, &[], Some(&job), &now());
+    let status = status::loadtest::segment_status(&lt, 0, &[], Some(&job), &now());
     assert_eq!(status.phase, LoadTestPhase::Failed);
     let message = status.message.expect("a message");
     assert!(
@@ -234,7 +236,7 @@ fn a_job_the_job_controller_failed_fails_its_segment() {
     );
     // A summary already collected wins over the Job's later verdict.
     let done = pod(0, terminated(0, &read("k6-summaries", "segment-0.json")));
-    let status = loadtest::segment_status(&lt, 0, &[&done], Some(&job), &now());
+    let status = status::loadtest::segment_status(&lt, 0, &[&done], Some(&job), &now());
     assert_eq!(status.phase, LoadTestPhase::Succeeded);
 }
 
@@ -242,25 +244,25 @@ fn a_job_the_job_controller_failed_fails_its_segment() {
 fn overall_phase_waits_for_every_segment() {
     let lt = loadtest("scenario-gateway");
     let seg = |phase| {
-        let mut s = loadtest::segment_status(&lt, 0, &[], None, &now());
+        let mut s = status::loadtest::segment_status(&lt, 0, &[], None, &now());
         s.phase = phase;
         s
     };
     use LoadTestPhase::*;
     assert_eq!(
-        loadtest::overall_phase(&[seg(Pending), seg(Pending)]),
+        status::loadtest::overall_phase(&[seg(Pending), seg(Pending)]),
         Pending
     );
     assert_eq!(
-        loadtest::overall_phase(&[seg(Succeeded), seg(Pending)]),
+        status::loadtest::overall_phase(&[seg(Succeeded), seg(Pending)]),
         Running
     );
     assert_eq!(
-        loadtest::overall_phase(&[seg(Succeeded), seg(Succeeded)]),
+        status::loadtest::overall_phase(&[seg(Succeeded), seg(Succeeded)]),
         Succeeded
     );
     assert_eq!(
-        loadtest::overall_phase(&[seg(Running), seg(Failed)]),
+        status::loadtest::overall_phase(&[seg(Running), seg(Failed)]),
         Failed
     );
 }

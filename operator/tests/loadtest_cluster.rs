@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{Operator, cluster_client, wait_for};
 use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
-use graphfleet_operator::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL};
+use graphfleet_operator::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL};
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};

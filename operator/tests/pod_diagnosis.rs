@@ -7,11 +7,11 @@
 
 use std::path::PathBuf;
 
-use graphfleet_operator::build::GATEWAY_CONTAINER;
 use graphfleet_operator::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
-use graphfleet_operator::diagnose::{self, Problem};
-use graphfleet_operator::loadtest;
-use graphfleet_operator::status::{self, CompositionOutcome, Observed, Rollout};
+use graphfleet_operator::diagnose::{self, Problem, Rollout};
+use graphfleet_operator::resources::gateway::GATEWAY_CONTAINER;
+use graphfleet_operator::resources::loadtest;
+use graphfleet_operator::status::{self, gateway::CompositionOutcome, gateway::Observed};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
@@ -189,7 +189,7 @@ fn the_ready_condition_carries_the_pod_problem() {
         pods: diagnose::rollout_problem(&gw.deployment, &gw.pods, GATEWAY_CONTAINER),
     };
     let now = Time("2026-11-23T22:32:00Z".parse().expect("a valid timestamp"));
-    let s = status::gateway_status(None, &observed, &now);
+    let s = status::gateway::gateway_status(None, &observed, &now);
     let condition = |t: &str| {
         s.conditions
             .iter()
@@ -238,8 +238,9 @@ fn segments(docs: &[Value]) -> Segments {
         .expect("a LoadTest");
     let jobs: Vec<Job> = of_kind(docs, "Job");
     let pods: Vec<Pod> = of_kind(docs, "Pod");
-    let status = loadtest::loadtest_status(&lt, &pods, &jobs, &LoadTestStatus::default(), &now);
-    let stop = loadtest::jobs_to_stop(&status, &jobs, &pods);
+    let status =
+        status::loadtest::loadtest_status(&lt, &pods, &jobs, &LoadTestStatus::default(), &now);
+    let stop = status::loadtest::jobs_to_stop(&status, &jobs, &pods);
     let record = jobs
         .iter()
         .filter_map(|job| {

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use common::{Operator, fixture_sdl, real_cluster_client, wait_for};
 use graphfleet_operator::crd::{GraphGateway, LoadTest, LoadTestPhase, Subgraph};
-use graphfleet_operator::loadtest::{
+use graphfleet_operator::resources::loadtest::{
     DEFAULT_K6_IMAGE, LOADTEST_LABEL, NODE_ANNOTATION, POD_ANNOTATION,
 };
 use graphfleet_testkit::TestNamespace;

@@ -74,7 +74,7 @@ fn target(lt: &LoadTest) -> String {
 }
 
 fn target_url(lt: &LoadTest) -> String {
-    graphfleet_operator::loadtest::target_url(lt).unwrap_or_else(|e| e.to_string())
+    graphfleet_operator::resources::loadtest::target_url(lt).unwrap_or_else(|e| e.to_string())
 }
 
 fn label(lt: &LoadTest) -> String {

@@ -1,5 +1,6 @@
-//! Pure builders: a GraphGateway (plus its composed supergraph) → the objects the operator
-//! applies. No Kubernetes I/O here, so every object is unit-tested and snapshotted.
+//! Pure builders of a GraphGateway's objects (given its composed supergraph): the supergraph
+//! ConfigMap, the Deployment, Service, PodDisruptionBudget and HorizontalPodAutoscaler, and
+//! the names and labels the controller finds them by.
 
 use std::collections::BTreeMap;
 
@@ -11,10 +12,9 @@ use k8s_openapi::api::autoscaling::v2::{
     MetricTarget, ResourceMetricSource,
 };
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    EnvVar, HTTPGetAction, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec,
-    Toleration, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
+    HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Service, ServicePort,
+    ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -22,8 +22,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 
+use super::{MANAGER, container_security_context, pod_security_context, short_hash};
 use crate::crd::{GraphGateway, POOL_LABEL};
 
 /// Pool the gateway pods land on unless the spec says otherwise.
@@ -51,13 +51,6 @@ pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 const NAME_LABEL: &str = "app.kubernetes.io/name";
 const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 const GATEWAY_APP: &str = "graphfleet-gateway";
-const MANAGER: &str = "graphfleet-operator";
-
-/// Short, stable content hash (first 16 hex digits of SHA-256).
-pub fn short_hash(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    digest[..8].iter().map(|b| format!("{b:02x}")).collect()
-}
 
 /// Name of the ConfigMap holding the supergraph of a gateway.
 pub fn config_map_name(gateway: &str) -> String {
@@ -237,34 +230,6 @@ fn probe(path: &str, period_seconds: i32, failure_threshold: i32) -> Probe {
         failure_threshold: Some(failure_threshold),
         timeout_seconds: Some(1),
         ..Probe::default()
-    }
-}
-
-/// Non-root, read-only root filesystem, no capabilities (gateway and k6 containers).
-pub(crate) fn container_security_context() -> SecurityContext {
-    SecurityContext {
-        run_as_non_root: Some(true),
-        read_only_root_filesystem: Some(true),
-        allow_privilege_escalation: Some(false),
-        capabilities: Some(Capabilities {
-            drop: Some(vec!["ALL".to_owned()]),
-            ..Capabilities::default()
-        }),
-        ..SecurityContext::default()
-    }
-}
-
-/// The distroless images' nonroot user, RuntimeDefault seccomp.
-pub(crate) fn pod_security_context() -> PodSecurityContext {
-    PodSecurityContext {
-        run_as_non_root: Some(true),
-        run_as_user: Some(65532),
-        run_as_group: Some(65532),
-        seccomp_profile: Some(SeccompProfile {
-            type_: "RuntimeDefault".to_owned(),
-            ..SeccompProfile::default()
-        }),
-        ..PodSecurityContext::default()
     }
 }
 

@@ -1,46 +1,11 @@
-//! Pure status computation: conditions from what the reconciler observed.
+//! Pure status of a GraphGateway: its conditions from the composition outcome, the served
+//! supergraph, the Deployment's rollout and the gateway pods' problems.
 
-use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
+use super::{COMPOSED, DEGRADED, PROGRESSING, READY, set_condition};
 use crate::crd::{CompositionErrorStatus, GraphGatewayStatus};
-use crate::diagnose::Problem;
-
-pub const COMPOSED: &str = "Composed";
-pub const READY: &str = "Ready";
-pub const PROGRESSING: &str = "Progressing";
-pub const DEGRADED: &str = "Degraded";
-pub const SCHEMA_LOADED: &str = "SchemaLoaded";
-
-/// Sets condition `type_`, keeping its transition time when the status did not change.
-pub fn set_condition(
-    conditions: &mut Vec<Condition>,
-    type_: &str,
-    status: bool,
-    reason: &str,
-    message: String,
-    generation: Option<i64>,
-    now: &Time,
-) {
-    let status = if status { "True" } else { "False" }.to_owned();
-    let previous = conditions.iter().position(|c| c.type_ == type_);
-    let last_transition_time = match previous.map(|i| &conditions[i]) {
-        Some(c) if c.status == status => c.last_transition_time.clone(),
-        _ => now.clone(),
-    };
-    let condition = Condition {
-        type_: type_.to_owned(),
-        status,
-        reason: reason.to_owned(),
-        message,
-        observed_generation: generation,
-        last_transition_time,
-    };
-    match previous {
-        Some(i) => conditions[i] = condition,
-        None => conditions.push(condition),
-    }
-}
+use crate::diagnose::{Problem, Rollout};
 
 /// Result of gathering and composing the selected subgraphs.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,44 +19,6 @@ pub enum CompositionOutcome {
         reason: String,
         errors: Vec<CompositionErrorStatus>,
     },
-}
-
-/// Rollout progress of the gateway Deployment, as `kubectl rollout status` judges it.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Rollout {
-    pub desired: i32,
-    pub replicas: i32,
-    pub updated: i32,
-    pub ready: i32,
-    pub available: i32,
-    pub observed: bool,
-}
-
-impl Rollout {
-    pub fn of(deployment: &Deployment) -> Self {
-        let generation = deployment.metadata.generation;
-        let status = deployment.status.clone().unwrap_or_default();
-        Self {
-            desired: deployment
-                .spec
-                .as_ref()
-                .and_then(|s| s.replicas)
-                .unwrap_or(1),
-            replicas: status.replicas.unwrap_or(0),
-            updated: status.updated_replicas.unwrap_or(0),
-            ready: status.ready_replicas.unwrap_or(0),
-            available: status.available_replicas.unwrap_or(0),
-            observed: status.observed_generation.is_some()
-                && status.observed_generation >= generation,
-        }
-    }
-
-    pub fn complete(&self) -> bool {
-        self.observed
-            && self.updated >= self.desired
-            && self.replicas == self.updated
-            && self.available >= self.desired
-    }
 }
 
 /// Everything a GraphGateway status is derived from.
@@ -253,6 +180,7 @@ pub fn gateway_status(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
     use k8s_openapi::jiff::Timestamp;
 
     fn at(secs: i64) -> Time {

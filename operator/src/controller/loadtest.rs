@@ -1,0 +1,152 @@
+//! The LoadTest reconciler: creates the k6 ConfigMap and one Job per execution segment,
+//! records where each segment's pod runs, derives status from the pods and Jobs, and stops
+//! the Jobs of a failed load test.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::ResourceExt;
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+
+use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, now};
+use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
+use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError};
+use crate::resources::{self, MANAGER};
+use crate::status::loadtest::{jobs_to_stop, loadtest_status};
+
+/// Creates the ConfigMap and the segment Jobs (once: Jobs are immutable and a load test is
+/// not rerun), then derives status from the Jobs' pods.
+#[tracing::instrument(skip_all, fields(loadtest = %lt.name_any(), namespace = lt.namespace().unwrap_or_default()))]
+pub(super) async fn reconcile_loadtest(
+    lt: Arc<LoadTest>,
+    ctx: Arc<Context>,
+) -> Result<Action, Error> {
+    let started = Instant::now();
+    let ns = lt.namespace().ok_or(Error::NoNamespace)?;
+    let previous = lt.status.clone().unwrap_or_default();
+    if matches!(
+        previous.phase,
+        Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed)
+    ) {
+        return Ok(Action::await_change());
+    }
+    let mut new_status = match start_loadtest(&ctx, &lt, &ns).await? {
+        Ok(()) => observe_loadtest(&ctx, &lt, &ns, &previous).await?,
+        Err(e) => LoadTestStatus {
+            phase: Some(LoadTestPhase::Failed),
+            message: Some(e.to_string()),
+            completion_time: Some(now()),
+            ..LoadTestStatus::default()
+        },
+    };
+    new_status.observed_generation = lt.metadata.generation;
+    let finished = matches!(
+        new_status.phase,
+        Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed)
+    );
+    if lt.status.as_ref() != Some(&new_status) {
+        if finished {
+            tracing::info!(phase = ?new_status.phase, message = ?new_status.message, "load test finished");
+        }
+        let patch = serde_json::json!({
+            "apiVersion": "graphfleet.dev/v1alpha1",
+            "kind": "LoadTest",
+            "status": new_status,
+        });
+        api::<LoadTest>(&ctx, &ns)
+            .patch_status(
+                &lt.name_any(),
+                &PatchParams::apply(MANAGER).force(),
+                &Patch::Apply(&patch),
+            )
+            .await?;
+    }
+    ctx.metrics
+        .reconciled(LOADTEST_CONTROLLER, started.elapsed());
+    Ok(if finished {
+        Action::await_change()
+    } else {
+        Action::requeue(NOT_READY_RECHECK)
+    })
+}
+
+/// Applies the ConfigMap and creates missing Jobs; `Ok(Err(_))` is a spec the builders reject.
+async fn start_loadtest(
+    ctx: &Context,
+    lt: &LoadTest,
+    ns: &str,
+) -> Result<Result<(), SpecError>, Error> {
+    let (config_map, jobs) = match resources::loadtest::config_map(lt)
+        .and_then(|cm| Ok((cm, resources::loadtest::jobs(lt, &ctx.settings.k6_image)?)))
+    {
+        Ok(built) => built,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Some(cm) = config_map {
+        apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
+    }
+    let job_api = api::<Job>(ctx, ns);
+    for job in jobs {
+        let name = job.metadata.name.clone().unwrap_or_default();
+        if job_api.get_opt(&name).await?.is_none() {
+            match job_api.create(&PostParams::default(), &job).await {
+                Ok(_) => tracing::info!(job = %name, "created k6 job"),
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// Status from the segment Jobs and their pods. Records where each segment's pod runs on its
+/// Job (so a deleted pod can still be named) and, once the LoadTest failed, stops the Jobs
+/// still running: a failed load test must not keep loading its target.
+async fn observe_loadtest(
+    ctx: &Context,
+    lt: &LoadTest,
+    ns: &str,
+    previous: &LoadTestStatus,
+) -> Result<LoadTestStatus, Error> {
+    let params = ListParams::default().labels(&format!("{LOADTEST_LABEL}={}", lt.name_any()));
+    let pods = api::<Pod>(ctx, ns).list(&params).await?.items;
+    let jobs = api::<Job>(ctx, ns).list(&params).await?.items;
+    let job_api = api::<Job>(ctx, ns);
+    for job in &jobs {
+        let segment = job.labels().get(SEGMENT_LABEL);
+        let of_segment: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| p.labels().get(SEGMENT_LABEL) == segment)
+            .collect();
+        if let Some(annotations) = resources::loadtest::placement_to_record(job, &of_segment) {
+            let patch = serde_json::json!({ "metadata": { "annotations": annotations } });
+            job_api
+                .patch(
+                    &job.name_any(),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
+                .await?;
+        }
+    }
+    let status = loadtest_status(lt, &pods, &jobs, previous, &now());
+    // The Job controller stops the pods of a Job past its deadline (DeadlineExceeded).
+    let stop = serde_json::json!({ "spec": { "activeDeadlineSeconds": 1 } });
+    for name in jobs_to_stop(&status, &jobs, &pods) {
+        tracing::info!(job = %name, "stopping the k6 job of a failed load test");
+        job_api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&stop))
+            .await?;
+    }
+    Ok(status)
+}
+
+/// The LoadTest a k6 pod belongs to (from its label).
+pub(super) fn loadtest_of(pod: &Pod) -> Option<ObjectRef<LoadTest>> {
+    let name = pod.labels().get(LOADTEST_LABEL)?;
+    Some(ObjectRef::new(name).within(&pod.namespace()?))
+}

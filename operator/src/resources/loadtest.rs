@@ -1,0 +1,481 @@
+//! Pure builders of a LoadTest's objects: its k6 ConfigMap (script and POST body) and one
+//! Job per k6 execution segment, plus the spec rules they apply (scenarios, target URL, time
+//! limit). Status from the Jobs' pods is in `status::loadtest`; k6 summaries in `k6_summary`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use graphfleet_loadtest::{K6_SCENARIO_JS, sets};
+use k8s_openapi::api::batch::v1::{
+    Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
+    PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
+};
+use k8s_openapi::api::core::v1::{
+    ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod,
+    PodSpec, PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::{Resource, ResourceExt};
+
+use super::{MANAGER, container_security_context, pod_security_context, short_hash};
+use crate::crd::{LoadTest, POOL_LABEL};
+use crate::diagnose;
+
+/// Default load-generator image (k6 plus graphfleet's scripts).
+pub const DEFAULT_K6_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-k6:0.1.0";
+/// Pool the k6 pods land on unless the placement says otherwise.
+pub const CLIENT_POOL: &str = "client";
+/// Label on every Job and pod of a LoadTest: the LoadTest's name.
+pub const LOADTEST_LABEL: &str = "graphfleet.dev/loadtest";
+/// Label on every Job and pod of a LoadTest: the segment index.
+pub const SEGMENT_LABEL: &str = "graphfleet.dev/segment";
+/// Where handleSummary writes: the kubelet turns it into the termination message.
+pub const TERMINATION_LOG: &str = "/dev/termination-log";
+const SCRIPT_KEY: &str = "script.js";
+const PAYLOAD_KEY: &str = "payload.json";
+const MOUNT_DIR: &str = "/etc/graphfleet/loadtest";
+/// Name of the k6 container in the segment pods.
+pub const K6_CONTAINER: &str = "k6";
+
+/// Why a LoadTest cannot be turned into Jobs (reported in status; retrying will not help).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum SpecError {
+    #[error("unknown scenario {0:?}; built-in scenarios: {1}")]
+    UnknownScenario(String, String),
+    #[error("target needs exactly one of gatewayRef or url")]
+    NoTarget,
+    #[error("set exactly one of scenario or script")]
+    NoScript,
+    #[error("duration {0:?} is not a Go duration of sensible length (e.g. 30s, 5m, 1h30m)")]
+    Duration(String),
+}
+
+/// Built-in scenarios: name → query, every set's `queries/<name>.graphql` in set order
+/// (the loadtest crate owns the files).
+fn scenarios() -> impl Iterator<Item = (&'static str, &'static str)> {
+    sets::ALL
+        .into_iter()
+        .flat_map(|set| set.scenarios().iter().copied())
+}
+
+/// Names of the built-in scenarios.
+pub fn scenario_names() -> Vec<&'static str> {
+    scenarios().map(|(name, _)| name).collect()
+}
+
+fn scenario_query(name: &str) -> Result<&'static str, SpecError> {
+    scenarios()
+        .find(|(n, _)| *n == name)
+        .map(|(_, q)| q)
+        .ok_or_else(|| SpecError::UnknownScenario(name.to_owned(), scenario_names().join(", ")))
+}
+
+/// The GraphQL endpoint under load: the URL, or a GraphGateway's Service (port 80).
+pub fn target_url(lt: &LoadTest) -> Result<String, SpecError> {
+    let target = &lt.spec.target;
+    match (&target.gateway_ref, &target.url) {
+        (Some(gw), None) => {
+            let ns = gw
+                .namespace
+                .clone()
+                .or_else(|| lt.namespace())
+                .unwrap_or_else(|| "default".to_owned());
+            Ok(format!("http://{}.{ns}.svc:80/graphql", gw.name))
+        }
+        (None, Some(url)) => Ok(url.clone()),
+        _ => Err(SpecError::NoTarget),
+    }
+}
+
+/// Name of the ConfigMap holding the script and payload.
+pub fn config_map_name(lt: &str) -> String {
+    format!("{lt}-k6")
+}
+
+/// Name of the Job of segment `index`.
+pub fn job_name(lt: &str, index: i32) -> String {
+    format!("{lt}-{index}")
+}
+
+/// The k6 `--execution-segment` of segment `index` out of `n`, e.g. `1/4:2/4`.
+pub fn execution_segment(index: i32, n: i32) -> String {
+    let bound = |i: i32| match i {
+        0 => "0".to_owned(),
+        i if i == n => "1".to_owned(),
+        i => format!("{i}/{n}"),
+    };
+    format!("{}:{}", bound(index), bound(index + 1))
+}
+
+/// The k6 `--execution-segment-sequence` splitting the load in `n` equal parts.
+pub fn execution_segment_sequence(n: i32) -> String {
+    let mut bounds = vec!["0".to_owned()];
+    bounds.extend((1..n).map(|i| format!("{i}/{n}")));
+    bounds.push("1".to_owned());
+    bounds.join(",")
+}
+
+fn labels(lt: &LoadTest) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "app.kubernetes.io/name".to_owned(),
+            "graphfleet-k6".to_owned(),
+        ),
+        (
+            "app.kubernetes.io/managed-by".to_owned(),
+            MANAGER.to_owned(),
+        ),
+        (LOADTEST_LABEL.to_owned(), lt.name_any()),
+    ])
+}
+
+fn owner(lt: &LoadTest) -> OwnerReference {
+    lt.controller_owner_ref(&())
+        .expect("a LoadTest read from the API server has a name and uid")
+}
+
+fn meta(lt: &LoadTest, name: String, labels: BTreeMap<String, String>) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name),
+        namespace: lt.namespace(),
+        labels: Some(labels),
+        owner_references: Some(vec![owner(lt)]),
+        ..ObjectMeta::default()
+    }
+}
+
+/// The owned ConfigMap: the k6 script (built-in or inline) and, for a scenario, the POST body.
+/// `None` when the script comes from the user's own ConfigMap.
+pub fn config_map(lt: &LoadTest) -> Result<Option<ConfigMap>, SpecError> {
+    let data = match (&lt.spec.scenario, &lt.spec.script) {
+        (Some(scenario), None) => {
+            let body = serde_json::json!({ "query": scenario_query(scenario)? });
+            BTreeMap::from([
+                (SCRIPT_KEY.to_owned(), K6_SCENARIO_JS.to_owned()),
+                (PAYLOAD_KEY.to_owned(), body.to_string()),
+            ])
+        }
+        (None, Some(script)) => match &script.inline {
+            Some(inline) => BTreeMap::from([(SCRIPT_KEY.to_owned(), inline.clone())]),
+            None => return Ok(None),
+        },
+        _ => return Err(SpecError::NoScript),
+    };
+    Ok(Some(ConfigMap {
+        metadata: meta(lt, config_map_name(&lt.name_any()), labels(lt)),
+        data: Some(data),
+        ..ConfigMap::default()
+    }))
+}
+
+fn script_volume(lt: &LoadTest) -> Volume {
+    let user_ref = lt
+        .spec
+        .script
+        .as_ref()
+        .and_then(|s| s.config_map_ref.as_ref());
+    let source = match user_ref {
+        Some(r) => ConfigMapVolumeSource {
+            name: r.name.clone(),
+            items: Some(vec![KeyToPath {
+                key: r.key.clone(),
+                path: SCRIPT_KEY.to_owned(),
+                ..KeyToPath::default()
+            }]),
+            ..ConfigMapVolumeSource::default()
+        },
+        None => ConfigMapVolumeSource {
+            name: config_map_name(&lt.name_any()),
+            ..ConfigMapVolumeSource::default()
+        },
+    };
+    Volume {
+        name: "script".to_owned(),
+        config_map: Some(source),
+        ..Volume::default()
+    }
+}
+
+fn env(name: &str, value: impl Into<String>) -> EnvVar {
+    EnvVar {
+        name: name.to_owned(),
+        value: Some(value.into()),
+        ..EnvVar::default()
+    }
+}
+
+fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
+    let spec = &lt.spec;
+    let mut vars = vec![
+        env("GF_URL", url),
+        env("GF_PAYLOAD", format!("{MOUNT_DIR}/{PAYLOAD_KEY}")),
+        // The built-in scenarios have no monolith answer to compare with in-cluster.
+        env("GF_CHECK", "none"),
+        env("GF_EXECUTOR", "constant-arrival-rate"),
+        env("GF_RATE", spec.rate.to_string()),
+        env("GF_DURATION", spec.duration.clone()),
+        env("GF_SUMMARY", TERMINATION_LOG),
+    ];
+    if let Some(vus) = spec.vus {
+        vars.push(env("GF_VUS", vus.to_string()));
+    }
+    if let Some(max_vus) = spec.max_vus {
+        vars.push(env("GF_MAX_VUS", max_vus.to_string()));
+    }
+    vars
+}
+
+fn client_pool_tolerations() -> Vec<Toleration> {
+    vec![Toleration {
+        key: Some(POOL_LABEL.to_owned()),
+        operator: Some("Equal".to_owned()),
+        value: Some(CLIENT_POOL.to_owned()),
+        effect: Some("NoSchedule".to_owned()),
+        ..Toleration::default()
+    }]
+}
+
+fn resources() -> ResourceRequirements {
+    let quantities = |cpu: &str, memory: &str| {
+        BTreeMap::from([
+            ("cpu".to_owned(), Quantity(cpu.to_owned())),
+            ("memory".to_owned(), Quantity(memory.to_owned())),
+        ])
+    };
+    ResourceRequirements {
+        requests: Some(quantities("1", "256Mi")),
+        limits: Some(quantities("1", "1Gi")),
+        ..ResourceRequirements::default()
+    }
+}
+
+fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
+    let n = lt.spec.parallelism;
+    Container {
+        name: K6_CONTAINER.to_owned(),
+        image: Some(image.to_owned()),
+        args: Some(vec![
+            "run".to_owned(),
+            "--quiet".to_owned(),
+            "--no-color".to_owned(),
+            "--execution-segment".to_owned(),
+            execution_segment(index, n),
+            "--execution-segment-sequence".to_owned(),
+            execution_segment_sequence(n),
+            format!("{MOUNT_DIR}/{SCRIPT_KEY}"),
+        ]),
+        env: Some(k6_env(lt, url)),
+        resources: Some(resources()),
+        security_context: Some(container_security_context()),
+        termination_message_path: Some(TERMINATION_LOG.to_owned()),
+        // The summary when k6 wrote one; the last log lines when it failed without one.
+        termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
+        volume_mounts: Some(vec![
+            VolumeMount {
+                name: "script".to_owned(),
+                mount_path: MOUNT_DIR.to_owned(),
+                read_only: Some(true),
+                ..VolumeMount::default()
+            },
+            VolumeMount {
+                name: "tmp".to_owned(),
+                mount_path: "/tmp".to_owned(),
+                ..VolumeMount::default()
+            },
+        ]),
+        ..Container::default()
+    }
+}
+
+fn pod_spec(lt: &LoadTest, index: i32, url: String, image: &str) -> PodSpec {
+    let placement = lt.spec.placement.clone().unwrap_or_default();
+    let node_selector = placement
+        .node_selector
+        .unwrap_or_else(|| BTreeMap::from([(POOL_LABEL.to_owned(), CLIENT_POOL.to_owned())]));
+    PodSpec {
+        restart_policy: Some("Never".to_owned()),
+        node_selector: Some(node_selector),
+        tolerations: Some(
+            placement
+                .tolerations
+                .unwrap_or_else(client_pool_tolerations),
+        ),
+        affinity: placement.affinity,
+        security_context: Some(pod_security_context()),
+        containers: vec![container(lt, index, url, image)],
+        volumes: Some(vec![
+            script_volume(lt),
+            Volume {
+                name: "tmp".to_owned(),
+                empty_dir: Some(EmptyDirVolumeSource::default()),
+                ..Volume::default()
+            },
+        ]),
+        ..PodSpec::default()
+    }
+}
+
+/// Any failure of the k6 pod fails the Job at once: a non-zero exit (killed, OOMKilled, k6
+/// error) or a disruption (eviction, node drain, preemption). `backoffLimit: 0` says the same
+/// for everything else; the rules make the Job's Failed condition name the pod and the cause.
+fn pod_failure_policy() -> PodFailurePolicy {
+    PodFailurePolicy {
+        rules: vec![
+            PodFailurePolicyRule {
+                action: "FailJob".to_owned(),
+                on_exit_codes: Some(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: Some(K6_CONTAINER.to_owned()),
+                    operator: "NotIn".to_owned(),
+                    values: vec![0],
+                }),
+                on_pod_conditions: None,
+            },
+            PodFailurePolicyRule {
+                action: "FailJob".to_owned(),
+                on_exit_codes: None,
+                on_pod_conditions: Some(vec![PodFailurePolicyOnPodConditionsPattern {
+                    type_: "DisruptionTarget".to_owned(),
+                    status: "True".to_owned(),
+                }]),
+            },
+        ],
+    }
+}
+
+/// The Job running segment `index` of `parallelism`. A failed segment is never retried: a
+/// rerun would send its share of the load again, at a different time than the others. Its
+/// deadline stops a k6 that outlives `time_limit` even when the operator is not running.
+pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
+    let url = target_url(lt)?;
+    let deadline = time_limit(lt)? + JOB_DEADLINE_GRACE;
+    let mut labels = labels(lt);
+    labels.insert(SEGMENT_LABEL.to_owned(), index.to_string());
+    let mut meta = meta(lt, job_name(&lt.name_any(), index), labels.clone());
+    // The spec the Jobs were built from: Jobs are immutable, so a changed spec is visible here.
+    let spec_json = serde_json::to_vec(&lt.spec).expect("LoadTestSpec always serializes");
+    meta.annotations = Some(BTreeMap::from([(
+        "graphfleet.dev/spec-hash".to_owned(),
+        short_hash(&spec_json),
+    )]));
+    Ok(Job {
+        metadata: meta,
+        spec: Some(JobSpec {
+            active_deadline_seconds: Some(deadline.as_secs() as i64),
+            backoff_limit: Some(0),
+            pod_failure_policy: Some(pod_failure_policy()),
+            completions: Some(1),
+            parallelism: Some(1),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(labels),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod_spec(lt, index, url, image)),
+            },
+            ..JobSpec::default()
+        }),
+        status: None,
+    })
+}
+
+/// Every Job of a LoadTest, one per segment.
+pub fn jobs(lt: &LoadTest, image: &str) -> Result<Vec<Job>, SpecError> {
+    (0..lt.spec.parallelism.max(1))
+        .map(|i| job(lt, i, image))
+        .collect()
+}
+
+/// Time a LoadTest may take beyond its `duration`: pod start-up, k6's graceful stop and the
+/// summary. Past `duration` plus this margin the segment fails instead of staying Running.
+pub const STARTUP_AND_SUMMARY_MARGIN: Duration = Duration::from_secs(120);
+/// The Job's own `activeDeadlineSeconds` comes this long after the operator's deadline, so the
+/// operator reports the pod's state first; Kubernetes then stops the pod even without it.
+pub const JOB_DEADLINE_GRACE: Duration = Duration::from_secs(60);
+/// Annotation the operator writes on a segment Job once the Job's pod is scheduled: the pod.
+/// It outlives the pod, so a deleted pod can still be named in status.
+pub const POD_ANNOTATION: &str = "graphfleet.dev/pod";
+/// Companion of [`POD_ANNOTATION`]: the node the pod was scheduled to.
+pub const NODE_ANNOTATION: &str = "graphfleet.dev/node";
+
+/// A Go duration as the CRD admits it (`30s`, `5m`, `1h30m`, `500ms`).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    if rest.is_empty() {
+        return None;
+    }
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+        let value: u64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let (unit, millis) = [("ms", 1), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)]
+            .into_iter()
+            .find(|(unit, _)| rest.starts_with(unit))?;
+        rest = &rest[unit.len()..];
+        total = total.checked_add(Duration::from_millis(value.checked_mul(millis)?))?;
+    }
+    Some(total)
+}
+
+/// `1m30s`-style rendering of whole seconds.
+pub fn format_duration(d: Duration) -> String {
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    let mut out = String::new();
+    if h > 0 {
+        out.push_str(&format!("{h}h"));
+    }
+    if m > 0 {
+        out.push_str(&format!("{m}m"));
+    }
+    if s > 0 || out.is_empty() {
+        out.push_str(&format!("{s}s"));
+    }
+    out
+}
+
+/// How long a segment may run, from its Job's start: the LoadTest's duration plus
+/// [`STARTUP_AND_SUMMARY_MARGIN`].
+pub fn time_limit(lt: &LoadTest) -> Result<Duration, SpecError> {
+    parse_duration(&lt.spec.duration)
+        .and_then(|d| d.checked_add(STARTUP_AND_SUMMARY_MARGIN))
+        .filter(|d| d.as_secs() < i64::MAX as u64 / 2)
+        .ok_or_else(|| SpecError::Duration(lt.spec.duration.clone()))
+}
+
+/// The annotations to record on a segment Job (`POD_ANNOTATION`, `NODE_ANNOTATION`) once its
+/// pod is scheduled, or `None` when the Job already records that pod.
+pub fn placement_to_record(job: &Job, pods: &[&Pod]) -> Option<BTreeMap<String, String>> {
+    let [pod] = pods else { return None };
+    let node = diagnose::node_of(pod)?;
+    let annotations = job.annotations();
+    let recorded = annotations.get(POD_ANNOTATION) == Some(&pod.name_any())
+        && annotations.get(NODE_ANNOTATION).map(String::as_str) == Some(node);
+    (!recorded).then(|| {
+        BTreeMap::from([
+            (POD_ANNOTATION.to_owned(), pod.name_any()),
+            (NODE_ANNOTATION.to_owned(), node.to_owned()),
+        ])
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_durations_parse_and_print() {
+        let secs = |s: &str| parse_duration(s).map(|d| d.as_millis());
+        assert_eq!(secs("30s"), Some(30_000));
+        assert_eq!(secs("5m"), Some(300_000));
+        assert_eq!(secs("1h30m"), Some(5_400_000));
+        assert_eq!(secs("1m500ms"), Some(60_500));
+        for bad in ["", "30", "s", "1x", "1.5s", "99999999999999999999h"] {
+            assert_eq!(parse_duration(bad), None, "{bad:?}");
+        }
+        assert_eq!(format_duration(Duration::from_secs(150)), "2m30s");
+        assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
+        assert_eq!(format_duration(Duration::ZERO), "0s");
+    }
+}

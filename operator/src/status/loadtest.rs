@@ -1,0 +1,448 @@
+//! Pure status of a LoadTest: each segment's phase and message from its Job and the Job's
+//! pods (the kubelet's view first, the Job controller's verdict second), a deadline past which
+//! a segment fails, the overall phase and results, and which Jobs to stop once it failed.
+
+use k8s_openapi::api::batch::v1::{Job, JobCondition};
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::ResourceExt;
+
+use crate::crd::{LoadTest, LoadTestPhase, LoadTestResults, LoadTestStatus, SegmentStatus};
+use crate::diagnose;
+use crate::k6_summary::{aggregate, parse_summary};
+use crate::resources::loadtest::{
+    K6_CONTAINER, NODE_ANNOTATION, POD_ANNOTATION, SEGMENT_LABEL, STARTUP_AND_SUMMARY_MARGIN,
+    execution_segment, format_duration, job_name, time_limit,
+};
+
+fn finished_condition(job: &Job) -> Option<&JobCondition> {
+    job.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| (c.type_ == "Failed" || c.type_ == "Complete") && c.status == "True")
+}
+
+/// Why the Job controller gave up on a Job (its pod failed, its deadline passed), if it did.
+pub fn job_failure(job: &Job) -> Option<String> {
+    let c = finished_condition(job).filter(|c| c.type_ == "Failed")?;
+    let reason = c.reason.as_deref().unwrap_or("Failed");
+    Some(match c.message.as_deref() {
+        Some(m) => format!("{reason}: {}", diagnose::quote(m)),
+        None => reason.to_owned(),
+    })
+}
+
+/// Whether the Job has finished (Complete or Failed).
+pub fn job_finished(job: &Job) -> bool {
+    finished_condition(job).is_some()
+}
+
+/// When the Job started (its status), else when it was created.
+fn job_start(job: &Job) -> Option<Timestamp> {
+    job.status
+        .as_ref()
+        .and_then(|s| s.start_time.as_ref())
+        .or(job.metadata.creation_timestamp.as_ref())
+        .map(|t| t.0)
+}
+
+/// What a k6 exit code means (k6's own codes), if it is one of k6's.
+fn k6_exit_meaning(code: i32) -> Option<&'static str> {
+    Some(match code {
+        99 => "k6: thresholds failed",
+        100 => "k6: setup() timed out",
+        101 => "k6: teardown() timed out",
+        103 => "k6: engine error",
+        104 => "k6: invalid configuration",
+        105 => "k6: aborted by a signal",
+        107 => "k6: script exception",
+        108 => "k6: script aborted",
+        109 => "k6: Go panic",
+        _ => return None,
+    })
+}
+
+/// What a segment's pods and Job say, before the deadline is applied.
+enum Seen {
+    Waiting(Option<String>),
+    Running,
+    Done(LoadTestResults),
+    Failed(String),
+}
+
+struct Names<'a> {
+    ns: &'a str,
+    job: &'a str,
+}
+
+impl Names<'_> {
+    fn log(&self) -> String {
+        format!("log: kubectl -n {} logs job/{}", self.ns, self.job)
+    }
+
+    /// `k6 pod P (job J) on node N`.
+    fn pod(&self, pod: &Pod) -> String {
+        match diagnose::node_of(pod) {
+            Some(node) => format!(
+                "k6 pod {} (job {}) on node {node}",
+                pod.name_any(),
+                self.job
+            ),
+            None => format!(
+                "k6 pod {} (job {}, not scheduled to a node)",
+                pod.name_any(),
+                self.job
+            ),
+        }
+    }
+
+    /// The pod the Job recorded, for when the pod itself is gone.
+    fn recorded(&self, job: &Job) -> String {
+        let annotations = job.annotations();
+        match (
+            annotations.get(POD_ANNOTATION),
+            annotations.get(NODE_ANNOTATION),
+        ) {
+            (Some(pod), Some(node)) => format!("k6 pod {pod} (job {}) on node {node}", self.job),
+            (Some(pod), None) => format!("k6 pod {pod} (job {})", self.job),
+            _ => format!("the k6 pod of job {}", self.job),
+        }
+    }
+}
+
+fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
+    let at = names.pod(pod);
+    let (deleted, log) = if pod.metadata.deletion_timestamp.is_some() {
+        (
+            " after its pod was deleted",
+            "its log goes with the deleted pod".to_owned(),
+        )
+    } else {
+        ("", names.log())
+    };
+    let container = diagnose::container_status(pod, K6_CONTAINER);
+    let state = container.and_then(|c| c.state.clone()).unwrap_or_default();
+    if let Some(t) = &state.terminated {
+        let message = t.message.clone().unwrap_or_default();
+        let summary = parse_summary(&message);
+        if t.exit_code == 0 {
+            return match summary {
+                Ok(results) => Seen::Done(results),
+                Err(_) if message.trim().is_empty() => Seen::Failed(format!(
+                    "{at} exited with code 0{deleted} and ended without a k6 summary; {log}"
+                )),
+                Err(e) => Seen::Failed(format!("{at}: {e}; {log}")),
+            };
+        }
+        let mut what = diagnose::describe_exit(t);
+        if let Some(meaning) = k6_exit_meaning(t.exit_code) {
+            what = format!("{what} ({meaning})");
+        }
+        let rest = match summary {
+            Ok(partial) => format!(
+                "; its partial k6 summary ({} requests) is not used",
+                partial.requests
+            ),
+            Err(_) => {
+                let output = diagnose::termination_message(t)
+                    .map(|m| format!("; last output: {m}"))
+                    .unwrap_or_default();
+                format!(" and ended without a k6 summary{output}")
+            }
+        };
+        return Seen::Failed(format!("{at} {what}{deleted}{rest}; {log}"));
+    }
+    let pod_status = pod.status.as_ref();
+    let phase = pod_status
+        .and_then(|s| s.phase.as_deref())
+        .unwrap_or("Pending");
+    if phase == "Failed" {
+        let reason = pod_status
+            .and_then(|s| s.reason.as_deref())
+            .unwrap_or("Failed");
+        let message = pod_status
+            .and_then(|s| s.message.as_deref())
+            .map(|m| format!(": {}", diagnose::quote(m)))
+            .unwrap_or_default();
+        return Seen::Failed(format!(
+            "{at} failed ({reason}{message}){deleted} and ended without a k6 summary; {log}"
+        ));
+    }
+    if let Some(w) = &state.waiting {
+        let reason = w.reason.as_deref().unwrap_or_default();
+        let message = w.message.as_deref();
+        if diagnose::IMAGE_REASONS.contains(&reason) {
+            let image = diagnose::image_of(pod, K6_CONTAINER).unwrap_or_default();
+            return Seen::Failed(format!(
+                "{at} cannot start: {}",
+                diagnose::describe_image_problem(&image, reason, message)
+            ));
+        }
+        if diagnose::START_REASONS.contains(&reason) {
+            return Seen::Failed(format!(
+                "{at} cannot start: container {K6_CONTAINER}: {reason}: {}",
+                diagnose::quote(message.unwrap_or_default())
+            ));
+        }
+    }
+    if phase == "Running" {
+        return Seen::Running;
+    }
+    match diagnose::unschedulable(pod) {
+        Some(why) => Seen::Waiting(Some(format!("{at} waits for a node: {why}"))),
+        None => Seen::Waiting(None),
+    }
+}
+
+fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>) -> Seen {
+    let seen = match pods {
+        [] => match job {
+            Some(job) if job_finished(job) => {
+                let verdict = match job_failure(job) {
+                    Some(failure) => format!("Job {} failed ({failure})", names.job),
+                    None => format!("Job {} completed", names.job),
+                };
+                return Seen::Failed(format!(
+                    "{} is gone (deleted before k6 reported its summary); {verdict}; the segment ended without a k6 summary and its log went with the pod",
+                    names.recorded(job)
+                ));
+            }
+            Some(job) if job.annotations().contains_key(POD_ANNOTATION) => Seen::Running,
+            _ => Seen::Waiting(None),
+        },
+        [pod] => seen_in_pod(names, pod),
+        more => {
+            let mut names_of: Vec<String> = more.iter().map(|p| p.name_any()).collect();
+            names_of.sort();
+            return Seen::Failed(format!(
+                "job {} started k6 {} times (pods {}); a segment is never rerun, it would double its share of the load; {}",
+                names.job,
+                more.len(),
+                names_of.join(", "),
+                names.log()
+            ));
+        }
+    };
+    match (seen, job.and_then(job_failure)) {
+        (Seen::Waiting(_) | Seen::Running, Some(failure)) => {
+            let at = match pods {
+                [pod] => names.pod(pod),
+                _ => job.map(|j| names.recorded(j)).unwrap_or_default(),
+            };
+            Seen::Failed(format!(
+                "{at}: Job {} failed ({failure}) and the segment ended without a k6 summary; {}",
+                names.job,
+                names.log()
+            ))
+        }
+        (seen, _) => seen,
+    }
+}
+
+/// What the segment is doing right now, for the deadline message.
+fn current_state(names: &Names<'_>, pods: &[&Pod], waiting: Option<&str>) -> String {
+    match (pods, waiting) {
+        (_, Some(why)) => why.to_owned(),
+        ([pod], None) => {
+            let phase = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.phase.as_deref())
+                .unwrap_or("Pending");
+            format!("{} is still {phase}", names.pod(pod))
+        }
+        ([], None) => format!("job {} has no pod", names.job),
+        (_, None) => format!("job {} has {} pods", names.job, pods.len()),
+    }
+}
+
+/// State of one segment from its Job's pods (the kubelet's view, so results appear as soon as
+/// the container has terminated) and its Job (the Job controller's verdict, and the pod it
+/// recorded when the pod itself is gone). A segment that has not finished `time_limit` after
+/// its Job started fails: a LoadTest never stays Running forever.
+pub fn segment_status(
+    lt: &LoadTest,
+    index: i32,
+    pods: &[&Pod],
+    job: Option<&Job>,
+    now: &Time,
+) -> SegmentStatus {
+    let ns = lt.namespace().unwrap_or_else(|| "default".to_owned());
+    let job_name = job_name(&lt.name_any(), index);
+    let names = Names {
+        ns: &ns,
+        job: &job_name,
+    };
+    let mut status = SegmentStatus {
+        index,
+        segment: execution_segment(index, lt.spec.parallelism),
+        job: job_name.clone(),
+        phase: LoadTestPhase::Pending,
+        message: None,
+        results: None,
+    };
+    let seen = seen(&names, pods, job);
+    let waiting = match &seen {
+        Seen::Waiting(why) => Some(why.clone()),
+        Seen::Running => Some(None),
+        _ => None,
+    };
+    let overdue = match (waiting.as_ref(), job.and_then(job_start), time_limit(lt)) {
+        (Some(_), Some(start), Ok(limit)) => {
+            let elapsed = now.0.duration_since(start);
+            (elapsed.as_secs() >= limit.as_secs() as i64).then_some(limit)
+        }
+        _ => None,
+    };
+    if let Some(limit) = overdue {
+        status.phase = LoadTestPhase::Failed;
+        let why = waiting.flatten();
+        status.message = Some(format!(
+            "did not finish within {} (duration {} + {} for start-up and summary): {}; the segment ended without a k6 summary",
+            format_duration(limit),
+            lt.spec.duration,
+            format_duration(STARTUP_AND_SUMMARY_MARGIN),
+            current_state(&names, pods, why.as_deref())
+        ));
+        return status;
+    }
+    match seen {
+        Seen::Waiting(why) => status.message = why,
+        Seen::Running => status.phase = LoadTestPhase::Running,
+        Seen::Done(results) => {
+            status.phase = LoadTestPhase::Succeeded;
+            status.results = Some(results);
+        }
+        Seen::Failed(message) => {
+            status.phase = LoadTestPhase::Failed;
+            status.message = Some(message);
+        }
+    }
+    status
+}
+
+/// Overall phase of the segments: Failed as soon as one failed, Succeeded when all did,
+/// Running once any started.
+pub fn overall_phase(segments: &[SegmentStatus]) -> LoadTestPhase {
+    let any = |p: LoadTestPhase| segments.iter().any(|s| s.phase == p);
+    if any(LoadTestPhase::Failed) {
+        LoadTestPhase::Failed
+    } else if !segments.is_empty() && segments.iter().all(|s| s.phase == LoadTestPhase::Succeeded) {
+        LoadTestPhase::Succeeded
+    } else if any(LoadTestPhase::Running) || any(LoadTestPhase::Succeeded) {
+        LoadTestPhase::Running
+    } else {
+        LoadTestPhase::Pending
+    }
+}
+
+/// The LoadTest's status from its pods and Jobs (every one carrying `LOADTEST_LABEL`).
+/// Once a segment failed, the unfinished ones are reported stopped: the controller stops
+/// their Jobs ([`jobs_to_stop`]), as a failed load test must not keep loading the target.
+pub fn loadtest_status(
+    lt: &LoadTest,
+    pods: &[Pod],
+    jobs: &[Job],
+    previous: &LoadTestStatus,
+    now: &Time,
+) -> LoadTestStatus {
+    let mut segments: Vec<_> = (0..lt.spec.parallelism.max(1))
+        .map(|i| {
+            let index = i.to_string();
+            let of_segment: Vec<&Pod> = pods
+                .iter()
+                .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
+                .collect();
+            let name = job_name(&lt.name_any(), i);
+            let job = jobs
+                .iter()
+                .find(|j| j.metadata.name.as_deref() == Some(name.as_str()));
+            segment_status(lt, i, &of_segment, job, now)
+        })
+        .collect();
+    let phase = overall_phase(&segments);
+    if phase == LoadTestPhase::Failed {
+        let failed: Vec<String> = segments
+            .iter()
+            .filter(|s| s.phase == LoadTestPhase::Failed)
+            .map(|s| s.index.to_string())
+            .collect();
+        let s = if failed.len() == 1 { "" } else { "s" };
+        for segment in &mut segments {
+            if matches!(
+                segment.phase,
+                LoadTestPhase::Pending | LoadTestPhase::Running
+            ) {
+                segment.phase = LoadTestPhase::Failed;
+                segment.message = Some(format!(
+                    "stopped because segment{s} {} failed",
+                    failed.join(", ")
+                ));
+            }
+        }
+    }
+    let finished = matches!(phase, LoadTestPhase::Succeeded | LoadTestPhase::Failed);
+    let results = (phase == LoadTestPhase::Succeeded)
+        .then(|| {
+            let all: Vec<_> = segments.iter().filter_map(|s| s.results.clone()).collect();
+            aggregate(&all)
+        })
+        .flatten();
+    let message: Vec<String> = segments
+        .iter()
+        .filter_map(|s| {
+            s.message
+                .as_ref()
+                .map(|m| format!("segment {}: {m}", s.index))
+        })
+        .collect();
+    let start_time = previous
+        .start_time
+        .clone()
+        .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
+    LoadTestStatus {
+        phase: Some(phase),
+        start_time,
+        completion_time: finished.then(|| now.clone()),
+        message: (!message.is_empty()).then(|| message.join("; ")),
+        results,
+        segments,
+        ..LoadTestStatus::default()
+    }
+}
+
+/// Label the Job controller puts on a Job's pods.
+const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+
+/// Whether k6 in the pod has ended (the pod's phase or the container's state says so).
+fn k6_ended(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+    matches!(phase, Some("Succeeded" | "Failed"))
+        || diagnose::container_status(pod, K6_CONTAINER)
+            .and_then(|c| c.state.as_ref())
+            .is_some_and(|s| s.terminated.is_some())
+}
+
+/// The Jobs to stop once the LoadTest has failed (none before): those with a k6 still
+/// running or waiting to start, or with no pod at all. A Job whose k6 has ended is left
+/// alone, finished or not: stopping it (a passed deadline) would make the Job controller
+/// delete the pod, and the log with it.
+pub fn jobs_to_stop(status: &LoadTestStatus, jobs: &[Job], pods: &[Pod]) -> Vec<String> {
+    if status.phase != Some(LoadTestPhase::Failed) {
+        return Vec::new();
+    }
+    jobs.iter()
+        .filter(|j| !job_finished(j))
+        .filter_map(|j| j.metadata.name.clone())
+        .filter(|name| {
+            let mut of_job = pods
+                .iter()
+                .filter(|p| p.labels().get(JOB_NAME_LABEL) == Some(name))
+                .peekable();
+            of_job.peek().is_none() || of_job.any(|p| !k6_ended(p))
+        })
+        .collect()
+}

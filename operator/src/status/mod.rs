@@ -1,0 +1,43 @@
+//! Pure status computation: conditions and phases from what a reconciler observed. One file
+//! per resource kind; the condition helper and condition types they share are here.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+pub mod gateway;
+pub mod loadtest;
+
+pub const COMPOSED: &str = "Composed";
+pub const READY: &str = "Ready";
+pub const PROGRESSING: &str = "Progressing";
+pub const DEGRADED: &str = "Degraded";
+pub const SCHEMA_LOADED: &str = "SchemaLoaded";
+
+/// Sets condition `type_`, keeping its transition time when the status did not change.
+pub fn set_condition(
+    conditions: &mut Vec<Condition>,
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    let status = if status { "True" } else { "False" }.to_owned();
+    let previous = conditions.iter().position(|c| c.type_ == type_);
+    let last_transition_time = match previous.map(|i| &conditions[i]) {
+        Some(c) if c.status == status => c.last_transition_time.clone(),
+        _ => now.clone(),
+    };
+    let condition = Condition {
+        type_: type_.to_owned(),
+        status,
+        reason: reason.to_owned(),
+        message,
+        observed_generation: generation,
+        last_transition_time,
+    };
+    match previous {
+        Some(i) => conditions[i] = condition,
+        None => conditions.push(condition),
+    }
+}
