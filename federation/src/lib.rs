@@ -2,10 +2,11 @@
 //! API schema (for validation and introspection) plus flat federation metadata.
 
 mod api_schema;
+pub mod field_set;
 pub mod meta;
 
 use apollo_compiler::ast::{Directive, Value};
-use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
+use apollo_compiler::executable::{Selection, SelectionSet};
 use apollo_compiler::schema::ExtendedType;
 use apollo_compiler::validation::Valid;
 use apollo_compiler::{Name, Schema};
@@ -392,9 +393,7 @@ fn parse_field_set(
         fields: source.to_string(),
         message,
     };
-    let ty = Name::new(type_name).map_err(|e| err(e.to_string()))?;
-    let set = FieldSet::parse_and_validate(schema, ty, source, "field_set.graphql")
-        .map_err(|e| err(e.errors.to_string()))?;
+    let set = field_set::parse(schema, type_name, source).map_err(|e| err(e.to_string()))?;
     Ok(sel_tree(&set.selection_set))
 }
 

@@ -76,3 +76,14 @@ fn unreadable_file() {
         .expect_err("missing file fails");
     insta::assert_snapshot!(err.to_string());
 }
+
+/// Tokens apollo-compiler's field-set parser panics on are an error (the loader runs
+/// on the hot-reload thread, where a panic would end reloads silently).
+#[test]
+fn field_set_with_bad_tokens_is_an_error_not_a_panic() {
+    for bad in ["id %", "id ~", "1.2.3", "\\\"open", "id ."] {
+        let text = GOOD.replacen("key: \"id\"", &format!("key: \"{bad}\""), 1);
+        let err = error_of(&text);
+        assert!(err.contains("Unexpected"), "{bad:?}: {err}");
+    }
+}
