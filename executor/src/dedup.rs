@@ -3,7 +3,7 @@
 //! registers the call; callers arriving while it runs await the same result. The
 //! entry goes away when the leader finishes or is cancelled, so nothing is cached.
 
-use super::transport::FetchError;
+use crate::error::FetchError;
 use bytes::Bytes;
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};

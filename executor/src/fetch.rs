@@ -373,7 +373,7 @@ pub(super) fn merge(
         Ok(p) => p,
         Err(e) => {
             errors.push(ResponseError {
-                path: super::failed_fetch_path(fetch),
+                path: failed_fetch_path(fetch),
                 extensions: Some(serde_json::json!({
                     "code": "SUBREQUEST_MALFORMED_RESPONSE",
                     "service": fetch.subgraph_name,
@@ -494,7 +494,7 @@ fn remap_errors(
                 })
             }
             // Not tied to one entity: the error belongs to the whole fetch.
-            (Some(_), _) => super::failed_fetch_path(fetch),
+            (Some(_), _) => failed_fetch_path(fetch),
             (None, []) => None,
             (None, p) => Some(p.to_vec()),
         };
@@ -509,4 +509,21 @@ fn remap_errors(
             ..ResponseError::new(e.message.unwrap_or_else(|| "subgraph error".to_string()))
         });
     }
+}
+
+/// Where a fetch that returned nothing would have merged, down to its first list: a
+/// path names only positions the response has (no `@` placeholder for "every item"),
+/// so the deepest one covering all the fetch's objects. None for root fetches.
+pub(crate) fn failed_fetch_path(fetch: &Fetch) -> Option<Vec<PathSeg>> {
+    fetch.entity.as_ref()?;
+    let path = fetch.merge_paths.first()?;
+    Some(
+        path.iter()
+            .take_while(|p| !matches!(p, PathElem::List))
+            .filter_map(|p| match p {
+                PathElem::Key(k) => Some(PathSeg::Key(k.to_string())),
+                PathElem::List | PathElem::TypeCond(_) => None,
+            })
+            .collect(),
+    )
 }

@@ -3,6 +3,7 @@
 //! straight into the response store.
 
 pub mod dedup;
+pub mod error;
 mod fetch;
 pub mod metrics;
 mod propagation;
@@ -149,7 +150,7 @@ async fn run_fetches<T: Transport>(
         match response {
             Ok(bytes) => fetch::merge(fetch, ctx.plan, p, &bytes, store, errors),
             Err(e) => errors.push(ResponseError {
-                path: failed_fetch_path(fetch),
+                path: fetch::failed_fetch_path(fetch),
                 extensions: Some(serde_json::json!({
                     "code": e.code,
                     "service": fetch.subgraph_name,
@@ -161,27 +162,6 @@ async fn run_fetches<T: Transport>(
             }),
         }
     }
-}
-
-/// Where a fetch that returned nothing would have merged, down to its first list: a
-/// path names only positions the response has (no `@` placeholder for "every item"),
-/// so the deepest one covering all the fetch's objects. None for root fetches.
-fn failed_fetch_path(
-    fetch: &graphfleet_planner::query_planner::Fetch,
-) -> Option<Vec<crate::response::writer::PathSeg>> {
-    use crate::response::writer::PathSeg;
-    use graphfleet_planner::query_planner::PathElem;
-    fetch.entity.as_ref()?;
-    let path = fetch.merge_paths.first()?;
-    Some(
-        path.iter()
-            .take_while(|p| !matches!(p, PathElem::List))
-            .filter_map(|p| match p {
-                PathElem::Key(k) => Some(PathSeg::Key(k.to_string())),
-                PathElem::List | PathElem::TypeCond(_) => None,
-            })
-            .collect(),
-    )
 }
 
 /// `__schema` / `__type` root fields are answered from the API schema.

@@ -1,7 +1,9 @@
 //! Subgraph transport: HTTP over a keep-alive hyper-util pool, or anything else that
 //! turns a request body into a response body (benchmarks feed recorded bytes).
 
-use super::dedup::{DedupKey, InFlight};
+use crate::dedup::{DedupKey, InFlight};
+/// Kept importable from here, where transports are written.
+pub use crate::error::FetchError;
 use bytes::Bytes;
 use graphfleet_federation::meta::SubgraphId;
 use http_body_util::{BodyExt, Full};
@@ -25,32 +27,6 @@ pub struct SubgraphRequest<'a> {
     pub headers: &'a http::HeaderMap,
     /// A query operation (safe to deduplicate); false for mutations.
     pub is_query: bool,
-}
-
-/// Why a subgraph fetch produced no response body; `code` becomes `extensions.code`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct FetchError {
-    pub code: &'static str,
-    pub message: String,
-}
-
-impl FetchError {
-    pub const HTTP: &'static str = "SUBREQUEST_HTTP_ERROR";
-    pub const TIMEOUT: &'static str = "SUBREQUEST_TIMEOUT";
-
-    pub fn http(message: impl Into<String>) -> Self {
-        Self {
-            code: Self::HTTP,
-            message: message.into(),
-        }
-    }
-}
-
-impl From<String> for FetchError {
-    fn from(message: String) -> Self {
-        Self::http(message)
-    }
 }
 
 pub trait Transport: Send + Sync {
