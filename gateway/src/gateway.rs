@@ -4,12 +4,14 @@ use crate::config::{Config, LimitsConfig};
 use crate::executor::metrics::FetchMetrics;
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::executor::{ExecutionContext, execute};
+use crate::lifecycle::{Lifecycle, NOT_LOADED, Readiness};
 use crate::operation::shape::Shapes;
 use crate::operation::{self, ConditionValues, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanError, QueryPlan, build_plan};
+use crate::reload::ReloadTarget;
 use crate::supergraph::Supergraph;
 use crate::telemetry::metrics::{CacheMetrics, OperationMetrics};
-use crate::telemetry::{Metrics, RequestRecorder};
+use crate::telemetry::{Metrics, RequestOutcome, RequestRecorder};
 use apollo_compiler::response::{GraphQLError, JsonMap};
 use arc_swap::ArcSwapOption;
 use parking_lot::Mutex;
@@ -18,8 +20,11 @@ use sha2::{Digest, Sha256};
 use std::sync::{Arc, OnceLock};
 use tracing::Instrument;
 
-/// Bound on cached operations per supergraph; the cache is cleared when full.
-const CACHE_CAPACITY: usize = 4096;
+/// Bound on the plan cache per supergraph, in estimated bytes (see [`entry_weight`]);
+/// the least recently useful entries are evicted when it is full.
+const CACHE_WEIGHT: u64 = 16 << 20;
+/// Operations the cache sizes its tables for up front.
+const CACHE_ITEMS: usize = 4096;
 
 #[derive(Debug, Default, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -61,6 +66,20 @@ impl Outcome {
             | Outcome::NotReady(body) => body,
         }
     }
+
+    /// How the request metrics count this outcome.
+    fn classify(&self) -> RequestOutcome {
+        match self {
+            Outcome::Executed {
+                field_errors: true, ..
+            } => RequestOutcome::FieldErrors,
+            Outcome::Executed { .. } => RequestOutcome::Ok,
+            Outcome::RequestError(_) | Outcome::MutationNotAllowed(_) => {
+                RequestOutcome::RequestError
+            }
+            Outcome::NotReady(_) => RequestOutcome::NotReady,
+        }
+    }
 }
 
 /// What the HTTP layer knows about a request besides its GraphQL body.
@@ -98,9 +117,33 @@ pub struct CachedOperation {
     variants: Mutex<FxHashMap<ConditionValues, Arc<Variant>>>,
     /// Its request metrics handles, resolved on first use.
     metrics: OnceLock<Arc<OperationMetrics>>,
+    /// Its estimated size in the plan cache, fixed when it is made.
+    weight: u64,
 }
 
-/// Variants kept per operation besides the first; cleared when full.
+/// An estimate of what a cached operation holds, in bytes: its document and IR grow
+/// with the query text, its plan with the fetches (each with its own subgraph query).
+fn entry_weight(query: &str, plan: &PlanResult) -> u64 {
+    const BASE: u64 = 1024;
+    const PER_FETCH: u64 = 1024;
+    let fetches = plan.as_ref().map_or(0, |p| p.fetches.len()) as u64;
+    BASE + 4 * query.len() as u64 + PER_FETCH * fetches
+}
+
+/// Weighs plan cache entries by [`CachedOperation::weight`].
+#[derive(Clone)]
+struct ByWeight;
+
+impl quick_cache::Weighter<[u8; 32], Arc<CachedOperation>> for ByWeight {
+    fn weight(&self, _key: &[u8; 32], op: &Arc<CachedOperation>) -> u64 {
+        op.weight
+    }
+}
+
+type PlanCache = quick_cache::sync::Cache<[u8; 32], Arc<CachedOperation>, ByWeight>;
+
+/// Variants kept per operation besides the first; cleared when full. A plain map, not
+/// a cache: few operations have more than a couple, and the plan cache bounds the rest.
 const VARIANTS_CAPACITY: usize = 64;
 
 impl CachedOperation {
@@ -133,7 +176,7 @@ impl CachedOperation {
 /// reload, so a cached plan can never meet another supergraph.
 pub struct State {
     pub supergraph: Arc<Supergraph>,
-    cache: Mutex<FxHashMap<[u8; 32], Arc<CachedOperation>>>,
+    cache: PlanCache,
     /// Checked when an operation is prepared, so cache hits pay nothing.
     limits: graphfleet_planner::OperationLimits,
     cache_metrics: CacheMetrics,
@@ -150,7 +193,7 @@ impl State {
     pub fn with_limits(supergraph: Supergraph, limits: LimitsConfig) -> Self {
         Self {
             supergraph: Arc::new(supergraph),
-            cache: Mutex::new(FxHashMap::default()),
+            cache: PlanCache::with_weighter(CACHE_ITEMS, CACHE_WEIGHT, ByWeight),
             limits: limits.operation(),
             cache_metrics: CacheMetrics::default(),
             fetch_metrics: FetchMetrics::default(),
@@ -202,9 +245,9 @@ impl State {
         hasher.update([0]);
         hasher.update(query.as_bytes());
         let key: [u8; 32] = hasher.finalize().into();
-        if let Some(hit) = self.cache.lock().get(&key) {
+        if let Some(hit) = self.cache.get(&key) {
             self.cache_metrics.hits.inc();
-            return Ok(hit.clone());
+            return Ok(hit);
         }
         self.cache_metrics.misses.inc();
         let prepared = operation::prepare_with_limits(
@@ -222,15 +265,12 @@ impl State {
         });
         let cached = Arc::new(CachedOperation {
             prepared,
+            weight: entry_weight(query, &plan),
             first: Arc::new(Variant { plan, shapes: None }),
             variants: Mutex::default(),
             metrics: OnceLock::new(),
         });
-        let mut cache = self.cache.lock();
-        if cache.len() >= CACHE_CAPACITY {
-            cache.clear();
-        }
-        cache.insert(key, cached.clone());
+        self.cache.insert(key, cached.clone());
         Ok(cached)
     }
 }
@@ -241,7 +281,7 @@ pub struct Gateway<T: Transport = HttpTransport> {
     state: ArcSwapOption<State>,
     transport: T,
     /// Readiness, draining and reload bookkeeping.
-    pub lifecycle: crate::lifecycle::Lifecycle,
+    pub lifecycle: Lifecycle,
     metrics: Metrics,
 }
 
@@ -262,7 +302,7 @@ impl Gateway<HttpTransport> {
             transport: config.transport(),
             config,
             state: ArcSwapOption::empty(),
-            lifecycle: crate::lifecycle::Lifecycle::default(),
+            lifecycle: Lifecycle::default(),
             metrics: Metrics::new(),
         }
     }
@@ -276,7 +316,7 @@ impl<T: Transport> Gateway<T> {
             state: ArcSwapOption::from_pointee(state),
             config,
             transport,
-            lifecycle: crate::lifecycle::Lifecycle::default(),
+            lifecycle: Lifecycle::default(),
             metrics,
         }
     }
@@ -297,6 +337,17 @@ impl<T: Transport> Gateway<T> {
         self.state.store(Some(Arc::new(state)));
     }
 
+    pub fn readiness(&self) -> Readiness {
+        self.lifecycle.readiness(self.state.load().is_some())
+    }
+
+    /// The Prometheus text, with the served supergraph and reload counts as of now.
+    pub fn render_metrics(&self) -> String {
+        let state = self.state();
+        let served = state.as_ref().map(|s| &s.supergraph.hash);
+        crate::telemetry::render_metrics(&self.metrics, served, &self.lifecycle.reload_status())
+    }
+
     /// Run one request.
     pub async fn execute(&self, request: &GraphQLRequest, meta: &RequestMeta) -> Outcome {
         let timeout = self.config.traffic.request_timeout;
@@ -307,7 +358,7 @@ impl<T: Transport> Gateway<T> {
             .run(request, meta, &mut recorder)
             .instrument(span)
             .await;
-        recorder.finish(&outcome);
+        recorder.finish(outcome.classify());
         outcome
     }
 
@@ -322,9 +373,7 @@ impl<T: Transport> Gateway<T> {
             return request_error(RequestErrors::message("request has no query"));
         };
         let Some(state) = self.state() else {
-            return Outcome::NotReady(error_body(RequestErrors::message(
-                crate::lifecycle::NOT_LOADED,
-            )));
+            return Outcome::NotReady(error_body(RequestErrors::message(NOT_LOADED)));
         };
         let cached = match state.prepare(query, request.operation_name.as_deref()) {
             Ok(c) => c,
@@ -378,6 +427,20 @@ impl<T: Transport> Gateway<T> {
             body: executed.body,
             field_errors: executed.field_errors,
         }
+    }
+}
+
+impl<T: Transport> ReloadTarget for Gateway<T> {
+    fn served_hash(&self) -> Option<[u8; 32]> {
+        self.state.load().as_ref().map(|s| s.supergraph.hash)
+    }
+
+    fn serve(&self, supergraph: Supergraph) {
+        self.swap_supergraph(supergraph);
+    }
+
+    fn lifecycle(&self) -> &Lifecycle {
+        &self.lifecycle
     }
 }
 

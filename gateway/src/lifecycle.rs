@@ -1,21 +1,44 @@
-//! Readiness and shutdown state: what `/health/ready` reports, and the requests a
-//! graceful shutdown waits for.
+//! Readiness and shutdown state: what `/health/ready` reports, the requests a graceful
+//! shutdown waits for, and the supergraph (re)load bookkeeping. A leaf module: the
+//! [`Gateway`](crate::gateway::Gateway) owns a [`Lifecycle`], the reloader and the
+//! metrics write and read it.
 
-use crate::executor::transport::Transport;
-use crate::gateway::Gateway;
-use crate::reload::ReloadStatus;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The GraphQL error (HTTP 503) while the gateway waits for its first supergraph.
 pub const NOT_LOADED: &str = "no supergraph loaded yet";
 
-/// Process-wide flags kept on the [`Gateway`].
+/// What the metrics and logs say about supergraph loading.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReloadStatus {
+    /// SHA-256 (hex) of the supergraph being served; `None` before the first load.
+    pub hash: Option<String>,
+    /// Subgraphs in the supergraph being served.
+    pub subgraphs: usize,
+    /// Supergraphs loaded and swapped in, the initial load included.
+    pub successful_reloads: u64,
+    /// Changed files that could not be read or loaded (the previous supergraph kept serving).
+    pub failed_reloads: u64,
+    /// The most recent failure, if any.
+    pub last_error: Option<String>,
+}
+
+impl ReloadStatus {
+    /// The first 12 hex digits of the served hash (`none` before the first load).
+    pub fn short_hash(&self) -> &str {
+        self.hash
+            .as_deref()
+            .map_or("none", |h| &h[..12.min(h.len())])
+    }
+}
+
+/// Process-wide flags kept on the gateway.
 #[derive(Debug, Default)]
 pub struct Lifecycle {
     draining: AtomicBool,
     in_flight: AtomicUsize,
-    pub(crate) reload: Mutex<ReloadStatus>,
+    reload: Mutex<ReloadStatus>,
 }
 
 /// Why the gateway is (not) ready for traffic.
@@ -58,6 +81,33 @@ impl Lifecycle {
         self.reload.lock().clone()
     }
 
+    /// Count a supergraph that could not be read or loaded.
+    pub fn record_reload_failure(&self, error: String) {
+        let mut status = self.reload.lock();
+        status.failed_reloads += 1;
+        status.last_error = Some(error);
+    }
+
+    /// Count a supergraph swapped in (`hash_hex`: its SHA-256 in hex); the status after it.
+    pub fn record_loaded(&self, hash_hex: String, subgraphs: usize) -> ReloadStatus {
+        let mut status = self.reload.lock();
+        status.hash = Some(hash_hex);
+        status.subgraphs = subgraphs;
+        status.successful_reloads += 1;
+        status.clone()
+    }
+
+    /// Why the gateway is (not) ready, given whether a supergraph is being served.
+    pub fn readiness(&self, serving: bool) -> Readiness {
+        if self.is_draining() {
+            Readiness::Draining
+        } else if !serving {
+            Readiness::NoSupergraph
+        } else {
+            Readiness::Ready
+        }
+    }
+
     /// Count a request as in flight until the guard drops (also when its task is cut).
     pub fn track_request(&self) -> InFlight<'_> {
         self.in_flight.fetch_add(1, Ordering::SeqCst);
@@ -71,17 +121,5 @@ pub struct InFlight<'a>(&'a Lifecycle);
 impl Drop for InFlight<'_> {
     fn drop(&mut self) {
         self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl<T: Transport> Gateway<T> {
-    pub fn readiness(&self) -> Readiness {
-        if self.lifecycle.is_draining() {
-            Readiness::Draining
-        } else if self.state().is_none() {
-            Readiness::NoSupergraph
-        } else {
-            Readiness::Ready
-        }
     }
 }

@@ -7,7 +7,7 @@
 //! `poll_interval`; a content hash decides whether anything changed. (A file that is a
 //! symlink into another directory is only seen changing by polling.)
 
-use crate::gateway::Gateway;
+use crate::lifecycle::Lifecycle;
 use crate::supergraph::Supergraph;
 use notify::Watcher as _;
 use sha2::{Digest, Sha256};
@@ -21,37 +21,27 @@ const SETTLE: Duration = Duration::from_millis(50);
 /// Upper bound on waiting for a burst of events to settle.
 const MAX_SETTLE: Duration = Duration::from_secs(1);
 
-/// What the metrics and logs say about supergraph loading.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ReloadStatus {
-    /// SHA-256 (hex) of the supergraph being served; `None` before the first load.
-    pub hash: Option<String>,
-    /// Subgraphs in the supergraph being served.
-    pub subgraphs: usize,
-    /// Supergraphs loaded and swapped in, the initial load included.
-    pub successful_reloads: u64,
-    /// Changed files that could not be read or loaded (the previous supergraph kept serving).
-    pub failed_reloads: u64,
-    /// The most recent failure, if any.
-    pub last_error: Option<String>,
-}
+/// The bookkeeping lives with the rest of the process state; re-exported where it is made.
+pub use crate::lifecycle::ReloadStatus;
 
-impl ReloadStatus {
-    /// The first 12 hex digits of the served hash (`none` before the first load).
-    pub fn short_hash(&self) -> &str {
-        self.hash
-            .as_deref()
-            .map_or("none", |h| &h[..12.min(h.len())])
-    }
+/// What a [`Reloader`] loads supergraphs into (the gateway); a trait so this module
+/// depends on nothing that serves requests.
+pub trait ReloadTarget: Send + Sync {
+    /// SHA-256 of the supergraph being served; `None` before the first load.
+    fn served_hash(&self) -> Option<[u8; 32]>;
+    /// Serve `supergraph` from the next request on.
+    fn serve(&self, supergraph: Supergraph);
+    /// Where loads and failures are counted.
+    fn lifecycle(&self) -> &Lifecycle;
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Loads the supergraph file into a [`Gateway`] whenever its content changes.
+/// Loads the supergraph file into a [`ReloadTarget`] whenever its content changes.
 pub struct Reloader {
-    gateway: Arc<Gateway>,
+    target: Arc<dyn ReloadTarget>,
     path: PathBuf,
     /// Hash of the last content tried (valid or not), so a bad file is reported once.
     last_seen: Option<[u8; 32]>,
@@ -68,9 +58,9 @@ pub enum Check {
 }
 
 impl Reloader {
-    pub fn new(gateway: Arc<Gateway>, path: PathBuf) -> Self {
+    pub fn new<G: ReloadTarget + 'static>(target: Arc<G>, path: PathBuf) -> Self {
         Self {
-            gateway,
+            target,
             path,
             last_seen: None,
             last_read_error: None,
@@ -98,7 +88,7 @@ impl Reloader {
                 Check::Loaded
             }
             Err(error) => {
-                let outcome = if self.gateway.state().is_some() {
+                let outcome = if self.target.served_hash().is_some() {
                     "supergraph reload failed, keeping the previous one"
                 } else {
                     "supergraph load failed, waiting for a valid file"
@@ -122,7 +112,7 @@ impl Reloader {
         self.last_read_error = Some(error.clone());
         // The next readable content counts as a change even if it is the old one.
         self.last_seen = None;
-        if self.gateway.state().is_none() {
+        if self.target.served_hash().is_none() {
             tracing::warn!("{error}; waiting for it to appear");
         } else {
             tracing::error!("{error}; keeping the previous supergraph");
@@ -132,29 +122,19 @@ impl Reloader {
     }
 
     fn record_failure(&self, error: String) {
-        let mut status = self.gateway.lifecycle.reload.lock();
-        status.failed_reloads += 1;
-        status.last_error = Some(error);
+        self.target.lifecycle().record_reload_failure(error);
     }
 
     fn swap(&self, supergraph: Supergraph) {
-        let first = self.gateway.state().is_none();
+        let first = self.target.served_hash().is_none();
         let hash = hex(&supergraph.hash);
         let subgraphs = supergraph.meta.subgraphs.len();
-        if let Some(current) = self.gateway.state()
-            && current.supergraph.hash == supergraph.hash
-        {
+        if self.target.served_hash() == Some(supergraph.hash) {
             // Same content as served (e.g. back after a bad or missing file): nothing to swap.
             return;
         }
-        self.gateway.swap_supergraph(supergraph);
-        let status = {
-            let mut status = self.gateway.lifecycle.reload.lock();
-            status.hash = Some(hash);
-            status.subgraphs = subgraphs;
-            status.successful_reloads += 1;
-            status.clone()
-        };
+        self.target.serve(supergraph);
+        let status = self.target.lifecycle().record_loaded(hash, subgraphs);
         let verb = if first { "loaded" } else { "reloaded" };
         tracing::info!(
             path = %self.path.display(),
@@ -165,11 +145,8 @@ impl Reloader {
 }
 
 /// Record a supergraph loaded outside a [`Reloader`] (start-up with `watch: false`).
-pub fn record_initial(gateway: &Gateway, supergraph_hash: &[u8; 32], subgraphs: usize) {
-    let mut status = gateway.lifecycle.reload.lock();
-    status.hash = Some(hex(supergraph_hash));
-    status.subgraphs = subgraphs;
-    status.successful_reloads += 1;
+pub fn record_initial(lifecycle: &Lifecycle, supergraph_hash: &[u8; 32], subgraphs: usize) {
+    let status = lifecycle.record_loaded(hex(supergraph_hash), subgraphs);
     tracing::info!(
         "supergraph loaded hash={} subgraphs={subgraphs}",
         status.short_hash()

@@ -1,10 +1,15 @@
 //! Loading: the YAML (or JSON) file, then `GRAPHFLEET_*` environment overrides, then
-//! CLI flags, merged as YAML values and deserialized once. Every setting remembers
-//! which source wrote it last, so an error names the file, variable or flag to fix.
+//! CLI flags, layered with figment and deserialized once. Each variable and flag is its
+//! own figment provider, so figment's provenance of a value names the exact file,
+//! variable or flag to fix. Values are read as YAML (serde_yaml_ng, the maintained fork
+//! the rest of the project uses) rather than by figment's own env value syntax.
 
 use super::Config;
 use super::validate::validate;
-use serde_yaml_ng::{Mapping, Value};
+use figment::error::{Actual, Kind};
+use figment::value::{Dict, Map, Value as FigValue};
+use figment::{Figment, Metadata, Profile, Provider};
+use serde_yaml_ng::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -133,22 +138,26 @@ impl fmt::Display for ConfigError {
 
 /// Load, merge, deserialize and validate the configuration.
 pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
-    let mut tree = Tree::default();
+    let mut layers = Vec::new();
     if let Some(path) = config_file(sources) {
-        tree.apply_file(&path)?;
+        layers.push(Layer::file(&path)?);
     }
-    for over in env_overrides(&sources.env)? {
-        tree.set(over);
+    for over in env_overrides(&sources.env)?.iter().chain(&sources.flags) {
+        layers.push(Layer::setting(over)?);
     }
-    for over in &sources.flags {
-        tree.set(over.clone());
-    }
-    tree.resolve_relative_supergraph_path();
-    let config = tree.deserialize()?;
+    let figment = layers
+        .iter()
+        .fold(Figment::new(), |figment, layer| figment.merge(layer));
+    let provenance = Provenance {
+        figment: &figment,
+        layers: &layers,
+    };
+    let mut config: Config = figment.extract().map_err(|err| provenance.error(err))?;
+    resolve_relative_supergraph_path(&mut config, &provenance);
     let problems: Vec<Problem> = validate(&config)
         .into_iter()
         .map(|(path, message)| Problem {
-            source: tree.source_of(&path).cloned(),
+            source: provenance.source_of(&path).cloned(),
             path: path.join("."),
             message,
         })
@@ -227,15 +236,32 @@ pub fn env_overrides(env: &[(String, String)]) -> Result<Vec<Override>, ConfigEr
         .collect()
 }
 
-/// The merged settings and, per written path, its last writer (in write order).
-#[derive(Default)]
-struct Tree {
-    root: Mapping,
-    written: Vec<(Vec<String>, Source)>,
+/// One source's settings as a figment provider, named after the source.
+struct Layer {
+    source: Source,
+    /// `source` as text: the figment metadata name, which maps a value back to it.
+    name: String,
+    dict: Dict,
 }
 
-impl Tree {
-    fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+impl Layer {
+    fn new(source: Source, value: &Value) -> Result<Self, ConfigError> {
+        let value = FigValue::serialize(value).map_err(|e| {
+            ConfigError::one(Some(source.clone()), "", format!("unusable value: {e}"))
+        })?;
+        let FigValue::Dict(_, dict) = value else {
+            // Files are checked to be mappings, overrides are nested under their path.
+            let message = "expected a mapping of settings";
+            return Err(ConfigError::one(Some(source), "", message));
+        };
+        Ok(Self {
+            name: source.to_string(),
+            source,
+            dict,
+        })
+    }
+
+    fn file(path: &Path) -> Result<Self, ConfigError> {
         let source = Source::File(path.to_owned());
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::one(Some(source.clone()), "", format!("cannot read: {e}")))?;
@@ -247,15 +273,8 @@ impl Tree {
             )
         })?;
         match value {
-            Value::Null => Ok(()),
-            Value::Mapping(map) => {
-                let mut leaves = Vec::new();
-                collect_leaves(&map, &mut Vec::new(), &mut leaves);
-                self.written
-                    .extend(leaves.into_iter().map(|p| (p, source.clone())));
-                self.root = map;
-                Ok(())
-            }
+            Value::Null => Self::new(source, &Value::Mapping(Default::default())),
+            Value::Mapping(_) => Self::new(source, &value),
             other => Err(ConfigError::one(
                 Some(source),
                 "",
@@ -267,89 +286,118 @@ impl Tree {
         }
     }
 
-    fn set(&mut self, over: Override) {
-        let Some((last, parents)) = over.path.split_last() else {
-            return;
-        };
-        let mut map = &mut self.root;
-        for key in parents {
-            let slot = map
-                .entry(Value::String(key.clone()))
-                .or_insert_with(|| Value::Mapping(Mapping::new()));
-            if !slot.is_mapping() {
-                *slot = Value::Mapping(Mapping::new());
-            }
-            map = slot.as_mapping_mut().expect("made a mapping just above");
-        }
-        map.insert(Value::String(last.clone()), over.value);
-        self.written.push((over.path, over.source));
-    }
-
-    /// The source that decided the value at `path`: the last writer of it, of a parent, or
-    /// of something inside it.
-    fn source_of(&self, path: &[String]) -> Option<&Source> {
-        let related = |p: &[String]| p.starts_with(path) || path.starts_with(p);
-        self.written
+    /// An override as the nested mapping it writes, e.g. `{limits: {max_depth: 3}}`.
+    fn setting(over: &Override) -> Result<Self, ConfigError> {
+        let nested = over
+            .path
             .iter()
             .rev()
-            .find(|(p, _)| related(p))
-            .map(|(_, s)| s)
+            .fold(over.value.clone(), |inner, key| {
+                let mut map = serde_yaml_ng::Mapping::new();
+                map.insert(Value::String(key.clone()), inner);
+                Value::Mapping(map)
+            });
+        Self::new(over.source.clone(), &nested)
+    }
+}
+
+impl Provider for &Layer {
+    fn metadata(&self) -> Metadata {
+        Metadata::named(self.name.clone())
     }
 
-    /// A relative `supergraph.path` in a config file is relative to that file, so a file
-    /// and its supergraph can move together (as in the operator's ConfigMap mount).
-    fn resolve_relative_supergraph_path(&mut self) {
-        let key = ["supergraph".to_owned(), "path".to_owned()];
-        let Some(Source::File(file)) = self.source_of(&key).cloned() else {
-            return;
-        };
-        let Some(base) = file.parent() else { return };
-        let slot = self
-            .root
-            .get_mut("supergraph")
-            .and_then(|s| s.as_mapping_mut())
-            .and_then(|s| s.get_mut("path"));
-        if let Some(Value::String(path)) = slot
-            && Path::new(path.as_str()).is_relative()
-        {
-            *path = base.join(&*path).to_string_lossy().into_owned();
-        }
+    fn data(&self) -> Result<Map<Profile, Dict>, figment::Error> {
+        Ok(Profile::Default.collect(self.dict.clone()))
     }
+}
 
-    fn deserialize(&self) -> Result<Config, ConfigError> {
-        let value = Value::Mapping(self.root.clone());
-        serde_path_to_error::deserialize(value).map_err(|err| {
-            let mut path: Vec<String> = err.path().iter().map(|s| s.to_string()).collect();
-            let inner = err.into_inner().to_string();
-            // serde reports an unknown key at its parent; the key itself is in the message.
-            if let Some(field) = unknown_field(&inner)
-                && path.last().map(String::as_str) != Some(field)
-            {
-                path.push(field.to_owned());
+/// Which source wrote a merged value, from figment's metadata.
+struct Provenance<'a> {
+    figment: &'a Figment,
+    layers: &'a [Layer],
+}
+
+impl Provenance<'_> {
+    /// The source that decided the value at `path`: its writer, or the writer of the
+    /// list or scalar above it that replaced the mapping it would be in (`None` for a
+    /// default).
+    fn source_of(&self, path: &[String]) -> Option<&Source> {
+        (1..=path.len()).rev().find_map(|len| {
+            let key = path[..len].join(".");
+            let value = self.figment.find_value(&key).ok()?;
+            // A mapping above the path was written by someone else than the missing leaf.
+            if len < path.len() && matches!(value, FigValue::Dict(..)) {
+                return None;
             }
-            let source = self.source_of(&path).cloned();
-            ConfigError::one(source, &path.join("."), tidy(&inner))
+            let name = &self.figment.find_metadata(&key)?.name;
+            self.layers
+                .iter()
+                .find(|l| l.name == *name)
+                .map(|l| &l.source)
         })
     }
-}
 
-fn collect_leaves(map: &Mapping, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
-    for (key, value) in map {
-        prefix.push(key_text(key));
-        match value {
-            Value::Mapping(inner) if !inner.is_empty() => collect_leaves(inner, prefix, out),
-            _ => out.push(prefix.clone()),
-        }
-        prefix.pop();
+    /// A deserialization error, located and attributed.
+    fn error(&self, err: figment::Error) -> ConfigError {
+        let mut path = err.path.clone();
+        let message = match &err.kind {
+            // serde reports an unknown key at its parent; the key itself belongs in the path.
+            Kind::UnknownField(field, expected) => {
+                if path.last() != Some(field) {
+                    path.push(field.clone());
+                }
+                format!("unknown field, expected {}", one_of(expected))
+            }
+            Kind::InvalidType(actual, expected) => {
+                format!("invalid type: {}, expected {expected}", describe(actual))
+            }
+            Kind::InvalidValue(actual, expected) => {
+                format!("invalid value: {}, expected {expected}", describe(actual))
+            }
+            other => other.to_string(),
+        };
+        ConfigError::one(
+            self.source_of(&path).cloned(),
+            &path.join("."),
+            tidy(&message),
+        )
     }
 }
 
-fn key_text(key: &Value) -> String {
-    match key {
-        Value::String(s) => s.clone(),
-        other => serde_yaml_ng::to_string(other)
-            .map(|s| s.trim_end().to_owned())
-            .unwrap_or_else(|_| format!("{other:?}")),
+/// A relative `supergraph.path` in a config file is relative to that file, so a file
+/// and its supergraph can move together (as in the operator's ConfigMap mount).
+fn resolve_relative_supergraph_path(config: &mut Config, provenance: &Provenance<'_>) {
+    let key = ["supergraph".to_owned(), "path".to_owned()];
+    let Some(Source::File(file)) = provenance.source_of(&key) else {
+        return;
+    };
+    let Some(base) = file.parent() else { return };
+    if let Some(path) = &mut config.supergraph.path
+        && path.is_relative()
+    {
+        *path = base.join(&*path);
+    }
+}
+
+/// serde's wording for the value found (figment words it differently).
+fn describe(actual: &Actual) -> String {
+    match actual {
+        Actual::Bool(v) => format!("boolean `{v}`"),
+        Actual::Unsigned(v) => format!("integer `{v}`"),
+        Actual::Signed(v) => format!("integer `{v}`"),
+        Actual::Float(v) => format!("floating point `{v}`"),
+        Actual::Str(v) => format!("string {v:?}"),
+        Actual::Unit => "unit value".to_owned(),
+        other => other.to_string(),
+    }
+}
+
+fn one_of(names: &[&str]) -> String {
+    match names {
+        [] => "no fields".to_owned(),
+        [one] => one.to_string(),
+        [a, b] => format!("{a} or {b}"),
+        _ => format!("one of {}", names.join(", ")),
     }
 }
 
@@ -365,23 +413,8 @@ fn kind(value: &Value) -> &'static str {
     }
 }
 
-fn unknown_field(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("unknown field `")?;
-    rest.split('`').next()
-}
-
-/// serde's messages, made to read well after the path: the unknown key is already in the
-/// path, and serde_yaml_ng appends locations that are meaningless for merged values.
+/// Messages made to read well after the path, with examples for durations.
 fn tidy(message: &str) -> String {
-    if let Some(field) = unknown_field(message) {
-        let rest = &message["unknown field `".len() + field.len() + 1..];
-        let expected = rest.trim_start_matches(", ").replace('`', "");
-        return if expected.is_empty() {
-            "unknown field".to_owned()
-        } else {
-            format!("unknown field, {expected}")
-        };
-    }
     if let Some(rest) = message.strip_prefix("invalid value: string ")
         && let Some(text) = rest.strip_suffix(", expected a duration")
     {
@@ -432,20 +465,40 @@ mod tests {
     }
 
     #[test]
-    fn the_last_writer_of_a_path_or_its_parent_is_its_source() {
-        let mut tree = Tree::default();
-        let over = |path: &str, name: &str| Override {
+    fn the_last_writer_of_a_path_or_the_scalar_above_it_is_its_source() {
+        let over = |path: &str, value: Value, name: &str| Override {
             path: path.split('.').map(str::to_owned).collect(),
-            value: Value::from(1),
+            value,
             source: Source::Env(name.to_owned()),
         };
-        tree.set(over("limits.max_depth", "A"));
-        tree.set(over("limits", "B"));
-        let path = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
+        let layers = [
+            over("limits.max_depth", Value::from(1), "A"),
+            over("limits.max_aliases", Value::from(2), "B"),
+            over("headers.propagate", parse_scalar("[x-a, x-b]"), "C"),
+            over("traffic", Value::from(1), "D"),
+        ]
+        .iter()
+        .map(Layer::setting)
+        .collect::<Result<Vec<_>, _>>()
+        .expect("layers");
+        let figment = layers.iter().fold(Figment::new(), |f, l| f.merge(l));
+        let provenance = Provenance {
+            figment: &figment,
+            layers: &layers,
+        };
+        let source = |p: &str| {
+            let path: Vec<String> = p.split('.').map(str::to_owned).collect();
+            provenance.source_of(&path).cloned()
+        };
+        assert_eq!(source("limits.max_depth"), Some(Source::Env("A".into())));
+        assert_eq!(source("limits.max_aliases"), Some(Source::Env("B".into())));
+        assert_eq!(source("headers.propagate.1"), Some(Source::Env("C".into())));
         assert_eq!(
-            tree.source_of(&path("limits.max_depth")),
-            Some(&Source::Env("B".into()))
+            source("traffic.request_timeout"),
+            Some(Source::Env("D".into()))
         );
-        assert_eq!(tree.source_of(&path("traffic")), None);
+        // Unset under a mapping someone wrote: a default, from no source.
+        assert_eq!(source("limits.max_tokens"), None);
+        assert_eq!(source("listen"), None);
     }
 }

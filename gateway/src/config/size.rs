@@ -1,35 +1,17 @@
 //! Byte sizes written as a number of bytes or with a unit: `65536`, `512KiB`, `2MiB`, `1MB`.
+//! The `bytesize` crate parses the text (units case-insensitive, fractions allowed); the
+//! visitor here accepts YAML numbers too and words its error for the config reader.
 
+use bytesize::ByteSize;
 use serde::Deserializer;
 use serde::de::{self, Visitor};
 use std::fmt;
 
-/// Units by suffix (case-sensitive except for the trailing `b`/`B`).
-const UNITS: &[(&str, u64)] = &[
-    ("KiB", 1 << 10),
-    ("MiB", 1 << 20),
-    ("GiB", 1 << 30),
-    ("kB", 1_000),
-    ("KB", 1_000),
-    ("MB", 1_000_000),
-    ("GB", 1_000_000_000),
-    ("B", 1),
-];
-
-/// Parses `text` as a size in bytes.
+/// Parses `text` as a size in bytes; `None` if it is not one or does not fit in a `u64`.
 pub fn parse_size(text: &str) -> Option<u64> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let number: u64 = number.parse().ok()?;
-    let unit = unit.trim();
-    if unit.is_empty() {
-        return Some(number);
-    }
-    let (_, factor) = UNITS.iter().find(|(u, _)| *u == unit)?;
-    number.checked_mul(*factor)
+    let size: ByteSize = text.trim().parse().ok()?;
+    // bytesize saturates on overflow: a size that large is a typo, not a limit.
+    Some(size.as_u64()).filter(|&n| n != u64::MAX)
 }
 
 pub(crate) fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<usize, D::Error> {
@@ -73,9 +55,11 @@ mod tests {
         assert_eq!(parse_size("2 MiB"), Some(2 * 1024 * 1024));
         assert_eq!(parse_size("1MB"), Some(1_000_000));
         assert_eq!(parse_size("10B"), Some(10));
-        assert_eq!(parse_size("2mib"), None);
+        assert_eq!(parse_size("2mib"), Some(2 * 1024 * 1024));
+        assert_eq!(parse_size("1.5MiB"), Some(3 * 512 * 1024));
         assert_eq!(parse_size("MiB"), None);
-        assert_eq!(parse_size("1.5MiB"), None);
+        assert_eq!(parse_size("2 megabytes"), None);
+        assert_eq!(parse_size("-1KiB"), None);
         assert_eq!(parse_size("99999999999999GiB"), None);
     }
 }

@@ -4,6 +4,7 @@
 use crate::config::HeadersConfig;
 use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
+use crate::lifecycle::Readiness;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -46,7 +47,7 @@ fn coded_error_body(code: &str, message: &str) -> Vec<u8> {
 fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<Full<Bytes>> {
     let readiness = gateway.readiness();
     let (status, word) = match readiness {
-        crate::lifecycle::Readiness::Ready => (StatusCode::OK, "UP"),
+        Readiness::Ready => (StatusCode::OK, "UP"),
         _ => (StatusCode::SERVICE_UNAVAILABLE, "DOWN"),
     };
     let body = serde_json::json!({ "status": word, "reason": readiness.as_str() });
@@ -78,7 +79,7 @@ pub async fn handle<T: Transport>(
 ) -> Response<Full<Bytes>> {
     let telemetry = &gateway.config.telemetry;
     if telemetry.metrics && req.uri().path() == telemetry.metrics_path {
-        let text = crate::telemetry::render_metrics(gateway);
+        let text = gateway.render_metrics();
         return response(StatusCode::OK, prometheus::TEXT_FORMAT, text);
     }
     match req.uri().path() {
@@ -237,12 +238,16 @@ fn query_len<B>(req: &Request<B>) -> usize {
     req.uri().query().map_or(0, str::len)
 }
 
+/// The GET parameters, decoded as `application/x-www-form-urlencoded` (keys too): `+` is a
+/// space, `%XX` a byte, and a `%` not followed by two hex digits stays as written (as
+/// browsers and the `url` crate do). Unknown parameters are ignored.
 fn parse_get(query: &str) -> Result<GraphQLRequest, String> {
     let mut request = GraphQLRequest::default();
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let v = percent_decode(v)?;
-        match k {
+        let k = form_decode(k)?;
+        let v = form_decode(v)?;
+        match k.as_str() {
             "query" => request.query = Some(v),
             "operationName" => request.operation_name = Some(v).filter(|v| !v.is_empty()),
             "variables" if !v.is_empty() => {
@@ -257,24 +262,54 @@ fn parse_get(query: &str) -> Result<GraphQLRequest, String> {
     Ok(request)
 }
 
-fn percent_decode(s: &str) -> Result<String, String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'+' => out.push(b' '),
-            b'%' => {
-                let hex = s.get(i + 1..i + 3).ok_or("truncated percent escape")?;
-                out.push(
-                    u8::from_str_radix(hex, 16)
-                        .map_err(|_| format!("bad percent escape %{hex}"))?,
-                );
-                i += 2;
-            }
-            b => out.push(b),
-        }
-        i += 1;
+/// One form-encoded key or value; invalid UTF-8 is an error rather than replaced, so a
+/// query is never run with characters the client did not send.
+fn form_decode(text: &str) -> Result<String, String> {
+    let spaced = text.replace('+', " ");
+    percent_encoding::percent_decode_str(&spaced)
+        .decode_utf8()
+        .map(std::borrow::Cow::into_owned)
+        .map_err(|e| format!("the query string is not valid UTF-8 once percent-decoded: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_get;
+
+    #[test]
+    fn plus_is_a_space_and_escapes_are_bytes() {
+        let r = parse_get("query=%7B+me+%7B+name+%7D+%7D&operationName=Me").expect("valid");
+        assert_eq!(r.query.as_deref(), Some("{ me { name } }"));
+        assert_eq!(r.operation_name.as_deref(), Some("Me"));
+        let r = parse_get("query=%C3%A9t%C3%A9").expect("UTF-8 escapes");
+        assert_eq!(r.query.as_deref(), Some("été"));
     }
-    String::from_utf8(out).map_err(|_| "query string is not UTF-8".to_string())
+
+    #[test]
+    fn keys_are_decoded_too() {
+        let r = parse_get("%71uery=%7Ba%7D&operation%4Eame=A&variables=%7B%22x%22%3A1%7D")
+            .expect("valid");
+        assert_eq!(r.query.as_deref(), Some("{a}"));
+        assert_eq!(r.operation_name.as_deref(), Some("A"));
+        let variables = r.variables.expect("variables");
+        assert_eq!(variables.get("x"), Some(&serde_json_bytes::json!(1)));
+    }
+
+    #[test]
+    fn a_percent_without_two_hex_digits_stays_as_written() {
+        // `%+f` used to decode as 0x0F; a form decoder keeps it (and `+` is a space).
+        let r = parse_get("query=a%+f&operationName=%4").expect("kept, not rejected");
+        assert_eq!(r.query.as_deref(), Some("a% f"));
+        assert_eq!(r.operation_name.as_deref(), Some("%4"));
+        let r = parse_get("query=100%").expect("trailing percent");
+        assert_eq!(r.query.as_deref(), Some("100%"));
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_clear_error() {
+        let error = parse_get("query=%FF%FE").expect_err("not UTF-8");
+        assert!(error.contains("not valid UTF-8"), "{error}");
+        let error = parse_get("%FF=1").expect_err("key not UTF-8");
+        assert!(error.contains("not valid UTF-8"), "{error}");
+    }
 }

@@ -39,7 +39,11 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
     } else {
         let supergraph = Supergraph::from_file(&path)
             .with_context(|| format!("loading supergraph {}", path.display()))?;
-        reload::record_initial(&gateway, &supergraph.hash, supergraph.meta.subgraphs.len());
+        reload::record_initial(
+            &gateway.lifecycle,
+            &supergraph.hash,
+            supergraph.meta.subgraphs.len(),
+        );
         gateway.swap_supergraph(supergraph);
         None
     };

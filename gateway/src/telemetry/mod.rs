@@ -7,8 +7,7 @@ pub mod tracing;
 pub use metrics::{Metrics, RequestOutcome};
 pub use tracing::{TelemetryGuard, init};
 
-use crate::executor::transport::Transport;
-use crate::gateway::{Gateway, Outcome};
+use crate::lifecycle::ReloadStatus;
 use metrics::{InFlight, OperationMetrics};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,8 +43,8 @@ impl<'a> RequestRecorder<'a> {
         self.operation = Some(handles.clone());
     }
 
-    pub fn finish(&mut self, outcome: &Outcome) {
-        self.outcome = Some(classify(outcome));
+    pub fn finish(&mut self, outcome: RequestOutcome) {
+        self.outcome = Some(outcome);
     }
 }
 
@@ -66,26 +65,17 @@ impl Drop for RequestRecorder<'_> {
     }
 }
 
-fn classify(outcome: &Outcome) -> RequestOutcome {
-    match outcome {
-        Outcome::Executed {
-            field_errors: true, ..
-        } => RequestOutcome::FieldErrors,
-        Outcome::Executed { .. } => RequestOutcome::Ok,
-        Outcome::RequestError(_) | Outcome::MutationNotAllowed(_) => RequestOutcome::RequestError,
-        Outcome::NotReady(_) => RequestOutcome::NotReady,
-    }
-}
-
-/// The Prometheus text for `gateway`, with the values read at scrape time (served
+/// The Prometheus text of `metrics`, with the values read at scrape time (served
 /// supergraph, reload counts) brought up to date first.
-pub fn render_metrics<T: Transport>(gateway: &Gateway<T>) -> String {
-    let metrics = gateway.metrics();
-    match gateway.state() {
-        Some(state) => metrics.set_supergraph(&hex(&state.supergraph.hash)),
+pub fn render_metrics(
+    metrics: &Metrics,
+    served_hash: Option<&[u8; 32]>,
+    status: &ReloadStatus,
+) -> String {
+    match served_hash {
+        Some(hash) => metrics.set_supergraph(&hex(hash)),
         None => metrics.clear_supergraph(),
     }
-    let status = gateway.lifecycle.reload_status();
     metrics.set_reloads(status.successful_reloads, status.failed_reloads);
     metrics.encode()
 }
