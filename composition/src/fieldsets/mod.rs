@@ -1,12 +1,19 @@
 //! `@key`, `@requires` and `@provides` field sets of one subgraph: parsed against the
 //! subgraph schema, validated, and summarised for merging and satisfiability.
+//!
+//! `parse` reads a field set's text against the schema; `selections` walks the parsed
+//! selections.
+
+mod parse;
+mod selections;
 
 use std::collections::{HashMap, HashSet};
 
-use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
+use apollo_compiler::executable::Selection;
 use apollo_compiler::schema::ExtendedType;
-use apollo_compiler::{Name, Node};
 
+use self::parse::parse;
+use self::selections::{check_key_selection, collect, non_external_leaves, top_fields};
 use crate::context::{self, ContextArg};
 use crate::errors::{ErrorSink, codes};
 use crate::specs::FedDirective;
@@ -244,226 +251,4 @@ pub fn analyse(sg: &Subgraph, sink: &mut ErrorSink) -> SubgraphInfo {
     info.scoped_provided = top_provided.difference(&nested_provided).cloned().collect();
     info.context_args = context::analyse(sg, sink);
     info
-}
-
-/// Leaf fields of a `@requires`/`@provides` selection that are not external and have
-/// no external field above them (an interface field counts as external when some
-/// implementation's is), as Apollo validates them.
-fn non_external_leaves(
-    sg: &Subgraph,
-    external: &HashSet<Coord>,
-    set: &SelectionSet,
-    external_above: bool,
-    out: &mut Vec<Coord>,
-) {
-    for sel in &set.selections {
-        match sel {
-            Selection::Field(f) => {
-                let coord = (set.ty.to_string(), f.name.to_string());
-                let is_external = external.contains(&coord);
-                if f.selection_set.selections.is_empty() {
-                    if !is_external && !external_above {
-                        out.push(coord);
-                    }
-                    continue;
-                }
-                let mut above = external_above || is_external;
-                if !above && let Some(ExtendedType::Interface(_)) = sg.schema.types.get(&set.ty) {
-                    above =
-                        sg.schema
-                            .implementers_map()
-                            .get(&set.ty)
-                            .is_some_and(|imp| {
-                                imp.objects.iter().chain(imp.interfaces.iter()).any(|o| {
-                                    external.contains(&(o.to_string(), f.name.to_string()))
-                                })
-                            });
-                }
-                non_external_leaves(sg, external, &f.selection_set, above, out);
-            }
-            Selection::InlineFragment(i) => {
-                non_external_leaves(sg, external, &i.selection_set, external_above, out)
-            }
-            Selection::FragmentSpread(_) => {}
-        }
-    }
-}
-
-fn parse(
-    sg: &Subgraph,
-    ty: &str,
-    fields: &str,
-    directive: &str,
-    code: &str,
-    sink: &mut ErrorSink,
-) -> Option<Node<FieldSet>> {
-    let Ok(name) = Name::new(ty) else {
-        return None;
-    };
-    // The field-set parser panics on some invalid tokens: reject those first.
-    if let Some(bad) = invalid_token(fields) {
-        sink.error(
-            code,
-            format!(
-                "[{}] On type \"{ty}\", for {directive}(fields: \"{}\"): Syntax Error: Unexpected {}.",
-                sg.name,
-                fields.escape_default(),
-                bad.escape_default()
-            ),
-            &sg.name,
-        );
-        return None;
-    }
-    match FieldSet::parse_and_validate(&sg.schema, name, fields, "fields") {
-        Ok(set) => Some(Node::new(set.into_inner())),
-        Err(with) => {
-            let first = with
-                .errors
-                .iter()
-                .next()
-                .map(|d| d.error.to_string())
-                .unwrap_or_default();
-            sink.error(
-                code,
-                format!(
-                    "[{}] On type \"{ty}\", for {directive}(fields: \"{fields}\"): {first}",
-                    sg.name
-                ),
-                &sg.name,
-            );
-            None
-        }
-    }
-}
-
-/// The first text that is not a GraphQL token (names, numbers, strings, punctuators),
-/// if any.
-fn invalid_token(text: &str) -> Option<String> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let start = i;
-        if matches!(c, ' ' | '\t' | '\n' | '\r' | ',' | '\u{feff}') {
-            i += 1;
-        } else if c == '#' {
-            while i < chars.len() && chars[i] != '\n' && chars[i] != '\r' {
-                i += 1;
-            }
-        } else if c.is_ascii_alphabetic() || c == '_' {
-            while i < chars.len() && (chars[i].is_ascii_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-        } else if c.is_ascii_digit()
-            || (c == '-' && chars.get(i + 1).is_some_and(char::is_ascii_digit))
-        {
-            i += 1;
-            while i < chars.len()
-                && (chars[i].is_ascii_alphanumeric() || matches!(chars[i], '.' | '+' | '-'))
-            {
-                i += 1;
-            }
-            let number: String = chars[start..i].iter().collect();
-            if number.parse::<f64>().is_err() {
-                return Some(number);
-            }
-        } else if c == '"' {
-            // A single-line string; block strings are not expected in field sets.
-            i += 1;
-            loop {
-                match chars.get(i) {
-                    None | Some('\n' | '\r') => return Some(chars[start..i].iter().collect()),
-                    Some('\\') => i += 2,
-                    Some('"') => break,
-                    Some(x) if x.is_control() && *x != '\t' => return Some(x.to_string()),
-                    Some(_) => i += 1,
-                }
-            }
-            i += 1;
-        } else if c == '.' {
-            if chars.get(i + 1) == Some(&'.') && chars.get(i + 2) == Some(&'.') {
-                i += 3;
-            } else {
-                return Some(".".to_owned());
-            }
-        } else if matches!(
-            c,
-            '{' | '}' | '(' | ')' | ':' | '$' | '!' | '=' | '[' | ']' | '@' | '|' | '&'
-        ) {
-            i += 1;
-        } else {
-            return Some(c.to_string());
-        }
-    }
-    None
-}
-
-fn check_key_selection(
-    sg: &Subgraph,
-    ty: &str,
-    fields: &str,
-    set: &SelectionSet,
-    sink: &mut ErrorSink,
-) {
-    for sel in &set.selections {
-        match sel {
-            Selection::Field(f) => {
-                let target = f.definition.ty.inner_named_type();
-                if let Some(ExtendedType::Interface(_) | ExtendedType::Union(_)) =
-                    sg.schema.types.get(target)
-                {
-                    sink.error(
-                        codes::KEY_FIELDS_SELECT_INVALID_TYPE,
-                        format!(
-                            "[{}] On type \"{ty}\", for @key(fields: \"{fields}\"): field \"{}.{}\" is a {} type which is not allowed in @key",
-                            sg.name,
-                            set.ty,
-                            f.name,
-                            if matches!(sg.schema.types.get(target), Some(ExtendedType::Union(_))) { "Union" } else { "Interface" }
-                        ),
-                        &sg.name,
-                    );
-                }
-                if !f.definition.arguments.is_empty() {
-                    sink.error(
-                        codes::KEY_FIELDS_HAS_ARGS,
-                        format!(
-                            "[{}] On type \"{ty}\", for @key(fields: \"{fields}\"): field {}.{} cannot be included because it has arguments (fields with argument are not allowed in @key)",
-                            sg.name, set.ty, f.name
-                        ),
-                        &sg.name,
-                    );
-                }
-                check_key_selection(sg, ty, fields, &f.selection_set, sink);
-            }
-            Selection::InlineFragment(i) => {
-                check_key_selection(sg, ty, fields, &i.selection_set, sink)
-            }
-            Selection::FragmentSpread(_) => {}
-        }
-    }
-}
-
-/// Every (type, field) a selection touches.
-pub fn collect(set: &SelectionSet, out: &mut Vec<Coord>) {
-    for sel in &set.selections {
-        match sel {
-            Selection::Field(f) => {
-                out.push((set.ty.to_string(), f.name.to_string()));
-                collect(&f.selection_set, out);
-            }
-            Selection::InlineFragment(i) => collect(&i.selection_set, out),
-            Selection::FragmentSpread(_) => {}
-        }
-    }
-}
-
-fn top_fields(set: &SelectionSet) -> Vec<String> {
-    set.selections
-        .iter()
-        .filter_map(|s| match s {
-            Selection::Field(f) => Some(f.name.to_string()),
-            _ => None,
-        })
-        .collect()
 }
