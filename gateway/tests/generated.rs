@@ -35,8 +35,8 @@ const OPS_PER_SUITE: usize = 60;
 const OPS_PER_SUITE_MANY: usize = 1000;
 const SEED: u64 = 14;
 /// Candidates judged while shrinking failing operations, per suite and per kind.
-const MINIMIZE_BUDGET: usize = 400;
-const MINIMIZE_BUDGET_PER_CLASS: usize = 150;
+const MINIMIZE_BUDGET: usize = 1000;
+const MINIMIZE_BUDGET_PER_CLASS: usize = 300;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn generated_operations_keep_the_invariants() {
@@ -294,7 +294,9 @@ fn differential(ours: &Value, hive: &Value) -> Vec<(String, String)> {
 }
 
 /// Shrinks `op` while it still fails with `class`, within `budget` judged candidates;
-/// returns the smallest operation found and its failure detail.
+/// returns the smallest operation found and its failure detail. After a successful step
+/// the next pass starts at the same candidate position (the earlier ones failed already),
+/// wrapping around once before it gives up.
 async fn minimize(
     t: &Targets<'_>,
     op: &Generated,
@@ -303,14 +305,19 @@ async fn minimize(
     budget: &mut usize,
 ) -> (Generated, String) {
     let mut best = (op.clone(), detail.to_owned());
-    'shrink: while *budget > 0 {
-        for candidate in opgen::reductions(t.schema, &best.0.query, &best.0.variables) {
+    let mut start = 0;
+    'shrink: loop {
+        let candidates = opgen::reductions(t.schema, &best.0.query, &best.0.variables);
+        let n = candidates.len();
+        for k in 0..n {
             if *budget == 0 {
                 break 'shrink;
             }
             *budget -= 1;
-            if let Some(d) = judge(t, &candidate).await.detail(class) {
-                best = (candidate.clone(), d.to_owned());
+            let i = (start + k) % n;
+            if let Some(d) = judge(t, &candidates[i]).await.detail(class) {
+                best = (candidates[i].clone(), d.to_owned());
+                start = i;
                 continue 'shrink;
             }
         }

@@ -704,15 +704,39 @@ fn name(s: &str) -> apollo_compiler::Name {
     apollo_compiler::Name::new(s).expect("a valid GraphQL name")
 }
 
-/// Every valid operation one step smaller than `query`: one selection, directive or alias
-/// removed (largest selections first), then unused fragments and variables dropped. For
-/// shrinking a failing operation to one that shows the failure with less noise.
+/// Every valid operation one step simpler than `query`: one selection, directive or alias
+/// removed (largest selections first), an inline fragment replaced by its selections, or
+/// a fragment spread by the fragment's selections inline; then unused fragments and
+/// variables dropped. For shrinking a failing operation to one that shows the failure
+/// with less noise.
 pub fn reductions(schema: &Valid<Schema>, query: &str, variables: &Value) -> Vec<Generated> {
     let Ok(doc) = ast::Document::parse(query, "operation.graphql") else {
         return Vec::new();
     };
+    let fragments: HashMap<String, ast::Selection> = doc
+        .definitions
+        .iter()
+        .filter_map(|d| match d {
+            ast::Definition::FragmentDefinition(f) => Some((
+                f.name.to_string(),
+                ast::Selection::InlineFragment(Node::new(ast::InlineFragment {
+                    type_condition: Some(f.type_condition.clone()),
+                    directives: ast::DirectiveList::new(),
+                    selection_set: f.selection_set.clone(),
+                })),
+            )),
+            _ => None,
+        })
+        .collect();
     let mut out = Vec::new();
-    for edit in [Edit::Selection, Edit::Directive, Edit::Alias] {
+    let edits = [
+        Edit::Selection,
+        Edit::Unwrap,
+        Edit::Inline,
+        Edit::Directive,
+        Edit::Alias,
+    ];
+    for edit in edits {
         let mut n = 0;
         loop {
             let mut candidate = doc.clone();
@@ -720,7 +744,7 @@ pub fn reductions(schema: &Valid<Schema>, query: &str, variables: &Value) -> Vec
             let changed = candidate
                 .definitions
                 .iter_mut()
-                .any(|d| edit_definition(d, edit, &mut left));
+                .any(|d| edit_definition(d, edit, &mut left, &fragments));
             if !changed {
                 break;
             }
@@ -736,28 +760,48 @@ pub fn reductions(schema: &Valid<Schema>, query: &str, variables: &Value) -> Vec
 #[derive(Clone, Copy)]
 enum Edit {
     Selection,
+    /// An inline fragment replaced by its selections.
+    Unwrap,
+    /// A fragment spread replaced by an inline fragment with the fragment's selections.
+    Inline,
     Directive,
     Alias,
 }
 
-fn edit_definition(d: &mut ast::Definition, edit: Edit, n: &mut usize) -> bool {
+type Fragments = HashMap<String, ast::Selection>;
+
+fn edit_definition(
+    d: &mut ast::Definition,
+    edit: Edit,
+    n: &mut usize,
+    fragments: &Fragments,
+) -> bool {
     match d {
         ast::Definition::OperationDefinition(op) => {
-            edit_set(&mut op.make_mut().selection_set, edit, n)
+            edit_set(&mut op.make_mut().selection_set, edit, n, fragments)
         }
         ast::Definition::FragmentDefinition(f) => {
-            edit_set(&mut f.make_mut().selection_set, edit, n)
+            edit_set(&mut f.make_mut().selection_set, edit, n, fragments)
         }
         _ => false,
     }
 }
 
 /// Applies the `n`th edit of its kind in pre-order; false when there are fewer.
-fn edit_set(set: &mut Vec<ast::Selection>, edit: Edit, n: &mut usize) -> bool {
+fn edit_set(
+    set: &mut Vec<ast::Selection>,
+    edit: Edit,
+    n: &mut usize,
+    fragments: &Fragments,
+) -> bool {
     let mut i = 0;
     while i < set.len() {
         let applies = match (&set[i], edit) {
             (_, Edit::Selection) => true,
+            (ast::Selection::InlineFragment(_), Edit::Unwrap) => true,
+            (ast::Selection::FragmentSpread(f), Edit::Inline) => {
+                fragments.contains_key(f.fragment_name.as_str())
+            }
             (s, Edit::Directive) => !directives_of(s).is_empty(),
             (ast::Selection::Field(f), Edit::Alias) => f.alias.is_some(),
             _ => false,
@@ -767,6 +811,17 @@ fn edit_set(set: &mut Vec<ast::Selection>, edit: Edit, n: &mut usize) -> bool {
                 match (&mut set[i], edit) {
                     (_, Edit::Selection) => {
                         set.remove(i);
+                    }
+                    (ast::Selection::InlineFragment(f), Edit::Unwrap) => {
+                        let inner = f.selection_set.clone();
+                        set.splice(i..=i, inner);
+                    }
+                    (ast::Selection::FragmentSpread(f), Edit::Inline) => {
+                        let mut inline = fragments[f.fragment_name.as_str()].clone();
+                        if let ast::Selection::InlineFragment(i) = &mut inline {
+                            i.make_mut().directives = f.directives.clone();
+                        }
+                        set[i] = inline;
                     }
                     (ast::Selection::Field(f), Edit::Directive) => {
                         f.make_mut().directives.0.remove(0);
@@ -792,7 +847,7 @@ fn edit_set(set: &mut Vec<ast::Selection>, edit: Edit, n: &mut usize) -> bool {
                 continue;
             }
         };
-        if edit_set(children, edit, n) {
+        if edit_set(children, edit, n, fragments) {
             return true;
         }
         i += 1;
