@@ -1,5 +1,5 @@
-//! The operations endpoint: `/metrics` (Prometheus), `/healthz` (process alive) and
-//! `/readyz` (connected to the API server).
+//! The admin server (the "ops" port): `/metrics` (Prometheus), `/healthz` (process alive)
+//! and `/readyz` (connected to the API server).
 
 use std::convert::Infallible;
 use std::future::Future;
