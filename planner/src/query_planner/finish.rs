@@ -1,0 +1,126 @@
+//! Turning the planned groups into the query plan: fetches, the response key table,
+//! and the Sequence/Parallel/Flatten tree from the groups' dependency levels.
+
+use super::groups::{GroupId, Planner, SubgraphSelection};
+use super::order::compute_levels;
+use super::plan::{Fetch, PlanNode, QueryPlan};
+use crate::keys::KeyTable;
+use crate::operation::OpIr;
+use apollo_compiler::ast::OperationType;
+use apollo_compiler::{Name, name};
+
+impl<'a> Planner<'a> {
+    /// The plan: siblings merged (queries), type conflicts aliased, the groups
+    /// printed as fetches and ordered by their dependencies (mutations: root by root).
+    pub(super) fn finish(mut self, ir: &OpIr) -> QueryPlan {
+        if ir.kind() != OperationType::Mutation {
+            self.merge_siblings();
+        }
+        let renames: Vec<Vec<(Name, Name)>> = self
+            .groups
+            .ids()
+            .map(|g| self.alias_type_conflicts(g, ir))
+            .collect();
+        let mut keys = KeyTable::default();
+        keys.intern(&name!("__typename"));
+        keys.intern(&name!("_entities"));
+        for group in self.groups.iter() {
+            intern_keys(&group.selection, &mut keys);
+        }
+        // Operation keys too: introspection results are merged into the same store.
+        for field in &ir.fields {
+            keys.intern(&field.response_key);
+        }
+        let fetches: Vec<Fetch> = self
+            .groups
+            .iter()
+            .zip(renames)
+            .map(|(group, renames)| Fetch {
+                renames,
+                ..self.fetch_of(group, ir)
+            })
+            .collect();
+        // A group's fetch keeps its position in the plan's fetch list.
+        let node_of = |g: GroupId| {
+            if self.groups[g].is_entity {
+                PlanNode::Flatten {
+                    path: self.groups[g].merge_paths[0].clone(),
+                    fetch: g.index(),
+                }
+            } else {
+                PlanNode::Fetch(g.index())
+            }
+        };
+        let levels = |members: &[GroupId]| -> PlanNode {
+            let level = compute_levels(&self.groups, members);
+            let max = members.iter().map(|g| level[g.index()]).max().unwrap_or(0);
+            let steps: Vec<PlanNode> = (0..=max)
+                .map(|l| {
+                    let nodes: Vec<PlanNode> = members
+                        .iter()
+                        .filter(|g| level[g.index()] == l)
+                        .map(|g| node_of(*g))
+                        .collect();
+                    single_or(nodes, PlanNode::Parallel)
+                })
+                .collect();
+            single_or(steps, PlanNode::Sequence)
+        };
+        let all: Vec<GroupId> = self.groups.ids().collect();
+        let root = if self.groups.is_empty() {
+            None
+        } else if ir.kind() == OperationType::Mutation {
+            let root_of = |mut g: GroupId| {
+                while let Some(p) = self.groups[g].parent {
+                    g = p;
+                }
+                g
+            };
+            let roots: Vec<GroupId> = all
+                .iter()
+                .copied()
+                .filter(|i| self.groups[*i].parent.is_none())
+                .collect();
+            let parts: Vec<PlanNode> = roots
+                .iter()
+                .map(|r| {
+                    let members: Vec<GroupId> =
+                        all.iter().copied().filter(|i| root_of(*i) == *r).collect();
+                    levels(&members)
+                })
+                .collect();
+            Some(single_or(parts, PlanNode::Sequence))
+        } else {
+            Some(levels(&all))
+        };
+        QueryPlan {
+            fetches,
+            root,
+            keys,
+        }
+    }
+}
+
+/// The one node of `nodes`, else `nodes` wrapped.
+fn single_or(mut nodes: Vec<PlanNode>, wrap: fn(Vec<PlanNode>) -> PlanNode) -> PlanNode {
+    if nodes.len() == 1 {
+        nodes.pop().expect("one node")
+    } else {
+        wrap(nodes)
+    }
+}
+
+/// Interns every response key of `items`.
+fn intern_keys(items: &[SubgraphSelection], keys: &mut KeyTable) {
+    for item in items {
+        match item {
+            SubgraphSelection::Field { key, sub, .. } => {
+                keys.intern(key);
+                if let Some(sub) = sub {
+                    intern_keys(sub, keys);
+                }
+            }
+            SubgraphSelection::Fragment { sub, .. } => intern_keys(sub, keys),
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Subgraph request text: a group's selection printed as the operation sent to its
+//! subgraph, with the client variables it uses.
+
+use super::groups::{Group, Planner, SubgraphSelection};
+use super::plan::{EntityFetch, Fetch};
+use crate::operation::OpIr;
+use apollo_compiler::Name;
+use apollo_compiler::ast::{OperationType, Value};
+use std::fmt::Write;
+
+impl<'a> Planner<'a> {
+    /// The fetch of `group`: its subgraph operation and what the executor needs.
+    pub(super) fn fetch_of(&self, group: &Group, ir: &OpIr) -> Fetch {
+        let mut body = String::new();
+        print_sel(&group.selection, &mut body);
+        let mut used = Vec::new();
+        collect_variables(&group.selection, &mut used);
+        let mut defs = String::new();
+        if group.is_entity {
+            defs.push_str("$representations: [_Any!]!");
+        }
+        let mut variables = Vec::new();
+        for def in &ir.variables {
+            if used.contains(&def.name) {
+                if !defs.is_empty() {
+                    defs.push_str(", ");
+                }
+                let _ = write!(defs, "${}: {}", def.name, def.ty);
+                // The default matters to the subgraph's validation too: a nullable
+                // variable with one may stand where a non-null argument is expected.
+                if let Some(default) = &def.default_value {
+                    let _ = write!(defs, " = {default}");
+                }
+                variables.push(def.name.clone());
+            }
+        }
+        let kind = if group.parent.is_none() && ir.kind() == OperationType::Mutation {
+            "mutation"
+        } else {
+            "query"
+        };
+        let defs = if defs.is_empty() {
+            String::new()
+        } else {
+            format!("({defs})")
+        };
+        let operation = if group.is_entity {
+            format!("{kind}{defs} {{ _entities(representations: $representations) {body} }}")
+        } else {
+            format!("{kind}{defs} {body}")
+        };
+        // Subgraphs reject an empty selection set (issue 14's invariants).
+        debug_assert!(!operation.contains("{ }"), "empty selection: {operation}");
+        Fetch {
+            subgraph: group.subgraph,
+            subgraph_name: self.meta.subgraph(group.subgraph).name.clone(),
+            operation,
+            variables,
+            merge_paths: group.merge_paths.clone(),
+            entity: group.is_entity.then(|| EntityFetch {
+                reps: group.representations.clone(),
+            }),
+            renames: Vec::new(),
+        }
+    }
+}
+
+/// Whether `items` ask for nothing: only fragments that themselves ask for nothing
+/// (every field in them dropped by a literal `@skip`/`@include`, or a type condition
+/// with nothing left to fetch there). A subgraph rejects an empty selection set.
+fn selects_nothing(items: &[SubgraphSelection]) -> bool {
+    items
+        .iter()
+        .all(|i| matches!(i, SubgraphSelection::Fragment { sub, .. } if selects_nothing(sub)))
+}
+
+/// `items` as a GraphQL selection set.
+pub(super) fn print_sel(items: &[SubgraphSelection], out: &mut String) {
+    if selects_nothing(items) {
+        // The object still has to be told from null.
+        out.push_str("{ __typename }");
+        return;
+    }
+    out.push('{');
+    for item in items {
+        if let SubgraphSelection::Fragment { sub, .. } = item
+            && selects_nothing(sub)
+        {
+            continue;
+        }
+        out.push(' ');
+        match item {
+            SubgraphSelection::Field {
+                key,
+                name,
+                args,
+                sub,
+            } => {
+                if key != name {
+                    let _ = write!(out, "{key}: ");
+                }
+                out.push_str(name);
+                if !args.is_empty() {
+                    out.push('(');
+                    for (i, a) in args.iter().enumerate() {
+                        if i > 0 {
+                            out.push_str(", ");
+                        }
+                        let _ = write!(out, "{}: {}", a.name, a.value);
+                    }
+                    out.push(')');
+                }
+                if let Some(sub) = sub {
+                    out.push(' ');
+                    print_sel(sub, out);
+                }
+            }
+            SubgraphSelection::Fragment {
+                type_condition,
+                sub,
+            } => {
+                let _ = write!(out, "... on {type_condition} ");
+                print_sel(sub, out);
+            }
+        }
+    }
+    out.push_str(" }");
+}
+
+/// The variables `items` use, in first-use order.
+fn collect_variables(items: &[SubgraphSelection], out: &mut Vec<Name>) {
+    fn value(v: &Value, out: &mut Vec<Name>) {
+        match v {
+            Value::Variable(n) if !out.contains(n) => out.push(n.clone()),
+            Value::List(items) => items.iter().for_each(|i| value(i, out)),
+            Value::Object(fields) => fields.iter().for_each(|(_, v)| value(v, out)),
+            _ => {}
+        }
+    }
+    for item in items {
+        match item {
+            SubgraphSelection::Field { args, sub, .. } => {
+                args.iter().for_each(|a| value(&a.value, out));
+                if let Some(sub) = sub {
+                    collect_variables(sub, out);
+                }
+            }
+            SubgraphSelection::Fragment { sub, .. } => collect_variables(sub, out),
+        }
+    }
+}
