@@ -118,8 +118,8 @@ pub struct OpIr {
     pub selsets: Vec<Vec<OpSel>>,
     pub root: Option<SelSetId>,
     pub variables: Vec<Node<ast::VariableDefinition>>,
-    /// The variables `@skip`/`@include` read, first [`ConditionValues::MAX`] of them
-    /// in order of first use: plans differ by their values.
+    /// The variables `@skip`/`@include` read, in order of first use: plans differ by
+    /// their values (operations with more than [`ConditionValues::MAX`] are refused).
     pub condition_variables: Vec<Name>,
 }
 
@@ -129,8 +129,8 @@ pub struct OpIr {
 pub struct ConditionValues(pub u64);
 
 impl ConditionValues {
-    /// Condition variables beyond this many are left to the response writer.
-    pub const MAX: usize = 16;
+    /// Most condition variables an operation may have (one bit each).
+    pub const MAX: usize = 64;
 
     /// The values `ir`'s condition variables take in the coerced `variables`.
     pub fn of(ir: &OpIr, variables: &JsonMap) -> Self {
@@ -203,7 +203,6 @@ fn condition_variables(ir: &OpIr) -> Vec<Name> {
     for c in conditions.flat_map(|c| &c.0) {
         if let Condition::Variable { name, .. } = c
             && !out.contains(name)
-            && out.len() < ConditionValues::MAX
         {
             out.push(name.clone());
         }

@@ -56,6 +56,16 @@ pub fn prepare_with_limits(
         .clone();
     limits::check(&document, &operation, limits)?;
     let ir = ir::lower(schema, &document, &operation);
+    if ir.condition_variables.len() > ConditionValues::MAX {
+        return Err(RequestErrors(vec![limits::error(
+            "TOO_MANY_CONDITION_VARIABLES",
+            format!(
+                "the operation reads {} variables in @skip/@include; at most {} are supported",
+                ir.condition_variables.len(),
+                ConditionValues::MAX
+            ),
+        )]));
+    }
     let shapes = shape::Shapes::build(schema, &ir, Some(ConditionValues::default()));
     Ok(PreparedOperation {
         document,
