@@ -1,6 +1,6 @@
 //! CPU per TestQuery request with the plan cached and subgraph responses replayed from
 //! recorded bytes, against the floor: decoding those responses plus encoding the final
-//! JSON once.
+//! JSON once; and the plan cache hit on its own.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -111,6 +111,12 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("test_query");
     group.bench_function("gateway", |b| {
         b.iter(|| black_box(rt.block_on(gateway.execute(black_box(&request), &post))))
+    });
+    // The plan cache hit alone (key hashing + lookup), which `gateway` includes.
+    let state = gateway.state().expect("loaded");
+    let text = request.query.as_deref().expect("query");
+    group.bench_function("prepare_hit", |b| {
+        b.iter(|| black_box(state.prepare(black_box(text), None).is_ok()))
     });
     let final_value: serde_json::Value =
         serde_json::from_slice(&expected).expect("final response is JSON");
