@@ -41,6 +41,18 @@ impl<'a> Planner<'a> {
         }
         for sel in sels {
             match sel {
+                // Planned here only if every possible type here resolves it here too
+                // (see `plan_selections`); else each concrete type hops.
+                Selection::Field(f)
+                    if f.name != "__typename"
+                        && !meta
+                            .possible_types_ref(ty)
+                            .iter()
+                            .filter(|o| meta.is_possible_in_subgraph(ty, o, sg))
+                            .all(|o| self.resolvable_here(o, f, sg, provided)) =>
+                {
+                    jumps += 1;
+                }
                 Selection::Field(f) => field(self, f, provided, &mut jumps, &mut local),
                 Selection::Fragment(Some(tc), children) if !meta.is_subtype_or_same(tc, ty) => {
                     let possible_here = meta

@@ -27,10 +27,16 @@ impl<'a> Planner<'a> {
         let sels = selections_from_operation(ir, ir.root(), values);
         let mut fields = Vec::new();
         fields_applying_to(self.meta, &sels, &root_type, &mut fields);
-        let fields: Vec<&SelectedField> = fields
-            .into_iter()
-            .filter(|f| !f.name.starts_with("__"))
-            .collect();
+        // One root field per response key, its selections merged (the spec's field
+        // collection): a key selected twice is still fetched once, from one subgraph.
+        let mut merged: Vec<SelectedField> = Vec::with_capacity(fields.len());
+        for f in fields.into_iter().filter(|f| !f.name.starts_with("__")) {
+            match merged.iter_mut().find(|m| m.key == f.key) {
+                Some(m) => m.children.extend(f.children.iter().cloned()),
+                None => merged.push(f.clone()),
+            }
+        }
+        let fields: Vec<&SelectedField> = merged.iter().collect();
         let mutation = ir.kind() == OperationType::Mutation;
         self.is_mutation = mutation;
         let resolvers: Vec<Vec<SubgraphId>> = fields

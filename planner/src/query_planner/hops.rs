@@ -7,7 +7,9 @@ use super::groups::{GroupId, MAX_HOPS, Planner, SelectionStep};
 use super::plan::PathElem;
 use super::selection::{SelectedField, Selection, list_depth, selections_from_tree};
 use apollo_compiler::Name;
-use graphfleet_federation::meta::{Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind};
+use graphfleet_federation::meta::{
+    FederationMeta, Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind,
+};
 
 impl<'a> Planner<'a> {
     /// `ty` is an `@interfaceObject` in this subgraph: its `__typename` is the interface
@@ -24,8 +26,12 @@ impl<'a> Planner<'a> {
     ) -> Result<(), PlanError> {
         let meta = self.meta;
         let sg = self.groups[g].subgraph;
+        // Fragments that always apply (`... on <the interface>`, no condition) are
+        // their fields: only concrete type conditions need the owner.
+        let mut flat = Vec::with_capacity(sels.len());
+        inline_always_applying(meta, ty, sels, &mut flat);
         let mut remote = Vec::new();
-        for sel in sels {
+        for sel in &flat {
             match sel {
                 Selection::Field(f)
                     if f.name != "__typename" && self.resolvable_here(ty, f, sg, provided) =>
@@ -366,4 +372,24 @@ fn trim_type_conds(path: &[PathElem]) -> &[PathElem] {
         .rposition(|p| !matches!(p, PathElem::TypeCond(_)))
         .map_or(0, |i| i + 1);
     &path[..end]
+}
+
+/// `sels` with every fragment whose condition `ty` always meets replaced by its
+/// selections (recursively), into `out`.
+fn inline_always_applying(
+    meta: &FederationMeta,
+    ty: &Name,
+    sels: &[Selection],
+    out: &mut Vec<Selection>,
+) {
+    for sel in sels {
+        match sel {
+            Selection::Fragment(tc, children)
+                if tc.as_ref().is_none_or(|tc| meta.is_subtype_or_same(tc, ty)) =>
+            {
+                inline_always_applying(meta, ty, children, out);
+            }
+            other => out.push(other.clone()),
+        }
+    }
 }
