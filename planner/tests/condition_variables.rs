@@ -43,9 +43,9 @@ fn each_condition_variable_has_its_bit() {
 #[test]
 fn too_many_condition_variables_are_refused() {
     let schema = schema();
-    let err = operation::prepare(&schema, &operation(ConditionValues::MAX + 1), None)
-        .err()
-        .expect("refused");
+    let Err(err) = operation::prepare(&schema, &operation(ConditionValues::MAX + 1), None) else {
+        panic!("an operation with too many condition variables was accepted");
+    };
     let e = &err.0[0];
     assert!(e.message.contains("at most 64"), "{}", e.message);
     assert_eq!(
