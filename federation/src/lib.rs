@@ -77,6 +77,11 @@ impl Supergraph {
         Self::parse(&text)
     }
 
+    /// [`Self::hash`] as lowercase hex, how logs, metrics and status name a supergraph.
+    pub fn hash_hex(&self) -> String {
+        hex(&self.hash)
+    }
+
     pub fn parse(text: &str) -> Result<Self, SupergraphError> {
         let schema = Schema::parse(text, "supergraph.graphql")
             .map_err(|e| SupergraphError::Invalid(e.errors.to_string()))?;
@@ -442,4 +447,15 @@ fn possible_types(
         ExtendedType::Union(u) => u.members.iter().map(|m| m.name.clone()).collect(),
         _ => Vec::new(),
     }
+}
+
+/// Lowercase hex of `bytes`.
+pub fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes
+        .iter()
+        .fold(String::with_capacity(bytes.len() * 2), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
 }

@@ -35,10 +35,6 @@ pub trait ReloadTarget: Send + Sync {
     fn lifecycle(&self) -> &Lifecycle;
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Loads the supergraph file into a [`ReloadTarget`] whenever its content changes.
 pub struct Reloader {
     target: Arc<dyn ReloadTarget>,
@@ -95,7 +91,7 @@ impl Reloader {
                 };
                 tracing::error!(
                     path = %self.path.display(),
-                    hash = &hex(&hash)[..12],
+                    hash = &crate::supergraph::hex(&hash)[..12],
                     "{outcome}: {error}"
                 );
                 self.record_failure(error);
@@ -127,7 +123,7 @@ impl Reloader {
 
     fn swap(&self, supergraph: Supergraph) {
         let first = self.target.served_hash().is_none();
-        let hash = hex(&supergraph.hash);
+        let hash = supergraph.hash_hex();
         let subgraphs = supergraph.meta.subgraphs.len();
         if self.target.served_hash() == Some(supergraph.hash) {
             // Same content as served (e.g. back after a bad or missing file): nothing to swap.
@@ -146,7 +142,7 @@ impl Reloader {
 
 /// Record a supergraph loaded outside a [`Reloader`] (start-up with `watch: false`).
 pub fn record_initial(lifecycle: &Lifecycle, supergraph_hash: &[u8; 32], subgraphs: usize) {
-    let status = lifecycle.record_loaded(hex(supergraph_hash), subgraphs);
+    let status = lifecycle.record_loaded(crate::supergraph::hex(supergraph_hash), subgraphs);
     tracing::info!(
         "supergraph loaded hash={} subgraphs={subgraphs}",
         status.short_hash()

@@ -125,10 +125,6 @@ fn labels(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
     v
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_fetches_cache_and_supergraph_are_counted() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -138,7 +134,7 @@ async fn requests_fetches_cache_and_supergraph_are_counted() {
         .expect("benchmark subgraphs");
     let text = Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&text).expect("supergraph");
-    let first_hash = hex(&supergraph.hash);
+    let first_hash = graphfleet_gateway::supergraph::hex(&supergraph.hash);
     let mut config = Config::default();
     // inventory is down: fetches to it fail to connect.
     config.subgraphs.insert(
@@ -251,7 +247,9 @@ async fn requests_fetches_cache_and_supergraph_are_counted() {
     assert_eq!(reloader.check(), Check::Loaded);
     std::fs::write(&path, "type Query {").expect("write broken supergraph");
     assert_eq!(reloader.check(), Check::Failed);
-    let second_hash = hex(&Supergraph::parse(&second).expect("second supergraph").hash);
+    let second_hash = graphfleet_gateway::supergraph::hex(
+        &Supergraph::parse(&second).expect("second supergraph").hash,
+    );
     assert_ne!(first_hash, second_hash);
     let m = scrape(&client, &base).await;
     assert_eq!(

@@ -13,10 +13,6 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn attribute(span: &Span, key: &str) -> Option<String> {
     let value = span
         .attributes
@@ -99,14 +95,17 @@ async fn a_request_is_traced_under_the_client_trace_and_propagated_to_subgraphs(
 
     for span in &spans {
         assert_eq!(
-            hex(&span.trace_id),
+            graphfleet_gateway::supergraph::hex(&span.trace_id),
             TRACE_ID,
             "span {} left the trace",
             span.name
         );
     }
     let request = one(&spans, "request");
-    assert_eq!(hex(&request.parent_span_id), CLIENT_SPAN);
+    assert_eq!(
+        graphfleet_gateway::supergraph::hex(&request.parent_span_id),
+        CLIENT_SPAN
+    );
     assert_eq!(
         attribute(request, "graphql.operation.name").as_deref(),
         Some("Orders")
@@ -153,7 +152,7 @@ async fn a_request_is_traced_under_the_client_trace_and_propagated_to_subgraphs(
             .expect("a fetch span for this subgraph");
         assert_eq!(
             parts[2],
-            hex(&fetch.span_id),
+            graphfleet_gateway::supergraph::hex(&fetch.span_id),
             "{subgraph}: parent is its fetch span"
         );
         assert_eq!(parts[3], "01", "sampled");

@@ -73,17 +73,9 @@ pub fn render_metrics(
     status: &ReloadStatus,
 ) -> String {
     match served_hash {
-        Some(hash) => metrics.set_supergraph(&hex(hash)),
+        Some(hash) => metrics.set_supergraph(&crate::supergraph::hex(hash)),
         None => metrics.clear_supergraph(),
     }
     metrics.set_reloads(status.successful_reloads, status.failed_reloads);
     metrics.encode()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    bytes.iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
 }
