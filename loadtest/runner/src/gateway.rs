@@ -1,10 +1,11 @@
 //! Gateways under test: named command templates with `{supergraph}`, `{host}`, `{port}`
 //! (and `{set}`) placeholders; built-ins for graphfleet and the peers.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, bail};
 
+pub use crate::command::{Command, Slots};
 use crate::peers::Peer;
 use crate::process::sh_quote;
 
@@ -26,21 +27,6 @@ pub struct Gateway {
     pub kind: Kind,
     /// Path of the GraphQL endpoint.
     pub graphql_path: String,
-}
-
-/// Values for the placeholders of one start.
-pub struct Slots<'a> {
-    pub supergraph: &'a Path,
-    pub host: &'a str,
-    pub port: u16,
-    pub set: &'a str,
-}
-
-/// A command ready for [`crate::process::spawn`].
-pub struct Command {
-    pub line: String,
-    pub env: Vec<(String, String)>,
-    pub cwd: Option<PathBuf>,
 }
 
 pub const BUILT_INS: &[&str] = &[

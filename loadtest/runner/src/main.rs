@@ -4,6 +4,7 @@
 mod bench;
 mod capacity;
 mod charts;
+mod command;
 mod compare;
 mod gateway;
 mod host;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 
-use crate::gateway::{Command, Slots};
+use crate::command::{Command, Slots};
 use crate::process::sh_quote;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
