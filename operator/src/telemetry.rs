@@ -1,10 +1,7 @@
 //! Structured logs (JSON or text) and, when an OTLP endpoint is given, trace export over
 //! OTLP/gRPC (reconcile spans become traces).
 
-use anyhow::Context;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
@@ -26,19 +23,7 @@ impl Telemetry {
 }
 
 fn tracer_provider(endpoint: &str) -> anyhow::Result<SdkTracerProvider> {
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_tonic()
-        .with_endpoint(endpoint)
-        .build()
-        .with_context(|| format!("building the OTLP exporter for {endpoint}"))?;
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(
-            Resource::builder()
-                .with_service_name("graphfleet-operator")
-                .build(),
-        )
-        .build())
+    graphfleet_telemetry::otlp_tracer_provider(endpoint, "graphfleet-operator", 1.0)
 }
 
 /// Installs the global subscriber: env-filtered logs, plus OTLP traces when `otlp_endpoint`

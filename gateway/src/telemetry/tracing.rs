@@ -8,10 +8,8 @@ use crate::config::{LogFormat, TelemetryConfig};
 use anyhow::Context as _;
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::WithExportConfig;
-use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::Layer as _;
@@ -48,29 +46,14 @@ fn tracer_provider(
     config: &TelemetryConfig,
     runtime: &tokio::runtime::Runtime,
 ) -> anyhow::Result<SdkTracerProvider> {
-    let ratio = config.tracing.sample_ratio;
-    anyhow::ensure!(
-        (0.0..=1.0).contains(&ratio),
-        "telemetry.tracing.sample_ratio must be within 0.0..=1.0, got {ratio}"
-    );
     // tonic's lazy channel spawns its worker on the current runtime.
     let _entered = runtime.enter();
-    let exporter = opentelemetry_otlp::SpanExporter::builder()
-        .with_tonic()
-        .with_endpoint(endpoint)
-        .build()
-        .with_context(|| format!("building the OTLP exporter for {endpoint}"))?;
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(
-            ratio,
-        ))))
-        .with_resource(
-            Resource::builder()
-                .with_service_name(config.tracing.service_name.clone())
-                .build(),
-        )
-        .build())
+    graphfleet_telemetry::otlp_tracer_provider(
+        endpoint,
+        &config.tracing.service_name,
+        config.tracing.sample_ratio,
+    )
+    .context("telemetry.tracing")
 }
 
 /// Install the global subscriber: logs per `log_format` filtered by `RUST_LOG` (default
