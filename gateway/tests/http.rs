@@ -116,6 +116,31 @@ async fn get_requests_and_mutations_over_get() {
     assert!(text(&reply).contains("errors"));
 }
 
+/// Query strings are form-decoded: keys too, `+` as a space; a `%` without two hex
+/// digits stays as written; bytes that are not UTF-8 are a clear 400.
+#[tokio::test]
+async fn get_query_strings_are_decoded_strictly() {
+    let env = env().await;
+    let url = format!("{}?%71uery=%7B+users+%7B+id+%7D+%7D", env.url);
+    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    assert_eq!(reply.status, 200, "{}", text(&reply));
+    assert_eq!(
+        text(&reply),
+        r#"{"data":{"users":[{"id":"u1"},{"id":"u2"}]}}"#
+    );
+
+    // `%+f` is no escape: the query text keeps it, and fails to parse as GraphQL.
+    let url = format!("{}?query=%7B%20users%20%7B%20id%20%7D%20%7D%+f", env.url);
+    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    assert!(text(&reply).contains("errors"), "{}", text(&reply));
+    assert!(!text(&reply).contains("\"data\":{"), "{}", text(&reply));
+
+    let url = format!("{}?query=%FF%FE", env.url);
+    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    assert_eq!(reply.status, 400, "{}", text(&reply));
+    assert!(text(&reply).contains("UTF-8"), "{}", text(&reply));
+}
+
 #[tokio::test]
 async fn http_status_codes() {
     let env = env().await;
