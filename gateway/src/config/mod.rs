@@ -111,6 +111,12 @@ pub struct TrafficConfig {
     pub subgraph_timeout: Duration,
     /// Default for in-flight deduplication of identical subgraph requests.
     pub deduplicate: bool,
+    /// Longest a client may take to send a request's headers; slower connections are
+    /// closed (a slow client would otherwise hold its connection forever).
+    #[serde(with = "humantime_serde")]
+    pub header_read_timeout: Duration,
+    /// Most client connections open at once; further clients wait to be accepted.
+    pub max_connections: usize,
 }
 
 impl Default for TrafficConfig {
@@ -119,6 +125,8 @@ impl Default for TrafficConfig {
             request_timeout: Duration::from_secs(30),
             subgraph_timeout: Duration::from_secs(10),
             deduplicate: false,
+            header_read_timeout: Duration::from_secs(10),
+            max_connections: 10_000,
         }
     }
 }

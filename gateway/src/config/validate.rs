@@ -56,6 +56,17 @@ pub(crate) fn validate(config: &Config) -> Problems {
         &["traffic", "subgraph_timeout"],
         config.traffic.subgraph_timeout,
     );
+    positive(
+        &mut report,
+        &["traffic", "header_read_timeout"],
+        config.traffic.header_read_timeout,
+    );
+    if config.traffic.max_connections == 0 {
+        report(
+            &["traffic", "max_connections"],
+            "must be at least 1".to_owned(),
+        );
+    }
     for (name, subgraph) in &config.subgraphs {
         if let Some(url) = &subgraph.url
             && let Err(why) = http_url(url)

@@ -13,12 +13,13 @@ use crate::gateway::Gateway;
 use crate::reload::{self, Reloader};
 use crate::supergraph::Supergraph;
 use anyhow::Context;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 /// Start a tokio runtime, load the supergraph from `config.supergraph.path` and serve
@@ -70,9 +71,15 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
 /// Accept connections forever (tests run this in a task and drop the runtime).
 pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
     let graceful = GracefulShutdown::new();
+    let slots = connection_slots(&gateway);
     loop {
-        accept_one(&listener, &gateway, &graceful).await;
+        accept_one(&listener, &gateway, &graceful, &slots).await;
     }
+}
+
+/// One permit per open client connection (`traffic.max_connections`).
+fn connection_slots(gateway: &Gateway) -> Arc<Semaphore> {
+    Arc::new(Semaphore::new(gateway.config.traffic.max_connections))
 }
 
 /// Serve until SIGTERM/SIGINT, then drain; an error if requests had to be cut.
@@ -82,9 +89,10 @@ async fn serve_until_signal(
     signals: &mut Signals,
 ) -> anyhow::Result<()> {
     let graceful = GracefulShutdown::new();
+    let slots = connection_slots(&gateway);
     let signal = loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &graceful) => {}
+            () = accept_one(&listener, &gateway, &graceful, &slots) => {}
             signal = signals.recv() => break signal,
         }
     };
@@ -99,7 +107,7 @@ async fn serve_until_signal(
     let close_at = started + shutdown.readiness_delay;
     loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &graceful) => {}
+            () = accept_one(&listener, &gateway, &graceful, &slots) => {}
             () = tokio::time::sleep_until(close_at) => break,
             signal = signals.recv() => return Err(forced(signal, &gateway)),
         }
@@ -136,10 +144,21 @@ fn forced(signal: &str, gateway: &Gateway) -> anyhow::Error {
     anyhow::anyhow!("second {signal} during shutdown; {cut} request(s) cut")
 }
 
-/// Accept one connection and serve it in its own task, watched by `graceful`.
-async fn accept_one(listener: &TcpListener, gateway: &Arc<Gateway>, graceful: &GracefulShutdown) {
+/// Accept one connection, once a connection slot is free, and serve it in its own
+/// task, watched by `graceful`.
+async fn accept_one(
+    listener: &TcpListener,
+    gateway: &Arc<Gateway>,
+    graceful: &GracefulShutdown,
+    slots: &Arc<Semaphore>,
+) {
+    let permit = slots
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the connection semaphore is never closed");
     match listener.accept().await {
-        Ok((stream, _)) => spawn_connection(stream, gateway.clone(), graceful),
+        Ok((stream, _)) => spawn_connection(stream, gateway.clone(), graceful, permit),
         Err(e) => {
             // E.g. out of file descriptors: back off instead of spinning.
             tracing::warn!(error = %e, "accept failed");
@@ -148,8 +167,14 @@ async fn accept_one(listener: &TcpListener, gateway: &Arc<Gateway>, graceful: &G
     }
 }
 
-fn spawn_connection(stream: TcpStream, gateway: Arc<Gateway>, graceful: &GracefulShutdown) {
+fn spawn_connection(
+    stream: TcpStream,
+    gateway: Arc<Gateway>,
+    graceful: &GracefulShutdown,
+    permit: OwnedSemaphorePermit,
+) {
     let _ = stream.set_nodelay(true);
+    let header_read_timeout = gateway.config.traffic.header_read_timeout;
     let service = hyper::service::service_fn(move |req| {
         let gateway = gateway.clone();
         async move {
@@ -168,7 +193,12 @@ fn spawn_connection(stream: TcpStream, gateway: Arc<Gateway>, graceful: &Gracefu
             Ok::<_, std::convert::Infallible>(response)
         }
     });
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // hyper enforces the header timeout only with a timer.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
     let connection = builder
         .serve_connection(TokioIo::new(stream), service)
         .into_owned();
@@ -176,6 +206,7 @@ fn spawn_connection(stream: TcpStream, gateway: Arc<Gateway>, graceful: &Gracefu
     tokio::spawn(async move {
         // Connection errors (client resets) end only that connection.
         let _ = connection.await;
+        drop(permit);
     });
 }
 

@@ -1,0 +1,116 @@
+//! Slow and numerous clients cannot hold the gateway: a client that does not finish its
+//! headers in `traffic.header_read_timeout` is disconnected, and beyond
+//! `traffic.max_connections` open connections further clients wait to be accepted.
+
+mod support;
+
+use graphfleet_gateway::config::Config;
+use graphfleet_gateway::supergraph::Supergraph;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+const QUERY: &str = r#"{"query":"{ users { id } }"}"#;
+
+/// A gateway with `settings` in front of the `keys` fixture: its `host:port`, and the
+/// subgraphs (kept alive by the caller).
+async fn gateway(
+    settings: impl FnOnce(&mut Config),
+) -> (String, support::json_subgraph::JsonSubgraphs) {
+    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
+    let mut config = Config::default();
+    settings(&mut config);
+    let url = support::start_gateway_with_config(
+        config,
+        Supergraph::parse(&text).expect("supergraph loads"),
+    )
+    .await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/graphql")
+        .to_owned();
+    (addr, subgraphs)
+}
+
+/// A complete POST on `stream`; the status line of the answer.
+async fn exchange(stream: &mut TcpStream) -> String {
+    let request = format!(
+        "POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{QUERY}",
+        QUERY.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .expect("send the request");
+    let mut buf = vec![0u8; 4096];
+    let n = stream.read(&mut buf).await.expect("read the answer");
+    String::from_utf8_lossy(&buf[..n])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_client_slow_to_send_headers_is_disconnected() {
+    let (addr, _subgraphs) = gateway(|c| {
+        c.traffic.header_read_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut slow = TcpStream::connect(&addr).await.expect("connect");
+    slow.write_all(b"POST /graphql HTTP/1.1\r\nhost: gateway\r\n")
+        .await
+        .expect("send half the headers");
+    let started = Instant::now();
+    let mut buf = vec![0u8; 1024];
+    // The gateway closes the connection (an answer, if any, then end of stream).
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match slow.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the slow connection was not closed within 5 s"
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(250),
+        "closed after {waited:?}, before the header timeout"
+    );
+
+    // A client that sends its request in time is served.
+    let mut quick = TcpStream::connect(&addr).await.expect("connect");
+    assert_eq!(exchange(&mut quick).await, "HTTP/1.1 200 OK");
+}
+
+#[tokio::test]
+async fn clients_beyond_max_connections_wait_for_a_free_slot() {
+    let (addr, _subgraphs) = gateway(|c| c.traffic.max_connections = 1).await;
+    let mut first = TcpStream::connect(&addr).await.expect("connect");
+    assert_eq!(exchange(&mut first).await, "HTTP/1.1 200 OK");
+
+    // The first connection stays open (keep-alive): the second is not accepted yet.
+    let mut second = TcpStream::connect(&addr)
+        .await
+        .expect("connect (kernel backlog)");
+    let waiting = tokio::time::timeout(Duration::from_millis(500), exchange(&mut second)).await;
+    assert!(
+        waiting.is_err(),
+        "a second connection was served while the only slot was taken"
+    );
+
+    // Once the first closes, the second is accepted and answered.
+    drop(first);
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(Duration::from_secs(5), second.read(&mut buf))
+        .await
+        .expect("the second connection is served once a slot is free")
+        .expect("read the answer");
+    let status = String::from_utf8_lossy(&buf[..n]);
+    assert!(status.starts_with("HTTP/1.1 200 OK"), "{status}");
+}
