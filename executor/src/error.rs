@@ -12,6 +12,7 @@ pub struct FetchError {
 impl FetchError {
     pub const HTTP: &'static str = "SUBREQUEST_HTTP_ERROR";
     pub const TIMEOUT: &'static str = "SUBREQUEST_TIMEOUT";
+    pub const RESPONSE_TOO_LARGE: &'static str = "SUBREQUEST_RESPONSE_TOO_LARGE";
 
     pub fn http(message: impl Into<String>) -> Self {
         Self {

@@ -43,6 +43,8 @@ pub struct FetchPolicy {
     pub timeout: Duration,
     /// Share one in-flight request among identical concurrent fetches.
     pub deduplicate: bool,
+    /// Largest response body accepted; a bigger one fails the fetch unread.
+    pub max_response_bytes: usize,
 }
 
 /// HTTP/1.1 keep-alive pool (hyper-util keeps idle connections per subgraph host),
@@ -107,7 +109,7 @@ impl Transport for HttpTransport {
         let http_request = builder
             .body(Full::new(request.body))
             .map_err(|e| FetchError::http(format!("invalid subgraph request: {e}")))?;
-        let call = call(self.client.clone(), http_request, policy.timeout);
+        let call = call(self.client.clone(), http_request, policy);
         match key {
             Some(key) => self.in_flight.run(key, call).await,
             None => call.await,
@@ -119,8 +121,13 @@ impl Transport for HttpTransport {
 fn call(
     client: Client<HttpConnector, Full<Bytes>>,
     request: hyper::Request<Full<Bytes>>,
-    timeout: Duration,
+    policy: FetchPolicy,
 ) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
+    let FetchPolicy {
+        timeout,
+        max_response_bytes,
+        ..
+    } = policy;
     let exchange = async move {
         let response = client
             .request(request)
@@ -128,11 +135,21 @@ fn call(
             .map_err(|e| FetchError::http(error_chain(&e)))?;
         let status = response.status();
         crate::propagation::record_status(status.as_u16());
-        let body = response
-            .into_body()
+        let body = http_body_util::Limited::new(response.into_body(), max_response_bytes)
             .collect()
             .await
-            .map_err(|e| FetchError::http(format!("reading response body: {}", error_chain(&e))))?
+            .map_err(|e| {
+                if e.is::<http_body_util::LengthLimitError>() {
+                    FetchError {
+                        code: FetchError::RESPONSE_TOO_LARGE,
+                        message: format!(
+                            "subgraph response larger than {max_response_bytes} bytes"
+                        ),
+                    }
+                } else {
+                    FetchError::http(format!("reading response body: {}", error_chain(&*e)))
+                }
+            })?
             .to_bytes();
         // A failed status with a GraphQL body still carries errors worth merging.
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {

@@ -338,3 +338,33 @@ async fn introspection_on_by_default() {
     let data = assert_served(&env, "{ __type(name: \"Vendor\") { name } }").await;
     assert_eq!(data, json!({"__type": {"name": "Vendor"}}));
 }
+
+/// A subgraph answer over `traffic.max_subgraph_response_bytes` fails that fetch (not
+/// read into memory): no users come back, with `SUBREQUEST_RESPONSE_TOO_LARGE`; one
+/// at the limit is served.
+#[tokio::test]
+async fn subgraph_responses_over_the_limit_fail_their_fetch() {
+    let query = json!({"query": "{ users { id } }"});
+    let answer = r#"{"data":{"users":[{"id":"u1"},{"id":"u2"}]}}"#;
+    for (max, served) in [(answer.len(), true), (answer.len() - 1, false)] {
+        let mut config = Config::default();
+        config.traffic.max_subgraph_response_bytes = max;
+        let env = env_with(config).await;
+        let (status, body) = post_body(&env, serde_json::to_vec(&query).expect("JSON")).await;
+        assert_eq!(status, 200, "{body}");
+        if served {
+            assert_eq!(
+                body,
+                json!({"data": {"users": [{"id": "u1"}, {"id": "u2"}]}})
+            );
+        } else {
+            // `users` is non-null here: the null reaches `data`.
+            assert_eq!(body["data"], Value::Null, "{body}");
+            assert_eq!(
+                body["errors"][0]["extensions"]["code"],
+                json!("SUBREQUEST_RESPONSE_TOO_LARGE"),
+                "{body}"
+            );
+        }
+    }
+}

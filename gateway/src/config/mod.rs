@@ -117,6 +117,9 @@ pub struct TrafficConfig {
     pub header_read_timeout: Duration,
     /// Most client connections open at once; further clients wait to be accepted.
     pub max_connections: usize,
+    /// Largest subgraph response body accepted (bytes, or with a unit: `64MiB`).
+    #[serde(deserialize_with = "size::deserialize")]
+    pub max_subgraph_response_bytes: usize,
 }
 
 impl Default for TrafficConfig {
@@ -127,6 +130,7 @@ impl Default for TrafficConfig {
             deduplicate: false,
             header_read_timeout: Duration::from_secs(10),
             max_connections: 10_000,
+            max_subgraph_response_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -188,11 +192,13 @@ impl Config {
         let default = FetchPolicy {
             timeout: self.traffic.subgraph_timeout,
             deduplicate: self.traffic.deduplicate,
+            max_response_bytes: self.traffic.max_subgraph_response_bytes,
         };
         let per_subgraph = self.subgraphs.iter().map(|(name, sg)| {
             let policy = FetchPolicy {
                 timeout: sg.timeout.unwrap_or(default.timeout),
                 deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
+                max_response_bytes: default.max_response_bytes,
             };
             (name.clone(), policy)
         });

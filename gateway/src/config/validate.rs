@@ -61,6 +61,12 @@ pub(crate) fn validate(config: &Config) -> Problems {
         &["traffic", "header_read_timeout"],
         config.traffic.header_read_timeout,
     );
+    if config.traffic.max_subgraph_response_bytes == 0 {
+        report(
+            &["traffic", "max_subgraph_response_bytes"],
+            "must be at least 1".to_owned(),
+        );
+    }
     if config.traffic.max_connections == 0 {
         report(
             &["traffic", "max_connections"],
