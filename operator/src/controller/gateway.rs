@@ -127,9 +127,16 @@ async fn compose_gateway(
     let names: Vec<String> = gathered.inputs.iter().map(|i| i.name.clone()).collect();
     let started = Instant::now();
     let inputs = gathered.inputs;
-    let result = tokio::task::spawn_blocking(move || compose(&inputs))
-        .await
-        .expect("composition does not panic");
+    let result = match tokio::task::spawn_blocking(move || compose(&inputs)).await {
+        Ok(result) => result,
+        // A composer bug must not take the controller down: like any failed
+        // composition, the gateways keep the last good supergraph and the status says why.
+        Err(e) => {
+            ctx.metrics.composed("failure", started.elapsed());
+            tracing::error!(error = %e, "composition ended abnormally");
+            return Ok(Err(composer_failed(&e.to_string())));
+        }
+    };
     match result {
         Ok(composed) => {
             ctx.metrics.composed("success", started.elapsed());
@@ -155,6 +162,18 @@ async fn compose_gateway(
                     .collect(),
             }))
         }
+    }
+}
+
+/// The outcome when the composer itself failed (a panic), not the inputs.
+fn composer_failed(why: &str) -> CompositionOutcome {
+    CompositionOutcome::Failed {
+        reason: "ComposerFailed".to_owned(),
+        errors: vec![CompositionErrorStatus {
+            code: "INTERNAL_COMPOSER_ERROR".to_owned(),
+            message: format!("the composer failed unexpectedly ({why}); this is a graphfleet bug"),
+            subgraphs: Vec::new(),
+        }],
     }
 }
 
