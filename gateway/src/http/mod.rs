@@ -55,21 +55,70 @@ fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<Full<Bytes>> {
     response(status, JSON, body)
 }
 
-/// Which media type to answer with, per the Accept header (None: 406).
+/// Which media type to answer with, per the Accept header (None: 406): of the two we
+/// offer, the one the client weighs highest (`q`, taken from the most specific range
+/// naming it; `q=0` refuses it). On a tie, the one named more specifically; when both
+/// are named outright, `application/graphql-response+json`; when only wildcards match,
+/// `application/json` (what clients predating the GraphQL media type expect).
 fn negotiate(accept: Option<&HeaderValue>) -> Option<&'static str> {
     let Some(accept) = accept.and_then(|a| a.to_str().ok()) else {
         return Some(JSON);
     };
-    let mut best = None;
-    for part in accept.split(',') {
-        let media = part.split(';').next().unwrap_or("").trim();
-        match media {
-            GRAPHQL_RESPONSE => return Some(GRAPHQL_RESPONSE),
-            JSON | "application/*" | "*/*" => best = best.or(Some(JSON)),
-            _ => {}
+    let ranges: Vec<(&str, f32)> = accept.split(',').filter_map(media_range).collect();
+    let weight = |offer: &str| -> (f32, u8) {
+        let (kind, _) = offer.split_once('/').unwrap_or((offer, ""));
+        let specificity = |range: &str| {
+            if range.eq_ignore_ascii_case(offer) {
+                Some(3)
+            } else if range
+                .strip_suffix("/*")
+                .is_some_and(|k| k.eq_ignore_ascii_case(kind))
+            {
+                Some(2)
+            } else if range == "*/*" {
+                Some(1)
+            } else {
+                None
+            }
+        };
+        ranges
+            .iter()
+            .filter_map(|(range, q)| specificity(range).map(|s| (s, *q)))
+            .max_by_key(|(s, _)| *s)
+            .map_or((0.0, 0), |(s, q)| (q, s))
+    };
+    let ((gq, gs), (jq, js)) = (weight(GRAPHQL_RESPONSE), weight(JSON));
+    let graphql_wins = gq > jq || (gq == jq && (gs > js || (gs == 3 && js == 3)));
+    if gq > 0.0 && graphql_wins {
+        Some(GRAPHQL_RESPONSE)
+    } else if jq > 0.0 {
+        Some(JSON)
+    } else {
+        None
+    }
+}
+
+/// One `type/subtype;params` range of an Accept header and its weight (`q`, default
+/// 1); a range with a malformed weight is ignored.
+fn media_range(part: &str) -> Option<(&str, f32)> {
+    let mut params = part.split(';');
+    let media = params.next()?.trim();
+    if media.is_empty() {
+        return None;
+    }
+    let mut q = 1.0;
+    for param in params {
+        if let Some((name, value)) = param.split_once('=')
+            && name.trim().eq_ignore_ascii_case("q")
+        {
+            q = value
+                .trim()
+                .parse::<f32>()
+                .ok()
+                .filter(|q| (0.0..=1.0).contains(q))?;
         }
     }
-    best
+    Some((media, q))
 }
 
 /// Answer one request; generic over the transport so fuzzing can run without network.
@@ -274,7 +323,50 @@ fn form_decode(text: &str) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_get;
+    use super::{GRAPHQL_RESPONSE, JSON, negotiate, parse_get};
+    use http::HeaderValue;
+
+    fn chosen(accept: &str) -> Option<&'static str> {
+        negotiate(Some(&HeaderValue::from_str(accept).expect("header value")))
+    }
+
+    #[test]
+    fn accept_weights_choose_the_media_type() {
+        assert_eq!(negotiate(None), Some(JSON));
+        assert_eq!(chosen("application/json"), Some(JSON));
+        assert_eq!(
+            chosen("application/graphql-response+json"),
+            Some(GRAPHQL_RESPONSE)
+        );
+        // Both acceptable with equal weight: the GraphQL media type.
+        assert_eq!(
+            chosen("application/json, application/graphql-response+json"),
+            Some(GRAPHQL_RESPONSE)
+        );
+        // The client prefers JSON.
+        assert_eq!(
+            chosen("application/graphql-response+json;q=0.5, application/json"),
+            Some(JSON)
+        );
+        // q=0 refuses a type even where a wildcard allows others.
+        assert_eq!(
+            chosen("application/graphql-response+json;q=0, */*;q=0.1"),
+            Some(JSON)
+        );
+        assert_eq!(
+            chosen("application/json;q=0, application/*;q=0.8"),
+            Some(GRAPHQL_RESPONSE)
+        );
+        assert_eq!(chosen("text/html, application/json;q=0"), None);
+        assert_eq!(chosen("*/*"), Some(JSON));
+        assert_eq!(chosen("application/*"), Some(JSON));
+        // A malformed weight drops that range only.
+        assert_eq!(
+            chosen("application/graphql-response+json;q=x, application/json"),
+            Some(JSON)
+        );
+        assert_eq!(chosen("text/plain"), None);
+    }
 
     #[test]
     fn plus_is_a_space_and_escapes_are_bytes() {
