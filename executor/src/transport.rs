@@ -47,11 +47,38 @@ pub struct FetchPolicy {
     pub max_response_bytes: usize,
 }
 
+/// Plain TCP for `http://` subgraphs, TLS for `https://` ones.
+type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+
+/// Trusted roots: the system store (which honours `SSL_CERT_FILE`/`SSL_CERT_DIR`, so
+/// a private CA can be added) and the webpki roots, for images without a CA bundle.
+fn tls_config() -> rustls::ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    let native = rustls_native_certs::load_native_certs();
+    for error in &native.errors {
+        tracing::warn!(%error, "reading the system's CA certificates");
+    }
+    let (added, ignored) = roots.add_parsable_certificates(native.certs);
+    if ignored > 0 {
+        tracing::warn!(
+            added,
+            ignored,
+            "some system CA certificates could not be used"
+        );
+    }
+    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth()
+}
+
 /// HTTP/1.1 keep-alive pool (hyper-util keeps idle connections per subgraph host),
 /// with per-subgraph timeouts and optional in-flight deduplication.
 #[derive(Clone)]
 pub struct HttpTransport {
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     default: FetchPolicy,
     per_subgraph: Arc<FxHashMap<String, FetchPolicy>>,
     in_flight: InFlight,
@@ -66,6 +93,13 @@ impl HttpTransport {
         let mut connector = HttpConnector::new();
         connector.set_nodelay(true);
         connector.set_keepalive(Some(Duration::from_secs(60)));
+        // `https://` URLs are TLS over the same connector; `http://` stays plain.
+        connector.enforce_http(false);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls_config())
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(connector);
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(256)
@@ -119,7 +153,7 @@ impl Transport for HttpTransport {
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
 fn call(
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: Client<Connector, Full<Bytes>>,
     request: hyper::Request<Full<Bytes>>,
     policy: FetchPolicy,
 ) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
