@@ -17,7 +17,6 @@ use k8s_openapi::api::core::v1::{
     ServiceSpec, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{Resource, ResourceExt};
@@ -196,12 +195,7 @@ pub fn config_map(gw: &GraphGateway, supergraph_sdl: &str, supergraph_hash: &str
 }
 
 fn default_resources() -> ResourceRequirements {
-    let quantities = |cpu: &str, memory: &str| {
-        BTreeMap::from([
-            ("cpu".to_owned(), Quantity(cpu.to_owned())),
-            ("memory".to_owned(), Quantity(memory.to_owned())),
-        ])
-    };
+    let quantities = super::cpu_and_memory;
     ResourceRequirements {
         requests: Some(quantities("1", "256Mi")),
         limits: Some(quantities("1", "512Mi")),

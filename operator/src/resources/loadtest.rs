@@ -14,7 +14,6 @@ use k8s_openapi::api::core::v1::{
     ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod,
     PodSpec, PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
 };
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
 
@@ -237,12 +236,7 @@ fn client_pool_tolerations() -> Vec<Toleration> {
 }
 
 fn resources() -> ResourceRequirements {
-    let quantities = |cpu: &str, memory: &str| {
-        BTreeMap::from([
-            ("cpu".to_owned(), Quantity(cpu.to_owned())),
-            ("memory".to_owned(), Quantity(memory.to_owned())),
-        ])
-    };
+    let quantities = super::cpu_and_memory;
     ResourceRequirements {
         requests: Some(quantities("1", "256Mi")),
         limits: Some(quantities("1", "1Gi")),

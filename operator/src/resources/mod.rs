@@ -46,3 +46,15 @@ pub(crate) fn pod_security_context() -> PodSecurityContext {
         ..PodSecurityContext::default()
     }
 }
+
+/// `cpu` and `memory` quantities, for container requests and limits.
+pub(crate) fn cpu_and_memory(
+    cpu: &str,
+    memory: &str,
+) -> std::collections::BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity> {
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    std::collections::BTreeMap::from([
+        ("cpu".to_owned(), Quantity(cpu.to_owned())),
+        ("memory".to_owned(), Quantity(memory.to_owned())),
+    ])
+}
