@@ -12,9 +12,8 @@ use k8s_openapi::api::autoscaling::v2::{
     MetricTarget, ResourceMetricSource,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource, EnvVar,
-    HTTPGetAction, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Service, ServicePort,
-    ServiceSpec, Toleration, Volume, VolumeMount,
+    ConfigMap, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
+    ResourceRequirements, Service, ServicePort, ServiceSpec, Toleration,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
@@ -261,19 +260,7 @@ fn gateway_container(gw: &GraphGateway, default_image: &str) -> Container {
         // A gateway that fails to start says why in its last log lines; the kubelet keeps
         // them as the termination message, which the GraphGateway's Ready condition quotes.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "supergraph".to_owned(),
-                mount_path: MOUNT_DIR.to_owned(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "tmp".to_owned(),
-                mount_path: "/tmp".to_owned(),
-                ..VolumeMount::default()
-            },
-        ]),
+        volume_mounts: Some(super::read_only_and_tmp("supergraph", MOUNT_DIR)),
         ..Container::default()
     }
 }
@@ -296,21 +283,10 @@ fn pod_spec(gw: &GraphGateway, default_image: &str) -> PodSpec {
         automount_service_account_token: Some(false),
         termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
         security_context: Some(pod_security_context()),
-        volumes: Some(vec![
-            Volume {
-                name: "supergraph".to_owned(),
-                config_map: Some(ConfigMapVolumeSource {
-                    name: config_map_name(&gw.name_any()),
-                    ..ConfigMapVolumeSource::default()
-                }),
-                ..Volume::default()
-            },
-            Volume {
-                name: "tmp".to_owned(),
-                empty_dir: Some(EmptyDirVolumeSource::default()),
-                ..Volume::default()
-            },
-        ]),
+        volumes: Some(super::config_map_and_tmp(
+            "supergraph",
+            &config_map_name(&gw.name_any()),
+        )),
         ..PodSpec::default()
     }
 }

@@ -11,8 +11,8 @@ use k8s_openapi::api::batch::v1::{
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar, KeyToPath, Pod,
-    PodSpec, PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
+    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, KeyToPath, Pod, PodSpec, PodTemplateSpec,
+    ResourceRequirements, Toleration, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
@@ -265,19 +265,7 @@ fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
         // The summary when k6 wrote one; the last log lines when it failed without one.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(vec![
-            VolumeMount {
-                name: "script".to_owned(),
-                mount_path: MOUNT_DIR.to_owned(),
-                read_only: Some(true),
-                ..VolumeMount::default()
-            },
-            VolumeMount {
-                name: "tmp".to_owned(),
-                mount_path: "/tmp".to_owned(),
-                ..VolumeMount::default()
-            },
-        ]),
+        volume_mounts: Some(super::read_only_and_tmp("script", MOUNT_DIR)),
         ..Container::default()
     }
 }
@@ -298,14 +286,7 @@ fn pod_spec(lt: &LoadTest, index: i32, url: String, image: &str) -> PodSpec {
         affinity: placement.affinity,
         security_context: Some(pod_security_context()),
         containers: vec![container(lt, index, url, image)],
-        volumes: Some(vec![
-            script_volume(lt),
-            Volume {
-                name: "tmp".to_owned(),
-                empty_dir: Some(EmptyDirVolumeSource::default()),
-                ..Volume::default()
-            },
-        ]),
+        volumes: Some(vec![script_volume(lt), super::tmp_volume()]),
         ..PodSpec::default()
     }
 }

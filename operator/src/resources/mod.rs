@@ -58,3 +58,51 @@ pub(crate) fn cpu_and_memory(
         ("memory".to_owned(), Quantity(memory.to_owned())),
     ])
 }
+
+/// `volume` mounted read-only at `dir`, and a writable /tmp (the root filesystem is
+/// read-only).
+pub fn read_only_and_tmp(volume: &str, dir: &str) -> Vec<k8s_openapi::api::core::v1::VolumeMount> {
+    use k8s_openapi::api::core::v1::VolumeMount;
+    vec![
+        VolumeMount {
+            name: volume.to_owned(),
+            mount_path: dir.to_owned(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        },
+        VolumeMount {
+            name: "tmp".to_owned(),
+            mount_path: "/tmp".to_owned(),
+            ..VolumeMount::default()
+        },
+    ]
+}
+
+/// The emptyDir behind /tmp.
+pub fn tmp_volume() -> k8s_openapi::api::core::v1::Volume {
+    use k8s_openapi::api::core::v1::{EmptyDirVolumeSource, Volume};
+    Volume {
+        name: "tmp".to_owned(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Volume::default()
+    }
+}
+
+/// `volume` from the ConfigMap `config_map`, and the emptyDir for /tmp.
+pub fn config_map_and_tmp(
+    volume: &str,
+    config_map: &str,
+) -> Vec<k8s_openapi::api::core::v1::Volume> {
+    use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume};
+    vec![
+        Volume {
+            name: volume.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: config_map.to_owned(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        },
+        tmp_volume(),
+    ]
+}

@@ -7,10 +7,9 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
-    Capabilities, ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EmptyDirVolumeSource,
-    EnvVar, Pod, PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements,
-    SeccompProfile, SecurityContext, Service, ServicePort, ServiceSpec, TCPSocketAction,
-    Toleration, Volume, VolumeMount,
+    Capabilities, ConfigMap, Container, ContainerPort, EnvVar, Pod, PodSecurityContext, PodSpec,
+    PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext, Service,
+    ServicePort, ServiceSpec, TCPSocketAction, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -19,6 +18,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::gateway::{Gateway, Kind};
 use crate::k6::Check;
 use crate::peers::Peer;
+use graphfleet_operator::resources::{config_map_and_tmp, read_only_and_tmp};
 
 pub const POOL_LABEL: &str = "graphfleet.dev/pool";
 pub const ROLE_LABEL: &str = "graphfleet.dev/bench-role";
@@ -581,42 +581,6 @@ pub fn k6_end(pod: &Pod) -> K6End {
             finished: t.finished_at.map(|s| s.0.as_millisecond() as f64 / 1000.0),
         },
     }
-}
-
-/// A read-only mount of `volume` at `dir`, and a writable /tmp (the root is read-only).
-fn read_only_and_tmp(volume: &str, dir: &str) -> Vec<VolumeMount> {
-    vec![
-        VolumeMount {
-            name: volume.to_owned(),
-            mount_path: dir.to_owned(),
-            read_only: Some(true),
-            ..VolumeMount::default()
-        },
-        VolumeMount {
-            name: "tmp".to_owned(),
-            mount_path: "/tmp".to_owned(),
-            ..VolumeMount::default()
-        },
-    ]
-}
-
-/// `volume` from the ConfigMap `config_map`, and an emptyDir for /tmp.
-fn config_map_and_tmp(volume: &str, config_map: &str) -> Vec<Volume> {
-    vec![
-        Volume {
-            name: volume.to_owned(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: config_map.to_owned(),
-                ..ConfigMapVolumeSource::default()
-            }),
-            ..Volume::default()
-        },
-        Volume {
-            name: "tmp".to_owned(),
-            empty_dir: Some(EmptyDirVolumeSource::default()),
-            ..Volume::default()
-        },
-    ]
 }
 
 #[cfg(test)]
