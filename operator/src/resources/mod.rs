@@ -34,7 +34,7 @@ pub(crate) fn container_security_context() -> SecurityContext {
 }
 
 /// The distroless images' nonroot user, RuntimeDefault seccomp.
-pub(crate) fn pod_security_context() -> PodSecurityContext {
+pub fn pod_security_context() -> PodSecurityContext {
     PodSecurityContext {
         run_as_non_root: Some(true),
         run_as_user: Some(65532),

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, Container, ContainerPort, EnvVar, Pod, PodSecurityContext, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, SeccompProfile, SecurityContext, Service,
-    ServicePort, ServiceSpec, TCPSocketAction, Toleration,
+    PodTemplateSpec, Probe, ResourceRequirements, SecurityContext, Service, ServicePort,
+    ServiceSpec, TCPSocketAction, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use crate::gateway::{Gateway, Kind};
 use crate::k6::Check;
 use crate::peers::Peer;
-use graphfleet_operator::resources::{config_map_and_tmp, read_only_and_tmp};
+use graphfleet_operator::resources::{config_map_and_tmp, pod_security_context, read_only_and_tmp};
 
 pub const POOL_LABEL: &str = "graphfleet.dev/pool";
 pub const ROLE_LABEL: &str = "graphfleet.dev/bench-role";
@@ -149,18 +149,11 @@ fn pool_placement(pool: &str) -> (BTreeMap<String, String>, Vec<Toleration>) {
     )
 }
 
+/// The operator's pod security context; containers without its read-only root filesystem
+/// (peers' images may write there).
 fn security() -> (PodSecurityContext, SecurityContext) {
     (
-        PodSecurityContext {
-            run_as_non_root: Some(true),
-            run_as_user: Some(65532),
-            run_as_group: Some(65532),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".to_owned(),
-                ..SeccompProfile::default()
-            }),
-            ..PodSecurityContext::default()
-        },
+        pod_security_context(),
         SecurityContext {
             allow_privilege_escalation: Some(false),
             capabilities: Some(Capabilities {
