@@ -1,6 +1,7 @@
 //! Slow and numerous clients cannot hold the gateway: a client that does not finish its
-//! headers in `traffic.header_read_timeout` is disconnected, and beyond
-//! `traffic.max_connections` open connections further clients wait to be accepted.
+//! headers in `traffic.header_read_timeout` is disconnected, a kept-alive connection
+//! idle for `traffic.idle_timeout` is closed (one waiting on a subgraph is not idle), and
+//! beyond `traffic.max_connections` open connections further clients wait to be accepted.
 
 mod support;
 
@@ -113,4 +114,85 @@ async fn clients_beyond_max_connections_wait_for_a_free_slot() {
         .expect("read the answer");
     let status = String::from_utf8_lossy(&buf[..n]);
     assert!(status.starts_with("HTTP/1.1 200 OK"), "{status}");
+}
+
+#[tokio::test]
+async fn an_idle_kept_alive_connection_is_closed_and_others_are_served() {
+    let (addr, _subgraphs) = gateway(|c| {
+        c.traffic.idle_timeout = Duration::from_millis(400);
+    })
+    .await;
+    let mut idle = TcpStream::connect(&addr).await.expect("connect");
+    assert_eq!(exchange(&mut idle).await, "HTTP/1.1 200 OK");
+    // Kept alive: a second request within the limit is answered on the same connection.
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(exchange(&mut idle).await, "HTTP/1.1 200 OK");
+    let started = Instant::now();
+    let mut buf = vec![0u8; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match idle.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the idle connection was not closed within 5 s"
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(300),
+        "closed after {waited:?}, before the idle limit"
+    );
+    // The gateway keeps serving new clients.
+    let mut fresh = TcpStream::connect(&addr).await.expect("connect again");
+    assert_eq!(exchange(&mut fresh).await, "HTTP/1.1 200 OK");
+}
+
+#[tokio::test]
+async fn a_request_waiting_on_a_slow_subgraph_is_not_idle() {
+    // The subgraph answers after 400 ms, the idle limit is 150 ms: the connection
+    // carries a request all along, so the answer still arrives on it.
+    let fault = support::fault_subgraph::start().await;
+    let mut config = Config::default();
+    config.traffic.idle_timeout = Duration::from_millis(150);
+    config.subgraphs.insert(
+        "faulty".into(),
+        graphfleet_gateway::config::SubgraphConfig {
+            url: Some(fault.url("slow")),
+            ..Default::default()
+        },
+    );
+    let supergraph =
+        Supergraph::parse(support::fault_subgraph::SUPERGRAPH).expect("supergraph loads");
+    let url = support::start_gateway_with_config(config, supergraph).await;
+    let addr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/graphql")
+        .to_owned();
+    let mut stream = TcpStream::connect(&addr).await.expect("connect");
+    let query = r#"{"query":"{ top { id price } }"}"#;
+    let request = format!(
+        "POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{query}",
+        query.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while !String::from_utf8_lossy(&answer).contains("\"price\":10") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("an answer within 5 s")
+            .expect("read");
+        assert!(
+            n > 0,
+            "closed before answering: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        answer.extend_from_slice(&buf[..n]);
+    }
+    assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200 OK"));
 }

@@ -115,6 +115,12 @@ pub struct TrafficConfig {
     /// closed (a slow client would otherwise hold its connection forever).
     #[serde(with = "humantime_serde")]
     pub header_read_timeout: Duration,
+    /// Longest a client connection may stay open with no request in flight and no
+    /// bytes moving; then it is closed. Longer than the 60 s idle timeout common in
+    /// load balancers, so the proxy in front closes first and never reuses a
+    /// connection the gateway is closing.
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
     /// Most client connections open at once; further clients wait to be accepted.
     pub max_connections: usize,
     /// Largest subgraph response body accepted (bytes, or with a unit: `64MiB`).
@@ -129,6 +135,7 @@ impl Default for TrafficConfig {
             subgraph_timeout: Duration::from_secs(10),
             deduplicate: false,
             header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(90),
             max_connections: 10_000,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
         }

@@ -61,6 +61,11 @@ pub(crate) fn validate(config: &Config) -> Problems {
         &["traffic", "header_read_timeout"],
         config.traffic.header_read_timeout,
     );
+    positive(
+        &mut report,
+        &["traffic", "idle_timeout"],
+        config.traffic.idle_timeout,
+    );
     if config.traffic.max_subgraph_response_bytes == 0 {
         report(
             &["traffic", "max_subgraph_response_bytes"],

@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
+mod idle;
 mod server;
 
 pub use server::{serve, serve_blocking};

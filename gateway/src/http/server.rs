@@ -8,6 +8,7 @@
 //! status is 0 only when everything drained; cut requests are counted in the log.
 
 use super::handle;
+use super::idle::{Activity, Tracked};
 use crate::config::Config;
 use crate::gateway::Gateway;
 use crate::reload::{self, Reloader};
@@ -175,9 +176,15 @@ fn spawn_connection(
 ) {
     let _ = stream.set_nodelay(true);
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
+    let idle_timeout = gateway.config.traffic.idle_timeout;
+    let activity = Activity::new();
+    let stream = Tracked::new(stream, activity.clone());
+    let requests = activity.clone();
     let service = hyper::service::service_fn(move |req| {
         let gateway = gateway.clone();
+        let on_connection = requests.request();
         async move {
+            let _on_connection = on_connection;
             let _in_flight = gateway.lifecycle.track_request();
             let mut response = handle(&gateway, req).await;
             // Kept-alive connections outlive the endpoint's removal (conntrack keeps them
@@ -204,8 +211,12 @@ fn spawn_connection(
         .into_owned();
     let connection = graceful.watch(connection);
     tokio::spawn(async move {
-        // Connection errors (client resets) end only that connection.
-        let _ = connection.await;
+        tokio::select! {
+            // Connection errors (client resets) end only that connection.
+            _ = connection => {}
+            // Idle: nothing in flight, so dropping the connection loses no answer.
+            () = activity.idle_for(idle_timeout) => {}
+        }
         drop(permit);
     });
 }
