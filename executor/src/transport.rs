@@ -11,6 +11,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rustc_hash::FxHashMap;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +38,7 @@ pub trait Transport: Send + Sync {
 }
 
 /// How to fetch from one subgraph.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FetchPolicy {
     /// Longest a fetch may take, connecting included.
     pub timeout: Duration,
@@ -45,14 +46,67 @@ pub struct FetchPolicy {
     pub deduplicate: bool,
     /// Largest response body accepted; a bigger one fails the fetch unread.
     pub max_response_bytes: usize,
+    /// TLS beyond the defaults for `https://` URLs; `None`: the system and webpki
+    /// roots, no client certificate.
+    pub tls: Option<Arc<TlsSettings>>,
+}
+
+/// TLS towards `https://` subgraphs beyond the defaults (read from files by the caller).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct TlsSettings {
+    /// CA certificates trusted in addition to the system and webpki roots.
+    pub extra_roots: Vec<CertificateDer<'static>>,
+    /// Presented when a subgraph asks for a client certificate (mTLS).
+    pub identity: Option<ClientIdentity>,
+}
+
+/// A client certificate chain (leaf first) and its private key.
+#[derive(Debug, PartialEq, Eq)]
+pub struct ClientIdentity {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}
+
+impl TlsSettings {
+    /// Whether rustls accepts these settings: every extra root parses, the key is
+    /// usable and matches the chain's leaf. For start-up checks, before any fetch.
+    pub fn check(&self) -> Result<(), String> {
+        self.client_config(rustls::RootCertStore::empty())
+            .map(drop)
+            .map_err(|e| e.to_string())
+    }
+
+    /// The rustls client config: `roots` plus the extra roots, with the client identity.
+    fn client_config(
+        &self,
+        mut roots: rustls::RootCertStore,
+    ) -> Result<rustls::ClientConfig, rustls::Error> {
+        for cert in &self.extra_roots {
+            roots.add(cert.clone())?;
+        }
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots);
+        match &self.identity {
+            Some(identity) => {
+                builder.with_client_auth_cert(identity.chain.clone(), identity.key.clone_key())
+            }
+            None => Ok(builder.with_no_client_auth()),
+        }
+    }
 }
 
 /// Plain TCP for `http://` subgraphs, TLS for `https://` ones.
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
+type HttpClient = Client<Connector, Full<Bytes>>;
 
-/// Trusted roots: the system store (which honours `SSL_CERT_FILE`/`SSL_CERT_DIR`, so
-/// a private CA can be added) and the webpki roots, for images without a CA bundle.
-fn tls_config() -> rustls::ClientConfig {
+/// The default trusted roots: the system store (which honours `SSL_CERT_FILE`/
+/// `SSL_CERT_DIR`, so a private CA can be added) and the webpki roots, for images
+/// without a CA bundle.
+fn default_roots() -> rustls::RootCertStore {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();
@@ -67,56 +121,92 @@ fn tls_config() -> rustls::ClientConfig {
             "some system CA certificates could not be used"
         );
     }
-    rustls::ClientConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth()
+    roots
 }
 
-/// HTTP/1.1 keep-alive pool (hyper-util keeps idle connections per subgraph host),
-/// with per-subgraph timeouts and optional in-flight deduplication.
+/// A keep-alive pool whose connector does TLS with `tls` for `https://` URLs.
+fn http_client(tls: rustls::ClientConfig) -> HttpClient {
+    let mut connector = HttpConnector::new();
+    connector.set_nodelay(true);
+    connector.set_keepalive(Some(Duration::from_secs(60)));
+    // `https://` URLs are TLS over the same connector; `http://` stays plain.
+    connector.enforce_http(false);
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(connector);
+    Client::builder(TokioExecutor::new())
+        .pool_idle_timeout(Duration::from_secs(90))
+        .pool_max_idle_per_host(256)
+        .build(connector)
+}
+
+/// Where one subgraph's fetches go: its policy and the pool for its TLS settings.
+#[derive(Clone)]
+struct Route {
+    policy: FetchPolicy,
+    /// Or why the TLS settings could not become a rustls config: then every fetch
+    /// fails with it (start-up checks make this unlikely; never a silent fallback).
+    client: Pool,
+}
+
+/// A client pool, or why the TLS settings could not become one.
+type Pool = Result<HttpClient, String>;
+
+/// HTTP/1.1 keep-alive pools (hyper-util keeps idle connections per subgraph host), one
+/// per distinct TLS setting, with per-subgraph timeouts and optional in-flight
+/// deduplication.
 #[derive(Clone)]
 pub struct HttpTransport {
-    client: Client<Connector, Full<Bytes>>,
-    default: FetchPolicy,
-    per_subgraph: Arc<FxHashMap<String, FetchPolicy>>,
+    default: Route,
+    per_subgraph: Arc<FxHashMap<String, Route>>,
     in_flight: InFlight,
 }
 
 impl HttpTransport {
-    /// `default` for every subgraph but those named in `per_subgraph`.
+    /// `default` for every subgraph but those named in `per_subgraph`. Subgraphs with
+    /// equal TLS settings share one connection pool.
     pub fn new(
         default: FetchPolicy,
         per_subgraph: impl IntoIterator<Item = (String, FetchPolicy)>,
     ) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_nodelay(true);
-        connector.set_keepalive(Some(Duration::from_secs(60)));
-        // `https://` URLs are TLS over the same connector; `http://` stays plain.
-        connector.enforce_http(false);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls_config())
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(connector);
-        let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .pool_max_idle_per_host(256)
-            .build(connector);
+        let roots = default_roots();
+        // One rustls config and pool per distinct setting.
+        let mut pools: Vec<(Option<Arc<TlsSettings>>, Pool)> = Vec::new();
+        let mut route = |policy: FetchPolicy| {
+            let found = pools.iter().find(|(tls, _)| *tls == policy.tls);
+            let client = match found {
+                Some((_, client)) => client.clone(),
+                None => {
+                    let tls = policy.tls.as_deref().map_or_else(
+                        || TlsSettings::default().client_config(roots.clone()),
+                        |tls| tls.client_config(roots.clone()),
+                    );
+                    let client = tls.map(http_client).map_err(|e| {
+                        tracing::error!(error = %e, "unusable subgraph TLS settings");
+                        format!("unusable TLS settings: {e}")
+                    });
+                    pools.push((policy.tls.clone(), client.clone()));
+                    client
+                }
+            };
+            Route { policy, client }
+        };
+        let default = route(default);
+        let per_subgraph = per_subgraph
+            .into_iter()
+            .map(|(name, policy)| (name, route(policy)))
+            .collect();
         Self {
-            client,
             default,
-            per_subgraph: Arc::new(per_subgraph.into_iter().collect()),
+            per_subgraph: Arc::new(per_subgraph),
             in_flight: InFlight::default(),
         }
     }
 
-    fn policy(&self, subgraph: &str) -> FetchPolicy {
-        self.per_subgraph
-            .get(subgraph)
-            .copied()
-            .unwrap_or(self.default)
+    fn route(&self, subgraph: &str) -> &Route {
+        self.per_subgraph.get(subgraph).unwrap_or(&self.default)
     }
 
     /// Subgraph requests currently shared by deduplication (tests and metrics).
@@ -127,7 +217,12 @@ impl HttpTransport {
 
 impl Transport for HttpTransport {
     async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
-        let policy = self.policy(request.name);
+        let route = self.route(request.name);
+        let client = route
+            .client
+            .as_ref()
+            .map_err(|why| FetchError::http(why.clone()))?;
+        let policy = &route.policy;
         let mut builder = hyper::Request::post(request.url)
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::ACCEPT, "application/json");
@@ -143,7 +238,12 @@ impl Transport for HttpTransport {
         let http_request = builder
             .body(Full::new(request.body))
             .map_err(|e| FetchError::http(format!("invalid subgraph request: {e}")))?;
-        let call = call(self.client.clone(), http_request, policy);
+        let call = call(
+            client.clone(),
+            http_request,
+            policy.timeout,
+            policy.max_response_bytes,
+        );
         match key {
             Some(key) => self.in_flight.run(key, call).await,
             None => call.await,
@@ -153,15 +253,11 @@ impl Transport for HttpTransport {
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
 fn call(
-    client: Client<Connector, Full<Bytes>>,
+    client: HttpClient,
     request: hyper::Request<Full<Bytes>>,
-    policy: FetchPolicy,
+    timeout: Duration,
+    max_response_bytes: usize,
 ) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
-    let FetchPolicy {
-        timeout,
-        max_response_bytes,
-        ..
-    } = policy;
     let exchange = async move {
         let response = client
             .request(request)

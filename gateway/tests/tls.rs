@@ -1,39 +1,127 @@
-//! `https://` subgraphs: the gateway binary fetches over TLS, trusting a private CA
-//! given the standard way (`SSL_CERT_FILE`), and refuses a subgraph whose certificate
-//! it cannot verify.
+//! TLS with certificates made here, against the real binary: `https://` subgraphs
+//! trusted through the standard `SSL_CERT_FILE` or the config's `ca_file`, refused when
+//! untrusted; subgraphs that require a client certificate (mTLS); and HTTPS on the
+//! gateway's own listener.
 
 mod support;
 
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use support::process::{GatewayProcess, test_dir};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-/// A CA, and a certificate it signs for `localhost`: (CA PEM, server config).
-fn certificates() -> (String, rustls::ServerConfig) {
-    let ca_key = rcgen::KeyPair::generate().expect("CA key");
-    let mut ca_params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
-    ca_params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-    ca_params
-        .distinguished_name
-        .push(rcgen::DnType::CommonName, "graphfleet test CA");
-    let ca = ca_params.self_signed(&ca_key).expect("self-signed CA");
-    let issuer = rcgen::Issuer::new(ca_params, ca_key);
-    let key = rcgen::KeyPair::generate().expect("server key");
-    let params = rcgen::CertificateParams::new(vec!["localhost".to_owned()]).expect("params");
-    let cert = params.signed_by(&key, &issuer).expect("server certificate");
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .expect("default TLS versions")
-    .with_no_client_auth()
-    .with_single_cert(
-        vec![cert.der().clone()],
-        rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-    )
-    .expect("server certificate and key");
-    (ca.pem(), config)
+fn provider() -> Arc<rustls::crypto::CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// A private CA that signs server and client certificates.
+struct TestCa {
+    issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+    cert: rcgen::Certificate,
+}
+
+/// A certificate the CA signed, with its key.
+struct Leaf {
+    cert: rcgen::Certificate,
+    key: rcgen::KeyPair,
+}
+
+impl TestCa {
+    fn new(name: &str) -> Self {
+        let key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&key).expect("self-signed CA");
+        Self {
+            issuer: rcgen::Issuer::new(params, key),
+            cert,
+        }
+    }
+
+    fn sign(&self, names: &[&str], usage: rcgen::ExtendedKeyUsagePurpose) -> Leaf {
+        let key = rcgen::KeyPair::generate().expect("leaf key");
+        let names: Vec<String> = names.iter().map(|n| (*n).to_owned()).collect();
+        let mut params = rcgen::CertificateParams::new(names).expect("leaf params");
+        params.extended_key_usages = vec![usage];
+        let cert = params.signed_by(&key, &self.issuer).expect("signed leaf");
+        Leaf { cert, key }
+    }
+
+    /// A server certificate for `localhost` and 127.0.0.1.
+    fn server(&self) -> Leaf {
+        self.sign(
+            &["localhost", "127.0.0.1"],
+            rcgen::ExtendedKeyUsagePurpose::ServerAuth,
+        )
+    }
+
+    fn client(&self) -> Leaf {
+        self.sign(
+            &["gateway.test"],
+            rcgen::ExtendedKeyUsagePurpose::ClientAuth,
+        )
+    }
+
+    fn roots(&self) -> rustls::RootCertStore {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.cert.der().clone()).expect("CA as a root");
+        roots
+    }
+}
+
+impl Leaf {
+    fn chain(&self) -> Vec<CertificateDer<'static>> {
+        vec![self.cert.der().clone()]
+    }
+
+    fn key(&self) -> PrivateKeyDer<'static> {
+        PrivateKeyDer::Pkcs8(self.key.serialize_der().into())
+    }
+
+    /// Writes `<name>.pem` and `<name>-key.pem` into `dir`.
+    fn write(&self, dir: &Path, name: &str) {
+        std::fs::write(dir.join(format!("{name}.pem")), self.cert.pem()).expect("write cert");
+        std::fs::write(
+            dir.join(format!("{name}-key.pem")),
+            self.key.serialize_pem(),
+        )
+        .expect("write key");
+    }
+}
+
+/// A TLS server config for `server`; with `client_ca`, a client certificate signed by
+/// it is required.
+fn server_config(server: &Leaf, client_ca: Option<&TestCa>) -> rustls::ServerConfig {
+    let builder = rustls::ServerConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("default TLS versions");
+    let builder = match client_ca {
+        Some(ca) => {
+            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+                Arc::new(ca.roots()),
+                provider(),
+            )
+            .build()
+            .expect("client verifier");
+            builder.with_client_cert_verifier(verifier)
+        }
+        None => builder.with_no_client_auth(),
+    };
+    builder
+        .with_single_cert(server.chain(), server.key())
+        .expect("server certificate and key")
 }
 
 /// Terminates TLS on a loopback port and forwards the plain bytes to `backend`.
@@ -49,7 +137,7 @@ async fn tls_front(config: rustls::ServerConfig, backend: SocketAddr) -> SocketA
             let acceptor = acceptor.clone();
             tokio::spawn(async move {
                 let Ok(mut tls) = acceptor.accept(stream).await else {
-                    return; // the client refused our certificate
+                    return; // the client refused our certificate, or we refused its
                 };
                 let Ok(mut plain) = TcpStream::connect(backend).await else {
                     return;
@@ -61,37 +149,89 @@ async fn tls_front(config: rustls::ServerConfig, backend: SocketAddr) -> SocketA
     addr
 }
 
-async fn query(gateway: &GatewayProcess) -> serde_json::Value {
-    let reply = support::request(
-        &support::client(),
-        "POST",
-        &gateway.url("/graphql"),
-        &[("content-type", "application/json")],
-        br#"{"query":"{ users { id } }"}"#.to_vec(),
-    )
-    .await;
-    serde_json::from_slice(&reply.body).expect("JSON answer")
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn https_subgraphs_are_fetched_over_tls_and_verified() {
+/// The `keys` fixture's subgraphs behind a TLS front made with `config`: the test
+/// directory and the supergraph file routing to `https://localhost:<front>`.
+async fn https_subgraphs(
+    test: &str,
+    config: rustls::ServerConfig,
+) -> (support::json_subgraph::JsonSubgraphs, std::path::PathBuf) {
     let (subgraphs, text) = support::fixture_subgraphs("keys").await;
     let backend: SocketAddr = subgraphs
         .base_url
         .trim_start_matches("http://")
         .parse()
         .expect("subgraph address");
-    let (ca_pem, server_config) = certificates();
-    let front = tls_front(server_config, backend).await;
+    let front = tls_front(config, backend).await;
     let https = text.replace(
         &subgraphs.base_url,
         &format!("https://localhost:{}", front.port()),
     );
-    let dir = test_dir("tls");
-    let supergraph = dir.join("supergraph.graphql");
-    std::fs::write(&supergraph, https).expect("write the supergraph");
+    let dir = test_dir(test);
+    std::fs::write(dir.join("supergraph.graphql"), https).expect("write the supergraph");
+    (subgraphs, dir)
+}
+
+const QUERY: &[u8] = br#"{"query":"{ users { id } }"}"#;
+
+fn users() -> serde_json::Value {
+    serde_json::json!({"data": {"users": [{"id": "u1"}, {"id": "u2"}]}})
+}
+
+async fn query(gateway: &GatewayProcess) -> serde_json::Value {
+    let reply = support::request(
+        &support::client(),
+        "POST",
+        &gateway.url("/graphql"),
+        &[("content-type", "application/json")],
+        QUERY.to_vec(),
+    )
+    .await;
+    serde_json::from_slice(&reply.body).expect("JSON answer")
+}
+
+/// The gateway with `config.yaml` (written into `dir`) and the supergraph beside it.
+/// `SSL_CERT_FILE` names an empty bundle, so only what the config adds is trusted
+/// beyond the webpki roots.
+async fn start(dir: &Path, config: &str) -> GatewayProcess {
+    let config_file = dir.join("config.yaml");
+    std::fs::write(&config_file, config).expect("write the config");
+    let empty = dir.join("no-ca.pem");
+    std::fs::write(&empty, "").expect("write an empty bundle");
+    GatewayProcess::start(
+        dir,
+        &[
+            "--config",
+            config_file.to_str().expect("UTF-8 path"),
+            "--listen",
+            "127.0.0.1:0",
+        ],
+        &[("SSL_CERT_FILE", empty.to_str().expect("UTF-8 path"))],
+    )
+    .await
+}
+
+const SUPERGRAPH: &str = "supergraph:\n  path: supergraph.graphql\n";
+
+/// The fetch failed with `SUBREQUEST_HTTP_ERROR` and a message containing `reason`.
+fn assert_http_error(body: &serde_json::Value, reason: &str, gateway: &GatewayProcess) {
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"],
+        "SUBREQUEST_HTTP_ERROR",
+        "{body}\n{}",
+        gateway.log()
+    );
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(reason), "{body}");
+    assert_eq!(body["data"], serde_json::Value::Null, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn https_subgraphs_are_fetched_over_tls_and_verified() {
+    let ca = TestCa::new("graphfleet test CA");
+    let (_subgraphs, dir) = https_subgraphs("tls", server_config(&ca.server(), None)).await;
     let ca_file = dir.join("ca.pem");
-    std::fs::write(&ca_file, ca_pem).expect("write the CA");
+    std::fs::write(&ca_file, ca.cert.pem()).expect("write the CA");
+    let supergraph = dir.join("supergraph.graphql");
     let args = [
         "--listen",
         "127.0.0.1:0",
@@ -103,12 +243,7 @@ async fn https_subgraphs_are_fetched_over_tls_and_verified() {
     let ca = ca_file.to_str().expect("UTF-8 path");
     let trusting = GatewayProcess::start(&dir, &args, &[("SSL_CERT_FILE", ca)]).await;
     let body = query(&trusting).await;
-    assert_eq!(
-        body,
-        serde_json::json!({"data": {"users": [{"id": "u1"}, {"id": "u2"}]}}),
-        "{}",
-        trusting.log()
-    );
+    assert_eq!(body, users(), "{}", trusting.log());
     drop(trusting);
 
     // Not trusting it: the fetch fails with an HTTP error naming the certificate.
@@ -127,4 +262,161 @@ async fn https_subgraphs_are_fetched_over_tls_and_verified() {
             && message.to_lowercase().contains("certificate"),
         "{body}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_ca_in_ca_file_is_trusted() {
+    let ca = TestCa::new("graphfleet ca_file CA");
+    let (_subgraphs, dir) = https_subgraphs("tls-ca-file", server_config(&ca.server(), None)).await;
+    std::fs::write(dir.join("ca.pem"), ca.cert.pem()).expect("write the CA");
+
+    // Relative to the config file, like supergraph.path.
+    let trusting = start(
+        &dir,
+        &format!("{SUPERGRAPH}traffic:\n  tls:\n    ca_file: ca.pem\n"),
+    )
+    .await;
+    assert_eq!(query(&trusting).await, users(), "{}", trusting.log());
+    drop(trusting);
+
+    // The per-subgraph setting wins: another CA for the queried subgraph is not enough.
+    let other = TestCa::new("some other CA");
+    std::fs::write(dir.join("other.pem"), other.cert.pem()).expect("write the other CA");
+    let config = format!(
+        "{SUPERGRAPH}traffic:\n  tls:\n    ca_file: ca.pem\nsubgraphs:\n  accounts:\n    \
+         tls:\n      ca_file: other.pem\n"
+    );
+    let overridden = start(&dir, &config).await;
+    assert_http_error(&query(&overridden).await, "UnknownIssuer", &overridden);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn subgraphs_requiring_a_client_certificate_get_the_configured_one() {
+    let ca = TestCa::new("graphfleet mTLS CA");
+    let config = server_config(&ca.server(), Some(&ca));
+    let (_subgraphs, dir) = https_subgraphs("tls-mtls", config).await;
+    std::fs::write(dir.join("ca.pem"), ca.cert.pem()).expect("write the CA");
+    ca.client().write(&dir, "client");
+
+    // The client certificate set for the subgraph; the CA inherited from traffic.tls.
+    let config = format!(
+        "{SUPERGRAPH}traffic:\n  tls:\n    ca_file: ca.pem\nsubgraphs:\n  accounts:\n    \
+         tls:\n      client_cert_file: client.pem\n      client_key_file: client-key.pem\n"
+    );
+    let with_cert = start(&dir, &config).await;
+    assert_eq!(query(&with_cert).await, users(), "{}", with_cert.log());
+    drop(with_cert);
+
+    // The same for every subgraph, from traffic.tls.
+    let config = format!(
+        "{SUPERGRAPH}traffic:\n  tls:\n    ca_file: ca.pem\n    client_cert_file: client.pem\n    \
+         client_key_file: client-key.pem\n"
+    );
+    let global = start(&dir, &config).await;
+    assert_eq!(query(&global).await, users(), "{}", global.log());
+    drop(global);
+
+    // Without one the subgraph refuses the connection.
+    let config = format!("{SUPERGRAPH}traffic:\n  tls:\n    ca_file: ca.pem\n");
+    let without = start(&dir, &config).await;
+    assert_http_error(&query(&without).await, "CertificateRequired", &without);
+
+    // A certificate from a CA the subgraph does not trust is refused too.
+    TestCa::new("untrusted client CA")
+        .client()
+        .write(&dir, "stranger");
+    let config = format!(
+        "{SUPERGRAPH}traffic:\n  tls:\n    ca_file: ca.pem\n    client_cert_file: stranger.pem\n    \
+         client_key_file: stranger-key.pem\n"
+    );
+    let stranger = start(&dir, &config).await;
+    // (The server drops the handshake, so the message names no certificate.)
+    assert_http_error(&query(&stranger).await, "", &stranger);
+}
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// An HTTPS client trusting `ca`, offering h2 and http/1.1, or http/1.1 only.
+fn https_client(ca: &TestCa, h2: bool) -> HttpsClient {
+    let tls = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .expect("default TLS versions")
+        .with_root_certificates(ca.roots())
+        .with_no_client_auth();
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only();
+    let connector = if h2 {
+        builder.enable_all_versions().build()
+    } else {
+        builder.enable_http1().build()
+    };
+    Client::builder(TokioExecutor::new()).build(connector)
+}
+
+/// POSTs the query over HTTPS; the answer's HTTP version and JSON body.
+async fn https_query(client: &HttpsClient, url: &str) -> (http::Version, serde_json::Value) {
+    let request = hyper::Request::post(url)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from_static(QUERY)))
+        .expect("request");
+    let response = tokio::time::timeout(Duration::from_secs(10), client.request(request))
+        .await
+        .expect("answered within 10 s")
+        .expect("HTTPS request");
+    let version = response.version();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (version, serde_json::from_slice(&body).expect("JSON answer"))
+}
+
+/// Sends `bytes` on a raw connection and waits for the server to close it.
+async fn closed_after(addr: SocketAddr, bytes: &[u8]) -> Duration {
+    let started = Instant::now();
+    let mut stream = TcpStream::connect(addr).await.expect("connect");
+    stream.write_all(bytes).await.expect("write");
+    let mut sink = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut sink))
+        .await
+        .expect("the server closes the connection within 10 s")
+        .ok();
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_listener_serves_https_and_survives_plain_http_and_silent_clients() {
+    let (_subgraphs, dir, _) = support::fixture_supergraph_file("keys", "tls-listener").await;
+    let ca = TestCa::new("graphfleet listener CA");
+    ca.server().write(&dir, "server");
+    let config = format!(
+        "{SUPERGRAPH}tls:\n  cert_file: server.pem\n  key_file: server-key.pem\n\
+         traffic:\n  header_read_timeout: 1s\n"
+    );
+    let gateway = start(&dir, &config).await;
+    let url = format!("https://localhost:{}/graphql", gateway.addr.port());
+
+    // h2 and http/1.1, chosen by ALPN.
+    let (version, body) = https_query(&https_client(&ca, true), &url).await;
+    assert_eq!(
+        (version, &body),
+        (http::Version::HTTP_2, &users()),
+        "{}",
+        gateway.log()
+    );
+    let (version, body) = https_query(&https_client(&ca, false), &url).await;
+    assert_eq!((version, &body), (http::Version::HTTP_11, &users()));
+
+    // Plain HTTP on the TLS port: that connection fails, nothing else.
+    let request = b"POST /graphql HTTP/1.1\r\nhost: localhost\r\ncontent-length: 0\r\n\r\n";
+    closed_after(gateway.addr, request).await;
+    // A client that never starts its handshake is cut after header_read_timeout.
+    let silent = closed_after(gateway.addr, b"").await;
+    assert!(silent < Duration::from_secs(5), "closed after {silent:?}");
+
+    let (_, body) = https_query(&https_client(&ca, true), &url).await;
+    assert_eq!(body, users(), "{}", gateway.log());
 }

@@ -153,7 +153,7 @@ pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
         layers: &layers,
     };
     let mut config: Config = figment.extract().map_err(|err| provenance.error(err))?;
-    resolve_relative_supergraph_path(&mut config, &provenance);
+    resolve_relative_paths(&mut config, &provenance);
     let problems: Vec<Problem> = validate(&config)
         .into_iter()
         .map(|(path, message)| Problem {
@@ -364,18 +364,40 @@ impl Provenance<'_> {
     }
 }
 
-/// A relative `supergraph.path` in a config file is relative to that file, so a file
-/// and its supergraph can move together (as in the operator's ConfigMap mount).
-fn resolve_relative_supergraph_path(config: &mut Config, provenance: &Provenance<'_>) {
-    let key = ["supergraph".to_owned(), "path".to_owned()];
-    let Some(Source::File(file)) = provenance.source_of(&key) else {
-        return;
+/// A relative file path (`supergraph.path`, the TLS files) in a config file is relative
+/// to that file, so a file and what it names can move together (as in the operator's
+/// ConfigMap mount).
+fn resolve_relative_paths(config: &mut Config, provenance: &Provenance<'_>) {
+    let resolve = |key: &[&str], value: &mut Option<PathBuf>| {
+        let key: Vec<String> = key.iter().map(|k| (*k).to_owned()).collect();
+        let Some(Source::File(file)) = provenance.source_of(&key) else {
+            return;
+        };
+        let Some(base) = file.parent() else { return };
+        if let Some(path) = value
+            && path.is_relative()
+        {
+            *path = base.join(&*path);
+        }
     };
-    let Some(base) = file.parent() else { return };
-    if let Some(path) = &mut config.supergraph.path
-        && path.is_relative()
+    resolve(&["supergraph", "path"], &mut config.supergraph.path);
+    resolve(&["tls", "cert_file"], &mut config.tls.cert_file);
+    resolve(&["tls", "key_file"], &mut config.tls.key_file);
+    let subgraph_tls = config
+        .subgraphs
+        .iter_mut()
+        .filter_map(|(name, sg)| Some((vec!["subgraphs", name.as_str(), "tls"], sg.tls.as_mut()?)));
+    for (prefix, tls) in
+        std::iter::once((vec!["traffic", "tls"], &mut config.traffic.tls)).chain(subgraph_tls)
     {
-        *path = base.join(&*path);
+        for (key, value) in [
+            ("ca_file", &mut tls.ca_file),
+            ("client_cert_file", &mut tls.client_cert_file),
+            ("client_key_file", &mut tls.client_key_file),
+        ] {
+            let path: Vec<&str> = prefix.iter().copied().chain([key]).collect();
+            resolve(&path, value);
+        }
     }
 }
 

@@ -5,6 +5,7 @@
 mod cli;
 mod load;
 mod size;
+mod tls;
 mod validate;
 
 pub use cli::{Cli, Command, HELP, parse_args};
@@ -13,6 +14,7 @@ pub use load::{
     env_overrides, load, parse_scalar,
 };
 pub use size::parse_size;
+pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -26,6 +28,8 @@ use std::time::Duration;
 pub struct Config {
     /// Address the GraphQL and health/metrics endpoints listen on.
     pub listen: SocketAddr,
+    /// HTTPS on the listener when set; plain HTTP otherwise.
+    pub tls: ListenerTlsConfig,
     /// Path of the GraphQL endpoint.
     pub graphql_path: String,
     pub supergraph: SupergraphConfig,
@@ -44,6 +48,7 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
+            tls: ListenerTlsConfig::default(),
             graphql_path: "/graphql".to_owned(),
             supergraph: SupergraphConfig::default(),
             shutdown: ShutdownConfig::default(),
@@ -126,6 +131,8 @@ pub struct TrafficConfig {
     /// Largest subgraph response body accepted (bytes, or with a unit: `64MiB`).
     #[serde(deserialize_with = "size::deserialize")]
     pub max_subgraph_response_bytes: usize,
+    /// TLS towards `https://` subgraphs (extra CA, client certificate).
+    pub tls: SubgraphTlsConfig,
 }
 
 impl Default for TrafficConfig {
@@ -138,6 +145,7 @@ impl Default for TrafficConfig {
             idle_timeout: Duration::from_secs(90),
             max_connections: 10_000,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
+            tls: SubgraphTlsConfig::default(),
         }
     }
 }
@@ -152,6 +160,8 @@ pub struct SubgraphConfig {
     pub timeout: Option<Duration>,
     /// In-flight deduplication override.
     pub deduplicate: Option<bool>,
+    /// TLS override, key by key over `traffic.tls`.
+    pub tls: Option<SubgraphTlsConfig>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -192,23 +202,30 @@ pub struct LimitsConfig {
 }
 
 impl Config {
-    /// The subgraph transport: `traffic` timeouts and deduplication, overridden per
-    /// subgraph by `subgraphs.<name>`.
+    /// The subgraph transport: `traffic` timeouts, deduplication and TLS, overridden
+    /// per subgraph by `subgraphs.<name>`.
     pub fn transport(&self) -> graphfleet_executor::transport::HttpTransport {
         use graphfleet_executor::transport::{FetchPolicy, HttpTransport};
+        let mut tls = tls::Loaded::new(&self.traffic.tls);
         let default = FetchPolicy {
             timeout: self.traffic.subgraph_timeout,
             deduplicate: self.traffic.deduplicate,
             max_response_bytes: self.traffic.max_subgraph_response_bytes,
+            tls: tls.default_settings(),
         };
-        let per_subgraph = self.subgraphs.iter().map(|(name, sg)| {
-            let policy = FetchPolicy {
-                timeout: sg.timeout.unwrap_or(default.timeout),
-                deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
-                max_response_bytes: default.max_response_bytes,
-            };
-            (name.clone(), policy)
-        });
+        let per_subgraph: Vec<_> = self
+            .subgraphs
+            .iter()
+            .map(|(name, sg)| {
+                let policy = FetchPolicy {
+                    timeout: sg.timeout.unwrap_or(default.timeout),
+                    deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
+                    max_response_bytes: default.max_response_bytes,
+                    tls: tls.for_subgraph(name, sg.tls.as_ref()),
+                };
+                (name.clone(), policy)
+            })
+            .collect();
         HttpTransport::new(default, per_subgraph)
     }
 }

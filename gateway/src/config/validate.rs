@@ -101,6 +101,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
         );
     }
     tracing(config, &mut report);
+    super::tls::validate(config, &mut report);
     out
 }
 

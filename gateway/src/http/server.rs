@@ -16,12 +16,14 @@ use crate::supergraph::Supergraph;
 use anyhow::Context;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
-use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
+use tokio_rustls::TlsAcceptor;
 
 /// Start a tokio runtime, load the supergraph from `config.supergraph.path` and serve
 /// until a shutdown signal. With `supergraph.watch` a missing or invalid file is not
@@ -32,6 +34,7 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
         .path
         .clone()
         .context("no supergraph path configured (supergraph.path or --supergraph)")?;
+    let tls = listener_tls(&config)?;
     let gateway = Arc::new(Gateway::without_supergraph(config.clone()));
     // Load before the runtime exists: a fatal error should not wait for anything.
     let _watch = if config.supergraph.watch {
@@ -59,23 +62,40 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("binding {}", config.listen))?;
         let addr = listener.local_addr()?;
-        tracing::info!(address = %addr, "graphfleet-gateway listening");
+        tracing::info!(address = %addr, https = tls.is_some(), "graphfleet-gateway listening");
         // Tests and scripts wait for this exact line.
         eprintln!("graphfleet-gateway listening on {addr}");
-        serve_until_signal(listener, gateway, &mut signals).await
+        serve_until_signal(listener, gateway, tls, &mut signals).await
     });
     // Cut connections may still have tasks; they are dropped without waiting long.
     runtime.shutdown_timeout(Duration::from_millis(200));
     result
 }
 
-/// Accept connections forever (tests run this in a task and drop the runtime).
+/// Accept connections forever (tests run this in a task and drop the runtime); HTTPS
+/// when the config's `tls` is set (an unusable one is logged and nothing is served).
 pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
+    let tls = match listener_tls(&gateway.config) {
+        Ok(tls) => tls,
+        Err(e) => {
+            tracing::error!("{e:#}");
+            return;
+        }
+    };
     let graceful = GracefulShutdown::new();
     let slots = connection_slots(&gateway);
     loop {
-        accept_one(&listener, &gateway, &graceful, &slots).await;
+        accept_one(&listener, &gateway, &graceful, &slots, tls.as_ref()).await;
     }
+}
+
+/// The TLS acceptor of the listener, or `None` for plain HTTP (the default).
+fn listener_tls(config: &Config) -> anyhow::Result<Option<TlsAcceptor>> {
+    let server = config
+        .tls
+        .server_config()
+        .map_err(|(key, why)| anyhow::anyhow!("tls.{key}: {why}"))?;
+    Ok(server.map(TlsAcceptor::from))
 }
 
 /// One permit per open client connection (`traffic.max_connections`).
@@ -87,13 +107,15 @@ fn connection_slots(gateway: &Gateway) -> Arc<Semaphore> {
 async fn serve_until_signal(
     listener: TcpListener,
     gateway: Arc<Gateway>,
+    tls: Option<TlsAcceptor>,
     signals: &mut Signals,
 ) -> anyhow::Result<()> {
+    let tls = tls.as_ref();
     let graceful = GracefulShutdown::new();
     let slots = connection_slots(&gateway);
     let signal = loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &graceful, &slots) => {}
+            () = accept_one(&listener, &gateway, &graceful, &slots, tls) => {}
             signal = signals.recv() => break signal,
         }
     };
@@ -108,7 +130,7 @@ async fn serve_until_signal(
     let close_at = started + shutdown.readiness_delay;
     loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &graceful, &slots) => {}
+            () = accept_one(&listener, &gateway, &graceful, &slots, tls) => {}
             () = tokio::time::sleep_until(close_at) => break,
             signal = signals.recv() => return Err(forced(signal, &gateway)),
         }
@@ -152,6 +174,7 @@ async fn accept_one(
     gateway: &Arc<Gateway>,
     graceful: &GracefulShutdown,
     slots: &Arc<Semaphore>,
+    tls: Option<&TlsAcceptor>,
 ) {
     let permit = slots
         .clone()
@@ -159,7 +182,7 @@ async fn accept_one(
         .await
         .expect("the connection semaphore is never closed");
     match listener.accept().await {
-        Ok((stream, _)) => spawn_connection(stream, gateway.clone(), graceful, permit),
+        Ok((stream, _)) => spawn_connection(stream, gateway.clone(), graceful, permit, tls),
         Err(e) => {
             // E.g. out of file descriptors: back off instead of spinning.
             tracing::warn!(error = %e, "accept failed");
@@ -173,12 +196,52 @@ fn spawn_connection(
     gateway: Arc<Gateway>,
     graceful: &GracefulShutdown,
     permit: OwnedSemaphorePermit,
+    tls: Option<&TlsAcceptor>,
 ) {
     let _ = stream.set_nodelay(true);
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
     let idle_timeout = gateway.config.traffic.idle_timeout;
     let activity = Activity::new();
+    // Under TLS too: the idle clock sees the encrypted bytes move.
     let stream = Tracked::new(stream, activity.clone());
+    let Some(acceptor) = tls else {
+        let connection = graceful.watch(connection(stream, gateway, &activity));
+        tokio::spawn(run(connection, activity, idle_timeout, permit));
+        return;
+    };
+    let acceptor = acceptor.clone();
+    // Owned, since the connection is watched only once its handshake is done.
+    let watcher = graceful.watcher();
+    tokio::spawn(async move {
+        // A client that never finishes its handshake would hold a connection slot; a
+        // failed one (e.g. plain HTTP on this port) ends only this connection.
+        let handshake = tokio::time::timeout(header_read_timeout, acceptor.accept(stream));
+        let stream = match handshake.await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "TLS handshake failed");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!("TLS handshake not done within {header_read_timeout:?}");
+                return;
+            }
+        };
+        let connection = watcher.watch(connection(stream, gateway, &activity));
+        run(connection, activity, idle_timeout, permit).await;
+    });
+}
+
+/// The HTTP/1 or HTTP/2 connection serving `io`, counting requests on `activity`.
+fn connection<I>(
+    io: I,
+    gateway: Arc<Gateway>,
+    activity: &Arc<Activity>,
+) -> impl GracefulConnection + Send + 'static
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let header_read_timeout = gateway.config.traffic.header_read_timeout;
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |req| {
         let gateway = gateway.clone();
@@ -206,19 +269,25 @@ fn spawn_connection(
         .http1()
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
-    let connection = builder
-        .serve_connection(TokioIo::new(stream), service)
-        .into_owned();
-    let connection = graceful.watch(connection);
-    tokio::spawn(async move {
-        tokio::select! {
-            // Connection errors (client resets) end only that connection.
-            _ = connection => {}
-            // Idle: nothing in flight, so dropping the connection loses no answer.
-            () = activity.idle_for(idle_timeout) => {}
-        }
-        drop(permit);
-    });
+    builder
+        .serve_connection(TokioIo::new(io), service)
+        .into_owned()
+}
+
+/// Serve a watched connection until it ends or idles out, then free its slot.
+async fn run(
+    connection: impl Future + Send,
+    activity: Arc<Activity>,
+    idle_timeout: Duration,
+    permit: OwnedSemaphorePermit,
+) {
+    tokio::select! {
+        // Connection errors (client resets) end only that connection.
+        _ = connection => {}
+        // Idle: nothing in flight, so dropping the connection loses no answer.
+        () = activity.idle_for(idle_timeout) => {}
+    }
+    drop(permit);
 }
 
 /// SIGTERM (Kubernetes) and SIGINT (Ctrl-C).
