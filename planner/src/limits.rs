@@ -10,6 +10,8 @@ pub struct OperationLimits {
     pub max_root_fields: Option<u32>,
     /// Most lexical tokens in the query document.
     pub max_tokens: Option<u32>,
+    /// Most distinct fields once fragments are merged (the planner's budget).
+    pub max_height: Option<u32>,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
 }
@@ -21,6 +23,7 @@ impl Default for OperationLimits {
             max_aliases: None,
             max_root_fields: None,
             max_tokens: None,
+            max_height: None,
             introspection: true,
         }
     }

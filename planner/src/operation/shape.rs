@@ -6,7 +6,7 @@ use apollo_compiler::collections::HashMap;
 use apollo_compiler::schema::{ExtendedType, Implementers};
 use apollo_compiler::{Name, Schema, ast};
 use indexmap::IndexMap;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ShapeSetId(pub u32);
@@ -125,11 +125,35 @@ struct Builder<'a> {
 type Collected = IndexMap<Name, (Vec<super::OpFieldId>, Vec<Conditions>, bool)>;
 
 impl Builder<'_> {
+    /// `cond` and `more`, as far as the request can still decide them: with the
+    /// condition values known every condition left is true (the false ones excluded
+    /// the selection), so none is kept and conditions never pile up along paths.
+    fn live(&self, cond: &Conditions, more: &Conditions) -> Conditions {
+        if self.values.is_some() {
+            Conditions::default()
+        } else {
+            cond.and(more)
+        }
+    }
+
     fn applies(&self, condition: Option<&Name>, typename: &Name) -> bool {
         condition.is_none_or(|c| c == typename || self.schema.is_subtype(c, typename))
     }
 
-    fn collect(&self, set: SelSetId, typename: &Name, cond: &Conditions, out: &mut Collected) {
+    /// Collects the fields of `set` on `typename` into `out`. A selection set reached
+    /// again under the same conditions adds nothing, so it is walked once (`seen`):
+    /// fragments spreading one fragment many times cost once, not once per path.
+    fn collect(
+        &self,
+        set: SelSetId,
+        typename: &Name,
+        cond: &Conditions,
+        out: &mut Collected,
+        seen: &mut FxHashSet<(SelSetId, Conditions)>,
+    ) {
+        if !seen.insert((set, cond.clone())) {
+            return;
+        }
         for sel in self.ir.selset(set) {
             match sel {
                 OpSel::Field(fid) => {
@@ -137,7 +161,7 @@ impl Builder<'_> {
                     if f.conditions.excluded(self.ir, self.values) {
                         continue;
                     }
-                    let c = cond.and(&f.conditions);
+                    let c = self.live(cond, &f.conditions);
                     let entry = out
                         .entry(f.response_key.clone())
                         .or_insert_with(|| (Vec::new(), Vec::new(), false));
@@ -156,7 +180,8 @@ impl Builder<'_> {
                     if self.applies(type_condition.as_ref(), typename)
                         && !conditions.excluded(self.ir, self.values)
                     {
-                        self.collect(*selection, typename, &cond.and(conditions), out);
+                        let c = self.live(cond, conditions);
+                        self.collect(*selection, typename, &c, out, seen);
                     }
                 }
             }
@@ -169,18 +194,26 @@ impl Builder<'_> {
             return *id;
         }
         let mut collected = Collected::default();
+        let mut seen = FxHashSet::default();
         for set in sets {
-            self.collect(*set, typename, &Conditions::default(), &mut collected);
+            self.collect(
+                *set,
+                typename,
+                &Conditions::default(),
+                &mut collected,
+                &mut seen,
+            );
         }
         let mut fields = Vec::with_capacity(collected.len());
         for (key, (fids, conditions, always)) in collected {
             let first = self.ir.field(fids[0]);
             let child_sets: Vec<SelSetId> = {
-                let mut v: Vec<SelSetId> = fids
-                    .iter()
-                    .filter_map(|f| self.ir.field(*f).selection)
-                    .collect();
-                v.dedup();
+                let mut v: Vec<SelSetId> = Vec::new();
+                for set in fids.iter().filter_map(|f| self.ir.field(*f).selection) {
+                    if !v.contains(&set) {
+                        v.push(set);
+                    }
+                }
                 v
             };
             let child = (!child_sets.is_empty())

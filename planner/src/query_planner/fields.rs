@@ -7,8 +7,7 @@ use super::groups::EnclosingField;
 use super::groups::{GroupId, Planner, SelectionStep, step_into};
 use super::plan::PathElem;
 use super::selection::{
-    SelectedField, Selection, fields_applying_to, list_depth, narrow_provided,
-    selections_from_operation,
+    Normalizer, SelectedField, Selection, fields_applying_to, list_depth, narrow_provided,
 };
 use crate::operation::{ConditionValues, OpIr};
 use apollo_compiler::Name;
@@ -24,7 +23,8 @@ impl<'a> Planner<'a> {
         values: Option<ConditionValues>,
     ) -> Result<(), PlanError> {
         let root_type = ir.root_type().clone();
-        let sels = selections_from_operation(ir, ir.root(), values);
+        let sels = Normalizer::new(self.meta, ir, values, self.budget)
+            .selections(&[ir.root()], &root_type)?;
         let mut fields = Vec::new();
         fields_applying_to(self.meta, &sels, &root_type, &mut fields);
         // One root field per response key, its selections merged (the spec's field
@@ -307,6 +307,7 @@ impl<'a> Planner<'a> {
             self.add_field(g, steps, f, false);
             return Ok(());
         }
+        self.budget.check_deadline()?;
         let sg = self.groups[g].subgraph;
         let provided_sub = provided.and_then(|p| p.field(&f.name));
         let (resolution, field_meta) = meta.resolution_and_meta(ty, &f.name, sg);

@@ -128,6 +128,7 @@ pub(super) fn step_into(steps: &[SelectionStep], step: SelectionStep) -> Vec<Sel
 /// The planning state of one operation.
 pub(super) struct Planner<'a> {
     pub(super) meta: &'a FederationMeta,
+    pub(super) budget: &'a super::PlanBudget,
     pub(super) groups: Groups,
     /// Entity groups in creation order, to learn which groups a `@requires` needed.
     pub(super) created_entity_groups: Vec<GroupId>,
@@ -177,9 +178,10 @@ pub(super) struct Snapshot {
 }
 
 impl<'a> Planner<'a> {
-    pub(super) fn new(meta: &'a FederationMeta) -> Self {
+    pub(super) fn new(meta: &'a FederationMeta, budget: &'a super::PlanBudget) -> Self {
         Planner {
             meta,
+            budget,
             groups: Groups::default(),
             created_entity_groups: Vec::new(),
             child_groups: FxHashMap::default(),

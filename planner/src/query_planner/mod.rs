@@ -29,6 +29,36 @@ use crate::operation::{ConditionValues, OpIr};
 use graphfleet_federation::meta::FederationMeta;
 
 pub use error::PlanError;
+
+/// How much planning one operation may take. The planner's work grows with the
+/// operation's merged size (its height), so bounding the height bounds the work; the
+/// deadline is the backstop for anything else that is slow.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PlanBudget {
+    /// Most distinct fields once fragments are merged (`None`: unlimited).
+    pub max_height: Option<u32>,
+    /// When to give up ([`PlanError::Timeout`]).
+    pub deadline: Option<std::time::Instant>,
+}
+
+impl PlanBudget {
+    /// An error once `height` fields exceed the budget or the deadline has passed.
+    pub(crate) fn check(&self, height: u32) -> Result<(), PlanError> {
+        if let Some(max) = self.max_height
+            && height > max
+        {
+            return Err(PlanError::TooManyFields { max });
+        }
+        self.check_deadline()
+    }
+
+    pub(crate) fn check_deadline(&self) -> Result<(), PlanError> {
+        match self.deadline {
+            Some(deadline) if std::time::Instant::now() >= deadline => Err(PlanError::Timeout),
+            _ => Ok(()),
+        }
+    }
+}
 pub use plan::{EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec};
 
 /// The plan of `ir` for requests whose condition variables take `values` (`None`:
@@ -38,7 +68,17 @@ pub fn build_plan(
     ir: &OpIr,
     values: Option<ConditionValues>,
 ) -> Result<QueryPlan, PlanError> {
-    let mut planner = groups::Planner::new(meta);
+    build_plan_within(meta, ir, values, &PlanBudget::default())
+}
+
+/// [`build_plan`] giving up with an error once `budget` is spent.
+pub fn build_plan_within(
+    meta: &FederationMeta,
+    ir: &OpIr,
+    values: Option<ConditionValues>,
+    budget: &PlanBudget,
+) -> Result<QueryPlan, PlanError> {
+    let mut planner = groups::Planner::new(meta, budget);
     planner.plan_root(ir, values)?;
     order::check_acyclic(meta, &planner.groups)?;
     Ok(planner.finish(ir))

@@ -2,10 +2,13 @@
 //! variables may include them, and federation selections (`@key`, `@requires`) in
 //! the same shape.
 
-use crate::operation::{ConditionValues, OpIr, OpSel, SelSetId};
+use super::PlanBudget;
+use super::error::PlanError;
+use crate::operation::{ConditionValues, OpFieldId, OpIr, OpSel, SelSetId};
 use apollo_compiler::ast::{Argument, Type};
 use apollo_compiler::{Name, Node, name};
 use graphfleet_federation::meta::{FederationMeta, SelTree, SelTreeItem};
+use rustc_hash::{FxHashMap, FxHashSet};
 
 /// A field as the planner sees it (operation fields and `@key`/`@requires` fields alike).
 #[derive(Debug, Clone)]
@@ -34,47 +37,153 @@ impl SelectedField {
     }
 }
 
-/// The selections of `set` that condition variables `values` may include.
-pub(super) fn selections_from_operation(
-    ir: &OpIr,
-    set: SelSetId,
+/// The selections of the operation that condition variables `values` may include,
+/// merged the way GraphQL's field collection merges them: in each selection set,
+/// fields with one response key become one field (their sub-selections collected
+/// together), fragments that apply to the whole set are inlined, fragments on one type
+/// condition become one, and a selection set reached twice is collected once. So a
+/// fragment spread many times is planned once, and the tree is as large as the merged
+/// operation, never as its expansion (which doubles with each fragment spreading the
+/// previous one twice).
+pub(super) struct Normalizer<'a> {
+    meta: &'a FederationMeta,
+    ir: &'a OpIr,
     values: Option<ConditionValues>,
-) -> Vec<Selection> {
-    ir.selset(set)
-        .iter()
-        .filter_map(|sel| match sel {
-            OpSel::Field(fid) => {
-                let f = ir.field(*fid);
-                if f.conditions.excluded(ir, values) {
-                    return None;
+    budget: &'a PlanBudget,
+    /// Fields made so far: the operation's height.
+    fields: u32,
+}
+
+/// What is being collected for one merged selection set.
+#[derive(Default)]
+struct Collected {
+    entries: Vec<Entry>,
+    index: FxHashMap<EntryKey, usize>,
+    seen: FxHashSet<SelSetId>,
+}
+
+#[derive(PartialEq, Eq, Hash)]
+enum EntryKey {
+    Field(Name),
+    Fragment(Name),
+}
+
+enum Entry {
+    /// The first field with this response key, and every sub-selection set of it.
+    Field(OpFieldId, Vec<SelSetId>),
+    Fragment(Name, Vec<SelSetId>),
+}
+
+impl<'a> Normalizer<'a> {
+    pub(super) fn new(
+        meta: &'a FederationMeta,
+        ir: &'a OpIr,
+        values: Option<ConditionValues>,
+        budget: &'a PlanBudget,
+    ) -> Self {
+        Self {
+            meta,
+            ir,
+            values,
+            budget,
+            fields: 0,
+        }
+    }
+
+    /// The merged selections of `sets`, all selected on `scope`.
+    pub(super) fn selections(
+        &mut self,
+        sets: &[SelSetId],
+        scope: &Name,
+    ) -> Result<Vec<Selection>, PlanError> {
+        let mut collected = Collected::default();
+        for set in sets {
+            self.collect(*set, scope, &mut collected);
+        }
+        let mut out = Vec::with_capacity(collected.entries.len());
+        for entry in collected.entries {
+            out.push(match entry {
+                Entry::Field(fid, sets) => Selection::Field(self.field(fid, &sets)?),
+                Entry::Fragment(tc, sets) => {
+                    let children = self.selections(&sets, &tc)?;
+                    Selection::Fragment(Some(tc), children)
                 }
-                let mut children = f
-                    .selection
-                    .map(|s| selections_from_operation(ir, s, values))
-                    .unwrap_or_default();
-                if f.selection.is_some() && children.is_empty() {
-                    // Everything below was excluded: subgraphs still need a selection.
-                    children.push(Selection::Field(SelectedField::typename()));
-                }
-                Some(Selection::Field(SelectedField {
-                    key: f.response_key.clone(),
-                    name: f.name.clone(),
-                    args: f.arguments.clone(),
-                    children,
-                }))
-            }
-            OpSel::Fragment {
-                type_condition,
-                conditions,
-                selection,
-            } => (!conditions.excluded(ir, values)).then(|| {
-                Selection::Fragment(
-                    type_condition.clone(),
-                    selections_from_operation(ir, *selection, values),
-                )
-            }),
+            });
+        }
+        Ok(out)
+    }
+
+    fn field(&mut self, fid: OpFieldId, sets: &[SelSetId]) -> Result<SelectedField, PlanError> {
+        self.fields += 1;
+        self.budget.check(self.fields)?;
+        let f = self.ir.field(fid);
+        let mut children = if f.selection.is_some() {
+            self.selections(sets, f.ty.inner_named_type())?
+        } else {
+            Vec::new()
+        };
+        if f.selection.is_some() && children.is_empty() {
+            // Everything below was excluded: subgraphs still need a selection.
+            children.push(Selection::Field(SelectedField::typename()));
+        }
+        Ok(SelectedField {
+            key: f.response_key.clone(),
+            name: f.name.clone(),
+            args: f.arguments.clone(),
+            children,
         })
-        .collect()
+    }
+
+    fn collect(&self, set: SelSetId, scope: &Name, out: &mut Collected) {
+        if !out.seen.insert(set) {
+            return; // merging a selection set twice adds nothing
+        }
+        for sel in self.ir.selset(set) {
+            match sel {
+                OpSel::Field(fid) => {
+                    let f = self.ir.field(*fid);
+                    if f.conditions.excluded(self.ir, self.values) {
+                        continue;
+                    }
+                    let key = EntryKey::Field(f.response_key.clone());
+                    let at = *out.index.entry(key).or_insert_with(|| {
+                        out.entries.push(Entry::Field(*fid, Vec::new()));
+                        out.entries.len() - 1
+                    });
+                    if let (Some(sub), Entry::Field(_, sets)) = (f.selection, &mut out.entries[at])
+                        && !sets.contains(&sub)
+                    {
+                        sets.push(sub);
+                    }
+                }
+                OpSel::Fragment {
+                    type_condition,
+                    conditions,
+                    selection,
+                } => {
+                    if conditions.excluded(self.ir, self.values) {
+                        continue;
+                    }
+                    match type_condition {
+                        Some(tc) if !self.meta.is_subtype_or_same(tc, scope) => {
+                            let key = EntryKey::Fragment(tc.clone());
+                            let at = *out.index.entry(key).or_insert_with(|| {
+                                out.entries.push(Entry::Fragment(tc.clone(), Vec::new()));
+                                out.entries.len() - 1
+                            });
+                            if let Entry::Fragment(_, sets) = &mut out.entries[at]
+                                && !sets.contains(selection)
+                            {
+                                sets.push(*selection);
+                            }
+                        }
+                        // Applies to every value of `scope`: its selections are ours.
+                        _ => self.collect(*selection, scope, out),
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// A federation selection (`@key`, `@requires`) as selections to plan.
