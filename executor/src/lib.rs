@@ -32,7 +32,13 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub headers: &'a http::HeaderMap,
     /// Per-subgraph fetch count, latency and error metrics.
     pub fetch_metrics: &'a crate::metrics::FetchMetrics,
+    /// Cap on the subgraph response bodies of this request together, and on the
+    /// response written: past it fetches fail and the response is cut with an error.
+    pub max_response_bytes: usize,
 }
+
+/// `extensions.code` of the error a response over `max_response_bytes` gets.
+pub const RESPONSE_TOO_LARGE: &str = "RESPONSE_TOO_LARGE";
 
 /// The final response body, and whether it carries errors.
 pub struct Executed {
@@ -44,8 +50,9 @@ pub struct Executed {
 pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut store = Store::with_root();
     let mut errors = Vec::new();
+    let mut received = 0usize;
     if let Some(root) = &ctx.plan.root {
-        run_node(ctx, root, &mut store, &mut errors).await;
+        run_node(ctx, root, &mut store, &mut errors, &mut received).await;
     }
     introspection(ctx, &mut store, &mut errors);
     let body = Writer::new(
@@ -55,6 +62,7 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
         ctx.variables,
         &mut errors,
     )
+    .max_bytes(ctx.max_response_bytes)
     .write_response(Some(Store::ROOT));
     Executed {
         body,
@@ -68,16 +76,17 @@ fn run_node<'c, T: Transport>(
     node: &'c PlanNode,
     store: &'c mut Store,
     errors: &'c mut Vec<ResponseError>,
+    received: &'c mut usize,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'c>> {
     Box::pin(async move {
         match node {
             PlanNode::Sequence(nodes) => {
                 for n in nodes {
-                    run_node(ctx, n, store, errors).await;
+                    run_node(ctx, n, store, errors, received).await;
                 }
             }
             PlanNode::Fetch(i) | PlanNode::Flatten { fetch: i, .. } => {
-                run_fetches(ctx, &[*i], store, errors).await;
+                run_fetches(ctx, &[*i], store, errors, received).await;
             }
             PlanNode::Parallel(nodes) => {
                 let leaves: Option<Vec<usize>> = nodes
@@ -88,11 +97,11 @@ fn run_node<'c, T: Transport>(
                     })
                     .collect();
                 match leaves {
-                    Some(fetches) => run_fetches(ctx, &fetches, store, errors).await,
+                    Some(fetches) => run_fetches(ctx, &fetches, store, errors, received).await,
                     // Nested structure: still correct when run one after another.
                     None => {
                         for n in nodes {
-                            run_node(ctx, n, store, errors).await;
+                            run_node(ctx, n, store, errors, received).await;
                         }
                     }
                 }
@@ -101,13 +110,19 @@ fn run_node<'c, T: Transport>(
     })
 }
 
-/// Send a set of independent fetches concurrently, then merge each result.
+/// Send a set of independent fetches concurrently, then merge each result, as long
+/// as the request's subgraph responses together (`received`) stay within the cap.
 async fn run_fetches<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     fetches: &[usize],
     store: &mut Store,
     errors: &mut Vec<ResponseError>,
+    received: &mut usize,
 ) {
+    if *received > ctx.max_response_bytes {
+        // Already over: the response is cut, so fetching more would only add load.
+        return;
+    }
     let prepared: Vec<Option<PreparedFetch>> = fetches
         .iter()
         .map(|i| fetch::prepare(&ctx.plan.fetches[*i], ctx.plan, store, ctx.variables))
@@ -147,6 +162,23 @@ async fn run_fetches<T: Transport>(
             continue;
         };
         let fetch = &ctx.plan.fetches[*i];
+        if let Ok(bytes) = &response {
+            *received = received.saturating_add(bytes.len());
+            if *received > ctx.max_response_bytes {
+                errors.push(ResponseError {
+                    path: fetch::failed_fetch_path(fetch),
+                    extensions: Some(serde_json::json!({
+                        "code": RESPONSE_TOO_LARGE,
+                        "service": fetch.subgraph_name,
+                    })),
+                    ..ResponseError::new(format!(
+                        "the subgraph responses of this request exceed {} bytes (limits.max_response_bytes)",
+                        ctx.max_response_bytes
+                    ))
+                });
+                continue;
+            }
+        }
         match response {
             Ok(bytes) => fetch::merge(fetch, ctx.plan, p, &bytes, store, errors),
             Err(e) => errors.push(ResponseError {

@@ -7,7 +7,7 @@ use crate::executor::{ExecutionContext, execute};
 use crate::lifecycle::{Lifecycle, NOT_LOADED, Readiness};
 use crate::operation::shape::Shapes;
 use crate::operation::{self, ConditionValues, PreparedOperation, RequestErrors};
-use crate::query_planner::{PlanError, QueryPlan, build_plan};
+use crate::query_planner::{PlanBudget, PlanError, QueryPlan, build_plan_within};
 use crate::reload::ReloadTarget;
 use crate::supergraph::Supergraph;
 use crate::telemetry::metrics::{CacheMetrics, OperationMetrics};
@@ -18,6 +18,7 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 use tracing::Instrument;
 
 /// Bound on the plan cache per supergraph, in estimated bytes (see [`entry_weight`]);
@@ -147,27 +148,42 @@ type PlanCache = quick_cache::sync::Cache<[u8; 32], Arc<CachedOperation>, ByWeig
 const VARIANTS_CAPACITY: usize = 64;
 
 impl CachedOperation {
-    /// The plan and shapes for a request whose condition variables take `values`.
-    pub fn variant(&self, supergraph: &Supergraph, values: ConditionValues) -> Arc<Variant> {
+    /// The plan and shapes for a request whose condition variables take `values`, if
+    /// they are made already.
+    pub fn made_variant(&self, values: ConditionValues) -> Option<Arc<Variant>> {
         if values == ConditionValues::default() {
-            return self.first.clone();
+            return Some(self.first.clone());
         }
-        if let Some(variant) = self.variants.lock().get(&values) {
-            return variant.clone();
+        self.variants.lock().get(&values).cloned()
+    }
+
+    /// The plan and shapes for a request whose condition variables take `values`,
+    /// made within `budget` if they are new (a plan that ran out of time is not kept).
+    pub fn variant(
+        &self,
+        supergraph: &Supergraph,
+        values: ConditionValues,
+        budget: &PlanBudget,
+    ) -> Arc<Variant> {
+        if let Some(made) = self.made_variant(values) {
+            return made;
         }
         let ir = &self.prepared.ir;
-        let plan =
-            crate::otel_span!("plan").in_scope(|| build_plan(&supergraph.meta, ir, Some(values)));
+        let plan = crate::otel_span!("plan")
+            .in_scope(|| build_plan_within(&supergraph.meta, ir, Some(values), budget));
         let shapes = Shapes::build(&supergraph.api_schema, ir, Some(values));
+        let keep = !matches!(plan, Err(PlanError::Timeout));
         let variant = Arc::new(Variant {
             plan,
             shapes: Some(shapes),
         });
-        let mut variants = self.variants.lock();
-        if variants.len() >= VARIANTS_CAPACITY {
-            variants.clear();
+        if keep {
+            let mut variants = self.variants.lock();
+            if variants.len() >= VARIANTS_CAPACITY {
+                variants.clear();
+            }
+            variants.insert(values, variant.clone());
         }
-        variants.insert(values, variant.clone());
         variant
     }
 }
@@ -234,35 +250,73 @@ impl State {
         Self::with_limits(supergraph, config.limits.clone())
     }
 
+    /// The plan-cache key of (operation name, text).
+    pub fn cache_key(query: &str, operation_name: Option<&str>) -> [u8; 32] {
+        let mut hasher = Sha256::new();
+        hasher.update(operation_name.unwrap_or("").as_bytes());
+        hasher.update([0]);
+        hasher.update(query.as_bytes());
+        hasher.finalize().into()
+    }
+
+    /// The cached operation under `key`, counting the hit or miss.
+    pub fn cached(&self, key: &[u8; 32]) -> Option<Arc<CachedOperation>> {
+        let hit = self.cache.get(key);
+        match &hit {
+            Some(_) => self.cache_metrics.hits.inc(),
+            None => self.cache_metrics.misses.inc(),
+        }
+        hit
+    }
+
+    /// The planning budget of an operation prepared now that must be done by `deadline`.
+    pub fn budget(&self, deadline: Option<Instant>) -> PlanBudget {
+        PlanBudget {
+            max_height: self.limits.max_height,
+            deadline,
+        }
+    }
+
     /// Parse, validate and plan `query` once per (text, operation name).
     pub fn prepare(
         &self,
         query: &str,
         operation_name: Option<&str>,
     ) -> Result<Arc<CachedOperation>, RequestErrors> {
-        let mut hasher = Sha256::new();
-        hasher.update(operation_name.unwrap_or("").as_bytes());
-        hasher.update([0]);
-        hasher.update(query.as_bytes());
-        let key: [u8; 32] = hasher.finalize().into();
-        if let Some(hit) = self.cache.get(&key) {
-            self.cache_metrics.hits.inc();
+        let key = Self::cache_key(query, operation_name);
+        if let Some(hit) = self.cached(&key) {
             return Ok(hit);
         }
-        self.cache_metrics.misses.inc();
+        self.prepare_new(key, query, operation_name, None)
+    }
+
+    /// Parse, validate and plan `query` (not in the cache under `key`), giving up at
+    /// `deadline`; cached unless planning ran out of time.
+    pub fn prepare_new(
+        &self,
+        key: [u8; 32],
+        query: &str,
+        operation_name: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<CachedOperation>, RequestErrors> {
         let prepared = operation::prepare_with_limits(
             &self.supergraph.api_schema,
             query,
             operation_name,
             &self.limits,
         )?;
+        let budget = self.budget(deadline);
         let plan = crate::otel_span!("plan").in_scope(|| {
-            build_plan(
+            build_plan_within(
                 &self.supergraph.meta,
                 &prepared.ir,
                 Some(ConditionValues::default()),
+                &budget,
             )
         });
+        if let Err(e @ PlanError::Timeout) = &plan {
+            return Err(plan_error(e));
+        }
         let cached = Arc::new(CachedOperation {
             prepared,
             weight: entry_weight(query, &plan),
@@ -275,6 +329,15 @@ impl State {
     }
 }
 
+/// A plan error as the request error the client gets.
+fn plan_error(e: &PlanError) -> RequestErrors {
+    let message = format!("cannot plan this operation: {e}");
+    match e.code() {
+        Some(code) => RequestErrors(vec![operation::limits::error(code, message)]),
+        None => RequestErrors::message(message),
+    }
+}
+
 pub struct Gateway<T: Transport = HttpTransport> {
     pub config: Arc<Config>,
     /// `None` until a supergraph is loaded (start with `supergraph.watch` and no valid file).
@@ -283,6 +346,9 @@ pub struct Gateway<T: Transport = HttpTransport> {
     /// Readiness, draining and reload bookkeeping.
     pub lifecycle: Lifecycle,
     metrics: Metrics,
+    /// Operations being prepared or planned at once (one per worker thread), so a burst
+    /// of new operations cannot take every CPU from the requests already planned.
+    planning: Arc<tokio::sync::Semaphore>,
 }
 
 impl Gateway<HttpTransport> {
@@ -300,6 +366,7 @@ impl Gateway<HttpTransport> {
     pub fn without_supergraph(config: Arc<Config>) -> Self {
         Self {
             transport: config.transport(),
+            planning: planning_slots(&config),
             config,
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
@@ -314,6 +381,7 @@ impl<T: Transport> Gateway<T> {
         let state = State::configured(supergraph, &config).with_metrics(&metrics);
         Self {
             state: ArcSwapOption::from_pointee(state),
+            planning: planning_slots(&config),
             config,
             transport,
             lifecycle: Lifecycle::default(),
@@ -348,6 +416,65 @@ impl<T: Transport> Gateway<T> {
         crate::telemetry::render_metrics(&self.metrics, served, &self.lifecycle.reload_status())
     }
 
+    /// The cached operation for `query`, or one prepared and planned now: off the
+    /// async workers (parsing and planning are CPU work a large operation makes long)
+    /// and given up at `deadline`.
+    async fn prepare(
+        &self,
+        state: &Arc<State>,
+        query: &str,
+        operation_name: Option<&str>,
+        deadline: Instant,
+    ) -> Result<Arc<CachedOperation>, RequestErrors> {
+        let key = State::cache_key(query, operation_name);
+        if let Some(hit) = state.cached(&key) {
+            return Ok(hit);
+        }
+        let (state, query) = (state.clone(), query.to_owned());
+        let name = operation_name.map(str::to_owned);
+        self.off_workers(deadline, move || {
+            state.prepare_new(key, &query, name.as_deref(), Some(deadline))
+        })
+        .await?
+    }
+
+    /// Run `work` on the blocking pool, at most one per planning slot at a time; an
+    /// error once `deadline` passes (the work itself stops at the same deadline).
+    async fn off_workers<R: Send + 'static>(
+        &self,
+        deadline: Instant,
+        work: impl FnOnce() -> R + Send + 'static,
+    ) -> Result<R, RequestErrors> {
+        let timed_out = || {
+            RequestErrors(vec![operation::limits::error(
+                "PLANNING_TIMEOUT",
+                "planning the operation took longer than the request may take",
+            )])
+        };
+        let until = tokio::time::Instant::from_std(deadline);
+        let slot = tokio::time::timeout_at(until, self.planning.clone().acquire_owned())
+            .await
+            .map_err(|_| timed_out())?
+            .expect("the planning semaphore is never closed");
+        // The request's span goes along, so parse/validate/plan spans stay its children.
+        let span = tracing::Span::current();
+        let task = tokio::task::spawn_blocking(move || {
+            let _slot = slot;
+            span.in_scope(work)
+        });
+        match tokio::time::timeout_at(until, task).await {
+            Ok(Ok(done)) => Ok(done),
+            Ok(Err(panicked)) => {
+                tracing::error!(error = %panicked, "planning an operation panicked");
+                Err(RequestErrors(vec![operation::limits::error(
+                    "INTERNAL_SERVER_ERROR",
+                    "the gateway failed to plan this operation",
+                )]))
+            }
+            Err(_) => Err(timed_out()),
+        }
+    }
+
     /// Run one request.
     pub async fn execute(&self, request: &GraphQLRequest, meta: &RequestMeta) -> Outcome {
         let timeout = self.config.traffic.request_timeout;
@@ -375,7 +502,11 @@ impl<T: Transport> Gateway<T> {
         let Some(state) = self.state() else {
             return Outcome::NotReady(error_body(RequestErrors::message(NOT_LOADED)));
         };
-        let cached = match state.prepare(query, request.operation_name.as_deref()) {
+        let deadline = Instant::now() + self.config.traffic.request_timeout;
+        let cached = match self
+            .prepare(&state, query, request.operation_name.as_deref(), deadline)
+            .await
+        {
             Ok(c) => c,
             Err(e) => return request_error(e),
         };
@@ -403,14 +534,24 @@ impl<T: Transport> Gateway<T> {
             Err(e) => return request_error(e),
         };
         let values = ConditionValues::of(&cached.prepared.ir, &variables);
-        let variant = cached.variant(&state.supergraph, values);
+        let variant = match cached.made_variant(values) {
+            Some(v) => v,
+            None => {
+                let (state, cached) = (state.clone(), cached.clone());
+                let planned = self
+                    .off_workers(deadline, move || {
+                        cached.variant(&state.supergraph, values, &state.budget(Some(deadline)))
+                    })
+                    .await;
+                match planned {
+                    Ok(v) => v,
+                    Err(e) => return request_error(e),
+                }
+            }
+        };
         let plan = match &variant.plan {
             Ok(plan) => plan,
-            Err(e) => {
-                return request_error(RequestErrors::message(format!(
-                    "cannot plan this operation: {e}"
-                )));
-            }
+            Err(e) => return request_error(plan_error(e)),
         };
         let ctx = ExecutionContext {
             supergraph: &state.supergraph,
@@ -421,6 +562,7 @@ impl<T: Transport> Gateway<T> {
             transport: &self.transport,
             headers: &meta.forward_headers,
             fetch_metrics: &state.fetch_metrics,
+            max_response_bytes: self.config.limits.max_response_bytes,
         };
         let executed = execute(&ctx).instrument(crate::otel_span!("execute")).await;
         Outcome::Executed {
@@ -442,6 +584,12 @@ impl<T: Transport> ReloadTarget for Gateway<T> {
     fn lifecycle(&self) -> &Lifecycle {
         &self.lifecycle
     }
+}
+
+fn planning_slots(config: &Config) -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(
+        crate::runtime::worker_threads(config).max(1),
+    ))
 }
 
 fn request_error(errors: RequestErrors) -> Outcome {

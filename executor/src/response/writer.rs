@@ -63,6 +63,9 @@ pub struct Writer<'a> {
     out: Vec<u8>,
     path: Vec<PathSeg>,
     typename_key: Option<super::KeyId>,
+    /// The response is cut once it grows past this many bytes.
+    max_bytes: usize,
+    too_large: bool,
 }
 
 impl<'a> Writer<'a> {
@@ -82,7 +85,16 @@ impl<'a> Writer<'a> {
             out: Vec::with_capacity(16 * 1024),
             path: Vec::new(),
             typename_key: keys.get("__typename"),
+            max_bytes: usize::MAX,
+            too_large: false,
         }
+    }
+
+    /// Cut the response (`data: null` and one `RESPONSE_TOO_LARGE` error) once it
+    /// grows past `max` bytes, instead of buffering it whole.
+    pub fn max_bytes(mut self, max: usize) -> Self {
+        self.max_bytes = max;
+        self
     }
 
     /// The complete response body: `{"data":…,"errors":[…]}`.
@@ -97,6 +109,9 @@ impl<'a> Writer<'a> {
                 }
             }
             _ => self.out.extend_from_slice(b"null"),
+        }
+        if self.too_large {
+            return self.cut();
         }
         if !self.errors.is_empty() {
             // Error paths name only positions a response can have (issue 14's invariants).
@@ -116,7 +131,30 @@ impl<'a> Writer<'a> {
         self.out
     }
 
+    /// The whole response replaced by the error saying it was too large.
+    fn cut(mut self) -> Vec<u8> {
+        self.out.clear();
+        self.out.shrink_to(16 * 1024);
+        let error = ResponseError {
+            extensions: Some(serde_json::json!({ "code": crate::RESPONSE_TOO_LARGE })),
+            ..ResponseError::new(format!(
+                "the response exceeds {} bytes (limits.max_response_bytes)",
+                self.max_bytes
+            ))
+        };
+        self.out.extend_from_slice(b"{\"data\":null,\"errors\":[");
+        serde_json::to_writer(&mut self.out, &error)
+            .expect("serializing an error into a Vec cannot fail");
+        self.out.extend_from_slice(b"]}");
+        self.out
+    }
+
     fn write_object(&mut self, obj: ObjId, shape: ShapeObjectId) -> Result<(), NullBubble> {
+        if self.out.len() > self.max_bytes {
+            // Unwinds the whole response (every level sees `too_large` and bubbles).
+            self.too_large = true;
+            return Err(NullBubble);
+        }
         let shapes = self.shapes;
         let shape = shapes.object(shape);
         let object = self.store.object(obj);

@@ -182,7 +182,9 @@ impl Default for HeadersConfig {
     }
 }
 
-/// Request limits; `None` means unlimited.
+/// Request limits; `None` (`null` in YAML) means unlimited. The defaults let every
+/// operation a real client sends through and stop the ones only an attacker writes:
+/// see "Limits" in gateway/README.md for how they compare with other gateways'.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
@@ -191,12 +193,18 @@ pub struct LimitsConfig {
     pub max_body_bytes: usize,
     /// Deepest field nesting in an operation (fragments expanded).
     pub max_depth: Option<u32>,
-    /// Most aliased fields in an operation.
+    /// Most aliased fields in an operation (fragments expanded).
     pub max_aliases: Option<u32>,
     /// Most root fields in the selected operation.
     pub max_root_fields: Option<u32>,
     /// Most lexical tokens in the query document.
     pub max_tokens: Option<u32>,
+    /// Most distinct fields once fragments are merged: the planner's budget.
+    pub max_height: Option<u32>,
+    /// Largest response: subgraph response bodies of one request together, and the
+    /// response written to the client; beyond it the response is cut with an error.
+    #[serde(deserialize_with = "size::deserialize")]
+    pub max_response_bytes: usize,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
 }
@@ -238,7 +246,20 @@ impl LimitsConfig {
             max_aliases: self.max_aliases,
             max_root_fields: self.max_root_fields,
             max_tokens: self.max_tokens,
+            max_height: self.max_height,
             introspection: self.introspection,
+        }
+    }
+
+    /// No limit at all on operations (the body and response caps stay).
+    pub fn unlimited() -> Self {
+        Self {
+            max_depth: None,
+            max_aliases: None,
+            max_root_fields: None,
+            max_tokens: None,
+            max_height: None,
+            ..Self::default()
         }
     }
 }
@@ -247,10 +268,12 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: 2 * 1024 * 1024,
-            max_depth: None,
-            max_aliases: None,
-            max_root_fields: None,
-            max_tokens: None,
+            max_depth: Some(100),
+            max_aliases: Some(1_000),
+            max_root_fields: Some(500),
+            max_tokens: Some(15_000),
+            max_height: Some(5_000),
+            max_response_bytes: 64 * 1024 * 1024,
             introspection: true,
         }
     }

@@ -143,18 +143,24 @@ fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
             "must be at least 1".to_owned(),
         );
     }
+    if limits.max_response_bytes == 0 {
+        report(
+            &["limits", "max_response_bytes"],
+            "must be at least 1".to_owned(),
+        );
+    }
     let optional = [
         ("max_depth", limits.max_depth),
         ("max_aliases", limits.max_aliases),
         ("max_root_fields", limits.max_root_fields),
         ("max_tokens", limits.max_tokens),
+        ("max_height", limits.max_height),
     ];
     for (key, value) in optional {
         if value == Some(0) {
             report(
                 &["limits", key],
-                "0 would reject every operation; use at least 1, or leave it unset for no limit"
-                    .to_owned(),
+                "0 would reject every operation; use at least 1, or null for no limit".to_owned(),
             );
         }
     }

@@ -135,6 +135,16 @@ pub struct GatewayConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_tokens: Option<u32>,
+    /// Most distinct fields in an operation once its fragments are merged (the
+    /// planner's budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_height: Option<u32>,
+    /// Largest response of one request, in bytes (its subgraph responses together, and
+    /// the response written); a larger one is cut with an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_response_bytes: Option<u64>,
     /// Client headers forwarded to every subgraph (besides `Authorization`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(inner(pattern(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")))]

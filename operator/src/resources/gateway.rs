@@ -126,6 +126,8 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
             ("max_aliases", c.max_aliases.map(Value::from)),
             ("max_root_fields", c.max_root_fields.map(Value::from)),
             ("max_tokens", c.max_tokens.map(Value::from)),
+            ("max_height", c.max_height.map(Value::from)),
+            ("max_response_bytes", c.max_response_bytes.map(Value::from)),
             ("introspection", c.introspection.map(Value::from)),
         ],
     );
@@ -439,6 +441,8 @@ mod tests {
             max_aliases: Some(40),
             max_root_fields: Some(8),
             max_tokens: Some(4000),
+            max_height: Some(900),
+            max_response_bytes: Some(8_000_000),
             propagate_headers: vec!["x-request-id".to_owned(), "x-tenant".to_owned()],
             introspection: Some(false),
             otlp_endpoint: Some("http://otel-collector.observability:4317".to_owned()),
@@ -515,6 +519,8 @@ mod tests {
         assert_eq!(config.limits.max_aliases, Some(40));
         assert_eq!(config.limits.max_root_fields, Some(8));
         assert_eq!(config.limits.max_tokens, Some(4000));
+        assert_eq!(config.limits.max_height, Some(900));
+        assert_eq!(config.limits.max_response_bytes, 8_000_000);
         assert!(!config.limits.introspection);
         assert_eq!(config.headers.propagate, ["x-request-id", "x-tenant"]);
         assert_eq!(
