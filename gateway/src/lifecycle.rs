@@ -20,7 +20,7 @@ pub struct ReloadStatus {
     pub successful_reloads: u64,
     /// Changed files that could not be read or loaded (the previous supergraph kept serving).
     pub failed_reloads: u64,
-    /// The most recent failure, if any.
+    /// The most recent failure, if no load succeeded after it.
     pub last_error: Option<String>,
 }
 
@@ -94,6 +94,8 @@ impl Lifecycle {
         status.hash = Some(hash_hex);
         status.subgraphs = subgraphs;
         status.successful_reloads += 1;
+        // The file serves now: an earlier failure no longer describes it.
+        status.last_error = None;
         status.clone()
     }
 

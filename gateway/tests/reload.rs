@@ -283,9 +283,26 @@ async fn an_invalid_supergraph_is_logged_and_the_last_good_one_keeps_serving() {
         log.contains("supergraph is not a valid GraphQL schema"),
         "the parse error is not logged:\n{log}"
     );
+    // Still ready (A serves), and readiness and metrics say the reload failed.
+    let ready = get(&env.client, &env.gateway, "/health/ready").await;
+    assert_eq!(ready.status, 200);
+    let detail: serde_json::Value = serde_json::from_slice(&ready.body).expect("JSON");
+    assert!(detail["failed_reloads"].as_u64() >= Some(1), "{detail}");
+    let why = detail["reload_error"].as_str().unwrap_or_default();
+    assert!(why.contains("not a valid GraphQL schema"), "{detail}");
+    let metrics = get(&env.client, &env.gateway, "/metrics").await;
+    let metrics = String::from_utf8_lossy(&metrics.body);
+    let failures = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("graphfleet_supergraph_reloads_total{result=\"failure\"} "))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    assert!(failures >= Some(1), "{metrics}");
     let fixed = format!("# fixed\n{}", Set::Fed.supergraph_at(&env.b.base_url()));
     write_atomic(&file, &fixed);
     env.assert_served_by(&fixed, &env.b, &env.a).await;
+    let ready = get(&env.client, &env.gateway, "/health/ready").await;
+    let detail: serde_json::Value = serde_json::from_slice(&ready.body).expect("JSON");
+    assert_eq!(detail["reload_error"], serde_json::Value::Null, "{detail}");
     let (total, failures) = load.finish().await;
     assert_no_failures(total, &failures);
 }

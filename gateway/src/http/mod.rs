@@ -44,14 +44,23 @@ fn coded_error_body(code: &str, message: &str) -> Vec<u8> {
     serde_json::to_vec(&body).expect("static JSON serializes")
 }
 
-/// 200 once a supergraph is loaded, 503 before that and from a shutdown signal on.
+/// 200 once a supergraph is loaded, 503 before that and from a shutdown signal on. The
+/// body says which supergraph serves and why the file on disk does not, when a reload
+/// failed (still ready: the last good supergraph keeps serving).
 fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<Full<Bytes>> {
     let readiness = gateway.readiness();
     let (status, word) = match readiness {
         Readiness::Ready => (StatusCode::OK, "UP"),
         _ => (StatusCode::SERVICE_UNAVAILABLE, "DOWN"),
     };
-    let body = serde_json::json!({ "status": word, "reason": readiness.as_str() });
+    let reload = gateway.lifecycle.reload_status();
+    let body = serde_json::json!({
+        "status": word,
+        "reason": readiness.as_str(),
+        "supergraph": reload.short_hash(),
+        "failed_reloads": reload.failed_reloads,
+        "reload_error": reload.last_error,
+    });
     let body = serde_json::to_vec(&body).expect("static JSON serializes");
     response(status, JSON, body)
 }
