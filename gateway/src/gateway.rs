@@ -349,6 +349,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     /// Operations being prepared or planned at once (one per worker thread), so a burst
     /// of new operations cannot take every CPU from the requests already planned.
     planning: Arc<tokio::sync::Semaphore>,
+    /// GraphQL requests being worked on (`traffic.max_concurrent_requests`).
+    pub(crate) request_slots: tokio::sync::Semaphore,
 }
 
 impl Gateway<HttpTransport> {
@@ -367,6 +369,7 @@ impl Gateway<HttpTransport> {
         Self {
             transport: config.transport(),
             planning: planning_slots(&config),
+            request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
             config,
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
@@ -382,6 +385,7 @@ impl<T: Transport> Gateway<T> {
         Self {
             state: ArcSwapOption::from_pointee(state),
             planning: planning_slots(&config),
+            request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
             config,
             transport,
             lifecycle: Lifecycle::default(),

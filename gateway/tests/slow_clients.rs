@@ -1,7 +1,8 @@
 //! Slow and numerous clients cannot hold the gateway: a client that does not finish its
 //! headers in `traffic.header_read_timeout` is disconnected, a kept-alive connection
 //! idle for `traffic.idle_timeout` is closed (one waiting on a subgraph is not idle), and
-//! beyond `traffic.max_connections` open connections further clients wait to be accepted.
+//! beyond `traffic.max_connections` open connections further clients wait to be accepted;
+//! beyond `traffic.max_concurrent_requests` a request gets 503 at once.
 
 mod support;
 
@@ -195,4 +196,56 @@ async fn a_request_waiting_on_a_slow_subgraph_is_not_idle() {
         answer.extend_from_slice(&buf[..n]);
     }
     assert!(String::from_utf8_lossy(&answer).starts_with("HTTP/1.1 200 OK"));
+}
+
+#[tokio::test]
+async fn requests_beyond_max_concurrent_requests_get_503_and_health_still_answers() {
+    // One slot; the subgraph takes 400 ms, so the first request holds it meanwhile.
+    let fault = support::fault_subgraph::start().await;
+    let mut config = Config::default();
+    config.traffic.max_concurrent_requests = 1;
+    config.subgraphs.insert(
+        "faulty".into(),
+        graphfleet_gateway::config::SubgraphConfig {
+            url: Some(fault.url("slow")),
+            ..Default::default()
+        },
+    );
+    let supergraph =
+        Supergraph::parse(support::fault_subgraph::SUPERGRAPH).expect("supergraph loads");
+    let url = support::start_gateway_with_config(config, supergraph).await;
+    let client = support::client();
+    let query =
+        serde_json::to_vec(&serde_json::json!({"query": "{ top { id price } }"})).expect("JSON");
+    let post = |client: support::HttpClient, url: String, body: Vec<u8>| async move {
+        support::request(
+            &client,
+            "POST",
+            &url,
+            &[("content-type", "application/json")],
+            body,
+        )
+        .await
+    };
+    let first = tokio::spawn(post(client.clone(), url.clone(), query.clone()));
+    while fault.requests() == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let refused = post(client.clone(), url.clone(), query.clone()).await;
+    assert_eq!(refused.status, 503);
+    assert_eq!(
+        refused.headers.get("retry-after").map(|v| v.as_bytes()),
+        Some(&b"1"[..])
+    );
+    let body: serde_json::Value = serde_json::from_slice(&refused.body).expect("JSON");
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "TOO_MANY_CONCURRENT_REQUESTS",
+        "{body}"
+    );
+    let health = url.replace("/graphql", "/health/ready");
+    let ready = support::request(&client, "GET", &health, &[], Vec::new()).await;
+    assert_eq!(ready.status, 200);
+    assert_eq!(first.await.expect("first request").status, 200);
+    // The slot is free again.
+    assert_eq!(post(client, url, query).await.status, 200);
 }

@@ -128,6 +128,10 @@ pub struct TrafficConfig {
     pub idle_timeout: Duration,
     /// Most client connections open at once; further clients wait to be accepted.
     pub max_connections: usize,
+    /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
+    /// load balancer retries it elsewhere) instead of queueing behind them. Health and
+    /// metrics requests are never refused.
+    pub max_concurrent_requests: usize,
     /// Largest subgraph response body accepted (bytes, or with a unit: `64MiB`).
     #[serde(deserialize_with = "size::deserialize")]
     pub max_subgraph_response_bytes: usize,
@@ -144,6 +148,7 @@ impl Default for TrafficConfig {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(90),
             max_connections: 10_000,
+            max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
             tls: SubgraphTlsConfig::default(),
         }

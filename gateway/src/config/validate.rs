@@ -72,6 +72,12 @@ pub(crate) fn validate(config: &Config) -> Problems {
             "must be at least 1".to_owned(),
         );
     }
+    if config.traffic.max_concurrent_requests == 0 {
+        report(
+            &["traffic", "max_concurrent_requests"],
+            "must be at least 1".to_owned(),
+        );
+    }
     if config.traffic.max_connections == 0 {
         report(
             &["traffic", "max_connections"],

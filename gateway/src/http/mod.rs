@@ -8,7 +8,7 @@ use crate::lifecycle::Readiness;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue};
+use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
 mod idle;
@@ -155,6 +155,20 @@ pub async fn handle<T: Transport>(
             JSON,
             error_body("Accept must allow application/graphql-response+json or application/json"),
         );
+    };
+    let Ok(_slot) = gateway.request_slots.try_acquire() else {
+        let max = gateway.config.traffic.max_concurrent_requests;
+        let mut r = response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            media,
+            coded_error_body(
+                "TOO_MANY_CONCURRENT_REQUESTS",
+                &format!("the gateway is working on {max} requests, its limit; retry shortly"),
+            ),
+        );
+        r.headers_mut()
+            .insert(RETRY_AFTER, HeaderValue::from_static("1"));
+        return r;
     };
     // One deadline for reading the body and executing: a slow upload cannot hold a
     // connection and a worker longer than `request_timeout`.

@@ -77,6 +77,7 @@ pub async fn fixture_supergraph_file(
 pub struct Reply {
     pub status: u16,
     pub content_type: String,
+    pub headers: hyper::HeaderMap,
     pub body: Bytes,
 }
 
@@ -105,6 +106,7 @@ pub async fn request(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
+    let headers = response.headers().clone();
     let body = response
         .into_body()
         .collect()
@@ -114,6 +116,7 @@ pub async fn request(
     Reply {
         status,
         content_type,
+        headers,
         body,
     }
 }
