@@ -13,6 +13,8 @@ impl FetchError {
     pub const HTTP: &'static str = "SUBREQUEST_HTTP_ERROR";
     pub const TIMEOUT: &'static str = "SUBREQUEST_TIMEOUT";
     pub const RESPONSE_TOO_LARGE: &'static str = "SUBREQUEST_RESPONSE_TOO_LARGE";
+    /// The request's responses together passed `limits.max_response_bytes`.
+    pub const REQUEST_RESPONSE_TOO_LARGE: &'static str = "RESPONSE_TOO_LARGE";
 
     pub fn http(message: impl Into<String>) -> Self {
         Self {

@@ -38,7 +38,7 @@ pub struct ExecutionContext<'a, T: Transport> {
 }
 
 /// `extensions.code` of the error a response over `max_response_bytes` gets.
-pub const RESPONSE_TOO_LARGE: &str = "RESPONSE_TOO_LARGE";
+pub const RESPONSE_TOO_LARGE: &str = crate::error::FetchError::REQUEST_RESPONSE_TOO_LARGE;
 
 /// The final response body, and whether it carries errors.
 pub struct Executed {
@@ -127,6 +127,8 @@ async fn run_fetches<T: Transport>(
         .iter()
         .map(|i| fetch::prepare(&ctx.plan.fetches[*i], ctx.plan, store, ctx.variables))
         .collect();
+    // Reading stops at what is left of the request's budget, so memory stays bounded.
+    let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
     let sends = prepared.iter().zip(fetches).map(|(p, i)| async move {
         let p = p.as_ref()?;
         let fetch = &ctx.plan.fetches[*i];
@@ -138,6 +140,7 @@ async fn run_fetches<T: Transport>(
             body: p.body.clone(),
             headers: ctx.headers,
             is_query: ctx.prepared.operation.operation_type.is_query(),
+            budget_bytes,
         };
         let span = graphfleet_planner::otel_span!(
             "subgraph_fetch",

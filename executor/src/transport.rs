@@ -28,6 +28,9 @@ pub struct SubgraphRequest<'a> {
     pub headers: &'a http::HeaderMap,
     /// A query operation (safe to deduplicate); false for mutations.
     pub is_query: bool,
+    /// What is left of the request's response budget (`limits.max_response_bytes`):
+    /// a body larger than this (or than the subgraph's own cap) is not read.
+    pub budget_bytes: usize,
 }
 
 pub trait Transport: Send + Sync {
@@ -238,15 +241,25 @@ impl Transport for HttpTransport {
         let http_request = builder
             .body(Full::new(request.body))
             .map_err(|e| FetchError::http(format!("invalid subgraph request: {e}")))?;
+        let budget_binds = request.budget_bytes < policy.max_response_bytes;
         let call = call(
             client.clone(),
             http_request,
             policy.timeout,
-            policy.max_response_bytes,
+            policy.max_response_bytes.min(request.budget_bytes),
         );
-        match key {
+        let result = match key {
             Some(key) => self.in_flight.run(key, call).await,
             None => call.await,
+        };
+        match result {
+            // The request's budget, not the subgraph's cap, stopped the read.
+            Err(e) if budget_binds && e.code == FetchError::RESPONSE_TOO_LARGE => Err(FetchError {
+                code: FetchError::REQUEST_RESPONSE_TOO_LARGE,
+                message: "the subgraph responses of this request exceed limits.max_response_bytes"
+                    .to_owned(),
+            }),
+            other => other,
         }
     }
 }

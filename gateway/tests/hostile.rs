@@ -5,8 +5,10 @@
 //!   merged before planning, so they are answered like the one field they select;
 //! - the same family with aliases really selects 2^n fields: refused by the aliases
 //!   limit, and by the planner's height budget when aliases are unlimited;
-//! - `reviews { product { … } }` nested 17 deep answers hundreds of MB: cut with
-//!   `RESPONSE_TOO_LARGE` at `limits.max_response_bytes`.
+//! - `reviews { product { … } }` nested deep answers more the deeper it goes (17 deep:
+//!   225 MB): cut with `RESPONSE_TOO_LARGE` at `limits.max_response_bytes` (here at a
+//!   small cap and depth, so the debug-built subgraphs stay quick; the 17-deep figures
+//!   against release binaries are in issue 16's note).
 
 mod support;
 
@@ -144,22 +146,6 @@ fn deep_reviews(depth: usize) -> String {
         selection = format!("upc reviews {{ id body product {{ {selection} }} }}");
     }
     format!("{{ topProducts {{ {selection} }} }}")
-}
-
-#[tokio::test]
-async fn the_seventeen_deep_operation_is_cut_under_the_default_limits() {
-    // Before the limits it answered 225 MB; the reviews subgraph alone now sends more
-    // than one subgraph response may carry, so that fetch fails and its field is null.
-    let env = env(LimitsConfig::default()).await;
-    let (status, body) = post(&env, &deep_reviews(17)).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(codes(&body), ["SUBREQUEST_RESPONSE_TOO_LARGE"], "{body}");
-    assert_eq!(
-        body["data"]["topProducts"][0]["reviews"],
-        Value::Null,
-        "{body}"
-    );
-    still_serves(&env).await;
 }
 
 #[tokio::test]
