@@ -16,22 +16,49 @@ pub use graphfleet_federation as supergraph;
 /// Operations and plans: their own crate, re-exported under their stage names.
 pub use graphfleet_planner::{operation, otel_span, query_planner};
 
-/// Plan `query` and render the plan as text (the `plan` CLI command).
+/// Plan `query` with no limits and render the plan as text (tests and tooling).
 pub fn plan_text(
     supergraph: &supergraph::Supergraph,
     query: &str,
     operation_name: Option<&str>,
 ) -> anyhow::Result<String> {
-    let prepared =
-        operation::prepare(&supergraph.api_schema, query, operation_name).map_err(|e| {
-            anyhow::anyhow!(
-                "{}",
-                e.0.iter()
-                    .map(|e| e.message.clone())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            )
-        })?;
-    let plan = query_planner::build_plan(&supergraph.meta, &prepared.ir, None)?;
+    plan_text_with_limits(
+        supergraph,
+        query,
+        operation_name,
+        &config::LimitsConfig::unlimited(),
+    )
+}
+
+/// Plan `query` under `limits`, as the server would, and render the plan as text (the
+/// `plan` CLI command).
+pub fn plan_text_with_limits(
+    supergraph: &supergraph::Supergraph,
+    query: &str,
+    operation_name: Option<&str>,
+    limits: &config::LimitsConfig,
+) -> anyhow::Result<String> {
+    let operation_limits = limits.operation();
+    let messages = |e: operation::RequestErrors| {
+        anyhow::anyhow!(
+            "{}",
+            e.0.iter()
+                .map(|e| e.message.clone())
+                .collect::<Vec<_>>()
+                .join("\n")
+        )
+    };
+    let prepared = operation::prepare_with_limits(
+        &supergraph.api_schema,
+        query,
+        operation_name,
+        &operation_limits,
+    )
+    .map_err(messages)?;
+    let budget = query_planner::PlanBudget {
+        max_height: operation_limits.max_height,
+        deadline: None,
+    };
+    let plan = query_planner::build_plan_within(&supergraph.meta, &prepared.ir, None, &budget)?;
     Ok(plan.to_string())
 }

@@ -73,7 +73,12 @@ fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
                 .with_context(|| format!("reading {}", query.display()))?;
             print!(
                 "{}",
-                graphfleet_gateway::plan_text(&supergraph, &text, operation.as_deref())?
+                graphfleet_gateway::plan_text_with_limits(
+                    &supergraph,
+                    &text,
+                    operation.as_deref(),
+                    &config.limits,
+                )?
             );
             Ok(())
         }

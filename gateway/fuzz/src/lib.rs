@@ -34,7 +34,7 @@ pub fn strict_config() -> Config {
             max_aliases: Some(30),
             max_root_fields: Some(20),
             max_tokens: Some(2000),
-            introspection: true,
+            ..LimitsConfig::default()
         },
         ..Config::default()
     };
@@ -67,4 +67,46 @@ pub fn audit_supergraphs() -> Vec<String> {
     dirs.iter()
         .map(|p| std::fs::read_to_string(p).expect("readable supergraph"))
         .collect()
+}
+
+/// An operation on the fed supergraph from fuzz bytes, shaped like the hostile families:
+/// up to 32 fragments on `Review`, each made of items that spread earlier fragments
+/// (directly, in an inline fragment, under `author`/`product` with `reviews`, or under
+/// an alias) or select a scalar. Most inputs are valid operations, so the planner, not
+/// the parser, gets the work.
+pub fn fragment_program(data: &[u8]) -> String {
+    let mut bytes = data.iter().copied();
+    let count = usize::from(bytes.next().unwrap_or(0) % 32) + 1;
+    let mut fragments = vec!["fragment F0 on Review { body }".to_owned()];
+    for i in 1..count {
+        let items = usize::from(bytes.next().unwrap_or(0) % 4) + 1;
+        let mut body = Vec::with_capacity(items);
+        for item in 0..items {
+            let kind = bytes.next().unwrap_or(0);
+            // The first item spreads the previous fragment, so every fragment is used
+            // (an unused one fails validation before planning).
+            let target = if item == 0 {
+                i - 1
+            } else {
+                usize::from(bytes.next().unwrap_or(0)) % i
+            };
+            let alias = ["a", "b", "c", "d"][usize::from(kind >> 4) % 4];
+            let kind = if item == 0 { kind % 6 } else { kind % 7 };
+            body.push(match kind {
+                0 => format!("...F{target}"),
+                1 => format!("... on Review {{ ...F{target} }}"),
+                2 => format!("author {{ reviews {{ ...F{target} }} }}"),
+                3 => format!("product {{ reviews {{ ...F{target} }} }}"),
+                4 => format!("{alias}: author {{ reviews {{ ...F{target} }} }}"),
+                5 => format!("{alias}: product {{ name reviews {{ ...F{target} }} }}"),
+                _ => "id".to_owned(),
+            });
+        }
+        fragments.push(format!("fragment F{i} on Review {{ {} }}", body.join(" ")));
+    }
+    let top = count - 1;
+    format!(
+        "query {{ topProducts {{ reviews {{ ...F{top} }} }} }}\n{}",
+        fragments.join("\n")
+    )
 }
