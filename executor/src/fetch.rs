@@ -1,7 +1,7 @@
 //! One fetch: build the request body (representations deduplicated), then merge the
 //! subgraph's response into the store and remap its errors to client paths.
 
-use crate::response::store::{ObjId, ValueSeed};
+use crate::response::store::{ObjId, Source, ValueSeed};
 use crate::response::writer::{PathSeg, ResponseError, write_scalar, write_str};
 use crate::response::{KeyId, KeyTable, Store, Value};
 use apollo_compiler::response::JsonMap;
@@ -40,13 +40,16 @@ pub(super) fn prepare(
         body.extend_from_slice(b"\"representations\":[");
         let mut rep = Vec::with_capacity(64);
         for obj in objects {
-            let Some(Value::String(tn)) = typename.and_then(|k| store.object(obj).get(k)) else {
+            let Some(tn) = typename
+                .and_then(|k| store.object(obj).get(k))
+                .and_then(|v| store.as_str(v))
+            else {
                 continue;
             };
             let Some(spec) = entity
                 .reps
                 .iter()
-                .find(|r| r.matches.iter().any(|m| m == &**tn))
+                .find(|r| r.matches.iter().any(|m| m == tn))
             else {
                 continue;
             };
@@ -118,7 +121,7 @@ pub(super) fn collect_objects(
 fn has_typename(store: &Store, keys: &KeyTable, obj: ObjId, ty: &str) -> bool {
     keys.get("__typename")
         .and_then(|k| store.object(obj).get(k))
-        .is_some_and(|v| matches!(v, Value::String(tn) if &**tn == ty))
+        .is_some_and(|v| store.as_str(v) == Some(ty))
 }
 
 fn collect_value(
@@ -241,9 +244,9 @@ fn write_fields(
                 // the planner's `concrete_fragments`): another type's fields fetched
                 // for the client must not feed a `@requires`. Include what it has.
                 let typename = keys.get("__typename").and_then(|k| object.get(k));
-                let applies = match typename {
-                    Some(Value::String(tn)) => **tn == *type_condition.as_str(),
-                    _ => true,
+                let applies = match typename.and_then(|v| store.as_str(v)) {
+                    Some(tn) => tn == type_condition.as_str(),
+                    None => true,
                 };
                 if applies {
                     let _ = write_fields(store, keys, obj, sub, out, after_first);
@@ -268,7 +271,7 @@ fn write_rep_value(
                 .get("__typename")
                 .and_then(|k| store.object(*id).get(k));
             let mut first = false;
-            if let Some(Value::String(tn)) = tn {
+            if let Some(tn) = tn.and_then(|v| store.as_str(v)) {
                 out.extend_from_slice(b"\"__typename\":");
                 write_str(out, tn);
                 first = true;
@@ -306,9 +309,10 @@ struct SubgraphError {
     extensions: Option<serde_json::Value>,
 }
 
-struct ResponseSeed<'a> {
+struct ResponseSeed<'a, 'de> {
     store: &'a mut Store,
     keys: &'a KeyTable,
+    source: Source<'de>,
 }
 
 struct Parsed {
@@ -316,14 +320,14 @@ struct Parsed {
     errors: Vec<SubgraphError>,
 }
 
-impl<'de> DeserializeSeed<'de> for ResponseSeed<'_> {
+impl<'de> DeserializeSeed<'de> for ResponseSeed<'_, 'de> {
     type Value = Parsed;
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
         d.deserialize_map(self)
     }
 }
 
-impl<'de> Visitor<'de> for ResponseSeed<'_> {
+impl<'de> Visitor<'de> for ResponseSeed<'_, 'de> {
     type Value = Parsed;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a GraphQL response object")
@@ -339,6 +343,7 @@ impl<'de> Visitor<'de> for ResponseSeed<'_> {
                     parsed.data = Some(map.next_value_seed(ValueSeed {
                         store: self.store,
                         keys: self.keys,
+                        source: Some(self.source),
                     })?);
                 }
                 "errors" => {
@@ -359,14 +364,16 @@ pub(super) fn merge(
     fetch: &Fetch,
     plan: &QueryPlan,
     prepared: &PreparedFetch,
-    bytes: &[u8],
+    bytes: &Bytes,
     store: &mut Store,
     errors: &mut Vec<ResponseError>,
 ) {
     let mut de = serde_json::Deserializer::from_slice(bytes);
+    let source = store.keep(bytes);
     let parsed = match (ResponseSeed {
         store,
         keys: &plan.keys,
+        source,
     })
     .deserialize(&mut de)
     {

@@ -1,6 +1,7 @@
-//! CPU per TestQuery request with the plan cached and subgraph responses replayed from
-//! recorded bytes, against the floor: decoding those responses plus encoding the final
-//! JSON once; and the plan cache hit on its own.
+//! CPU per request with the plan cached and subgraph responses replayed from recorded
+//! bytes, against the floor: decoding those responses plus encoding the final JSON once;
+//! and the plan cache hit on its own. Two operations: the fed TestQuery (`test_query`)
+//! and the ~8 MiB big-response query (`big_response`), where JSON work dominates.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -47,11 +48,22 @@ impl Transport for Replay {
 }
 
 fn bench(c: &mut Criterion) {
-    let query = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../loadtest/sets/fed/queries/query.graphql"
-    ))
-    .expect("fed TestQuery exists");
+    scenario(c, "test_query", Set::Fed, "fed/queries/query.graphql");
+    scenario(
+        c,
+        "big_response",
+        Set::BigResponse,
+        "big-response/queries/big-response.graphql",
+    );
+}
+
+/// Benchmarks `group`: the query at `query_path` (under loadtest/sets/) on `set`.
+fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
+    let path = format!(
+        "{}/../loadtest/sets/{query_path}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let query = std::fs::read_to_string(&path).expect("the scenario's query exists");
     let post = RequestMeta {
         allow_mutation: true,
         ..RequestMeta::default()
@@ -71,8 +83,8 @@ fn bench(c: &mut Criterion) {
             .await
             .expect("bind loopback");
         let subgraphs =
-            spawn(Set::Fed, Mode::Subgraphs, listener, Options::default()).expect("subgraphs");
-        let text = Set::Fed
+            spawn(set, Mode::Subgraphs, listener, Options::default()).expect("subgraphs");
+        let text = set
             .supergraph()
             .replace("http://127.0.0.1:4200", &subgraphs.base_url());
         let recorder = Recorder {
@@ -90,7 +102,7 @@ fn bench(c: &mut Criterion) {
         (seen, body)
     });
     println!(
-        "TestQuery: {} subgraph requests, {} response bytes from subgraphs, {} bytes final",
+        "{group}: {} subgraph requests, {} response bytes from subgraphs, {} bytes final",
         recorded.len(),
         recorded.iter().map(|(_, r)| r.len()).sum::<usize>(),
         expected.len()
@@ -98,7 +110,7 @@ fn bench(c: &mut Criterion) {
 
     let gateway = Gateway::with_transport(
         Default::default(),
-        Supergraph::parse(Set::Fed.supergraph()).expect("supergraph"),
+        Supergraph::parse(set.supergraph()).expect("supergraph"),
         Replay(recorded.iter().cloned().collect()),
     );
     let check = rt.block_on(gateway.execute(&request, &post));
@@ -108,7 +120,7 @@ fn bench(c: &mut Criterion) {
         "replay reproduces the response"
     );
 
-    let mut group = c.benchmark_group("test_query");
+    let mut group = c.benchmark_group(group);
     group.bench_function("gateway", |b| {
         b.iter(|| black_box(rt.block_on(gateway.execute(black_box(&request), &post))))
     });

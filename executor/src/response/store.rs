@@ -1,7 +1,11 @@
 //! The response store: objects in one `Vec`, values inline. Subgraph responses are
 //! deserialized straight into it (serde `DeserializeSeed`), never via `serde_json::Value`.
+//! Strings without escapes are not copied: the store keeps the subgraph's response body
+//! and a [`RawStr`] points into it, so writing one is a copy of its bytes, with no
+//! allocation, no escaping and nothing to free.
 
 use super::keys::{KeyId, KeyTable};
+use bytes::Bytes;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -16,8 +20,20 @@ pub enum Value {
     UInt(u64),
     Float(f64),
     String(Box<str>),
+    /// A string as it appears, between its quotes, in a kept subgraph response body: no
+    /// escapes in it (the parser hands those over as owned strings), so it is valid
+    /// UTF-8 and valid JSON string content as it is.
+    RawStr(RawStr),
     List(Vec<Value>),
     Object(ObjId),
+}
+
+/// Where a [`Value::RawStr`] lies: `len` bytes at `start` in [`Store::buffers`]`[buf]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawStr {
+    buf: u32,
+    start: u32,
+    len: u32,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -37,12 +53,49 @@ impl Object {
 #[derive(Debug, Default)]
 pub struct Store {
     pub objects: Vec<Object>,
+    /// Subgraph response bodies that [`Value::RawStr`]s point into.
+    pub buffers: Vec<Bytes>,
 }
 
 impl Store {
     pub fn with_root() -> Self {
         Self {
             objects: vec![Object::default()],
+            buffers: Vec::new(),
+        }
+    }
+
+    /// Keep `body` for the strings deserialized from it: the [`Source`] to hand the seed.
+    pub fn keep<'de>(&mut self, body: &'de Bytes) -> Source<'de> {
+        let buf = u32::try_from(self.buffers.len()).expect("fewer than 2^32 fetches");
+        self.buffers.push(body.clone());
+        Source { buf, body }
+    }
+
+    /// The bytes of a raw string (valid UTF-8, no escapes).
+    pub fn raw(&self, s: RawStr) -> &[u8] {
+        let start = s.start as usize;
+        &self.buffers[s.buf as usize][start..start + s.len as usize]
+    }
+
+    /// The bytes of a string value, owned or raw (for comparing with known names
+    /// without a UTF-8 check); `None` for other values.
+    pub fn str_bytes<'s>(&'s self, v: &'s Value) -> Option<&'s [u8]> {
+        match v {
+            Value::String(s) => Some(s.as_bytes()),
+            Value::RawStr(r) => Some(self.raw(*r)),
+            _ => None,
+        }
+    }
+
+    /// The text of a string value, owned or raw; `None` for other values.
+    pub fn as_str<'s>(&'s self, v: &'s Value) -> Option<&'s str> {
+        match v {
+            Value::String(s) => Some(s),
+            // Checked again (cheaply: such strings are mostly short type names and enum
+            // values) rather than trusted unchecked.
+            Value::RawStr(r) => std::str::from_utf8(self.raw(*r)).ok(),
+            _ => None,
         }
     }
 
@@ -108,14 +161,39 @@ impl Store {
     }
 }
 
-/// Deserializes one JSON value into the store; object keys are resolved against the
-/// plan's key table and keys the plan never asked for are skipped.
-pub struct ValueSeed<'a> {
-    pub store: &'a mut Store,
-    pub keys: &'a KeyTable,
+/// A kept response body being deserialized: strings borrowed from it become raw.
+#[derive(Clone, Copy)]
+pub struct Source<'de> {
+    buf: u32,
+    body: &'de [u8],
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
+impl Source<'_> {
+    /// `s` as a raw string, when it lies in this body.
+    fn raw(self, s: &str) -> Option<RawStr> {
+        let base = self.body.as_ptr() as usize;
+        let at = (s.as_ptr() as usize).checked_sub(base)?;
+        if at + s.len() > self.body.len() {
+            return None;
+        }
+        Some(RawStr {
+            buf: self.buf,
+            start: u32::try_from(at).ok()?,
+            len: u32::try_from(s.len()).ok()?,
+        })
+    }
+}
+
+/// Deserializes one JSON value into the store; object keys are resolved against the
+/// plan's key table and keys the plan never asked for are skipped. With a `source`,
+/// strings without escapes are kept as [`Value::RawStr`]s into it.
+pub struct ValueSeed<'a, 'de> {
+    pub store: &'a mut Store,
+    pub keys: &'a KeyTable,
+    pub source: Option<Source<'de>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_, 'de> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -123,7 +201,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed<'_> {
+impl<'de> Visitor<'de> for ValueSeed<'_, 'de> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -150,6 +228,12 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
         Ok(Value::Float(v))
     }
+    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Value, E> {
+        match self.source.and_then(|source| source.raw(v)) {
+            Some(raw) => Ok(Value::RawStr(raw)),
+            None => Ok(Value::String(v.into())),
+        }
+    }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.into()))
     }
@@ -161,6 +245,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         while let Some(v) = seq.next_element_seed(ValueSeed {
             store: self.store,
             keys: self.keys,
+            source: self.source,
         })? {
             items.push(v);
         }
@@ -175,6 +260,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
             let v = map.next_value_seed(ValueSeed {
                 store: self.store,
                 keys: self.keys,
+                source: self.source,
             })?;
             match key {
                 Key::Known(k) => object.fields.push((k, v)),

@@ -82,7 +82,16 @@ impl<'a> Writer<'a> {
             shapes,
             variables,
             errors,
-            out: Vec::with_capacity(16 * 1024),
+            // About as large as the subgraph bodies it comes from: sized once, so a big
+            // response is not copied over and over while it grows.
+            out: Vec::with_capacity(
+                store
+                    .buffers
+                    .iter()
+                    .map(|b| b.len())
+                    .sum::<usize>()
+                    .clamp(16 * 1024, 64 * 1024 * 1024),
+            ),
             path: Vec::new(),
             typename_key: keys.get("__typename"),
             max_bytes: usize::MAX,
@@ -252,7 +261,7 @@ impl<'a> Writer<'a> {
             }
             Type::Named(_) | Type::NonNullNamed(_) => match (leaf.child, value) {
                 (Some(set), Value::Object(id)) => {
-                    match self.shapes.for_type(set, self.typename_of(*id)) {
+                    match self.shapes.for_type_bytes(set, self.typename_of(*id)) {
                         Some(shape) => self.write_object(*id, shape),
                         None => self.invalid(parent, field, ty),
                     }
@@ -260,14 +269,12 @@ impl<'a> Writer<'a> {
                 (None, v) if !builtin_scalar_fits(ty.inner_named_type(), v) => {
                     self.invalid(parent, field, ty)
                 }
-                (None, Value::String(s))
-                    if leaf
-                        .enum_values
-                        .is_some_and(|values| !values.iter().any(|n| n.as_str() == &**s)) =>
+                (None, v) if leaf.enum_values.is_some_and(|values| {
+                    let name = self.store.str_bytes(v);
+                    !values.iter().any(|n| Some(n.as_bytes()) == name)
+                }) =>
                 {
-                    self.invalid(parent, field, ty)
-                }
-                (None, v) if leaf.enum_values.is_some() && !matches!(v, Value::String(_)) => {
+                    // Not a string, or not one of the enum's values.
                     self.invalid(parent, field, ty)
                 }
                 (None, v) => {
@@ -279,13 +286,12 @@ impl<'a> Writer<'a> {
         }
     }
 
-    fn typename_of(&self, id: ObjId) -> Option<&'a str> {
+    fn typename_of(&self, id: ObjId) -> Option<&'a [u8]> {
         let store: &'a Store = self.store;
-        match self.typename_key.and_then(|k| store.object(id).get(k)) {
-            Some(Value::String(s)) => Some(s),
-            // Objects of a statically known type need no __typename.
-            _ => None,
-        }
+        // Objects of a statically known type need no __typename.
+        self.typename_key
+            .and_then(|k| store.object(id).get(k))
+            .and_then(|v| store.str_bytes(v))
     }
 
     fn invalid(&mut self, parent: &str, field: &str, ty: &Type) -> Result<(), NullBubble> {
@@ -331,9 +337,12 @@ fn builtin_scalar_fits(name: &str, v: &Value) -> bool {
             _ => false,
         },
         "Float" => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_)),
-        "String" => matches!(v, Value::String(_)),
+        "String" => matches!(v, Value::String(_) | Value::RawStr(_)),
         "Boolean" => matches!(v, Value::Bool(_)),
-        "ID" => matches!(v, Value::String(_) | Value::Int(_) | Value::UInt(_)),
+        "ID" => matches!(
+            v,
+            Value::String(_) | Value::RawStr(_) | Value::Int(_) | Value::UInt(_)
+        ),
         _ => true,
     }
 }
@@ -352,6 +361,12 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
         Value::UInt(u) => serde_json::to_writer(out, u).expect("writing into a Vec cannot fail"),
         Value::Float(f) => serde_json::to_writer(out, f).expect("writing into a Vec cannot fail"),
         Value::String(s) => write_str(out, s),
+        // Escape-free JSON string content as the subgraph sent it: copied as it is.
+        Value::RawStr(r) => {
+            out.push(b'"');
+            out.extend_from_slice(store.raw(*r));
+            out.push(b'"');
+        }
         // Custom scalars may be lists; objects are written without a shape.
         Value::List(items) => {
             out.push(b'[');

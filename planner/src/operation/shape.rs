@@ -80,16 +80,30 @@ impl Shapes {
     /// sent). `None` when the value is of a type that the field cannot have in the API
     /// schema (e.g. an `@inaccessible` one): it must not be written as another type.
     pub fn for_type(&self, set: ShapeSetId, typename: Option<&str>) -> Option<ShapeObjectId> {
+        self.for_type_bytes(set, typename.map(str::as_bytes))
+    }
+
+    /// [`Self::for_type`] for a `__typename` as the subgraph's bytes (compared as they
+    /// are: equal bytes to a type name are that name, no UTF-8 check needed).
+    pub fn for_type_bytes(
+        &self,
+        set: ShapeSetId,
+        typename: Option<&[u8]>,
+    ) -> Option<ShapeObjectId> {
         let set = &self.sets[set.0 as usize];
         let Some(typename) = typename else {
             return Some(set.unresolved);
         };
-        if let Some((_, id)) = set.by_type.iter().find(|(n, _)| n == typename) {
+        if let Some((_, id)) = set
+            .by_type
+            .iter()
+            .find(|(n, _)| n.as_bytes() == typename)
+        {
             return Some(*id);
         }
         set.abstract_names
             .iter()
-            .any(|n| n == typename)
+            .any(|n| n.as_bytes() == typename)
             .then_some(set.unresolved)
     }
 
