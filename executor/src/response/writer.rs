@@ -15,6 +15,30 @@ pub enum PathSeg {
     Index(usize),
 }
 
+/// A [`PathSeg`] borrowed from the shapes, for the path the writer is at.
+#[derive(Debug, Clone, Copy)]
+enum PathRef<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+impl PathRef<'_> {
+    fn owned(&self) -> PathSeg {
+        match self {
+            PathRef::Key(k) => PathSeg::Key((*k).to_owned()),
+            PathRef::Index(i) => PathSeg::Index(*i),
+        }
+    }
+
+    fn is(&self, seg: &PathSeg) -> bool {
+        match (self, seg) {
+            (PathRef::Key(a), PathSeg::Key(b)) => *a == b,
+            (PathRef::Index(a), PathSeg::Index(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Location {
     pub line: usize,
@@ -61,7 +85,8 @@ pub struct Writer<'a> {
     pub variables: &'a JsonMap,
     pub errors: &'a mut Vec<ResponseError>,
     out: Vec<u8>,
-    path: Vec<PathSeg>,
+    /// Where the writer is: borrowed keys, made owned only when an error needs them.
+    path: Vec<PathRef<'a>>,
     typename_key: Option<super::KeyId>,
     /// The response is cut once it grows past this many bytes.
     max_bytes: usize,
@@ -185,7 +210,7 @@ impl<'a> Writer<'a> {
                     continue;
                 }
                 // No subgraph told the concrete type (e.g. only an `@interfaceObject` one).
-                self.path.push(PathSeg::Key(field.key.to_string()));
+                self.path.push(PathRef::Key(&field.key));
                 self.push_error(format!(
                     "could not determine the concrete type of a {} value",
                     shape.typename
@@ -198,7 +223,7 @@ impl<'a> Writer<'a> {
                 .get(&field.key)
                 .and_then(|k| object.get(k))
                 .unwrap_or(&Value::Null);
-            self.path.push(PathSeg::Key(field.key.to_string()));
+            self.path.push(PathRef::Key(&field.key));
             let start = self.out.len();
             let leaf = Leaf {
                 child: field.child,
@@ -244,7 +269,7 @@ impl<'a> Writer<'a> {
                     if i > 0 {
                         self.out.push(b',');
                     }
-                    self.path.push(PathSeg::Index(i));
+                    self.path.push(PathRef::Index(i));
                     let start = self.out.len();
                     let r = self.write_value(item, inner, leaf, parent, field);
                     self.path.pop();
@@ -269,10 +294,11 @@ impl<'a> Writer<'a> {
                 (None, v) if !builtin_scalar_fits(ty.inner_named_type(), v) => {
                     self.invalid(parent, field, ty)
                 }
-                (None, v) if leaf.enum_values.is_some_and(|values| {
-                    let name = self.store.str_bytes(v);
-                    !values.iter().any(|n| Some(n.as_bytes()) == name)
-                }) =>
+                (None, v)
+                    if leaf.enum_values.is_some_and(|values| {
+                        let name = self.store.str_bytes(v);
+                        !values.iter().any(|n| Some(n.as_bytes()) == name)
+                    }) =>
                 {
                     // Not a string, or not one of the enum's values.
                     self.invalid(parent, field, ty)
@@ -310,7 +336,7 @@ impl<'a> Writer<'a> {
         // A subgraph error at or above this path already explains the null.
         let explained = self.errors.iter().any(|e| match &e.path {
             None => true,
-            Some(p) => self.path.starts_with(p),
+            Some(p) => p.len() <= self.path.len() && p.iter().zip(&self.path).all(|(a, b)| b.is(a)),
         });
         if !explained {
             self.push_error(format!(
@@ -321,7 +347,7 @@ impl<'a> Writer<'a> {
 
     fn push_error(&mut self, message: String) {
         self.errors.push(ResponseError {
-            path: Some(self.path.clone()),
+            path: Some(self.path.iter().map(PathRef::owned).collect()),
             ..ResponseError::new(message)
         });
     }

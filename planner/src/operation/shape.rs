@@ -94,11 +94,7 @@ impl Shapes {
         let Some(typename) = typename else {
             return Some(set.unresolved);
         };
-        if let Some((_, id)) = set
-            .by_type
-            .iter()
-            .find(|(n, _)| n.as_bytes() == typename)
-        {
+        if let Some((_, id)) = set.by_type.iter().find(|(n, _)| n.as_bytes() == typename) {
             return Some(*id);
         }
         set.abstract_names
