@@ -264,6 +264,33 @@ impl Transport for HttpTransport {
     }
 }
 
+/// The whole body, at most `max` bytes (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
+/// past the limit), in one buffer sized by `Content-Length` up front: a large body is
+/// not gathered chunk by chunk and then copied again into one piece.
+async fn read_body(mut body: hyper::body::Incoming, max: usize) -> Result<Bytes, FetchError> {
+    use hyper::body::Body as _;
+    let too_large = || FetchError {
+        code: FetchError::RESPONSE_TOO_LARGE,
+        message: format!("subgraph response larger than {max} bytes"),
+    };
+    let announced = body.size_hint().exact().map(|n| n as usize);
+    if announced.is_some_and(|n| n > max) {
+        return Err(too_large());
+    }
+    let mut buf = bytes::BytesMut::with_capacity(announced.unwrap_or(8 * 1024));
+    while let Some(frame) = body.frame().await {
+        let frame = frame
+            .map_err(|e| FetchError::http(format!("reading response body: {}", error_chain(&e))))?;
+        if let Ok(data) = frame.into_data() {
+            if buf.len() + data.len() > max {
+                return Err(too_large());
+            }
+            buf.extend_from_slice(&data);
+        }
+    }
+    Ok(buf.freeze())
+}
+
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
 fn call(
     client: HttpClient,
@@ -278,22 +305,7 @@ fn call(
             .map_err(|e| FetchError::http(error_chain(&e)))?;
         let status = response.status();
         crate::propagation::record_status(status.as_u16());
-        let body = http_body_util::Limited::new(response.into_body(), max_response_bytes)
-            .collect()
-            .await
-            .map_err(|e| {
-                if e.is::<http_body_util::LengthLimitError>() {
-                    FetchError {
-                        code: FetchError::RESPONSE_TOO_LARGE,
-                        message: format!(
-                            "subgraph response larger than {max_response_bytes} bytes"
-                        ),
-                    }
-                } else {
-                    FetchError::http(format!("reading response body: {}", error_chain(&*e)))
-                }
-            })?
-            .to_bytes();
+        let body = read_body(response.into_body(), max_response_bytes).await?;
         // A failed status with a GraphQL body still carries errors worth merging.
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
             return Err(FetchError::http(format!(
