@@ -59,6 +59,15 @@ fn doubling(n: usize, field: impl Fn(usize) -> String) -> String {
     text
 }
 
+/// [`doubling`] where each fragment selects the previous one under two aliases: it
+/// really selects 2^n fields.
+fn doubling_aliases(n: usize) -> String {
+    doubling(n, |i| {
+        let prev = i - 1;
+        format!("a: author {{ reviews {{ ...F{prev} }} }} b: author {{ reviews {{ ...F{prev} }} }}")
+    })
+}
+
 /// The codes of `body`'s errors.
 fn codes(body: &Value) -> Vec<String> {
     body["errors"]
@@ -98,10 +107,7 @@ async fn twenty_four_doubling_fragments_are_answered_like_the_field_they_select(
 #[tokio::test]
 async fn doubling_fragments_with_aliases_are_refused_by_the_aliases_limit() {
     let env = env(LimitsConfig::default()).await;
-    let query = doubling(24, |i| {
-        let prev = i - 1;
-        format!("a: author {{ reviews {{ ...F{prev} }} }} b: author {{ reviews {{ ...F{prev} }} }}")
-    });
+    let query = doubling_aliases(24);
     let (status, body) = post(&env, &query).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(codes(&body), ["MAX_ALIASES_EXCEEDED"], "{body}");
@@ -117,10 +123,7 @@ async fn doubling_fragments_with_aliases_spend_the_planning_budget() {
         ..LimitsConfig::default()
     })
     .await;
-    let query = doubling(24, |i| {
-        let prev = i - 1;
-        format!("a: author {{ reviews {{ ...F{prev} }} }} b: author {{ reviews {{ ...F{prev} }} }}")
-    });
+    let query = doubling_aliases(24);
     let (status, body) = post(&env, &query).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(codes(&body), ["MAX_HEIGHT_EXCEEDED"], "{body}");
@@ -129,10 +132,7 @@ async fn doubling_fragments_with_aliases_spend_the_planning_budget() {
         "cannot plan this operation: the operation selects more than 5000 distinct fields once its fragments are merged"
     );
     // Within the budget the same family is planned and answered.
-    let small = doubling(3, |i| {
-        let prev = i - 1;
-        format!("a: author {{ reviews {{ ...F{prev} }} }} b: author {{ reviews {{ ...F{prev} }} }}")
-    });
+    let small = doubling_aliases(3);
     let (status, body) = post(&env, &small).await;
     assert_eq!(status, 200, "{body}");
     assert!(body.get("errors").is_none(), "{body}");

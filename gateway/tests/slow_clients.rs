@@ -53,6 +53,47 @@ async fn exchange(stream: &mut TcpStream) -> String {
         .to_owned()
 }
 
+/// How long until the gateway closes `stream` (an answer, if any, then end of stream);
+/// fails the test after 5 s.
+async fn closed_within_5s(stream: &mut TcpStream) -> Duration {
+    let started = Instant::now();
+    let mut buf = vec![0u8; 1024];
+    let closed = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match stream.read(&mut buf).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(closed.is_ok(), "the connection was not closed within 5 s");
+    started.elapsed()
+}
+
+/// A gateway with `settings` in front of the fault subgraph answering in 400 ms: its
+/// GraphQL URL, and the subgraph (kept alive by the caller).
+async fn slow_subgraph_gateway(
+    settings: impl FnOnce(&mut Config),
+) -> (String, support::fault_subgraph::FaultSubgraph) {
+    let fault = support::fault_subgraph::start().await;
+    let mut config = Config::default();
+    settings(&mut config);
+    config.subgraphs.insert(
+        "faulty".into(),
+        graphfleet_gateway::config::SubgraphConfig {
+            url: Some(fault.url("slow")),
+            ..Default::default()
+        },
+    );
+    let supergraph =
+        Supergraph::parse(support::fault_subgraph::SUPERGRAPH).expect("supergraph loads");
+    (
+        support::start_gateway_with_config(config, supergraph).await,
+        fault,
+    )
+}
+
 #[tokio::test]
 async fn a_client_slow_to_send_headers_is_disconnected() {
     let (addr, _subgraphs) = gateway(|c| {
@@ -63,23 +104,7 @@ async fn a_client_slow_to_send_headers_is_disconnected() {
     slow.write_all(b"POST /graphql HTTP/1.1\r\nhost: gateway\r\n")
         .await
         .expect("send half the headers");
-    let started = Instant::now();
-    let mut buf = vec![0u8; 1024];
-    // The gateway closes the connection (an answer, if any, then end of stream).
-    let closed = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match slow.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await;
-    assert!(
-        closed.is_ok(),
-        "the slow connection was not closed within 5 s"
-    );
-    let waited = started.elapsed();
+    let waited = closed_within_5s(&mut slow).await;
     assert!(
         waited >= Duration::from_millis(250),
         "closed after {waited:?}, before the header timeout"
@@ -128,22 +153,7 @@ async fn an_idle_kept_alive_connection_is_closed_and_others_are_served() {
     // Kept alive: a second request within the limit is answered on the same connection.
     tokio::time::sleep(Duration::from_millis(150)).await;
     assert_eq!(exchange(&mut idle).await, "HTTP/1.1 200 OK");
-    let started = Instant::now();
-    let mut buf = vec![0u8; 1024];
-    let closed = tokio::time::timeout(Duration::from_secs(5), async {
-        loop {
-            match idle.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-    })
-    .await;
-    assert!(
-        closed.is_ok(),
-        "the idle connection was not closed within 5 s"
-    );
-    let waited = started.elapsed();
+    let waited = closed_within_5s(&mut idle).await;
     assert!(
         waited >= Duration::from_millis(300),
         "closed after {waited:?}, before the idle limit"
@@ -157,19 +167,8 @@ async fn an_idle_kept_alive_connection_is_closed_and_others_are_served() {
 async fn a_request_waiting_on_a_slow_subgraph_is_not_idle() {
     // The subgraph answers after 400 ms, the idle limit is 150 ms: the connection
     // carries a request all along, so the answer still arrives on it.
-    let fault = support::fault_subgraph::start().await;
-    let mut config = Config::default();
-    config.traffic.idle_timeout = Duration::from_millis(150);
-    config.subgraphs.insert(
-        "faulty".into(),
-        graphfleet_gateway::config::SubgraphConfig {
-            url: Some(fault.url("slow")),
-            ..Default::default()
-        },
-    );
-    let supergraph =
-        Supergraph::parse(support::fault_subgraph::SUPERGRAPH).expect("supergraph loads");
-    let url = support::start_gateway_with_config(config, supergraph).await;
+    let (url, _fault) =
+        slow_subgraph_gateway(|c| c.traffic.idle_timeout = Duration::from_millis(150)).await;
     let addr = url
         .trim_start_matches("http://")
         .trim_end_matches("/graphql")
@@ -201,19 +200,7 @@ async fn a_request_waiting_on_a_slow_subgraph_is_not_idle() {
 #[tokio::test]
 async fn requests_beyond_max_concurrent_requests_get_503_and_health_still_answers() {
     // One slot; the subgraph takes 400 ms, so the first request holds it meanwhile.
-    let fault = support::fault_subgraph::start().await;
-    let mut config = Config::default();
-    config.traffic.max_concurrent_requests = 1;
-    config.subgraphs.insert(
-        "faulty".into(),
-        graphfleet_gateway::config::SubgraphConfig {
-            url: Some(fault.url("slow")),
-            ..Default::default()
-        },
-    );
-    let supergraph =
-        Supergraph::parse(support::fault_subgraph::SUPERGRAPH).expect("supergraph loads");
-    let url = support::start_gateway_with_config(config, supergraph).await;
+    let (url, fault) = slow_subgraph_gateway(|c| c.traffic.max_concurrent_requests = 1).await;
     let client = support::client();
     let query =
         serde_json::to_vec(&serde_json::json!({"query": "{ top { id price } }"})).expect("JSON");
