@@ -51,8 +51,13 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut store = Store::with_root();
     let mut errors = Vec::new();
     let mut received = 0usize;
-    if let Some(root) = &ctx.plan.root {
-        run_node(ctx, root, &mut store, &mut errors, &mut received).await;
+    if ctx.prepared.operation.operation_type.is_mutation() {
+        // Mutations run their root fields in order: the plan's sequence says which.
+        if let Some(root) = &ctx.plan.root {
+            run_node(ctx, root, &mut store, &mut errors, &mut received).await;
+        }
+    } else {
+        run_as_ready(ctx, &mut store, &mut errors, &mut received).await;
     }
     introspection(ctx, &mut store, &mut errors);
     let body = Writer::new(
@@ -129,73 +134,166 @@ async fn run_fetches<T: Transport>(
         .collect();
     // Reading stops at what is left of the request's budget, so memory stays bounded.
     let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
-    let sends = prepared.iter().zip(fetches).map(|(p, i)| async move {
-        let p = p.as_ref()?;
-        let fetch = &ctx.plan.fetches[*i];
-        let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
-        let request = SubgraphRequest {
-            subgraph: fetch.subgraph,
-            name: &fetch.subgraph_name,
-            url,
-            body: p.body.clone(),
-            headers: ctx.headers,
-            is_query: ctx.prepared.operation.operation_type.is_query(),
-            budget_bytes,
-        };
-        let span = graphfleet_planner::otel_span!(
-            "subgraph_fetch",
-            subgraph.name = %fetch.subgraph_name,
-            http.response.status_code = tracing::field::Empty,
-            otel.status_code = tracing::field::Empty,
-            otel.status_message = tracing::field::Empty,
-        );
-        let record = crate::metrics::FetchRecord::start(ctx.fetch_metrics, fetch.subgraph.index());
-        let fetched = ctx.transport.fetch(request);
-        let response = tracing::Instrument::instrument(fetched, span.clone()).await;
-        record.finish(response.is_ok());
-        if let Err(e) = &response {
-            span.record("otel.status_code", "ERROR");
-            span.record("otel.status_message", e.message.as_str());
-        }
-        Some(response)
-    });
+    let sends = prepared
+        .iter()
+        .zip(fetches)
+        .map(|(p, i)| async move { Some(send(ctx, *i, p.as_ref()?, budget_bytes).await) });
     let responses = futures::future::join_all(sends).await;
     for ((p, i), response) in prepared.iter().zip(fetches).zip(responses) {
-        let (Some(p), Some(response)) = (p, response) else {
-            continue;
-        };
-        let fetch = &ctx.plan.fetches[*i];
-        if let Ok(bytes) = &response {
-            *received = received.saturating_add(bytes.len());
-            if *received > ctx.max_response_bytes {
-                errors.push(ResponseError {
-                    path: fetch::failed_fetch_path(fetch),
-                    extensions: Some(serde_json::json!({
-                        "code": RESPONSE_TOO_LARGE,
-                        "service": fetch.subgraph_name,
-                    })),
-                    ..ResponseError::new(format!(
-                        "the subgraph responses of this request exceed {} bytes (limits.max_response_bytes)",
-                        ctx.max_response_bytes
-                    ))
-                });
-                continue;
+        if let (Some(p), Some(response)) = (p, response) {
+            absorb(ctx, *i, p, response, store, errors, received);
+        }
+    }
+}
+
+/// A query's fetches, each sent as soon as the fetches it depends on are merged (not
+/// level by level: a fetch waits only for its own inputs). Results merge in the order
+/// they arrive; their errors are reported in plan order, so the answer does not depend
+/// on which subgraph was quicker.
+async fn run_as_ready<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    store: &mut Store,
+    errors: &mut Vec<ResponseError>,
+    received: &mut usize,
+) {
+    let fetches = &ctx.plan.fetches;
+    let mut waiting: Vec<usize> = fetches.iter().map(|f| f.depends_on.len()).collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); fetches.len()];
+    for (i, f) in fetches.iter().enumerate() {
+        for d in &f.depends_on {
+            dependents[*d].push(i);
+        }
+    }
+    let mut ready: Vec<usize> = (0..fetches.len()).filter(|i| waiting[*i] == 0).collect();
+    let mut fetch_errors: Vec<Vec<ResponseError>> = vec![Vec::new(); fetches.len()];
+    let mut in_flight = futures::stream::FuturesUnordered::new();
+    let done = |i: usize, waiting: &mut Vec<usize>, ready: &mut Vec<usize>| {
+        for d in &dependents[i] {
+            waiting[*d] -= 1;
+            if waiting[*d] == 0 {
+                ready.push(*d);
             }
         }
-        match response {
-            Ok(bytes) => fetch::merge(fetch, ctx.plan, p, &bytes, store, errors),
-            Err(e) => errors.push(ResponseError {
-                path: fetch::failed_fetch_path(fetch),
-                extensions: Some(serde_json::json!({
-                    "code": e.code,
-                    "service": fetch.subgraph_name,
-                })),
-                ..ResponseError::new(format!(
-                    "HTTP fetch failed from '{}': {e}",
-                    fetch.subgraph_name
-                ))
-            }),
+    };
+    loop {
+        while let Some(i) = ready.pop() {
+            // Over the response budget nothing more is sent: the response is cut.
+            let prepared = (*received <= ctx.max_response_bytes)
+                .then(|| fetch::prepare(&fetches[i], ctx.plan, store, ctx.variables))
+                .flatten();
+            match prepared {
+                Some(p) => {
+                    let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
+                    in_flight.push(async move {
+                        let response = send(ctx, i, &p, budget_bytes).await;
+                        (i, p, response)
+                    });
+                }
+                // Nothing to fetch (no representations): its dependents have nothing
+                // to wait for either.
+                None => done(i, &mut waiting, &mut ready),
+            }
         }
+        let Some((i, p, response)) = futures::StreamExt::next(&mut in_flight).await else {
+            break;
+        };
+        absorb(ctx, i, &p, response, store, &mut fetch_errors[i], received);
+        done(i, &mut waiting, &mut ready);
+    }
+    let mut order = Vec::with_capacity(fetches.len());
+    if let Some(root) = &ctx.plan.root {
+        plan_order(root, &mut order);
+    }
+    for i in order {
+        errors.append(&mut fetch_errors[i]);
+    }
+}
+
+/// The fetches of `node` in the order the plan lists them.
+fn plan_order(node: &PlanNode, out: &mut Vec<usize>) {
+    match node {
+        PlanNode::Sequence(nodes) | PlanNode::Parallel(nodes) => {
+            nodes.iter().for_each(|n| plan_order(n, out));
+        }
+        PlanNode::Fetch(i) | PlanNode::Flatten { fetch: i, .. } => out.push(*i),
+    }
+}
+
+/// Send fetch `i` (its prepared body `p`), reading at most `budget_bytes` of answer.
+async fn send<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    i: usize,
+    p: &PreparedFetch,
+    budget_bytes: usize,
+) -> Result<bytes::Bytes, transport::FetchError> {
+    let fetch = &ctx.plan.fetches[i];
+    let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
+    let request = SubgraphRequest {
+        subgraph: fetch.subgraph,
+        name: &fetch.subgraph_name,
+        url,
+        body: p.body.clone(),
+        headers: ctx.headers,
+        is_query: ctx.prepared.operation.operation_type.is_query(),
+        budget_bytes,
+    };
+    let span = graphfleet_planner::otel_span!(
+        "subgraph_fetch",
+        subgraph.name = %fetch.subgraph_name,
+        http.response.status_code = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        otel.status_message = tracing::field::Empty,
+    );
+    let record = crate::metrics::FetchRecord::start(ctx.fetch_metrics, fetch.subgraph.index());
+    let fetched = ctx.transport.fetch(request);
+    let response = tracing::Instrument::instrument(fetched, span.clone()).await;
+    record.finish(response.is_ok());
+    if let Err(e) = &response {
+        span.record("otel.status_code", "ERROR");
+        span.record("otel.status_message", e.message.as_str());
+    }
+    response
+}
+
+/// Merge fetch `i`'s response into the store, or its failure into `errors`; a response
+/// that takes the request past its response budget is not merged.
+fn absorb<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    i: usize,
+    p: &PreparedFetch,
+    response: Result<bytes::Bytes, transport::FetchError>,
+    store: &mut Store,
+    errors: &mut Vec<ResponseError>,
+    received: &mut usize,
+) {
+    let fetch = &ctx.plan.fetches[i];
+    let failed = |code: &str, message: String| ResponseError {
+        path: fetch::failed_fetch_path(fetch),
+        extensions: Some(serde_json::json!({
+            "code": code,
+            "service": fetch.subgraph_name,
+        })),
+        ..ResponseError::new(message)
+    };
+    match response {
+        Ok(bytes) => {
+            *received = received.saturating_add(bytes.len());
+            if *received > ctx.max_response_bytes {
+                errors.push(failed(
+                    RESPONSE_TOO_LARGE,
+                    format!(
+                        "the subgraph responses of this request exceed {} bytes (limits.max_response_bytes)",
+                        ctx.max_response_bytes
+                    ),
+                ));
+                return;
+            }
+            fetch::merge(fetch, ctx.plan, p, &bytes, store, errors);
+        }
+        Err(e) => errors.push(failed(
+            e.code,
+            format!("HTTP fetch failed from '{}': {e}", fetch.subgraph_name),
+        )),
     }
 }
 

@@ -35,9 +35,16 @@ impl<'a> Planner<'a> {
             .groups
             .iter()
             .zip(renames)
-            .map(|(group, renames)| Fetch {
-                renames,
-                ..self.fetch_of(group, ir)
+            .map(|(group, renames)| {
+                let mut depends_on: Vec<usize> =
+                    group.depends_on.iter().map(|g| g.index()).collect();
+                depends_on.sort_unstable();
+                depends_on.dedup();
+                Fetch {
+                    renames,
+                    depends_on,
+                    ..self.fetch_of(group, ir)
+                }
             })
             .collect();
         // A group's fetch keeps its position in the plan's fetch list.

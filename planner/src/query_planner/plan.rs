@@ -51,6 +51,10 @@ pub struct Fetch {
     /// `(alias, key)`: fields the request aliases (sibling fragments selecting one
     /// response key with different types) are stored under `key` again.
     pub renames: Vec<(Name, Name)>,
+    /// The fetches (indices in [`QueryPlan::fetches`]) whose results this one needs
+    /// first: its representations' sources and `@requires` inputs. A query's fetch may
+    /// start as soon as these are merged.
+    pub depends_on: Vec<usize>,
 }
 
 #[derive(Debug)]

@@ -61,6 +61,7 @@ impl<'a> Planner<'a> {
                 reps: group.representations.clone(),
             }),
             renames: Vec::new(),
+            depends_on: Vec::new(),
         }
     }
 }
