@@ -51,14 +51,7 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut store = Store::with_root();
     let mut errors = Vec::new();
     let mut received = 0usize;
-    if ctx.prepared.operation.operation_type.is_mutation() {
-        // Mutations run their root fields in order: the plan's sequence says which.
-        if let Some(root) = &ctx.plan.root {
-            run_node(ctx, root, &mut store, &mut errors, &mut received).await;
-        }
-    } else {
-        run_as_ready(ctx, &mut store, &mut errors, &mut received).await;
-    }
+    run_as_ready(ctx, &mut store, &mut errors, &mut received).await;
     introspection(ctx, &mut store, &mut errors);
     let body = Writer::new(
         &store,
@@ -76,80 +69,10 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     }
 }
 
-fn run_node<'c, T: Transport>(
-    ctx: &'c ExecutionContext<'c, T>,
-    node: &'c PlanNode,
-    store: &'c mut Store,
-    errors: &'c mut Vec<ResponseError>,
-    received: &'c mut usize,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'c>> {
-    Box::pin(async move {
-        match node {
-            PlanNode::Sequence(nodes) => {
-                for n in nodes {
-                    run_node(ctx, n, store, errors, received).await;
-                }
-            }
-            PlanNode::Fetch(i) | PlanNode::Flatten { fetch: i, .. } => {
-                run_fetches(ctx, &[*i], store, errors, received).await;
-            }
-            PlanNode::Parallel(nodes) => {
-                let leaves: Option<Vec<usize>> = nodes
-                    .iter()
-                    .map(|n| match n {
-                        PlanNode::Fetch(i) | PlanNode::Flatten { fetch: i, .. } => Some(*i),
-                        _ => None,
-                    })
-                    .collect();
-                match leaves {
-                    Some(fetches) => run_fetches(ctx, &fetches, store, errors, received).await,
-                    // Nested structure: still correct when run one after another.
-                    None => {
-                        for n in nodes {
-                            run_node(ctx, n, store, errors, received).await;
-                        }
-                    }
-                }
-            }
-        }
-    })
-}
-
-/// Send a set of independent fetches concurrently, then merge each result, as long
-/// as the request's subgraph responses together (`received`) stay within the cap.
-async fn run_fetches<T: Transport>(
-    ctx: &ExecutionContext<'_, T>,
-    fetches: &[usize],
-    store: &mut Store,
-    errors: &mut Vec<ResponseError>,
-    received: &mut usize,
-) {
-    if *received > ctx.max_response_bytes {
-        // Already over: the response is cut, so fetching more would only add load.
-        return;
-    }
-    let prepared: Vec<Option<PreparedFetch>> = fetches
-        .iter()
-        .map(|i| fetch::prepare(&ctx.plan.fetches[*i], ctx.plan, store, ctx.variables))
-        .collect();
-    // Reading stops at what is left of the request's budget, so memory stays bounded.
-    let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
-    let sends = prepared
-        .iter()
-        .zip(fetches)
-        .map(|(p, i)| async move { Some(send(ctx, *i, p.as_ref()?, budget_bytes).await) });
-    let responses = futures::future::join_all(sends).await;
-    for ((p, i), response) in prepared.iter().zip(fetches).zip(responses) {
-        if let (Some(p), Some(response)) = (p, response) {
-            absorb(ctx, *i, p, response, store, errors, received);
-        }
-    }
-}
-
-/// A query's fetches, each sent as soon as the fetches it depends on are merged (not
-/// level by level: a fetch waits only for its own inputs). Results merge in the order
-/// they arrive; their errors are reported in plan order, so the answer does not depend
-/// on which subgraph was quicker.
+/// The plan's fetches, each sent as soon as the fetches it depends on are merged (not
+/// level by level: a fetch waits only for its own inputs; a mutation's root fields wait
+/// for the ones before them). Results merge in the order they arrive; their errors are
+/// reported in plan order, so the answer does not depend on which subgraph was quicker.
 async fn run_as_ready<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     store: &mut Store,

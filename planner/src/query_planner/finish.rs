@@ -31,7 +31,7 @@ impl<'a> Planner<'a> {
         for field in &ir.fields {
             keys.intern(&field.response_key);
         }
-        let fetches: Vec<Fetch> = self
+        let mut fetches: Vec<Fetch> = self
             .groups
             .iter()
             .zip(renames)
@@ -88,14 +88,21 @@ impl<'a> Planner<'a> {
                 .copied()
                 .filter(|i| self.groups[*i].parent.is_none())
                 .collect();
-            let parts: Vec<PlanNode> = roots
+            let members: Vec<Vec<GroupId>> = roots
                 .iter()
-                .map(|r| {
-                    let members: Vec<GroupId> =
-                        all.iter().copied().filter(|i| root_of(*i) == *r).collect();
-                    levels(&members)
-                })
+                .map(|r| all.iter().copied().filter(|i| root_of(*i) == *r).collect())
                 .collect();
+            // Mutation root fields run in order: every fetch of one waits for all fetches
+            // of the one before, so the executor needs no other notion of sequence.
+            for pair in members.windows(2) {
+                for later in &pair[1] {
+                    let deps = &mut fetches[later.index()].depends_on;
+                    deps.extend(pair[0].iter().map(|g| g.index()));
+                    deps.sort_unstable();
+                    deps.dedup();
+                }
+            }
+            let parts: Vec<PlanNode> = members.iter().map(|m| levels(m)).collect();
             Some(single_or(parts, PlanNode::Sequence))
         } else {
             Some(levels(&all))
