@@ -449,12 +449,7 @@ impl<T: Transport> Gateway<T> {
         deadline: Instant,
         work: impl FnOnce() -> R + Send + 'static,
     ) -> Result<R, RequestErrors> {
-        let timed_out = || {
-            RequestErrors(vec![operation::limits::error(
-                "PLANNING_TIMEOUT",
-                "planning the operation took longer than the request may take",
-            )])
-        };
+        let timed_out = || plan_error(&PlanError::Timeout);
         let until = tokio::time::Instant::from_std(deadline);
         let slot = tokio::time::timeout_at(until, self.planning.clone().acquire_owned())
             .await
