@@ -290,6 +290,9 @@ real_images() {
     fail "image import into $1-0" "$STATE/logs/images.log" "could not import pause/coredns"
 }
 
+# kubelet keeps this path whatever its --root-dir.
+DEVICE_PLUGIN_SOCKET=/var/lib/kubelet/device-plugins/kubelet.sock
+
 real_kubelet() { # real_kubelet POOL IDX
   local pool=$1 idx=$2 n=$STATE/nodes/$1
   mkdir -p "$n/kubelet" "$n/pod-logs"
@@ -421,7 +424,14 @@ real_up() {
     real_containerd "${pi%:*}" "${pi#*:}"
     real_images "${pi%:*}"
   done
-  for pi in $REAL_POOLS; do real_kubelet "${pi%:*}" "${pi#*:}"; done
+  # One kubelet at a time: each binds the machine-wide device-plugin socket after
+  # clearing its folder, so two starting together can collide (EADDRINUSE, exit).
+  for pi in $REAL_POOLS; do
+    rm -f "$DEVICE_PLUGIN_SOCKET"
+    real_kubelet "${pi%:*}" "${pi#*:}"
+    wait_until "kubelet ${pi%:*}-0" "$STATE/logs/kubelet-${pi%:*}.log" 60 \
+      running "kubelet-${pi%:*}" kubelet test -S "$DEVICE_PLUGIN_SOCKET"
+  done
   real_kube_proxy
   local pool
   for pi in $REAL_POOLS; do
