@@ -1,8 +1,11 @@
 //! The benchmark loop: per scenario, start the set's subgraphs, ask the monolith for the
 //! expected answer, then per gateway start it under its CPU budget, warm up, measure with
-//! k6 while sampling /proc, read the subgraph counters and optionally search capacity.
+//! the load generator (native or k6) while sampling /proc, read the subgraph counters and
+//! optionally search capacity.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -14,6 +17,7 @@ use crate::capacity::{self, Step};
 use crate::gateway::{Gateway, Kind, Slots};
 use crate::http::Client;
 use crate::k6::{self, Check, Expected, Summary};
+use crate::openload::{self, ExpectedBody, Payload};
 use crate::process::{self, Cgroup, Launch, Placement};
 use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun, System};
 use crate::sampler::{self, Sampler};
@@ -22,7 +26,9 @@ use crate::scenario::Scenario;
 pub struct Config {
     pub repo: PathBuf,
     pub out: PathBuf,
-    pub k6: PathBuf,
+    pub generator: Generator,
+    /// The k6 binary, when k6 generates the load.
+    pub k6: Option<PathBuf>,
     pub subgraphs_bin: PathBuf,
     pub gateways: Vec<(Gateway, Result<Option<PathBuf>, String>, String)>,
     pub scenarios: Vec<Scenario>,
@@ -36,6 +42,25 @@ pub struct Config {
     pub start_timeout: Duration,
     /// A supergraph to serve instead of the set's committed one (e.g. the operator's).
     pub supergraph: Option<PathBuf>,
+}
+
+/// What drives the load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Generator {
+    /// The runner's own open-model client ([`openload`]): several times the gateways' rate
+    /// on one core, latency from each request's scheduled time at microsecond resolution.
+    Native,
+    /// k6 running loadtest/k6/scenario.js (saturates its core near 1,000 small req/s).
+    K6,
+}
+
+impl Generator {
+    pub fn name(self) -> &'static str {
+        match self {
+            Generator::Native => "native",
+            Generator::K6 => "k6",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -73,7 +98,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             (None, true) => (scenario.load.rate / 5).clamp(1, 5),
             (None, false) => scenario.load.rate,
         };
-        let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s);
+        let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s, cfg.generator.name());
         progress(format!(
             "scenario {} (set {}, {rate} req/s for {} s)",
             scenario.name, scenario.set, cfg.duration_s
@@ -476,29 +501,13 @@ async fn measure_running(
         started.elapsed().as_secs_f64()
     ));
     let expected = &conformance(client, &url, payload, expected, dir, &gateway.name).await?;
-    let k6_log = dir.join(format!("{}-k6.log", gateway.name));
-    let _ = std::fs::remove_file(&k6_log);
-    let summary_file = dir.join(format!("{}-summary.json", gateway.name));
     let load = scenario.load;
-    let script = cfg.repo.join("loadtest/k6/scenario.js");
-    let k6_run = |check: Check, rate: u32, duration_s: u32, max_vus: u32| k6::Run {
-        k6: &cfg.k6,
-        script: &script,
-        url: &url,
-        payload,
-        expected,
-        check,
-        rate,
-        vus: load.vus.min(max_vus),
-        max_vus,
-        duration_s,
-        summary: &summary_file,
-        log: &k6_log,
-        cpus: cfg.placement.others.as_deref(),
+    let driver = Driver::new(cfg, scenario, &url, payload, expected, dir, &gateway.name)?;
+    let k6_run = |check: Check, rate: u32, duration_s: u32, max_vus: u32| {
+        driver.run(check, rate, duration_s, load.vus.min(max_vus), max_vus)
     };
     if cfg.warmup_s > 0 {
         let w = k6_run(Check::Full, rate, cfg.warmup_s, load.max_vus)
-            .run()
             .await
             .context("warm-up")?;
         progress(format!(
@@ -509,9 +518,7 @@ async fn measure_running(
     subgraph_total(client, &servers.base, true).await?;
     let throttled_before = cgroup.and_then(Cgroup::throttling);
     let sampler = Sampler::start(pid);
-    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus)
-        .run()
-        .await;
+    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus).await;
     let usage = sampler::usage(&sampler.finish().await);
     let throttled = match (throttled_before, cgroup.and_then(Cgroup::throttling)) {
         (Some((n0, s0)), Some((n1, s1))) => {
@@ -522,7 +529,7 @@ async fn measure_running(
     let summary = summary.context("measured run")?;
     let subgraph_requests = subgraph_total(client, &servers.base, false).await?;
     progress(format!(
-        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {:.0}%, RSS max {:.0} MiB{throttled}",
+        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {:.0}%, RSS max {:.0} MiB{throttled}{}",
         scenario.name,
         gateway.name,
         summary.requests,
@@ -531,7 +538,8 @@ async fn measure_running(
         summary.achieved_rate.unwrap_or(0.0),
         summary.latency_ms.map_or(0.0, |l| l.p99),
         usage.cpu_avg * 100.0,
-        usage.mem_max as f64 / 1048576.0
+        usage.mem_max as f64 / 1048576.0,
+        driver.lag_note()
     ));
     let mut capacity = None;
     if let Some(c) = cfg.capacity {
@@ -546,7 +554,6 @@ async fn measure_running(
             // Enough VUs for ~100 ms latency at the target rate, never fewer than the scenario's.
             let max_vus = load.max_vus.max(target / 10 + 1);
             let s: Summary = k6_run(Check::Length, target, c.duration_s, max_vus)
-                .run()
                 .await
                 .context("capacity step")?;
             let step = Step {
@@ -557,7 +564,7 @@ async fn measure_running(
                 dropped: s.dropped_iterations,
             };
             progress(format!(
-                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped{}",
+                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped{}{}",
                 scenario.name,
                 gateway.name,
                 steps.len() + 1,
@@ -565,6 +572,7 @@ async fn measure_running(
                 step.p99,
                 step.failures,
                 step.dropped,
+                driver.lag_note(),
                 if step.kept_up() { "" } else { " (fell behind)" }
             ));
             steps.push(step);
@@ -580,11 +588,155 @@ async fn measure_running(
     })
 }
 
+/// Runs the load of one gateway with the configured generator; both take the same inputs
+/// and yield the same [`Summary`].
+struct Driver<'a> {
+    cfg: &'a Config,
+    url: &'a str,
+    payload: &'a Path,
+    expected: &'a Expected,
+    /// No-cache scenario: each run gets a fresh nonce, each request its own token.
+    unique: bool,
+    script: PathBuf,
+    summary_file: PathBuf,
+    log: PathBuf,
+    /// Native only: the payload and the expected answer, read once.
+    native: Option<(Vec<u8>, Arc<ExpectedBody>)>,
+    /// The native generator's send lag (p99, ms) in its last run.
+    lag_p99_ms: Cell<Option<f64>>,
+}
+
+impl<'a> Driver<'a> {
+    fn new(
+        cfg: &'a Config,
+        scenario: &Scenario,
+        url: &'a str,
+        payload: &'a Path,
+        expected: &'a Expected,
+        dir: &Path,
+        gateway: &str,
+    ) -> anyhow::Result<Self> {
+        let log = dir.join(format!("{gateway}-{}.log", cfg.generator.name()));
+        let _ = std::fs::remove_file(&log);
+        let native = match cfg.generator {
+            Generator::K6 => None,
+            Generator::Native => Some((
+                std::fs::read(payload).context("reading the payload")?,
+                Arc::new(ExpectedBody::new(
+                    std::fs::read(&expected.file).context("reading the expected answer")?,
+                )),
+            )),
+        };
+        Ok(Driver {
+            cfg,
+            url,
+            payload,
+            expected,
+            unique: scenario.unique,
+            script: cfg.repo.join("loadtest/k6/scenario.js"),
+            summary_file: dir.join(format!("{gateway}-summary.json")),
+            log,
+            native,
+            lag_p99_ms: Cell::new(None),
+        })
+    }
+
+    fn lag_note(&self) -> String {
+        self.lag_p99_ms.get().map_or(String::new(), |l| {
+            format!(", generator send lag p99 {l:.2} ms")
+        })
+    }
+
+    async fn run(
+        &self,
+        check: Check,
+        rate: u32,
+        duration_s: u32,
+        vus: u32,
+        max_vus: u32,
+    ) -> anyhow::Result<Summary> {
+        let nonce = self.unique.then(crate::scenario::next_nonce);
+        let Some((payload, expected)) = &self.native else {
+            let k6 = self
+                .cfg
+                .k6
+                .as_deref()
+                .context("k6 generates the load but no k6 binary was resolved")?;
+            return k6::Run {
+                k6,
+                script: &self.script,
+                url: self.url,
+                payload: self.payload,
+                expected: self.expected,
+                check,
+                rate,
+                vus,
+                max_vus,
+                duration_s,
+                unique: nonce,
+                summary: &self.summary_file,
+                log: &self.log,
+                cpus: self.cfg.placement.others.as_deref(),
+            }
+            .run()
+            .await;
+        };
+        let load = openload::Load {
+            url: self
+                .url
+                .parse()
+                .with_context(|| format!("{} is not a URL", self.url))?,
+            payload: Payload::new(payload, nonce)?,
+            expected: Arc::clone(expected),
+            check,
+            rate,
+            duration: Duration::from_secs(u64::from(duration_s)),
+            max_in_flight: max_vus.max(1),
+            cpus: self.cfg.placement.others.clone(),
+        };
+        let outcome = tokio::task::spawn_blocking(move || load.run())
+            .await
+            .context("the load generator panicked")??;
+        self.lag_p99_ms.set(Some(outcome.send_lag_p99_ms));
+        let s = &outcome.summary;
+        let line = format!(
+            "native: {rate} req/s for {duration_s} s (at most {max_vus} in flight, check {check:?}): {} requests, {} ok, {} failures, {} dropped, p50 {:.3} ms, p99 {:.3} ms, send lag p99 {:.3} ms, peak in flight {}{}\n",
+            s.requests,
+            s.ok,
+            s.failures,
+            s.dropped_iterations,
+            s.latency_ms.map_or(0.0, |l| l.med),
+            s.latency_ms.map_or(0.0, |l| l.p99),
+            outcome.send_lag_p99_ms,
+            outcome.peak_in_flight,
+            outcome
+                .failure_samples
+                .iter()
+                .map(|f| format!("\n  failure: {f}"))
+                .collect::<String>()
+        );
+        use std::io::Write as _;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut f| f.write_all(line.as_bytes()))
+            .with_context(|| format!("writing {}", self.log.display()))?;
+        Ok(outcome.summary)
+    }
+}
+
 async fn system_info(cfg: &Config) -> System {
     let machine = crate::host::Machine::this();
-    let k6 = crate::host::output(&cfg.k6.to_string_lossy(), &["version"])
-        .await
-        .unwrap_or_else(|| "unknown".into());
+    let load_generator = match (&cfg.k6, cfg.generator) {
+        (Some(k6), Generator::K6) => crate::host::output(&k6.to_string_lossy(), &["version"])
+            .await
+            .unwrap_or_else(|| "k6 (version unknown)".into()),
+        _ => format!(
+            "native (graphfleet-bench {}: hyper HTTP/1.1 keep-alive, one current-thread runtime and a scheduler thread on the non-gateway cores, latency from each request's scheduled time, HDR histogram)",
+            env!("CARGO_PKG_VERSION")
+        ),
+    };
     let probe = Cgroup::create("probe", cfg.placement.cpus);
     let limit = match &probe {
         Some(cg) => format!("{} cores ({} + taskset)", cfg.placement.cpus, cg.kind),
@@ -601,7 +753,7 @@ async fn system_info(cfg: &Config) -> System {
         memory: machine.memory,
         kernel: machine.kernel,
         git_commit: crate::host::git_commit(&cfg.repo).await,
-        k6,
+        load_generator,
         placement: cfg.placement.describe(),
         cpu_limit: limit,
     }

@@ -73,6 +73,8 @@ pub struct Run<'a> {
     pub vus: u32,
     pub max_vus: u32,
     pub duration_s: u32,
+    /// A no-cache scenario's nonce (`GF_UNIQUE`): every request a new document.
+    pub unique: Option<u32>,
     pub summary: &'a Path,
     pub log: &'a Path,
     pub cpus: Option<&'a str>,
@@ -110,6 +112,10 @@ impl Run<'_> {
             .env("GF_DURATION", format!("{}s", self.duration_s))
             .env("GF_SUMMARY", self.summary)
             .env("K6_NO_USAGE_REPORT", "true")
+            .env(
+                "GF_UNIQUE",
+                self.unique.map_or(String::new(), |n| n.to_string()),
+            )
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(err)

@@ -244,6 +244,7 @@ pub fn report(
                 description,
                 rate: u32::try_from(*rate).unwrap_or(0),
                 duration_s: duration_s(duration).map_or(0, |d| d.round() as u32),
+                generator: "k6".into(),
                 response_bytes: None,
                 error: None,
                 gateways: lts.iter().map(|lt| gateway_run(lt, resources)).collect(),

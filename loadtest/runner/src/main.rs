@@ -1,5 +1,6 @@
-//! graphfleet-bench: runs the benchmark scenarios against one or more gateways with k6 and
-//! writes REPORT.md (tables per scenario, SVG charts) and results.json.
+//! graphfleet-bench: runs the benchmark scenarios against one or more gateways with its own
+//! open-model load generator (or k6) and writes REPORT.md (tables per scenario, SVG charts)
+//! and results.json.
 
 mod bench;
 mod capacity;
@@ -13,6 +14,7 @@ mod incluster;
 mod k6;
 mod kube_io;
 mod loadtests;
+mod openload;
 mod paths;
 mod peers;
 mod podsample;
@@ -28,11 +30,12 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Parser;
 
+use crate::bench::Generator;
 use crate::gateway::{Gateway, Kind};
 use crate::k6::Check;
 use crate::peers::Peer;
 
-/// Benchmarks GraphQL federation gateways side by side (open-model k6 load, CPU budget,
+/// Benchmarks GraphQL federation gateways side by side (open-model load, CPU budget,
 /// /proc sampling) and writes REPORT.md with tables and SVG charts; with --in-cluster, as
 /// pods of the local cluster.
 #[derive(Parser)]
@@ -88,6 +91,12 @@ struct Cli {
     /// CPU budget of the gateway, in cores.
     #[arg(long, default_value_t = 1.0)]
     cpus: f64,
+    /// What generates the load: `native` (the runner's own open-model client, the default
+    /// on this machine: it does several times a gateway's rate on one core) or `k6`
+    /// (loadtest/k6/scenario.js; saturates its core near 1,000 small req/s). --in-cluster
+    /// always uses k6.
+    #[arg(long, value_enum)]
+    load_generator: Option<Generator>,
     /// How responses are checked during the measured run.
     #[arg(long, value_enum, default_value_t = Check::Length)]
     check: Check,
@@ -116,7 +125,7 @@ struct Cli {
     /// The repository root (default: where this binary was built from).
     #[arg(long)]
     repo: Option<PathBuf>,
-    /// The k6 binary (default: the tool cache, then PATH).
+    /// The k6 binary for --load-generator k6 (default: the tool cache, then PATH).
     #[arg(long)]
     k6: Option<PathBuf>,
     /// The graphfleet-subgraphs binary (default: target/release, built when missing).
@@ -158,6 +167,26 @@ enum Command {
     /// Samples the CPU (cpuacct) and memory (working set) of pods from their cgroups on this
     /// machine, every 100 ms for --seconds, re-listing the pods every second (a rollout's
     /// new pods are followed), and writes them with wall-clock timestamps for `report`.
+    /// Drives one URL with the native generator (POST of a payload at a constant arrival
+    /// rate, no response check) and prints the summary as JSON: the generator's own
+    /// ceiling against a trivial endpoint, or a quick load by hand.
+    Load {
+        #[arg(long)]
+        url: String,
+        /// File with the POST body.
+        #[arg(long, value_name = "FILE")]
+        payload: PathBuf,
+        #[arg(long)]
+        rate: u32,
+        /// Seconds.
+        #[arg(long, default_value_t = 10)]
+        duration: u32,
+        #[arg(long, default_value_t = 100)]
+        max_in_flight: u32,
+        /// taskset list for the generator's threads.
+        #[arg(long)]
+        cpus: Option<String>,
+    },
     SamplePods {
         #[arg(long, value_name = "FILE")]
         kubeconfig: Option<PathBuf>,
@@ -323,6 +352,36 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
             })
             .await;
         }
+        Some(Command::Load {
+            url,
+            payload,
+            rate,
+            duration,
+            max_in_flight,
+            cpus,
+        }) => {
+            let body = std::fs::read(&payload)
+                .with_context(|| format!("reading {}", payload.display()))?;
+            let load = openload::Load {
+                url: url.parse().with_context(|| format!("{url} is not a URL"))?,
+                payload: openload::Payload::new(&body, None)?,
+                expected: std::sync::Arc::new(openload::ExpectedBody::new(Vec::new())),
+                check: k6::Check::None,
+                rate,
+                duration: Duration::from_secs(u64::from(duration.max(1))),
+                max_in_flight,
+                cpus,
+            };
+            let outcome = tokio::task::spawn_blocking(move || load.run())
+                .await
+                .context("the load generator panicked")??;
+            let mut json = serde_json::to_value(&outcome.summary).context("summary")?;
+            json["send_lag_p99_ms"] = outcome.send_lag_p99_ms.into();
+            json["peak_in_flight"] = outcome.peak_in_flight.into();
+            json["failure_samples"] = outcome.failure_samples.into();
+            println!("{json:#}");
+            return Ok(());
+        }
         None => {}
     }
     cli.k6 = absolute("--k6", cli.k6.as_ref())?;
@@ -363,6 +422,9 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     };
     let gateways = resolve_gateways(&cli, &repo).await?;
     if cli.in_cluster {
+        if cli.load_generator == Some(Generator::Native) {
+            bail!("--in-cluster runs k6 Jobs: --load-generator native is host-mode only");
+        }
         if cli.smoke || cli.capacity {
             bail!("--in-cluster measures at one rate: --smoke and --capacity are host-mode only");
         }
@@ -390,7 +452,11 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         eprintln!("[bench] report: {}", out.join("REPORT.md").display());
         return Ok(());
     }
-    let k6 = paths::k6(cli.k6.as_deref(), &repo)?;
+    let generator = cli.load_generator.unwrap_or(Generator::Native);
+    let k6 = match generator {
+        Generator::K6 => Some(paths::k6(cli.k6.as_deref(), &repo)?),
+        Generator::Native => None,
+    };
     let placement = process::Placement::new(cli.cpus)?;
     let (duration_s, warmup_s, rate, check) = if cli.smoke {
         (cli.duration.min(3), 0, cli.rate, Check::Full)
@@ -406,6 +472,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     let cfg = bench::Config {
         repo,
         out: out.clone(),
+        generator,
         k6,
         subgraphs_bin,
         gateways,

@@ -216,8 +216,14 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
     });
     let _ = writeln!(
         out,
-        "Set `{}`. k6 runs an open model (constant-arrival-rate) at {} requests/s for {} s{}.{size}\n",
+        "Set `{}`. {} runs an open model (constant-arrival-rate) at {} requests/s for {} s{}.{size}\n",
         s.set,
+        match s.generator.as_str() {
+            "native" =>
+                "The native load generator (graphfleet-bench's own client, latency from each request's scheduled time)",
+            "k6" => "k6",
+            other => other,
+        },
         s.rate,
         s.duration_s,
         if smoke {

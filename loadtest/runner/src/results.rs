@@ -87,6 +87,8 @@ pub struct ScenarioRun {
     pub description: String,
     pub rate: u32,
     pub duration_s: u32,
+    /// What generated the load: "native" (the runner's own client) or "k6".
+    pub generator: String,
     /// Bytes of the monolith's response.
     pub response_bytes: Option<usize>,
     /// Set when the scenario could not run at all (e.g. its set failed to start).
@@ -96,13 +98,19 @@ pub struct ScenarioRun {
 
 impl ScenarioRun {
     /// A scenario about to run at `rate` for `duration_s`, nothing measured yet.
-    pub fn starting(scenario: &crate::scenario::Scenario, rate: u32, duration_s: u32) -> Self {
+    pub fn starting(
+        scenario: &crate::scenario::Scenario,
+        rate: u32,
+        duration_s: u32,
+        generator: &str,
+    ) -> Self {
         ScenarioRun {
             name: scenario.name.clone(),
             set: scenario.set.clone(),
             description: scenario.description.clone(),
             rate,
             duration_s,
+            generator: generator.to_owned(),
             response_bytes: None,
             error: None,
             gateways: Vec::new(),
@@ -120,7 +128,7 @@ pub struct System {
     pub memory: String,
     pub kernel: String,
     pub git_commit: String,
-    pub k6: String,
+    pub load_generator: String,
     pub placement: String,
     pub cpu_limit: String,
 }
@@ -133,7 +141,7 @@ impl System {
             ("Memory", &self.memory),
             ("Linux Version", &self.kernel),
             ("Git Commit", &self.git_commit),
-            ("k6", &self.k6),
+            ("Load generator", &self.load_generator),
             ("Gateway CPU budget", &self.cpu_limit),
             ("Placement", &self.placement),
             ("Cores", &self.cores.to_string()),

@@ -25,6 +25,9 @@ pub struct Scenario {
     pub variables_file: Option<PathBuf>,
     pub description: String,
     pub load: Load,
+    /// Every request's document is new to the gateway (see [`unique_query`]): the
+    /// operation name and the first root field's alias carry a per-request token.
+    pub unique: bool,
 }
 
 struct Known {
@@ -65,6 +68,11 @@ const KNOWN: &[Known] = &[
         load: load(20, 2, 40),
     },
     Known {
+        name: "many-plans-no-cache",
+        description: "many-plans with every request's document new to the gateway (a unique operation name and root-field alias per request, as the no-cache gateways of the published benchmark): planning cost under load, no plan cache hits.",
+        load: load(20, 2, 40),
+    },
+    Known {
         name: "small",
         description: "Apollo's base case: a one-field query answered by a single subgraph; measures the gateway's own overhead.",
         load: load(200, 10, 100),
@@ -87,6 +95,77 @@ const KNOWN: &[Known] = &[
 ];
 
 const DEFAULT_LOAD: Load = load(50, 10, 100);
+
+/// Scenarios that also get a `<name>-no-cache` variant (see [`Scenario::unique`]).
+const NO_CACHE_OF: &[&str] = &["many-plans"];
+
+/// The token a no-cache payload carries; each request replaces every occurrence with its
+/// own of the same width ([`request_token`]), so the expected answer keeps its length and
+/// a response is compared after putting this token back.
+pub const TOKEN_ZERO: &str = "gfnc000000000000000";
+
+/// `gfnc` + 6 digits of the run's nonce + 9 digits of the request index; the nonce differs
+/// per run so warm-up, measured run and capacity steps never repeat a document.
+pub fn request_token(nonce: u32, index: u64) -> String {
+    format!("gfnc{:06}{:09}", nonce % 1_000_000, index % 1_000_000_000)
+}
+
+/// A fresh nonce (1..=999999) for one run of a no-cache scenario: a process-wide counter
+/// started from the clock, so no two runs against one gateway process share tokens.
+pub fn next_nonce() -> u32 {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(1, |d| d.subsec_micros());
+    let _ = NEXT.compare_exchange(0, seed % 999_999 + 1, Ordering::Relaxed, Ordering::Relaxed);
+    NEXT.fetch_add(1, Ordering::Relaxed) % 999_999 + 1
+}
+
+/// The query with [`TOKEN_ZERO`] in the operation's name and as an alias of the first root
+/// field (`query Q_<token> { f_<token>: f ... }`). The alias changes the planned operation
+/// and the response, so a plan cache keyed by normalised documents (names dropped) misses
+/// too; the response carries the token only as that one key.
+pub fn unique_query(query: &str) -> anyhow::Result<String> {
+    let open = query.find('{').context("the query has no selection set")?;
+    let header = query[..open].trim();
+    let header = match header.strip_prefix("query") {
+        Some("") => format!("query Q_{TOKEN_ZERO}"),
+        Some(rest) => {
+            let rest = rest.trim_start();
+            let name_end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if name_end == 0 {
+                format!("query Q_{TOKEN_ZERO}{rest}")
+            } else {
+                format!(
+                    "query {}_{TOKEN_ZERO}{}",
+                    &rest[..name_end],
+                    &rest[name_end..]
+                )
+            }
+        }
+        None if header.is_empty() => format!("query Q_{TOKEN_ZERO}"),
+        None => bail!("only a query operation can be made unique, found {header:?}"),
+    };
+    let body = &query[open + 1..];
+    let field_at = body
+        .find(|c: char| !c.is_whitespace())
+        .context("empty selection set")?;
+    let field = &body[field_at..];
+    let name_len = field
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(field.len());
+    if name_len == 0 || field[name_len..].trim_start().starts_with(':') {
+        bail!("the first root selection must be a plain field without an alias");
+    }
+    let name = &field[..name_len];
+    Ok(format!(
+        "{header} {{{}{name}_{TOKEN_ZERO}: {field}",
+        &body[..field_at]
+    ))
+}
 
 /// Every scenario under `sets_dir`, sorted by name.
 pub fn discover(sets_dir: &Path) -> anyhow::Result<Vec<Scenario>> {
@@ -124,9 +203,34 @@ pub fn discover(sets_dir: &Path) -> anyhow::Result<Vec<Scenario>> {
                 set: set_name.clone(),
                 variables_file: variables.is_file().then_some(variables),
                 query_file: path,
+                unique: false,
             });
         }
     }
+    let variants: Vec<Scenario> = out
+        .iter()
+        .filter(|s| NO_CACHE_OF.contains(&s.name.as_str()))
+        .map(|s| {
+            let name = format!("{}-no-cache", s.name);
+            let known = KNOWN.iter().find(|k| k.name == name);
+            Scenario {
+                description: known.map_or_else(
+                    || {
+                        format!(
+                            "`{}` with every request's document new to the gateway.",
+                            s.name
+                        )
+                    },
+                    |k| k.description.to_owned(),
+                ),
+                load: known.map_or(s.load, |k| k.load),
+                name,
+                unique: true,
+                ..s.clone()
+            }
+        })
+        .collect();
+    out.extend(variants);
     out.sort_by(|a, b| a.name.cmp(&b.name));
     if let Some(w) = out.windows(2).find(|w| w[0].name == w[1].name) {
         bail!(
@@ -165,8 +269,12 @@ pub fn select(all: Vec<Scenario>, wanted: &[String]) -> anyhow::Result<Vec<Scena
 impl Scenario {
     /// The GraphQL POST body: `{"query", "operationName"?, "variables"?}`.
     pub fn payload(&self) -> anyhow::Result<String> {
-        let query = std::fs::read_to_string(&self.query_file)
+        let mut query = std::fs::read_to_string(&self.query_file)
             .with_context(|| format!("reading {}", self.query_file.display()))?;
+        if self.unique {
+            query = unique_query(&query)
+                .with_context(|| format!("making {} unique", self.query_file.display()))?;
+        }
         let mut body = serde_json::Map::new();
         body.insert("query".into(), Value::String(query));
         if let Some(file) = &self.variables_file {
@@ -201,6 +309,71 @@ mod tests {
                 .as_str()
                 .is_some_and(|q| q.contains("topProducts"))
         );
+    }
+
+    #[test]
+    fn the_no_cache_variant_names_and_aliases_with_the_token() {
+        let all = discover(&sets_dir()).expect("discover");
+        let base = all
+            .iter()
+            .find(|s| s.name == "many-plans")
+            .expect("many-plans");
+        let variant = all
+            .iter()
+            .find(|s| s.name == "many-plans-no-cache")
+            .expect("variant");
+        assert!(variant.unique && !base.unique);
+        assert_eq!(
+            (variant.set.as_str(), variant.load),
+            ("many-plans", base.load)
+        );
+        let payload: Value =
+            serde_json::from_str(&variant.payload().expect("payload")).expect("json");
+        let query = payload["query"].as_str().expect("query");
+        assert!(
+            query.starts_with(&format!(
+                "query ManyPlans_{TOKEN_ZERO} {{\n  users_{TOKEN_ZERO}: users {{"
+            )),
+            "{query}"
+        );
+        let base_payload: Value =
+            serde_json::from_str(&base.payload().expect("payload")).expect("json");
+        let base_query = base_payload["query"].as_str().expect("query");
+        // Nothing else changed: removing the two insertions gives the base query back.
+        let restored = query.replacen(&format!("_{TOKEN_ZERO}"), "", 1).replacen(
+            &format!("users_{TOKEN_ZERO}: "),
+            "",
+            1,
+        );
+        assert_eq!(restored, base_query);
+    }
+
+    #[test]
+    fn unique_query_handles_anonymous_operations_and_refuses_aliases() {
+        assert_eq!(
+            unique_query("{ me { id } }").expect("anonymous"),
+            format!("query Q_{TOKEN_ZERO} {{ me_{TOKEN_ZERO}: me {{ id }} }}")
+        );
+        assert_eq!(
+            unique_query("query Q($n: Int) {\n  top(n: $n) { id }\n}").expect("variables"),
+            format!(
+                "query Q_{TOKEN_ZERO}($n: Int) {{\n  top_{TOKEN_ZERO}: top(n: $n) {{ id }}\n}}"
+            )
+        );
+        assert!(unique_query("{ a: me { id } }").is_err());
+        assert!(unique_query("mutation M { x }").is_err());
+    }
+
+    #[test]
+    fn request_tokens_have_the_zero_token_width_and_differ() {
+        let a = request_token(123, 0);
+        let b = request_token(123, 1);
+        let c = request_token(124, 0);
+        assert_eq!(a.len(), TOKEN_ZERO.len());
+        assert_eq!(a, "gfnc000123000000000");
+        assert!(a != b && a != c && b != c);
+        let (n1, n2) = (next_nonce(), next_nonce());
+        assert!(n1 != n2 && (1..=999_999).contains(&n1), "{n1} {n2}");
     }
 
     #[test]

@@ -1,65 +1,13 @@
-//! Runs the real runner in --smoke mode with real k6 against the monolith used as a
-//! "gateway" (a command template), and checks the report it writes.
+//! Runs the real runner in --smoke mode against the monolith used as a "gateway" (a command
+//! template), with real k6 and with the native generator, and checks the report it writes.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .expect("repository root")
-}
-
-fn target_dir() -> PathBuf {
-    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo().join("target"), PathBuf::from)
-}
-
-/// The debug graphfleet-subgraphs (another package's binary: built here, without --release).
-fn subgraphs_bin() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT.get_or_init(build_subgraphs).clone()
-}
-
-fn build_subgraphs() -> PathBuf {
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .args([
-            "build",
-            "-p",
-            "graphfleet-loadtest",
-            "--bin",
-            "graphfleet-subgraphs",
-        ])
-        .current_dir(repo())
-        .status()
-        .expect("running cargo build");
-    assert!(status.success(), "building graphfleet-subgraphs failed");
-    target_dir().join("debug/graphfleet-subgraphs")
-}
-
-/// k6 from the tool cache or PATH; the test needs the real one.
-fn k6() -> PathBuf {
-    let versions =
-        std::fs::read_to_string(repo().join("tools/versions.env")).expect("versions.env");
-    let version = versions
-        .lines()
-        .find_map(|l| l.strip_prefix("K6_VERSION="))
-        .expect("K6_VERSION")
-        .trim()
-        .to_owned();
-    let cache = match std::env::var_os("GRAPHFLEET_CACHE") {
-        Some(c) => PathBuf::from(c),
-        None => PathBuf::from(std::env::var_os("HOME").expect("HOME")).join(".cache/graphfleet"),
-    };
-    let cached = cache.join(format!("tools/k6-{version}/k6"));
-    assert!(
-        cached.is_file(),
-        "k6 is missing at {}: run scripts/tools.sh k6",
-        cached.display()
-    );
-    cached
-}
+use common::{k6, repo, subgraphs_bin, tempdir};
 
 fn bench(args: &[&str], out: &Path) -> (bool, String) {
     let started = Instant::now();
@@ -103,6 +51,8 @@ fn smoke_against_the_monolith_writes_a_report() {
     let (ok, stderr) = bench(
         &[
             "--smoke",
+            "--load-generator",
+            "k6",
             "--scenario",
             "query",
             "--scenario",
@@ -159,7 +109,8 @@ fn a_wrong_gateway_fails_the_smoke_run() {
     let subgraphs = subgraphs_bin();
     let k6 = k6();
     let out = tempdir("wrong");
-    // The many-plans monolith answers the fed query with errors: every check must fail.
+    // The many-plans monolith answers the fed query with errors: every check must fail
+    // (the native generator, the default, checks every response).
     let template = format!(
         "{} --set many-plans --monolith --listen {{host}}:{{port}}",
         subgraphs.display()
@@ -242,16 +193,6 @@ fn a_peer_that_fails_to_install_is_reported() {
         "a failed install left a cache entry"
     );
     let _ = std::fs::remove_dir_all(&out);
-}
-
-fn tempdir(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "graphfleet-bench-test-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 /// `k6 inspect` runs the script's init code: GF_DURATION must parse exactly when it is a

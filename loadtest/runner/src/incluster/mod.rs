@@ -205,7 +205,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     let mut deployed_set: Option<String> = None;
     for scenario in &cfg.scenarios {
         let rate = cfg.rate.unwrap_or(scenario.load.rate);
-        let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s);
+        let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s, "k6");
         progress(format!(
             "scenario {} (set {}, {rate} req/s for {} s, in-cluster)",
             scenario.name, scenario.set, cfg.duration_s
@@ -626,6 +626,8 @@ async fn measure(
         vus: load.vus.min(load.max_vus),
         max_vus: load.max_vus,
         duration_s,
+        // A fresh nonce per Job: warm-up and measured run never repeat a document.
+        unique: scenario.unique.then(crate::scenario::next_nonce),
     };
     if cfg.warmup_s > 0 {
         let job = objects::dns_label(&format!("k6-{}-{}-warmup", scenario.name, gateway.name));

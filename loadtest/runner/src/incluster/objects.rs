@@ -466,6 +466,8 @@ pub struct K6Run {
     pub vus: u32,
     pub max_vus: u32,
     pub duration_s: u32,
+    /// A no-cache scenario's nonce (scenario.js's `GF_UNIQUE`).
+    pub unique: Option<u32>,
 }
 
 fn check_str(c: Check) -> &'static str {
@@ -497,6 +499,9 @@ pub fn k6_job(name: &str, namespace: &str, image: &str, config_map: &str, run: &
     ];
     if run.expected_file {
         vars.push(env("GF_EXPECTED_FILE", format!("{K6_DIR}/expected.json")));
+    }
+    if let Some(nonce) = run.unique {
+        vars.push(env("GF_UNIQUE", nonce.to_string()));
     }
     let labels = labels("k6", &[]);
     Job {
@@ -693,6 +698,7 @@ mod tests {
             vus: 10,
             max_vus: 100,
             duration_s: 20,
+            unique: Some(4321),
         };
         let job = k6_job(
             "k6-query-graphfleet",
@@ -724,6 +730,7 @@ mod tests {
         assert_eq!(env["GF_EXPECTED_LEN"], "87000");
         assert_eq!(env["GF_RATE"], "100");
         assert_eq!(env["GF_DURATION"], "20s");
+        assert_eq!(env["GF_UNIQUE"], "4321");
         assert_eq!(env["GF_SUMMARY"], "/dev/termination-log");
         assert_eq!(env["GF_PAYLOAD"], "/etc/graphfleet/bench/payload.json");
         assert_eq!(

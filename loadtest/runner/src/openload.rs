@@ -1,0 +1,652 @@
+//! The native load generator: an open model (constant arrival rate) on one core, so the
+//! capacity search measures the gateway and not the client (k6 saturates its core near
+//! 1,000 small requests/s on the benchmark machine).
+//!
+//! A scheduler thread wakes at each request's due time (`start + i / rate`, with the
+//! kernel's sub-millisecond sleep; tokio's timer ticks in whole milliseconds) and hands
+//! the index to a current-thread runtime, which sends it on a keep-alive connection.
+//! Both threads are pinned to the non-gateway cores. At most `max_in_flight` requests are
+//! outstanding (k6's maxVUs); a request due while that many are outstanding is dropped
+//! (k6's dropped_iterations). Latency counts from the due time, not from when the request
+//! went out, so a generator or gateway that falls behind cannot hide it (coordinated
+//! omission). Every response is checked as scenario.js checks it.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use bytes::Bytes;
+use hdrhistogram::Histogram;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper::header::{ACCEPT, CONTENT_TYPE};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::k6::{Check, Latency, Summary};
+use crate::scenario::{TOKEN_ZERO, request_token};
+
+/// How long outstanding requests may finish after the last one was due (k6's gracefulStop);
+/// those still open then count as failures.
+const GRACE: Duration = Duration::from_secs(10);
+/// Scenario.js's per-request timeout.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+/// Bodies above this are not re-parsed to compare `data` when their bytes differ (as k6).
+const REPARSE_LIMIT: usize = 1 << 20;
+/// Latencies are recorded in microseconds up to this (longer ones are clamped).
+const MAX_LATENCY_US: u64 = 3_600_000_000;
+
+/// The answer responses are compared with (the monolith's, or the gateway's own bytes when
+/// it formats the same data differently; see `bench::judge`).
+pub struct ExpectedBody {
+    pub bytes: Vec<u8>,
+    /// `data` of the answer, parsed on the first byte mismatch.
+    data: std::sync::OnceLock<Option<serde_json::Value>>,
+}
+
+impl ExpectedBody {
+    pub fn new(bytes: Vec<u8>) -> Self {
+        ExpectedBody {
+            bytes,
+            data: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn data(&self) -> Option<&serde_json::Value> {
+        self.data
+            .get_or_init(|| {
+                serde_json::from_slice::<serde_json::Value>(&self.bytes)
+                    .ok()
+                    .map(|mut v| v["data"].take())
+            })
+            .as_ref()
+    }
+
+    /// Whether `body` passes `check` (scenario.js's `bodyOk`): `length` compares the byte
+    /// length, `full` the bytes, and a body that differs in bytes still passes when it has
+    /// no `errors` and the same `data`. `token` is the request's no-cache token, put back to
+    /// [`TOKEN_ZERO`] before comparing.
+    pub fn accepts(&self, check: Check, body: &[u8], token: Option<&[u8]>) -> bool {
+        let same = match check {
+            Check::None => return true,
+            Check::Length => body.len() == self.bytes.len(),
+            Check::Full => match token {
+                Some(t) if body.len() == self.bytes.len() => {
+                    let mut own = body.to_vec();
+                    replace_all(&mut own, t, TOKEN_ZERO.as_bytes());
+                    own == self.bytes
+                }
+                _ => body == self.bytes.as_slice(),
+            },
+        };
+        same || self.same_data(body, token)
+    }
+
+    fn same_data(&self, body: &[u8], token: Option<&[u8]>) -> bool {
+        if body.len() > REPARSE_LIMIT {
+            return false;
+        }
+        let mut own = body.to_vec();
+        if let Some(t) = token {
+            replace_all(&mut own, t, TOKEN_ZERO.as_bytes());
+        }
+        let Ok(mut got) = serde_json::from_slice::<serde_json::Value>(&own) else {
+            return false;
+        };
+        got.get("errors").is_none()
+            && self
+                .data()
+                .is_some_and(|want| want.is_object() && got["data"].take() == *want)
+    }
+}
+
+/// Replaces every occurrence of `from` in `buf` with `to`, which has the same length.
+fn replace_all(buf: &mut [u8], from: &[u8], to: &[u8]) {
+    debug_assert_eq!(from.len(), to.len());
+    if from.is_empty() || buf.len() < from.len() {
+        return;
+    }
+    let mut i = 0;
+    while i + from.len() <= buf.len() {
+        if &buf[i..i + from.len()] == from {
+            buf[i..i + from.len()].copy_from_slice(to);
+            i += from.len();
+        } else {
+            i += 1;
+        }
+    }
+}
+
+/// The request body: the payload, or for a no-cache run the payload split at each
+/// [`TOKEN_ZERO`] so every request joins it with its own token.
+#[derive(Clone)]
+pub struct Payload {
+    parts: Vec<Bytes>,
+    nonce: Option<u32>,
+}
+
+impl Payload {
+    /// `nonce`: a no-cache run's nonce (the payload must carry the zero token).
+    pub fn new(payload: &[u8], nonce: Option<u32>) -> anyhow::Result<Self> {
+        let zero = TOKEN_ZERO.as_bytes();
+        let mut parts = Vec::new();
+        let mut rest = payload;
+        if nonce.is_some() {
+            while let Some(at) = rest.windows(zero.len()).position(|w| w == zero) {
+                parts.push(Bytes::copy_from_slice(&rest[..at]));
+                rest = &rest[at + zero.len()..];
+            }
+            if parts.is_empty() {
+                bail!("a no-cache payload must carry {TOKEN_ZERO}");
+            }
+        }
+        parts.push(Bytes::copy_from_slice(rest));
+        Ok(Payload { parts, nonce })
+    }
+
+    /// The body of request `index` and the token it carries.
+    pub fn body(&self, index: u64) -> (Bytes, Option<String>) {
+        let Some(nonce) = self.nonce else {
+            return (self.parts[0].clone(), None);
+        };
+        let token = request_token(nonce, index);
+        let len =
+            self.parts.iter().map(Bytes::len).sum::<usize>() + token.len() * (self.parts.len() - 1);
+        let mut body = Vec::with_capacity(len);
+        for (i, part) in self.parts.iter().enumerate() {
+            if i > 0 {
+                body.extend_from_slice(token.as_bytes());
+            }
+            body.extend_from_slice(part);
+        }
+        (Bytes::from(body), Some(token))
+    }
+}
+
+/// One run of the native generator.
+pub struct Load {
+    pub url: hyper::Uri,
+    pub payload: Payload,
+    pub expected: Arc<ExpectedBody>,
+    pub check: Check,
+    pub rate: u32,
+    pub duration: Duration,
+    pub max_in_flight: u32,
+    /// taskset list for the generator's threads (the non-gateway cores).
+    pub cpus: Option<String>,
+}
+
+/// What a run measured: k6's summary shape plus the generator's own lateness.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub summary: Summary,
+    /// p99 of how late requests went out after their due time (ms): a generator that keeps
+    /// up stays well under a millisecond.
+    pub send_lag_p99_ms: f64,
+    /// The most requests outstanding at once.
+    pub peak_in_flight: u32,
+    /// A few failure descriptions, for the log.
+    pub failure_samples: Vec<String>,
+}
+
+impl Load {
+    /// The total number of requests the run schedules (rate × duration).
+    fn total(&self) -> u64 {
+        (u128::from(self.rate) * self.duration.as_nanos() / 1_000_000_000) as u64
+    }
+
+    /// The due time of request `i` after `start`.
+    fn due(&self, start: Instant, i: u64) -> Instant {
+        start + Duration::from_nanos((u128::from(i) * 1_000_000_000 / u128::from(self.rate)) as u64)
+    }
+
+    /// Runs the load on its own threads and waits for it (blocking: call from
+    /// `spawn_blocking` inside a runtime).
+    pub fn run(self) -> anyhow::Result<Outcome> {
+        if self.rate == 0 || self.duration.is_zero() || self.max_in_flight == 0 {
+            bail!("the native generator needs a rate, a duration and at least one connection");
+        }
+        if let Some(cpus) = &self.cpus {
+            pin_current_thread(cpus);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the generator's runtime")?;
+        let load = Rc::new(self);
+        let local = tokio::task::LocalSet::new();
+        local.block_on(&runtime, drive(load))
+    }
+}
+
+/// Pins the calling thread (not the whole process) with `taskset -p` on its thread id;
+/// a failure only costs placement, so it is reported and the run goes on.
+fn pin_current_thread(cpus: &str) {
+    let tid = std::fs::read_link("/proc/thread-self")
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
+    let Some(tid) = tid else {
+        eprintln!("[bench] cannot pin the load generator: no /proc/thread-self");
+        return;
+    };
+    let status = std::process::Command::new("taskset")
+        .args(["-p", "-c", cpus, &tid])
+        .stdout(std::process::Stdio::null())
+        .status();
+    if !status.is_ok_and(|s| s.success()) {
+        eprintln!("[bench] taskset -p -c {cpus} {tid} failed: the generator runs unpinned");
+    }
+}
+
+/// Counters and histograms of one run (one thread only).
+struct Stats {
+    requests: u64,
+    ok: u64,
+    failures: u64,
+    dropped: u64,
+    latency: Histogram<u64>,
+    send_lag: Histogram<u64>,
+    in_flight: u32,
+    peak_in_flight: u32,
+    failure_samples: Vec<String>,
+}
+
+impl Stats {
+    fn fail(&mut self, why: impl FnOnce() -> String) {
+        self.failures += 1;
+        if self.failure_samples.len() < 3 {
+            self.failure_samples.push(why());
+        }
+    }
+}
+
+fn histogram() -> anyhow::Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).context("creating a latency histogram")
+}
+
+fn micros(d: Duration) -> u64 {
+    (d.as_micros() as u64).clamp(1, MAX_LATENCY_US)
+}
+
+async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
+    let mut connector = HttpConnector::new();
+    // Small requests must not wait for Nagle's algorithm (Go's net/http, k6's client,
+    // disables it too).
+    connector.set_nodelay(true);
+    let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
+        .pool_max_idle_per_host(load.max_in_flight as usize)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .build(connector);
+    let stats = Rc::new(RefCell::new(Stats {
+        requests: 0,
+        ok: 0,
+        failures: 0,
+        dropped: 0,
+        latency: histogram()?,
+        send_lag: histogram()?,
+        in_flight: 0,
+        peak_in_flight: 0,
+        failure_samples: Vec::new(),
+    }));
+    let idle = Rc::new(tokio::sync::Notify::new());
+    let total = load.total();
+    // Leave the runtime a moment to start waiting before the first request is due.
+    let start = Instant::now() + Duration::from_millis(20);
+    let end = load.due(start, total);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
+    let scheduler = {
+        let cpus = load.cpus.clone();
+        let rate = load.rate;
+        std::thread::Builder::new()
+            .name("openload-scheduler".into())
+            .spawn(move || {
+                if let Some(cpus) = &cpus {
+                    pin_current_thread(cpus);
+                }
+                for i in 0..total {
+                    let due = start
+                        + Duration::from_nanos(
+                            (u128::from(i) * 1_000_000_000 / u128::from(rate)) as u64,
+                        );
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                    if tx.send(i).is_err() {
+                        break;
+                    }
+                }
+            })
+            .context("starting the scheduler thread")?
+    };
+    // Bounded in time as well as in count: nothing is started after the last due time
+    // plus a second, whatever the scheduler thread does.
+    let stop_sending = end + Duration::from_secs(1);
+    let mut interrupted_scheduling = 0u64;
+    loop {
+        let next = tokio::time::timeout_at(stop_sending.into(), rx.recv()).await;
+        let i = match next {
+            Ok(Some(i)) => i,
+            Ok(None) => break,
+            Err(_) => {
+                rx.close();
+                while rx.try_recv().is_ok() {}
+                break;
+            }
+        };
+        let due = load.due(start, i);
+        {
+            let mut s = stats.borrow_mut();
+            if s.in_flight >= load.max_in_flight {
+                s.dropped += 1;
+                continue;
+            }
+            s.in_flight += 1;
+            s.peak_in_flight = s.peak_in_flight.max(s.in_flight);
+        }
+        tokio::task::spawn_local(one(
+            Rc::clone(&load),
+            client.clone(),
+            Rc::clone(&stats),
+            Rc::clone(&idle),
+            i,
+            due,
+        ));
+    }
+    let _ = scheduler.join();
+    let sent = {
+        let s = stats.borrow();
+        s.requests + u64::from(s.in_flight) + s.dropped
+    };
+    if sent < total {
+        interrupted_scheduling = total - sent;
+    }
+    let drain_until = tokio::time::Instant::from(end.max(Instant::now())) + GRACE;
+    while stats.borrow().in_flight > 0 {
+        if tokio::time::timeout_at(drain_until, idle.notified())
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let mut s = stats.borrow_mut();
+    let interrupted = u64::from(s.in_flight);
+    if interrupted > 0 {
+        s.fail(|| format!("{interrupted} requests still open {GRACE:?} after the last was due"));
+        s.failures += interrupted - 1;
+    }
+    // Requests the scheduler never handed over (it could not keep up within the run's
+    // time bound) are dropped, like k6's iterations it could not start.
+    s.dropped += interrupted_scheduling;
+    let duration_s = load.duration.as_secs_f64();
+    let latency = (!s.latency.is_empty()).then(|| latency_ms(&s.latency));
+    Ok(Outcome {
+        summary: Summary {
+            target_rate: Some(f64::from(load.rate)),
+            duration_s,
+            requests: s.requests,
+            ok: s.ok,
+            failures: s.failures,
+            dropped_iterations: s.dropped,
+            achieved_rate: Some(s.requests as f64 / duration_s),
+            // Counted from the due time: the same figure as "from schedule", at
+            // microsecond resolution.
+            latency_ms: latency,
+            scheduled_latency_ms: latency,
+        },
+        send_lag_p99_ms: if !s.send_lag.is_empty() {
+            s.send_lag.value_at_quantile(0.99) as f64 / 1000.0
+        } else {
+            0.0
+        },
+        peak_in_flight: s.peak_in_flight,
+        failure_samples: std::mem::take(&mut s.failure_samples),
+    })
+}
+
+fn latency_ms(h: &Histogram<u64>) -> Latency {
+    let ms = |us: u64| us as f64 / 1000.0;
+    Latency {
+        min: ms(h.min()),
+        med: ms(h.value_at_quantile(0.5)),
+        avg: h.mean() / 1000.0,
+        p90: ms(h.value_at_quantile(0.90)),
+        p95: ms(h.value_at_quantile(0.95)),
+        p99: ms(h.value_at_quantile(0.99)),
+        max: ms(h.max()),
+    }
+}
+
+/// Sends request `i` (due at `due`), checks the answer and records it.
+async fn one(
+    load: Rc<Load>,
+    client: Client<HttpConnector, Full<Bytes>>,
+    stats: Rc<RefCell<Stats>>,
+    idle: Rc<tokio::sync::Notify>,
+    i: u64,
+    due: Instant,
+) {
+    let sent = Instant::now();
+    let (body, token) = load.payload.body(i);
+    let request = Request::post(load.url.clone())
+        .header(CONTENT_TYPE, "application/json")
+        .header(ACCEPT, "application/json")
+        .body(Full::new(body));
+    let exchange = async {
+        let request = request.context("building the request")?;
+        let response = client.request(request).await.context("sending")?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .context("reading the body")?
+            .to_bytes();
+        anyhow::Ok((status, body))
+    };
+    let result = tokio::time::timeout(REQUEST_TIMEOUT, exchange).await;
+    let done = Instant::now();
+    let verdict = match result {
+        Err(_) => Err(format!("no answer within {REQUEST_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(format!("{e:#}")),
+        Ok(Ok((200, body))) => {
+            if load
+                .expected
+                .accepts(load.check, &body, token.as_deref().map(str::as_bytes))
+            {
+                Ok(())
+            } else {
+                Err(format!(
+                    "status 200, {} bytes, not the expected answer: {}",
+                    body.len(),
+                    String::from_utf8_lossy(&body[..body.len().min(300)])
+                ))
+            }
+        }
+        Ok(Ok((status, body))) => Err(format!(
+            "status {status}: {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        )),
+    };
+    let mut s = stats.borrow_mut();
+    s.requests += 1;
+    match verdict {
+        Ok(()) => s.ok += 1,
+        Err(why) => s.fail(|| why),
+    }
+    s.latency
+        .saturating_record(micros(done.saturating_duration_since(due)));
+    s.send_lag
+        .saturating_record(micros(sent.saturating_duration_since(due)));
+    s.in_flight -= 1;
+    let idle_now = s.in_flight == 0;
+    drop(s);
+    if idle_now {
+        idle.notify_one();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A local server answering `{"data":{}}` one request at a time, each after `delay`:
+    /// requests arriving faster than that queue up in it. Stops when the sender is dropped.
+    fn slow_server(delay: Duration) -> (String, tokio::sync::oneshot::Sender<()>) {
+        use hyper::server::conn::http1;
+        use hyper::service::service_fn;
+        use hyper_util::rt::TokioIo;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.set_nonblocking(true).expect("nonblocking");
+        let url = format!("http://{}/graphql", listener.local_addr().expect("addr"));
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("server runtime");
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).expect("listener");
+                let one_at_a_time = Arc::new(tokio::sync::Mutex::new(()));
+                let accept = async {
+                    // Bounded by the test: it drops `stop` when done.
+                    loop {
+                        let Ok((stream, _)) = listener.accept().await else {
+                            continue;
+                        };
+                        let gate = Arc::clone(&one_at_a_time);
+                        tokio::spawn(async move {
+                            let service = service_fn(move |_req| {
+                                let gate = Arc::clone(&gate);
+                                async move {
+                                    let _turn = gate.lock().await;
+                                    tokio::time::sleep(delay).await;
+                                    Ok::<_, std::convert::Infallible>(hyper::Response::new(
+                                        Full::new(Bytes::from_static(br#"{"data":{}}"#)),
+                                    ))
+                                }
+                            });
+                            let _ = http1::Builder::new()
+                                .serve_connection(TokioIo::new(stream), service)
+                                .await;
+                        });
+                    }
+                };
+                tokio::select! {
+                    () = accept => {}
+                    _ = stopped => {}
+                }
+            });
+        });
+        (url, stop)
+    }
+
+    fn slow_load(url: &str, rate: u32, max_in_flight: u32, expected: &[u8]) -> Load {
+        Load {
+            url: url.parse().expect("url"),
+            payload: Payload::new(br#"{"query":"{ __typename }"}"#, None).expect("payload"),
+            expected: Arc::new(ExpectedBody::new(expected.to_vec())),
+            check: Check::Full,
+            rate,
+            duration: Duration::from_secs(1),
+            max_in_flight,
+            cpus: None,
+        }
+    }
+
+    /// 50 req/s against a server that serves one request per 40 ms: request i waits for
+    /// the i before it, so it completes near 40·(i+1) ms after the start while it was due
+    /// at 20·i ms. Latency from the schedule must show that queue (~40 ms for the first,
+    /// ~1 s for the last), not the 40 ms each request spends being served.
+    #[test]
+    fn latency_counts_from_the_scheduled_time_and_includes_queueing() {
+        let (url, _stop) = slow_server(Duration::from_millis(40));
+        let outcome = slow_load(&url, 50, 100, br#"{"data":{}}"#)
+            .run()
+            .expect("run");
+        let s = &outcome.summary;
+        assert_eq!(
+            (s.requests, s.ok, s.failures, s.dropped_iterations),
+            (50, 50, 0, 0),
+            "{outcome:?}"
+        );
+        assert!((s.achieved_rate.expect("rate") - 50.0).abs() < 1e-9);
+        let l = s.latency_ms.expect("latency");
+        assert!(l.min >= 39.0 && l.min < 200.0, "{l:?}");
+        assert!(
+            l.med > 400.0,
+            "the median must include ~0.5 s of queueing: {l:?}"
+        );
+        assert!(l.max > 900.0 && l.max < 3000.0, "{l:?}");
+        // The generator itself was on time: the lateness is the server's queue.
+        assert!(outcome.send_lag_p99_ms < 20.0, "{outcome:?}");
+    }
+
+    /// With at most 2 requests outstanding and 40 ms each, most of 100 req/s cannot start:
+    /// they are dropped, not delayed; every response is checked (here against the wrong
+    /// answer, so each one fails).
+    #[test]
+    fn requests_beyond_max_in_flight_are_dropped_and_wrong_answers_fail() {
+        let (url, _stop) = slow_server(Duration::from_millis(40));
+        let outcome = slow_load(&url, 100, 2, br#"{"data":{"x":1}}"#)
+            .run()
+            .expect("run");
+        let s = &outcome.summary;
+        assert_eq!(s.requests + s.dropped_iterations, 100, "{outcome:?}");
+        assert!(s.dropped_iterations >= 60, "{outcome:?}");
+        assert!(s.requests >= 10, "{outcome:?}");
+        assert_eq!((s.ok, s.failures), (0, s.requests), "{outcome:?}");
+        assert!(outcome.peak_in_flight <= 2, "{outcome:?}");
+        assert!(
+            outcome.failure_samples[0].contains("not the expected answer"),
+            "{outcome:?}"
+        );
+    }
+
+    #[test]
+    fn the_payload_carries_each_request_its_own_token() {
+        let raw = format!(r#"{{"query":"query Q_{TOKEN_ZERO} {{ f_{TOKEN_ZERO}: f }}"}}"#);
+        let p = Payload::new(raw.as_bytes(), Some(42)).expect("payload");
+        let (b7, t7) = p.body(7);
+        let (b8, t8) = p.body(8);
+        let t7 = t7.expect("token");
+        assert_eq!(t7, "gfnc000042000000007");
+        assert_eq!(t8.as_deref(), Some("gfnc000042000000008"));
+        assert_eq!(b7.len(), raw.len());
+        assert_eq!(
+            std::str::from_utf8(&b7).expect("utf8"),
+            raw.replace(TOKEN_ZERO, &t7)
+        );
+        assert_ne!(b7, b8);
+        // Without a nonce the payload goes out as it is.
+        let plain = Payload::new(raw.as_bytes(), None).expect("plain");
+        assert_eq!(plain.body(3), (Bytes::from(raw.clone()), None));
+        assert!(Payload::new(b"{}", Some(1)).is_err());
+    }
+
+    #[test]
+    fn responses_are_checked_like_the_k6_script() {
+        let want = format!(r#"{{"data":{{"f_{TOKEN_ZERO}":[1,2]}}}}"#);
+        let e = ExpectedBody::new(want.clone().into_bytes());
+        let token = "gfnc000042000000007";
+        let own = want.replace(TOKEN_ZERO, token);
+        assert!(e.accepts(Check::Full, own.as_bytes(), Some(token.as_bytes())));
+        assert!(e.accepts(Check::Length, own.as_bytes(), Some(token.as_bytes())));
+        // Another request's token is another document's answer.
+        let other = want.replace(TOKEN_ZERO, "gfnc000042000000008");
+        assert!(!e.accepts(Check::Full, other.as_bytes(), Some(token.as_bytes())));
+        // Same data, formatted differently: passes; errors or other data: fails.
+        let spaced = format!(r#"{{ "data": {{ "f_{token}": [1, 2] }} }}"#);
+        assert!(e.accepts(Check::Full, spaced.as_bytes(), Some(token.as_bytes())));
+        let errors = format!(r#"{{"data":{{"f_{token}":[1,2]}},"errors":[]}}"#);
+        assert!(!e.accepts(Check::Full, errors.as_bytes(), Some(token.as_bytes())));
+        let wrong = format!(r#"{{"data":{{"f_{token}":[1,23]}}}}"#);
+        assert!(!e.accepts(Check::Length, wrong.as_bytes(), Some(token.as_bytes())));
+        assert!(!e.accepts(Check::Full, wrong.as_bytes(), Some(token.as_bytes())));
+        assert!(e.accepts(Check::None, b"anything", None));
+    }
+}
