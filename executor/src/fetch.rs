@@ -404,11 +404,12 @@ pub(super) fn merge(
     match (&fetch.entity, parsed.data) {
         (None, Some(Value::Object(data))) => store.merge_object(Store::ROOT, data),
         (Some(_), Some(Value::Object(data))) => {
-            let entities = plan
-                .keys
-                .get("_entities")
-                .and_then(|k| store.object(data).get(k))
-                .cloned();
+            // Taken, not copied: the response object is not read again.
+            let entities = plan.keys.get("_entities").and_then(|k| {
+                let fields = &mut store.object_mut(data).fields;
+                let (_, v) = fields.iter_mut().find(|(key, _)| *key == k)?;
+                Some(std::mem::replace(v, Value::Null))
+            });
             if let Some(Value::List(items)) = entities {
                 for (item, targets) in items.iter().zip(&prepared.targets) {
                     if let Value::Object(src) = item {

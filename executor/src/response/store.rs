@@ -24,7 +24,8 @@ pub enum Value {
     /// escapes in it (the parser hands those over as owned strings), so it is valid
     /// UTF-8 and valid JSON string content as it is.
     RawStr(RawStr),
-    List(Vec<Value>),
+    /// Exactly as long as the list: lists never grow once parsed.
+    List(Box<[Value]>),
     Object(ObjId),
 }
 
@@ -55,13 +56,17 @@ pub struct Store {
     pub objects: Vec<Object>,
     /// Subgraph response bodies that [`Value::RawStr`]s point into.
     pub buffers: Vec<Bytes>,
+    /// Items and fields being parsed, nested ones on top, so that each list and object
+    /// is allocated once at its final size instead of grown (and copied) from empty.
+    items: Vec<Value>,
+    fields: Vec<(KeyId, Value)>,
 }
 
 impl Store {
     pub fn with_root() -> Self {
         Self {
             objects: vec![Object::default()],
-            buffers: Vec::new(),
+            ..Self::default()
         }
     }
 
@@ -120,13 +125,16 @@ impl Store {
         if dst == src {
             return;
         }
-        // Shallow copy: a deduplicated entity result may extend several objects.
-        let fields = self.object(src).fields.clone();
-        for (key, value) in fields {
+        // Field by field (a deduplicated entity result may extend several objects):
+        // copies of scalars and object ids, no copy of the field list.
+        for i in 0..self.object(src).fields.len() {
+            let (key, value) = self.object(src).fields[i].clone();
             self.merge_field(dst, key, value);
         }
-        let extra = self.object(src).extra.clone();
-        self.object_mut(dst).extra.extend(extra);
+        if !self.object(src).extra.is_empty() {
+            let extra = self.object(src).extra.clone();
+            self.object_mut(dst).extra.extend(extra);
+        }
     }
 
     pub fn merge_field(&mut self, dst: ObjId, key: KeyId, value: Value) {
@@ -241,33 +249,50 @@ impl<'de> Visitor<'de> for ValueSeed<'_, 'de> {
         Ok(Value::String(v.into_boxed_str()))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(4));
-        while let Some(v) = seq.next_element_seed(ValueSeed {
-            store: self.store,
-            keys: self.keys,
-            source: self.source,
-        })? {
-            items.push(v);
-        }
-        Ok(Value::List(items))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Object {
-            fields: Vec::with_capacity(map.size_hint().unwrap_or(8)),
-            extra: Vec::new(),
-        };
-        while let Some(key) = map.next_key_seed(KeySeed(self.keys))? {
-            let v = map.next_value_seed(ValueSeed {
-                store: self.store,
+        let mark = self.store.items.len();
+        loop {
+            let seed = ValueSeed {
+                store: &mut *self.store,
                 keys: self.keys,
                 source: self.source,
-            })?;
-            match key {
-                Key::Known(k) => object.fields.push((k, v)),
-                Key::Unknown(name) => object.extra.push((name, v)),
+            };
+            match seq.next_element_seed(seed) {
+                Ok(Some(v)) => self.store.items.push(v),
+                Ok(None) => break,
+                Err(e) => {
+                    self.store.items.truncate(mark);
+                    return Err(e);
+                }
             }
         }
-        Ok(Value::Object(self.store.alloc(object)))
+        Ok(Value::List(self.store.items.drain(mark..).collect()))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mark = self.store.fields.len();
+        let mut extra = Vec::new();
+        let parsed = loop {
+            let key = match map.next_key_seed(KeySeed(self.keys)) {
+                Ok(Some(key)) => key,
+                Ok(None) => break Ok(()),
+                Err(e) => break Err(e),
+            };
+            let seed = ValueSeed {
+                store: &mut *self.store,
+                keys: self.keys,
+                source: self.source,
+            };
+            match (key, map.next_value_seed(seed)) {
+                (Key::Known(k), Ok(v)) => self.store.fields.push((k, v)),
+                (Key::Unknown(name), Ok(v)) => extra.push((name, v)),
+                (_, Err(e)) => break Err(e),
+            }
+        };
+        if let Err(e) = parsed {
+            self.store.fields.truncate(mark);
+            return Err(e);
+        }
+        let fields = self.store.fields.drain(mark..).collect();
+        Ok(Value::Object(self.store.alloc(Object { fields, extra })))
     }
 }
 
