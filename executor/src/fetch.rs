@@ -368,15 +368,23 @@ pub(super) fn merge(
     store: &mut Store,
     errors: &mut Vec<ResponseError>,
 ) {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
-    let source = store.keep(bytes);
-    let parsed = match (ResponseSeed {
-        store,
-        keys: &plan.keys,
-        source,
-    })
-    .deserialize(&mut de)
-    {
+    // One UTF-8 check of the whole body (a fast pass over ASCII) instead of one per
+    // string inside the parser.
+    let parsed = match std::str::from_utf8(bytes) {
+        Ok(text) => {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let source = store.keep(bytes);
+            ResponseSeed {
+                store,
+                keys: &plan.keys,
+                source,
+            }
+            .deserialize(&mut de)
+            .map_err(|e| e.to_string())
+        }
+        Err(e) => Err(format!("the body is not UTF-8: {e}")),
+    };
+    let parsed = match parsed {
         Ok(p) => p,
         Err(e) => {
             errors.push(ResponseError {

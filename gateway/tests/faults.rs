@@ -197,6 +197,19 @@ async fn malformed_json() {
     .await;
 }
 
+#[tokio::test]
+async fn a_body_that_is_not_utf8_is_malformed() {
+    assert_fault_error(
+        "not-utf8",
+        faulty_error(
+            "SUBREQUEST_MALFORMED_RESPONSE",
+            "subgraph 'faulty' returned an invalid GraphQL response: the body is not UTF-8: \
+             invalid utf-8 sequence of 1 bytes from index 37",
+        ),
+    )
+    .await;
+}
+
 /// For `mode`, `Product.<field>` comes back not of `expected_type`: it is nulled with an
 /// error at each of its three places, and the other `faulty` field is served.
 async fn assert_wrong_shape(mode: &str, field: &str, expected_type: &str) {

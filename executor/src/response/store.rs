@@ -29,6 +29,9 @@ pub enum Value {
     Object(ObjId),
 }
 
+// Every list item and field holds one: keep it three words.
+const _: () = assert!(std::mem::size_of::<Value>() == 24);
+
 /// Where a [`Value::RawStr`] lies: `len` bytes at `start` in [`Store::buffers`]`[buf]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RawStr {

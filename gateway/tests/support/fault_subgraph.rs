@@ -256,6 +256,11 @@ async fn answer(
         "status-500-empty" => return reply(StatusCode::INTERNAL_SERVER_ERROR, Bytes::new()),
         "status-500-text" => return reply(StatusCode::INTERNAL_SERVER_ERROR, "oops"),
         "malformed" => return reply(StatusCode::OK, r#"{"data": {"_entities": [{"#),
+        // Latin-1 "é" (0xE9) inside a string: not UTF-8.
+        "not-utf8" => {
+            let body: &[u8] = b"{\"data\": {\"_entities\": [{\"name\": \"caf\xe9\"}]}}";
+            return reply(StatusCode::OK, Bytes::from_static(body));
+        }
         _ => {}
     }
     let answer = corrupt(&mode, subgraph.execute(&request, &Counters::default()));
