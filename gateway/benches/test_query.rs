@@ -2,15 +2,21 @@
 //! bytes, against the floor: decoding those responses plus encoding the final JSON once;
 //! and the plan cache hit on its own. Two operations: the fed TestQuery (`test_query`)
 //! and the ~8 MiB big-response query (`big_response`), where JSON work dominates.
+//! `test_query_http`: the same execution behind the HTTP layers (CSRF check, CORS,
+//! compression), each off and on, the response body read to its end; `http_layers`: the
+//! layers alone around the TestQuery's answer, without compressing.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
+use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::{
     FetchError, HttpTransport, SubgraphRequest, Transport,
 };
 use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
+use graphfleet_gateway::http::{HttpLayers, csrf_blocked};
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_loadtest::{Mode, Options, Set, spawn};
+use http_body_util::{BodyExt, Full};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::hint::black_box;
@@ -143,6 +149,87 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
         })
     });
     group.finish();
+    // The layers' cost depends on the response's size, not on what ran: measured on the
+    // TestQuery only.
+    if matches!(set, Set::Fed) {
+        http_layers(c, &rt, &gateway, &request, &post);
+    }
+}
+
+/// Request headers of one case.
+type Headers<'a> = &'a [(&'a str, &'a str)];
+
+/// One TestQuery request through `HttpLayers::respond` and the CSRF check, as the
+/// listener serves it, for each configuration: everything off, the defaults (CSRF on),
+/// CORS on with an allowed origin, compression on with a client that takes none, and
+/// each encoding. The body is read to its end (compression happens while it streams).
+fn http_layers<T: Transport>(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    gateway: &Gateway<T>,
+    request: &GraphQLRequest,
+    post: &RequestMeta,
+) {
+    let off = {
+        let mut config = Config::default();
+        config.csrf.enabled = false;
+        config
+    };
+    let cors = {
+        let mut config = Config::default();
+        config.cors.allow_origins = vec!["https://app.example.com".to_owned()];
+        config
+    };
+    let compression = {
+        let mut config = Config::default();
+        config.compression.enabled = true;
+        config
+    };
+    let json = ("content-type", "application/json");
+    let origin = ("origin", "https://app.example.com");
+    let cases: [(&str, &Config, Headers); 7] = [
+        ("off", &off, &[json]),
+        ("csrf", &Config::default(), &[json]),
+        ("cors", &cors, &[json, origin]),
+        ("compression_identity", &compression, &[json]),
+        ("gzip", &compression, &[json, ("accept-encoding", "gzip")]),
+        ("br", &compression, &[json, ("accept-encoding", "br")]),
+        ("zstd", &compression, &[json, ("accept-encoding", "zstd")]),
+    ];
+    let answer = &Bytes::from(rt.block_on(gateway.execute(request, post)).into_body());
+    // With the execution, then the layers alone around the same (already made) answer,
+    // where their own cost is not lost in the execution's noise.
+    for (group_name, execute, count) in [("test_query_http", true, 7), ("http_layers", false, 4)] {
+        let mut group = c.benchmark_group(group_name);
+        for &(name, config, headers) in &cases[..count] {
+            let layers = HttpLayers::from_config(config);
+            let serve = || async {
+                let mut builder = http::Request::post("/graphql");
+                for (k, v) in headers {
+                    builder = builder.header(*k, *v);
+                }
+                let req = builder.body(()).expect("a valid request");
+                let response = layers
+                    .respond(req, |req| async move {
+                        assert!(!csrf_blocked(&config.csrf, req.headers()));
+                        let body = if execute {
+                            let outcome = gateway.execute(black_box(request), post).await;
+                            Bytes::from(outcome.into_body())
+                        } else {
+                            answer.clone()
+                        };
+                        http::Response::new(Full::new(body))
+                    })
+                    .await;
+                let body = response.into_body().collect().await;
+                body.expect("the body streams").to_bytes()
+            };
+            let size = rt.block_on(serve()).len();
+            println!("{group_name}/{name}: {size} bytes sent");
+            group.bench_function(name, |b| b.iter(|| black_box(rt.block_on(serve()))));
+        }
+        group.finish();
+    }
 }
 
 criterion_group!(benches, bench);

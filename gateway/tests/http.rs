@@ -5,6 +5,7 @@ mod support;
 
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::{Value, json};
+use support::PREFLIGHTED;
 
 struct Env {
     url: String,
@@ -102,7 +103,7 @@ async fn parse_errors_are_request_errors() {
 async fn get_requests_and_mutations_over_get() {
     let env = env().await;
     let url = format!("{}?query=%7B%20users%20%7B%20id%20%7D%20%7D", env.url);
-    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    let reply = support::request(&env.client, "GET", &url, PREFLIGHTED, Vec::new()).await;
     assert_eq!(reply.status, 200);
     assert_eq!(
         text(&reply),
@@ -110,7 +111,7 @@ async fn get_requests_and_mutations_over_get() {
     );
 
     let url = format!("{}?query=mutation%20%7B%20x%20%7D", env.url);
-    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    let reply = support::request(&env.client, "GET", &url, PREFLIGHTED, Vec::new()).await;
     // The schema has no Mutation type: validation fails before the method check.
     assert_eq!(reply.status, 200);
     assert!(text(&reply).contains("errors"));
@@ -122,7 +123,7 @@ async fn get_requests_and_mutations_over_get() {
 async fn get_query_strings_are_decoded_strictly() {
     let env = env().await;
     let url = format!("{}?%71uery=%7B+users+%7B+id+%7D+%7D", env.url);
-    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    let reply = support::request(&env.client, "GET", &url, PREFLIGHTED, Vec::new()).await;
     assert_eq!(reply.status, 200, "{}", text(&reply));
     assert_eq!(
         text(&reply),
@@ -131,12 +132,12 @@ async fn get_query_strings_are_decoded_strictly() {
 
     // `%+f` is no escape: the query text keeps it, and fails to parse as GraphQL.
     let url = format!("{}?query=%7B%20users%20%7B%20id%20%7D%20%7D%+f", env.url);
-    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    let reply = support::request(&env.client, "GET", &url, PREFLIGHTED, Vec::new()).await;
     assert!(text(&reply).contains("errors"), "{}", text(&reply));
     assert!(!text(&reply).contains("\"data\":{"), "{}", text(&reply));
 
     let url = format!("{}?query=%FF%FE", env.url);
-    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    let reply = support::request(&env.client, "GET", &url, PREFLIGHTED, Vec::new()).await;
     assert_eq!(reply.status, 400, "{}", text(&reply));
     assert!(text(&reply).contains("UTF-8"), "{}", text(&reply));
 }
@@ -146,11 +147,15 @@ async fn http_status_codes() {
     let env = env().await;
     let reply = support::request(&env.client, "PUT", &env.url, &[], Vec::new()).await;
     assert_eq!(reply.status, 405);
+    // Past CSRF prevention (its own tests are in tests/browser.rs), a body that is not JSON.
     let reply = support::request(
         &env.client,
         "POST",
         &env.url,
-        &[("content-type", "text/plain")],
+        &[
+            ("content-type", "text/plain"),
+            ("apollo-require-preflight", "true"),
+        ],
         b"{}".to_vec(),
     )
     .await;
@@ -253,7 +258,7 @@ async fn mutations_over_get_are_405() {
     let (subgraphs, text) = support::fixture_subgraphs("mutations").await;
     let url = support::start_gateway(Supergraph::parse(&text).expect("supergraph loads")).await;
     let get = format!("{url}?query=mutation%20%7B%20clear%20%7B%20items%20%7D%20%7D");
-    let reply = support::request(&support::client(), "GET", &get, &[], Vec::new()).await;
+    let reply = support::request(&support::client(), "GET", &get, PREFLIGHTED, Vec::new()).await;
     assert_eq!(reply.status, 405);
     assert_eq!(
         subgraphs.counts().values().sum::<u64>(),

@@ -126,7 +126,10 @@ async fn get_query_string_at_and_over_the_body_limit() {
         let url = format!("{}?{query}", env.url);
         let client = &env.client;
         async move {
-            let headers = [("accept", "application/graphql-response+json")];
+            let headers = [
+                ("accept", "application/graphql-response+json"),
+                support::PREFLIGHTED[0],
+            ];
             let reply = support::request(client, "GET", &url, &headers, Vec::new()).await;
             let body: Value = serde_json::from_slice(&reply.body).expect("a JSON body");
             (reply.status, body)

@@ -3,12 +3,17 @@
 //! Unknown keys are errors, so a typo never silently falls back to a default.
 
 mod cli;
+mod http;
 mod load;
 mod size;
 mod tls;
 mod validate;
 
 pub use cli::{Cli, Command, HELP, parse_args};
+pub use http::{
+    CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig, CsrfConfig,
+    DEFAULT_CSRF_HEADERS,
+};
 pub use load::{
     CONFIG_ENV, ConfigError, ENV_PREFIX, FOREIGN_ENV, Override, Problem, Source, Sources,
     env_overrides, load, parse_scalar,
@@ -40,6 +45,12 @@ pub struct Config {
     pub headers: HeadersConfig,
     pub limits: LimitsConfig,
     pub telemetry: TelemetryConfig,
+    /// Cross-origin resource sharing for browser clients (off unless origins are set).
+    pub cors: CorsConfig,
+    /// Cross-site request forgery prevention (on by default).
+    pub csrf: CsrfConfig,
+    /// Response compression per `Accept-Encoding` (off by default).
+    pub compression: CompressionConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
     pub workers: Option<usize>,
 }
@@ -57,6 +68,9 @@ impl Default for Config {
             headers: HeadersConfig::default(),
             limits: LimitsConfig::default(),
             telemetry: TelemetryConfig::default(),
+            cors: CorsConfig::default(),
+            csrf: CsrfConfig::default(),
+            compression: CompressionConfig::default(),
             workers: None,
         }
     }

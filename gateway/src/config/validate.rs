@@ -108,6 +108,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
     }
     tracing(config, &mut report);
     super::tls::validate(config, &mut report);
+    super::http::validate(config, &mut report);
     out
 }
 

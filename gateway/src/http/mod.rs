@@ -1,7 +1,7 @@
 //! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
-use crate::config::HeadersConfig;
+use crate::config::{CsrfConfig, HeadersConfig};
 use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use crate::lifecycle::Readiness;
@@ -12,8 +12,10 @@ use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
 mod idle;
+mod layers;
 mod server;
 
+pub use layers::{HttpLayers, ResponseBody};
 pub use server::{serve, serve_blocking};
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -156,6 +158,15 @@ pub async fn handle<T: Transport>(
             error_body("Accept must allow application/graphql-response+json or application/json"),
         );
     };
+    if matches!(*req.method(), Method::GET | Method::POST)
+        && csrf_blocked(&gateway.config.csrf, req.headers())
+    {
+        return response(
+            StatusCode::BAD_REQUEST,
+            media,
+            coded_error_body("CSRF_PREVENTED", &csrf_message(&gateway.config.csrf)),
+        );
+    }
     let Ok(_slot) = gateway.request_slots.try_acquire() else {
         let max = gateway.config.traffic.max_concurrent_requests;
         let mut r = response(
@@ -285,6 +296,56 @@ pub async fn handle<T: Transport>(
         _ => StatusCode::OK,
     };
     response(status, media, outcome.into_body())
+}
+
+/// Content types a browser sends cross-origin without a CORS preflight.
+const SIMPLE_CONTENT_TYPES: [&str; 3] = [
+    "text/plain",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data",
+];
+
+/// Whether CSRF prevention refuses a request: a browser could have sent it from any page
+/// without a preflight (its `Content-Type` is missing or one a form can send) and it
+/// carries none of the headers that only a preflighted request can have.
+pub fn csrf_blocked(csrf: &CsrfConfig, headers: &hyper::HeaderMap) -> bool {
+    if !csrf.enabled {
+        return false;
+    }
+    if let Some(content_type) = headers.get(CONTENT_TYPE) {
+        // Not text, or no media type a form can send: a browser would have preflighted it.
+        let Ok(content_type) = content_type.to_str() else {
+            return false;
+        };
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        if !SIMPLE_CONTENT_TYPES
+            .iter()
+            .any(|simple| essence.eq_ignore_ascii_case(simple))
+        {
+            return false;
+        }
+    }
+    !csrf
+        .required_headers
+        .iter()
+        .any(|name| headers.contains_key(name.as_str()))
+}
+
+/// What a client refused by CSRF prevention must change.
+fn csrf_message(csrf: &CsrfConfig) -> String {
+    let headers = if csrf.required_headers.is_empty() {
+        "(csrf.required_headers is empty, so a GET request cannot pass)".to_owned()
+    } else {
+        format!(
+            "or send one of these headers: {}",
+            csrf.required_headers.join(", ")
+        )
+    };
+    format!(
+        "this request was blocked as a possible cross-site request forgery (CSRF): send a \
+         Content-Type other than {} (e.g. application/json), {headers}",
+        SIMPLE_CONTENT_TYPES.join(", ")
+    )
 }
 
 /// The client headers subgraphs receive: `Authorization` unless disabled, plus the allowlist.

@@ -9,6 +9,7 @@
 
 use super::handle;
 use super::idle::{Activity, Tracked};
+use super::layers::HttpLayers;
 use crate::config::Config;
 use crate::gateway::Gateway;
 use crate::reload::{self, Reloader};
@@ -84,8 +85,17 @@ pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
     };
     let graceful = GracefulShutdown::new();
     let slots = connection_slots(&gateway);
+    let layers = Arc::new(HttpLayers::from_config(&gateway.config));
     loop {
-        accept_one(&listener, &gateway, &graceful, &slots, tls.as_ref()).await;
+        accept_one(
+            &listener,
+            &gateway,
+            &layers,
+            &graceful,
+            &slots,
+            tls.as_ref(),
+        )
+        .await;
     }
 }
 
@@ -113,9 +123,10 @@ async fn serve_until_signal(
     let tls = tls.as_ref();
     let graceful = GracefulShutdown::new();
     let slots = connection_slots(&gateway);
+    let layers = Arc::new(HttpLayers::from_config(&gateway.config));
     let signal = loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &graceful, &slots, tls) => {}
+            () = accept_one(&listener, &gateway, &layers, &graceful, &slots, tls) => {}
             signal = signals.recv() => break signal,
         }
     };
@@ -130,7 +141,7 @@ async fn serve_until_signal(
     let close_at = started + shutdown.readiness_delay;
     loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &graceful, &slots, tls) => {}
+            () = accept_one(&listener, &gateway, &layers, &graceful, &slots, tls) => {}
             () = tokio::time::sleep_until(close_at) => break,
             signal = signals.recv() => return Err(forced(signal, &gateway)),
         }
@@ -172,6 +183,7 @@ fn forced(signal: &str, gateway: &Gateway) -> anyhow::Error {
 async fn accept_one(
     listener: &TcpListener,
     gateway: &Arc<Gateway>,
+    layers: &Arc<HttpLayers>,
     graceful: &GracefulShutdown,
     slots: &Arc<Semaphore>,
     tls: Option<&TlsAcceptor>,
@@ -182,7 +194,10 @@ async fn accept_one(
         .await
         .expect("the connection semaphore is never closed");
     match listener.accept().await {
-        Ok((stream, _)) => spawn_connection(stream, gateway.clone(), graceful, permit, tls),
+        Ok((stream, _)) => {
+            let served = (gateway.clone(), layers.clone());
+            spawn_connection(stream, served, graceful, permit, tls);
+        }
         Err(e) => {
             // E.g. out of file descriptors: back off instead of spinning.
             tracing::warn!(error = %e, "accept failed");
@@ -191,21 +206,25 @@ async fn accept_one(
     }
 }
 
+/// The gateway and the HTTP layers around it.
+type Served = (Arc<Gateway>, Arc<HttpLayers>);
+
 fn spawn_connection(
     stream: TcpStream,
-    gateway: Arc<Gateway>,
+    served: Served,
     graceful: &GracefulShutdown,
     permit: OwnedSemaphorePermit,
     tls: Option<&TlsAcceptor>,
 ) {
     let _ = stream.set_nodelay(true);
+    let gateway = &served.0;
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
     let idle_timeout = gateway.config.traffic.idle_timeout;
     let activity = Activity::new();
     // Under TLS too: the idle clock sees the encrypted bytes move.
     let stream = Tracked::new(stream, activity.clone());
     let Some(acceptor) = tls else {
-        let connection = graceful.watch(connection(stream, gateway, &activity));
+        let connection = graceful.watch(connection(stream, served, &activity));
         tokio::spawn(run(connection, activity, idle_timeout, permit));
         return;
     };
@@ -227,7 +246,7 @@ fn spawn_connection(
                 return;
             }
         };
-        let connection = watcher.watch(connection(stream, gateway, &activity));
+        let connection = watcher.watch(connection(stream, served, &activity));
         run(connection, activity, idle_timeout, permit).await;
     });
 }
@@ -235,7 +254,7 @@ fn spawn_connection(
 /// The HTTP/1 or HTTP/2 connection serving `io`, counting requests on `activity`.
 fn connection<I>(
     io: I,
-    gateway: Arc<Gateway>,
+    (gateway, layers): Served,
     activity: &Arc<Activity>,
 ) -> impl GracefulConnection + Send + 'static
 where
@@ -245,11 +264,13 @@ where
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |req| {
         let gateway = gateway.clone();
+        let layers = layers.clone();
         let on_connection = requests.request();
         async move {
             let _on_connection = on_connection;
             let _in_flight = gateway.lifecycle.track_request();
-            let mut response = handle(&gateway, req).await;
+            // CORS and compression around the handler, when configured.
+            let mut response = layers.respond(req, |req| handle(&gateway, req)).await;
             // Kept-alive connections outlive the endpoint's removal (conntrack keeps them
             // on this pod), so while draining every answer tells the client to reconnect:
             // its next request opens a connection to a pod that stays. Closing idle
