@@ -156,6 +156,113 @@ pub struct GatewayConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(pattern(r"^https?://[^/?#\s]+"))]
     pub otlp_endpoint: Option<String>,
+    /// Cross-origin resource sharing for browser clients: off unless `allowOrigins` or
+    /// `allowOriginPatterns` names an origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cors: Option<CorsSpec>,
+    /// Cross-site request forgery prevention, on by default: a GET or POST a browser
+    /// could send without a CORS preflight (no Content-Type, or text/plain,
+    /// application/x-www-form-urlencoded, multipart/form-data) and carrying none of
+    /// `requiredHeaders` is refused with 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub csrf: Option<CsrfSpec>,
+    /// Response compression per the client's Accept-Encoding (off by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<CompressionSpec>,
+}
+
+/// CORS: which browser origins may read the gateway's responses. A preflight from any
+/// other origin is answered 403.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[x_kube(validation = Rule::new(
+    "!(has(self.allowCredentials) && self.allowCredentials && has(self.allowOrigins) && '*' in self.allowOrigins)"
+).message("cors.allowCredentials cannot be true when allowOrigins is [\"*\"]; list the origins"))]
+#[serde(rename_all = "camelCase")]
+pub struct CorsSpec {
+    /// Allowed origins as browsers send them, `scheme://host[:port]` without a path
+    /// (`https://app.example.com`); `["*"]` alone allows every origin. At most 256.
+    // Bounded, so the API server can estimate the cost of the CEL rule above.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 256))]
+    #[schemars(inner(length(max = 512)))]
+    #[schemars(inner(pattern(r"^(\*|[A-Za-z][A-Za-z0-9+.-]*://[^/?#\s@]+)$")))]
+    pub allow_origins: Vec<String>,
+    /// Regular expressions; an origin one of them matches as a whole is allowed
+    /// (`https://[a-z0-9-]+\.example\.com`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allow_origin_patterns: Vec<String>,
+    /// Let browsers send cookies and HTTP authentication; not with the `*` origin.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_credentials: Option<bool>,
+    /// Methods a preflight may ask for; default GET and POST.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(pattern(r"^[!#$%&'+.^_`|~0-9A-Za-z-]+$")))]
+    pub allow_methods: Vec<String>,
+    /// Request headers a preflight may ask for; default: the ones it asks for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(pattern(r"^[!#$%&'+.^_`|~0-9A-Za-z-]+$")))]
+    pub allow_headers: Vec<String>,
+    /// Response headers browser scripts may read beyond the CORS-safelisted ones.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(inner(pattern(r"^[!#$%&'+.^_`|~0-9A-Za-z-]+$")))]
+    pub expose_headers: Vec<String>,
+    /// Seconds browsers may cache a preflight answer (Access-Control-Max-Age); unset
+    /// leaves it to the browser.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub max_age_seconds: Option<u32>,
+}
+
+/// CSRF prevention settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CsrfSpec {
+    /// Refuse requests a browser could send without a preflight; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Any one of these request headers (any value) lets such a request through; default
+    /// `x-apollo-operation-name` and `apollo-require-preflight`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(inner(pattern(r"^[!#$%&'+.^_`|~0-9A-Za-z-]+$")))]
+    pub required_headers: Option<Vec<String>>,
+}
+
+/// Response compression settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompressionSpec {
+    /// Compress responses; default false.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Encodings offered (the client's Accept-Encoding weights choose; on a tie zstd,
+    /// then br, then gzip); default all three.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub algorithms: Vec<CompressionAlgorithm>,
+    /// Responses smaller than this many bytes are sent uncompressed; default 1024.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_size_bytes: Option<u32>,
+    /// Effort: fastest, default (gzip 6, br 4, zstd 3) or best.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub level: Option<CompressionLevel>,
+}
+
+/// A content coding the gateway can compress responses with.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionAlgorithm {
+    Gzip,
+    Br,
+    Zstd,
+}
+
+/// Compression effort.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum CompressionLevel {
+    Fastest,
+    Default,
+    Best,
 }
 
 /// Deployment rolling-update parameters.

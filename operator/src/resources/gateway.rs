@@ -160,7 +160,66 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
     if !tracing.is_empty() {
         root.insert("telemetry".to_owned(), Value::Object(tracing));
     }
+    browser_sections(&mut root, c);
     serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
+}
+
+/// `cors`, `csrf` and `compression`, in the gateway's key names.
+fn browser_sections(root: &mut Map<String, Value>, c: &crate::crd::GatewayConfig) {
+    let list = |v: &[String]| (!v.is_empty()).then(|| Value::from(v.to_vec()));
+    if let Some(cors) = &c.cors {
+        section(
+            root,
+            "cors",
+            [
+                ("allow_origins", list(&cors.allow_origins)),
+                ("allow_origin_patterns", list(&cors.allow_origin_patterns)),
+                ("allow_credentials", cors.allow_credentials.map(Value::from)),
+                ("allow_methods", list(&cors.allow_methods)),
+                ("allow_headers", list(&cors.allow_headers)),
+                ("expose_headers", list(&cors.expose_headers)),
+                (
+                    "max_age",
+                    cors.max_age_seconds.map(|s| Value::from(format!("{s}s"))),
+                ),
+            ],
+        );
+    }
+    if let Some(csrf) = &c.csrf {
+        section(
+            root,
+            "csrf",
+            [
+                ("enabled", csrf.enabled.map(Value::from)),
+                (
+                    "required_headers",
+                    csrf.required_headers.clone().map(Value::from),
+                ),
+            ],
+        );
+    }
+    if let Some(compression) = &c.compression {
+        let algorithms = (!compression.algorithms.is_empty()).then(|| {
+            let names = compression
+                .algorithms
+                .iter()
+                .map(|a| serde_json::to_value(a).expect("an enum serializes as its name"));
+            Value::Array(names.collect())
+        });
+        let level = compression
+            .level
+            .map(|l| serde_json::to_value(l).expect("an enum serializes as its name"));
+        section(
+            root,
+            "compression",
+            [
+                ("enabled", compression.enabled.map(Value::from)),
+                ("algorithms", algorithms),
+                ("min_size", compression.min_size_bytes.map(Value::from)),
+                ("level", level),
+            ],
+        );
+    }
 }
 
 /// Adds `name: {key: value, ...}` with the set values, or nothing when none is set.
@@ -418,7 +477,10 @@ pub fn horizontal_pod_autoscaler(gw: &GraphGateway) -> Option<HorizontalPodAutos
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{GatewayConfig, GraphGatewaySpec};
+    use crate::crd::{
+        CompressionAlgorithm, CompressionLevel, CompressionSpec, CorsSpec, CsrfSpec, GatewayConfig,
+        GraphGatewaySpec,
+    };
     use graphfleet_gateway::config as gateway_config;
     use std::time::Duration;
 
@@ -446,6 +508,27 @@ mod tests {
             propagate_headers: vec!["x-request-id".to_owned(), "x-tenant".to_owned()],
             introspection: Some(false),
             otlp_endpoint: Some("http://otel-collector.observability:4317".to_owned()),
+            cors: Some(CorsSpec {
+                allow_origins: vec!["https://app.example.com".to_owned()],
+                allow_origin_patterns: vec![
+                    r"https://[a-z0-9-]+\.preview\.example\.com".to_owned(),
+                ],
+                allow_credentials: Some(true),
+                allow_methods: vec!["GET".to_owned(), "POST".to_owned()],
+                allow_headers: vec!["content-type".to_owned(), "authorization".to_owned()],
+                expose_headers: vec!["x-request-id".to_owned()],
+                max_age_seconds: Some(600),
+            }),
+            csrf: Some(CsrfSpec {
+                enabled: Some(true),
+                required_headers: Some(vec!["graphql-client-name".to_owned()]),
+            }),
+            compression: Some(CompressionSpec {
+                enabled: Some(true),
+                algorithms: vec![CompressionAlgorithm::Zstd, CompressionAlgorithm::Gzip],
+                min_size_bytes: Some(2048),
+                level: Some(CompressionLevel::Fastest),
+            }),
         }
     }
 
@@ -531,6 +614,63 @@ mod tests {
             config.supergraph.path.as_deref(),
             Some(std::path::Path::new("/etc/graphfleet/supergraph.graphql"))
         );
+        let cors = &config.cors;
+        assert_eq!(cors.allow_origins, ["https://app.example.com"]);
+        assert_eq!(
+            cors.allow_origin_patterns,
+            [r"https://[a-z0-9-]+\.preview\.example\.com"]
+        );
+        assert!(cors.allow_credentials);
+        assert_eq!(cors.allow_methods, ["GET", "POST"]);
+        assert_eq!(cors.allow_headers, ["content-type", "authorization"]);
+        assert_eq!(cors.expose_headers, ["x-request-id"]);
+        assert_eq!(cors.max_age, Some(Duration::from_secs(600)));
+        assert!(config.csrf.enabled);
+        assert_eq!(config.csrf.required_headers, ["graphql-client-name"]);
+        let compression = &config.compression;
+        assert!(compression.enabled);
+        assert_eq!(
+            compression.algorithms,
+            [
+                gateway_config::CompressionAlgorithm::Zstd,
+                gateway_config::CompressionAlgorithm::Gzip
+            ]
+        );
+        assert_eq!(compression.min_size, 2048);
+        assert_eq!(compression.level, gateway_config::CompressionLevel::Fastest);
+    }
+
+    #[test]
+    fn unset_browser_settings_keep_the_gateway_defaults() {
+        let partial = GatewayConfig {
+            cors: Some(CorsSpec::default()),
+            csrf: Some(CsrfSpec::default()),
+            compression: Some(CompressionSpec {
+                enabled: Some(true),
+                ..CompressionSpec::default()
+            }),
+            ..GatewayConfig::default()
+        };
+        let config = load_in_container(&gateway(partial)).expect("the gateway accepts it");
+        let defaults = gateway_config::Config::default();
+        assert_eq!(config.cors, defaults.cors, "CORS stays off");
+        assert_eq!(config.csrf, defaults.csrf, "CSRF prevention stays on");
+        assert_eq!(
+            config.compression,
+            gateway_config::CompressionConfig {
+                enabled: true,
+                ..defaults.compression
+            }
+        );
+        let off = GatewayConfig {
+            csrf: Some(CsrfSpec {
+                enabled: Some(false),
+                required_headers: None,
+            }),
+            ..GatewayConfig::default()
+        };
+        let config = load_in_container(&gateway(off)).expect("the gateway accepts it");
+        assert!(!config.csrf.enabled);
     }
 
     #[test]
@@ -542,6 +682,23 @@ mod tests {
         let err = load_in_container(&gateway(bad)).expect_err("bad header name");
         assert!(
             err.contains("headers.propagate.0: \"not a header\" is not a valid HTTP header name"),
+            "{err}"
+        );
+        let bad = GatewayConfig {
+            cors: Some(CorsSpec {
+                allow_origins: vec!["https://app.example.com/".to_owned()],
+                allow_origin_patterns: vec!["(".to_owned()],
+                ..CorsSpec::default()
+            }),
+            ..GatewayConfig::default()
+        };
+        let err = load_in_container(&gateway(bad)).expect_err("an origin with a path");
+        assert!(
+            err.contains("cors.allow_origins.0: \"https://app.example.com/\" has a path"),
+            "{err}"
+        );
+        assert!(
+            err.contains("cors.allow_origin_patterns.0: \"(\" is not a regular expression"),
             "{err}"
         );
     }
