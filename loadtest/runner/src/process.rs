@@ -25,7 +25,7 @@ pub struct Placement {
     pub cpus: f64,
     /// taskset list for the gateway (e.g. "0").
     pub gateway: Option<String>,
-    /// taskset list for k6 and the subgraphs, when cores are left over.
+    /// taskset list for the load generator and the subgraphs, when cores are left over.
     pub others: Option<String>,
 }
 
@@ -61,7 +61,7 @@ impl Placement {
     pub fn describe(&self) -> String {
         let g = self.gateway.as_deref().unwrap_or("any");
         let o = self.others.as_deref().unwrap_or("shared");
-        format!("gateway on CPU {g}, k6 and subgraphs on CPU {o}")
+        format!("gateway on CPU {g}, load generator and subgraphs on CPU {o}")
     }
 }
 

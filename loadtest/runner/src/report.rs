@@ -262,10 +262,12 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
     let _ = writeln!(
         out,
         "\n{}",
-        if scheduled {
-            "\"P99 from schedule\" counts from the moment the open model scheduled each request so queueing in a gateway that falls behind is not hidden (coordinated omission); it has millisecond resolution and is an upper bound when k6 dropped iterations. `*` marks runs with failures.\n"
-        } else {
-            "`*` marks runs with failures.\n"
+        match (scheduled, s.generator.as_str()) {
+            (true, "native") =>
+                "The native generator counts every latency from the moment the open model scheduled the request (coordinated omission: queueing in a gateway that falls behind is not hidden), so \"P99 from schedule\" equals P99; requests it could not start because all connections were busy are dropped, not delayed. `*` marks runs with failures.\n",
+            (true, _) =>
+                "\"P99 from schedule\" counts from the moment the open model scheduled each request so queueing in a gateway that falls behind is not hidden (coordinated omission); it has millisecond resolution and is an upper bound when k6 dropped iterations. `*` marks runs with failures.\n",
+            (false, _) => "`*` marks runs with failures.\n",
         }
     );
     let _ = writeln!(
