@@ -73,6 +73,52 @@ impl ResponseError {
 struct Leaf<'s> {
     child: Option<ShapeSetId>,
     enum_values: Option<&'s [apollo_compiler::Name]>,
+    /// Resolved once per field, not per list item.
+    scalar: Scalar,
+}
+
+/// The built-in scalar a leaf field returns, if any.
+#[derive(Clone, Copy)]
+enum Scalar {
+    Int,
+    Float,
+    String,
+    Boolean,
+    Id,
+    /// Enums and custom scalars: passed on as the subgraph sent them.
+    Other,
+}
+
+impl Scalar {
+    fn of(type_name: &str) -> Self {
+        match type_name {
+            "Int" => Self::Int,
+            "Float" => Self::Float,
+            "String" => Self::String,
+            "Boolean" => Self::Boolean,
+            "ID" => Self::Id,
+            _ => Self::Other,
+        }
+    }
+
+    /// Whether `v` is a valid result of this scalar.
+    fn fits(self, v: &Value) -> bool {
+        match self {
+            Self::Int => match v {
+                Value::Int(i) => i32::try_from(*i).is_ok(),
+                Value::UInt(u) => i32::try_from(*u).is_ok(),
+                _ => false,
+            },
+            Self::Float => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_)),
+            Self::String => matches!(v, Value::String(_) | Value::RawStr(_)),
+            Self::Boolean => matches!(v, Value::Bool(_)),
+            Self::Id => matches!(
+                v,
+                Value::String(_) | Value::RawStr(_) | Value::Int(_) | Value::UInt(_)
+            ),
+            Self::Other => true,
+        }
+    }
 }
 
 /// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
@@ -228,6 +274,10 @@ impl<'a> Writer<'a> {
             let leaf = Leaf {
                 child: field.child,
                 enum_values: field.enum_values.map(|id| shapes.enum_values(id)),
+                scalar: match field.child {
+                    Some(_) => Scalar::Other,
+                    None => Scalar::of(field.ty.inner_named_type()),
+                },
             };
             let result = self.write_value(value, &field.ty, leaf, &shape.typename, &field.name);
             self.path.pop();
@@ -291,9 +341,7 @@ impl<'a> Writer<'a> {
                         None => self.invalid(parent, field, ty),
                     }
                 }
-                (None, v) if !builtin_scalar_fits(ty.inner_named_type(), v) => {
-                    self.invalid(parent, field, ty)
-                }
+                (None, v) if !leaf.scalar.fits(v) => self.invalid(parent, field, ty),
                 (None, v)
                     if leaf.enum_values.is_some_and(|values| {
                         let name = self.store.str_bytes(v);
@@ -350,26 +398,6 @@ impl<'a> Writer<'a> {
             path: Some(self.path.iter().map(PathRef::owned).collect()),
             ..ResponseError::new(message)
         });
-    }
-}
-
-/// Whether `v` is a valid result for a built-in scalar; other leaves (enums, custom
-/// scalars) pass through as the subgraph sent them.
-fn builtin_scalar_fits(name: &str, v: &Value) -> bool {
-    match name {
-        "Int" => match v {
-            Value::Int(i) => i32::try_from(*i).is_ok(),
-            Value::UInt(u) => i32::try_from(*u).is_ok(),
-            _ => false,
-        },
-        "Float" => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_)),
-        "String" => matches!(v, Value::String(_) | Value::RawStr(_)),
-        "Boolean" => matches!(v, Value::Bool(_)),
-        "ID" => matches!(
-            v,
-            Value::String(_) | Value::RawStr(_) | Value::Int(_) | Value::UInt(_)
-        ),
-        _ => true,
     }
 }
 
