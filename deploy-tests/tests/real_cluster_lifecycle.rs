@@ -197,7 +197,11 @@ fn a_healthy_cluster_routes_nothing_out_and_down_leaves_nothing() {
     let state = state_dir("life");
     let (sysctls_before, rules_before) = (sysctls(), host_rules());
     let up = cluster_sh(&["up"], &state, &[]);
-    assert!(up.status.success(), "up:\n{}", text(&up));
+    if !up.status.success() {
+        // Leave no half-started cluster (kubelet mounts, processes) behind the failure.
+        let down = cluster_sh(&["down"], &state, &[]);
+        panic!("up:\n{}\ndown after it:\n{}", text(&up), text(&down));
+    }
     let id = cluster_id(&state);
     assert_eq!(
         sysctls(),
