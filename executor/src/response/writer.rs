@@ -7,6 +7,7 @@ use apollo_compiler::ast::Type;
 use apollo_compiler::response::JsonMap;
 use graphfleet_planner::operation::shape::{ShapeObjectId, ShapeSetId, Shapes};
 use serde::Serialize;
+use std::rc::Rc;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
@@ -124,6 +125,17 @@ impl Scalar {
 /// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
 struct NullBubble;
 
+/// What writing one field of a shape needs beyond the shape itself, worked out the first
+/// time the shape is written (a big response writes the same shape thousands of times).
+struct FieldPlan {
+    /// `"key":`, escaped.
+    prefix: Box<[u8]>,
+    /// The store's id of the response key (`None`: no subgraph was asked for it).
+    key: Option<super::KeyId>,
+    typename: bool,
+    scalar: Scalar,
+}
+
 pub struct Writer<'a> {
     pub store: &'a Store,
     pub keys: &'a KeyTable,
@@ -137,6 +149,8 @@ pub struct Writer<'a> {
     /// The response is cut once it grows past this many bytes.
     max_bytes: usize,
     too_large: bool,
+    /// Per shape object, by id.
+    field_plans: Vec<Option<Rc<[FieldPlan]>>>,
 }
 
 impl<'a> Writer<'a> {
@@ -167,7 +181,40 @@ impl<'a> Writer<'a> {
             typename_key: keys.get("__typename"),
             max_bytes: usize::MAX,
             too_large: false,
+            field_plans: Vec::new(),
         }
+    }
+
+    fn field_plans(&mut self, id: ShapeObjectId) -> Rc<[FieldPlan]> {
+        let i = id.0 as usize;
+        if let Some(Some(plans)) = self.field_plans.get(i) {
+            return plans.clone();
+        }
+        let plans: Rc<[FieldPlan]> = self
+            .shapes
+            .object(id)
+            .fields
+            .iter()
+            .map(|field| {
+                let mut prefix = Vec::with_capacity(field.key.len() + 3);
+                write_str(&mut prefix, &field.key);
+                prefix.push(b':');
+                FieldPlan {
+                    prefix: prefix.into(),
+                    key: self.keys.get(&field.key),
+                    typename: field.name == "__typename",
+                    scalar: match field.child {
+                        Some(_) => Scalar::Other,
+                        None => Scalar::of(field.ty.inner_named_type()),
+                    },
+                }
+            })
+            .collect();
+        if self.field_plans.len() <= i {
+            self.field_plans.resize(i + 1, None);
+        }
+        self.field_plans[i] = Some(plans.clone());
+        plans
     }
 
     /// Cut the response (`data: null` and one `RESPONSE_TOO_LARGE` error) once it
@@ -236,11 +283,12 @@ impl<'a> Writer<'a> {
             return Err(NullBubble);
         }
         let shapes = self.shapes;
+        let plans = self.field_plans(shape);
         let shape = shapes.object(shape);
         let object = self.store.object(obj);
         self.out.push(b'{');
         let mut first = true;
-        for field in &shape.fields {
+        for (field, plan) in shape.fields.iter().zip(plans.iter()) {
             if !field.included(self.variables) {
                 continue;
             }
@@ -248,9 +296,8 @@ impl<'a> Writer<'a> {
                 self.out.push(b',');
             }
             first = false;
-            write_str(&mut self.out, &field.key);
-            self.out.push(b':');
-            if field.name == "__typename" {
+            self.out.extend_from_slice(&plan.prefix);
+            if plan.typename {
                 if shape.concrete {
                     write_str(&mut self.out, &shape.typename);
                     continue;
@@ -264,20 +311,13 @@ impl<'a> Writer<'a> {
                 self.path.pop();
                 return Err(NullBubble);
             }
-            let value = self
-                .keys
-                .get(&field.key)
-                .and_then(|k| object.get(k))
-                .unwrap_or(&Value::Null);
+            let value = plan.key.and_then(|k| object.get(k)).unwrap_or(&Value::Null);
             self.path.push(PathRef::Key(&field.key));
             let start = self.out.len();
             let leaf = Leaf {
                 child: field.child,
                 enum_values: field.enum_values.map(|id| shapes.enum_values(id)),
-                scalar: match field.child {
-                    Some(_) => Scalar::Other,
-                    None => Scalar::of(field.ty.inner_named_type()),
-                },
+                scalar: plan.scalar,
             };
             let result = self.write_value(value, &field.ty, leaf, &shape.typename, &field.name);
             self.path.pop();
