@@ -472,3 +472,83 @@ async fn algorithms_and_threshold_are_configurable_and_off_means_off() {
     assert_eq!(header(&reply, "vary"), None);
     assert!(header(&reply, "content-length").is_some());
 }
+
+/// The real binary, configured by flags, in front of the `fed` subgraphs: the layers are
+/// built on its own serving path (the one with graceful shutdown) too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_with_the_configured_layers() {
+    let subgraphs = support::fed::subgraphs(&[]).await;
+    let dir = support::process::test_dir("browser-binary");
+    let file = dir.join("supergraph.graphql");
+    let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
+    std::fs::write(&file, sdl).expect("write the supergraph");
+    let settings = [
+        r#"cors.allow_origins=["https://app.example.com"]"#,
+        "csrf.required_headers=[graphql-client-name]",
+        "compression.enabled=true",
+    ];
+    let gateway = support::fed::start_gateway(&dir, &file, &settings).await;
+    let url = gateway.url("/graphql");
+    let client = support::client();
+    let send = |method: &'static str, url: String, headers: Vec<(&'static str, &'static str)>| {
+        let client = client.clone();
+        async move { support::request(&client, method, &url, &headers, Vec::new()).await }
+    };
+
+    let reply = send(
+        "OPTIONS",
+        url.clone(),
+        preflight("https://app.example.com").to_vec(),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(
+        header(&reply, "access-control-allow-origin"),
+        Some("https://app.example.com")
+    );
+    let reply = send(
+        "OPTIONS",
+        url.clone(),
+        preflight("https://evil.test").to_vec(),
+    )
+    .await;
+    assert_eq!(reply.status, 403, "{}", text(&reply));
+
+    let get = format!("{url}?query=%7B%20topProducts%20%7B%20upc%20%7D%20%7D");
+    let reply = send("GET", get.clone(), vec![("graphql-client-name", "web")]).await;
+    assert_eq!(reply.status, 200, "{}", text(&reply));
+    assert!(text(&reply).starts_with(r#"{"data":{"topProducts":[{"upc":"#));
+    let reply = send("GET", get, support::PREFLIGHTED.to_vec()).await;
+    let message = CSRF_MESSAGE.replace(
+        "x-apollo-operation-name, apollo-require-preflight",
+        "graphql-client-name",
+    );
+    assert_csrf_refused(&reply, &message, "the binary's CSRF check");
+
+    // The TestQuery (87,599 bytes), zstd-compressed.
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../loadtest/sets/fed/queries/query.graphql"
+    );
+    let query = std::fs::read_to_string(path).expect("the TestQuery");
+    let body = serde_json::to_vec(&json!({ "query": query })).expect("JSON");
+    let post = |headers: &'static [(&'static str, &'static str)]| {
+        let (client, url, body) = (client.clone(), url.clone(), body.clone());
+        async move { support::request(&client, "POST", &url, headers, body).await }
+    };
+    let plain = post(&[("content-type", "application/json")]).await;
+    assert_eq!(plain.status, 200);
+    assert!(plain.body.len() > 50_000, "{}", plain.body.len());
+    let packed = post(&[
+        ("content-type", "application/json"),
+        ("accept-encoding", "gzip, zstd"),
+    ])
+    .await;
+    assert_eq!(header(&packed, "content-encoding"), Some("zstd"));
+    assert!(
+        packed.body.len() < plain.body.len() / 10,
+        "{}",
+        packed.body.len()
+    );
+    assert_eq!(decode("zstd", &packed.body), plain.body);
+}
