@@ -11,12 +11,16 @@
 #   4. a LoadTest: k6 Jobs on client-0, open model, results in the LoadTest's status;
 #   5. a second LoadTest while a Subgraph's SDL changes (the operator composes and rolls
 #      the gateway out) and while the Deployment is restarted: zero failed requests;
-#   6. the report (REPORT.md, SVG charts) from those results, and the timings.
+#   6. every benchmark scenario in the cluster (graphfleet and GRAPHFLEET_PEERS side by
+#      side as pods on router-0 under the same CPU limit, each at its scenario's rate);
+#   7. the report (REPORT.md, SVG charts) from those results, and the timings.
 # Environment: GRAPHFLEET_RATE (req/s, default 100), GRAPHFLEET_DURATION (seconds of the
 # first LoadTest, default 30), GRAPHFLEET_PEERS (gateways to measure side by side with
 # graphfleet as pods on router-0, e.g. "hive-router apollo-router"; default none; the
 # peers are built once into the tool cache, ~15 min each), GRAPHFLEET_STATE (the
-# cluster's state directory, default .graphfleet/cluster).
+# cluster's state directory, default .graphfleet/cluster), GRAPHFLEET_SCENARIOS (the
+# scenarios of step 6, space-separated; default every one graphfleet-bench knows), GRAPHFLEET_BENCH_DURATION (seconds per scenario and
+# gateway in step 6, default 20).
 # The cluster keeps running afterwards; stop it with: scripts/cluster.sh down
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -31,6 +35,8 @@ KC=$STATE/kubeconfig
 RATE=${GRAPHFLEET_RATE:-100}
 DURATION=${GRAPHFLEET_DURATION:-30}
 PEERS=${GRAPHFLEET_PEERS-}
+SCENARIOS=${GRAPHFLEET_SCENARIOS-}
+BENCH_DURATION=${GRAPHFLEET_BENCH_DURATION:-20}
 k() { kubectl --kubeconfig "$KC" "$@"; }
 timing() { echo "$1: $2" >>"$RUN/timings.txt"; log "$1: $2"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
@@ -167,18 +173,21 @@ failed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status
 [ "$failed" = 0 ] || die "$failed requests failed during the SDL change and rollout (results: $RUN/fed-query-rollout.json)"
 timing "failed requests during SDL change + rollouts" "$failed"
 
-if [ -n "$PEERS" ]; then
-  log "side by side in the cluster: graphfleet and $PEERS as pods on router-0"
-  gateways=(--gateway graphfleet)
-  for p in $PEERS; do gateways+=(--gateway "$p"); done
-  target/release/graphfleet-bench --in-cluster --kubeconfig "$KC" --scenario query "${gateways[@]}" \
-    --rate "$RATE" --duration "$DURATION" --out "$RUN/side-by-side"
-fi
+log "every scenario in the cluster: graphfleet${PEERS:+ and $PEERS} as pods on router-0"
+gateways=(--gateway graphfleet)
+for p in $PEERS; do gateways+=(--gateway "$p"); done
+scenarios=()
+for s in $SCENARIOS; do scenarios+=(--scenario "$s"); done
+t=$SECONDS
+target/release/graphfleet-bench --in-cluster --kubeconfig "$KC" "${scenarios[@]}" "${gateways[@]}" \
+  --duration "$BENCH_DURATION" --out "$RUN/scenarios"
+timing "benchmark scenarios in the cluster (${SCENARIOS:-all})" "$((SECONDS - t)) s"
 
 log "report"
 target/release/graphfleet-bench report --loadtest "$RUN/fed-query.json" --loadtest "$RUN/fed-query-rollout.json" \
   --resources "$RUN/fed-query.resources.json" --resources "$RUN/fed-query-rollout.resources.json" --timings "$RUN/timings.txt" --out "$RUN/report"
 cat "$RUN/report/REPORT.md"
+cat "$RUN/scenarios/REPORT.md"
 cat "$RUN/timings.txt"
-log "done in $((SECONDS - t0)) s. Report: $RUN/report/REPORT.md"
+log "done in $((SECONDS - t0)) s. Reports: $RUN/report/REPORT.md, $RUN/scenarios/REPORT.md"
 log "cluster: KUBECONFIG=$KC kubectl -n $NS get graphgateways,loadtests   (stop: scripts/cluster.sh down)"

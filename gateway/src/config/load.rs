@@ -22,6 +22,7 @@ pub const ENV_PREFIX: &str = "GRAPHFLEET_";
 /// scripts), not to the gateway: a shell or pod that has them still starts the gateway.
 pub const FOREIGN_ENV: &[&str] = &[
     "GRAPHFLEET_APT_SOURCES",
+    "GRAPHFLEET_BENCH_DURATION",
     "GRAPHFLEET_CACHE",
     "GRAPHFLEET_CAPACITY",
     "GRAPHFLEET_CONCURRENCY",
@@ -44,6 +45,7 @@ pub const FOREIGN_ENV: &[&str] = &[
     "GRAPHFLEET_PREBUILT",
     "GRAPHFLEET_RATE",
     "GRAPHFLEET_RESYNC_SECONDS",
+    "GRAPHFLEET_SCENARIOS",
     "GRAPHFLEET_STATE",
     "GRAPHFLEET_TEST_KUBECONFIG",
     "GRAPHFLEET_TEST_REAL_STATE",
