@@ -278,7 +278,11 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
     connector.set_nodelay(true);
     let client: Client<HttpConnector, Full<Bytes>> = Client::builder(TokioExecutor::new())
         .pool_max_idle_per_host(load.max_in_flight as usize)
-        .pool_idle_timeout(Duration::from_secs(90))
+        // Idle connections are not reused after 2 s, well under gateways' keep-alive
+        // timeouts, so a request is not sent on one the server is closing for idleness
+        // (the likely cause of three "connection reset" failures from Hive Router in a
+        // step where the generator had been starved of CPU).
+        .pool_idle_timeout(Duration::from_secs(2))
         .build(connector);
     let stats = Rc::new(RefCell::new(Stats {
         requests: 0,
