@@ -6,6 +6,7 @@ use crate::dedup::{DedupKey, InFlight};
 pub use crate::error::FetchError;
 use bytes::Bytes;
 use graphfleet_federation::meta::SubgraphId;
+use http::header::ACCEPT_ENCODING;
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -15,6 +16,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
+use tower_http::decompression::Decompression;
 
 /// One subgraph request as the executor hands it to a transport.
 pub struct SubgraphRequest<'a> {
@@ -52,6 +54,76 @@ pub struct FetchPolicy {
     /// TLS beyond the defaults for `https://` URLs; `None`: the system and webpki
     /// roots, no client certificate.
     pub tls: Option<Arc<TlsSettings>>,
+    /// Which HTTP version the subgraph is spoken to in.
+    pub http2: Http2,
+    /// Encoding of request bodies (`Content-Encoding`); the subgraph must decode it.
+    pub compress_requests: RequestEncoding,
+    /// Send `Accept-Encoding: gzip, br, zstd` (else `identity`). A response that is
+    /// compressed anyway is decoded either way.
+    pub accept_compressed: bool,
+}
+
+/// The HTTP version towards a subgraph.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Http2 {
+    /// HTTP/1.1 only.
+    #[default]
+    Off,
+    /// HTTP/2 only: h2c with prior knowledge for `http://`, ALPN `h2` alone for
+    /// `https://`; a server that does not speak it fails the fetch.
+    PriorKnowledge,
+    /// `https://`: ALPN offers `h2` and `http/1.1`, the server picks. `http://` stays
+    /// HTTP/1.1 (there is nothing to negotiate with).
+    Alpn,
+}
+
+/// How subgraph request bodies are compressed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RequestEncoding {
+    #[default]
+    None,
+    Gzip,
+    Br,
+    Zstd,
+}
+
+impl RequestEncoding {
+    /// The `Content-Encoding` value, `None` for an uncompressed body.
+    pub fn header(self) -> Option<&'static str> {
+        match self {
+            Self::None => None,
+            Self::Gzip => Some("gzip"),
+            Self::Br => Some("br"),
+            Self::Zstd => Some("zstd"),
+        }
+    }
+
+    /// `body` encoded. Fast levels: the body is encoded on every fetch's critical
+    /// path, and GraphQL requests are small and repetitive, so higher levels save
+    /// little.
+    pub fn encode(self, body: &[u8]) -> std::io::Result<Bytes> {
+        use std::io::Write as _;
+        let encoded = match self {
+            Self::None => return Ok(Bytes::copy_from_slice(body)),
+            Self::Gzip => {
+                let mut encoder = flate2::write::GzEncoder::new(
+                    Vec::with_capacity(body.len() / 2),
+                    flate2::Compression::fast(),
+                );
+                encoder.write_all(body)?;
+                encoder.finish()?
+            }
+            Self::Br => {
+                let mut encoder =
+                    brotli::CompressorWriter::new(Vec::with_capacity(body.len() / 2), 4096, 1, 22);
+                encoder.write_all(body)?;
+                encoder.flush()?;
+                encoder.into_inner()
+            }
+            Self::Zstd => zstd::bulk::compress(body, 1)?,
+        };
+        Ok(Bytes::from(encoded))
+    }
 }
 
 /// TLS towards `https://` subgraphs beyond the defaults (read from files by the caller).
@@ -104,7 +176,9 @@ impl TlsSettings {
 
 /// Plain TCP for `http://` subgraphs, TLS for `https://` ones.
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
-type HttpClient = Client<Connector, Full<Bytes>>;
+/// Decodes gzip, br and zstd responses as their body is read (so the read's size cap
+/// counts decoded bytes).
+type HttpClient = Decompression<Client<Connector, Full<Bytes>>>;
 
 /// The default trusted roots: the system store (which honours `SSL_CERT_FILE`/
 /// `SSL_CERT_DIR`, so a private CA can be added) and the webpki roots, for images
@@ -127,22 +201,32 @@ fn default_roots() -> rustls::RootCertStore {
     roots
 }
 
-/// A keep-alive pool whose connector does TLS with `tls` for `https://` URLs.
-fn http_client(tls: rustls::ClientConfig) -> HttpClient {
+/// A keep-alive pool whose connector does TLS with `tls` for `https://` URLs, speaking
+/// the HTTP versions `http2` asks for.
+fn http_client(tls: rustls::ClientConfig, http2: Http2) -> HttpClient {
     let mut connector = HttpConnector::new();
     connector.set_nodelay(true);
     connector.set_keepalive(Some(Duration::from_secs(60)));
     // `https://` URLs are TLS over the same connector; `http://` stays plain.
     connector.enforce_http(false);
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+    // The connector's ALPN list follows the enabled versions.
+    let builder = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
-        .https_or_http()
-        .enable_http1()
-        .wrap_connector(connector);
-    Client::builder(TokioExecutor::new())
+        .https_or_http();
+    let connector = match http2 {
+        Http2::Off => builder.enable_http1().wrap_connector(connector),
+        Http2::PriorKnowledge => builder.enable_http2().wrap_connector(connector),
+        Http2::Alpn => builder.enable_all_versions().wrap_connector(connector),
+    };
+    let client = Client::builder(TokioExecutor::new())
         .pool_idle_timeout(Duration::from_secs(90))
         .pool_max_idle_per_host(256)
-        .build(connector)
+        // h2c with prior knowledge; over TLS, the connector's ALPN already said h2.
+        .http2_only(http2 == Http2::PriorKnowledge)
+        .build(connector);
+    // Decodes gzip, br, zstd (the features enabled); `Accept-Encoding` is set per
+    // request, so this only adds it when a forwarded client header did not.
+    Decompression::new(client)
 }
 
 /// Where one subgraph's fetches go: its policy and the pool for its TLS settings.
@@ -156,10 +240,12 @@ struct Route {
 
 /// A client pool, or why the TLS settings could not become one.
 type Pool = Result<HttpClient, String>;
+/// What tells pools apart: TLS settings and HTTP versions.
+type PoolKey = (Option<Arc<TlsSettings>>, Http2);
 
-/// HTTP/1.1 keep-alive pools (hyper-util keeps idle connections per subgraph host), one
-/// per distinct TLS setting, with per-subgraph timeouts and optional in-flight
-/// deduplication.
+/// Keep-alive pools (hyper-util keeps idle connections per subgraph host), one per
+/// distinct TLS and HTTP version setting, with per-subgraph timeouts, compression and
+/// optional in-flight deduplication.
 #[derive(Clone)]
 pub struct HttpTransport {
     default: Route,
@@ -169,16 +255,17 @@ pub struct HttpTransport {
 
 impl HttpTransport {
     /// `default` for every subgraph but those named in `per_subgraph`. Subgraphs with
-    /// equal TLS settings share one connection pool.
+    /// equal TLS and HTTP version settings share one connection pool.
     pub fn new(
         default: FetchPolicy,
         per_subgraph: impl IntoIterator<Item = (String, FetchPolicy)>,
     ) -> Self {
         let roots = default_roots();
         // One rustls config and pool per distinct setting.
-        let mut pools: Vec<(Option<Arc<TlsSettings>>, Pool)> = Vec::new();
+        let mut pools: Vec<(PoolKey, Pool)> = Vec::new();
         let mut route = |policy: FetchPolicy| {
-            let found = pools.iter().find(|(tls, _)| *tls == policy.tls);
+            let key = (policy.tls.clone(), policy.http2);
+            let found = pools.iter().find(|(k, _)| *k == key);
             let client = match found {
                 Some((_, client)) => client.clone(),
                 None => {
@@ -186,11 +273,11 @@ impl HttpTransport {
                         || TlsSettings::default().client_config(roots.clone()),
                         |tls| tls.client_config(roots.clone()),
                     );
-                    let client = tls.map(http_client).map_err(|e| {
+                    let client = tls.map(|tls| http_client(tls, policy.http2)).map_err(|e| {
                         tracing::error!(error = %e, "unusable subgraph TLS settings");
                         format!("unusable TLS settings: {e}")
                     });
-                    pools.push((policy.tls.clone(), client.clone()));
+                    pools.push((key, client.clone()));
                     client
                 }
             };
@@ -232,14 +319,31 @@ impl Transport for HttpTransport {
         for (name, value) in request.headers {
             builder = builder.header(name, value);
         }
+        if !policy.accept_compressed && !request.headers.contains_key(ACCEPT_ENCODING) {
+            // Stated, so the decompression layer does not ask for compression itself.
+            builder = builder.header(ACCEPT_ENCODING, "identity");
+        }
         if let Some(headers) = builder.headers_mut() {
             // The fetch span's trace context (W3C traceparent), when traces are exported.
             crate::propagation::inject_current(headers);
         }
+        // Keyed on the plain body: the encoding is the same for every fetch of a route.
         let key = (policy.deduplicate && request.is_query)
             .then(|| DedupKey::new(request.url, &request.body, request.headers));
+        let body = match policy.compress_requests.header() {
+            None => request.body,
+            Some(encoding) => {
+                builder = builder.header(hyper::header::CONTENT_ENCODING, encoding);
+                policy
+                    .compress_requests
+                    .encode(&request.body)
+                    .map_err(|e| {
+                        FetchError::http(format!("compressing the request ({encoding}): {e}"))
+                    })?
+            }
+        };
         let http_request = builder
-            .body(Full::new(request.body))
+            .body(Full::new(body))
             .map_err(|e| FetchError::http(format!("invalid subgraph request: {e}")))?;
         let budget_binds = request.budget_bytes < policy.max_response_bytes;
         let call = call(
@@ -247,6 +351,7 @@ impl Transport for HttpTransport {
             http_request,
             policy.timeout,
             policy.max_response_bytes.min(request.budget_bytes),
+            policy.http2,
         );
         let result = match key {
             Some(key) => self.in_flight.run(key, call).await,
@@ -267,8 +372,17 @@ impl Transport for HttpTransport {
 /// The whole body, at most `max` bytes (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
 /// past the limit), in one buffer sized by `Content-Length` up front: a large body is
 /// not gathered chunk by chunk and then copied again into one piece.
-async fn read_body(mut body: hyper::body::Incoming, max: usize) -> Result<Bytes, FetchError> {
+///
+/// For a compressed response `body` is the decoding body: the cap counts decoded
+/// bytes (a small gzip bomb stops at `max`), and its size hint is unknown, so the
+/// compressed `Content-Length` neither rejects nor sizes the buffer.
+async fn read_body<B>(body: B, max: usize) -> Result<Bytes, FetchError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<tower_http::BoxError>,
+{
     use hyper::body::Body as _;
+    let mut body = std::pin::pin!(body);
     let too_large = || FetchError {
         code: FetchError::RESPONSE_TOO_LARGE,
         message: format!("subgraph response larger than {max} bytes"),
@@ -279,8 +393,10 @@ async fn read_body(mut body: hyper::body::Incoming, max: usize) -> Result<Bytes,
     }
     let mut buf = bytes::BytesMut::with_capacity(announced.unwrap_or(8 * 1024));
     while let Some(frame) = body.frame().await {
-        let frame = frame
-            .map_err(|e| FetchError::http(format!("reading response body: {}", error_chain(&e))))?;
+        let frame = frame.map_err(|e| {
+            let e: tower_http::BoxError = e.into();
+            FetchError::http(format!("reading response body: {}", error_chain(&*e)))
+        })?;
         if let Ok(data) = frame.into_data() {
             if buf.len() + data.len() > max {
                 return Err(too_large());
@@ -297,12 +413,25 @@ fn call(
     request: hyper::Request<Full<Bytes>>,
     timeout: Duration,
     max_response_bytes: usize,
+    http2: Http2,
 ) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
+    use tower_service::Service as _;
+    let mut client = client;
     let exchange = async move {
-        let response = client
-            .request(request)
+        // Always ready (the pool waits for a connection inside the call).
+        std::future::poll_fn(|cx| client.poll_ready(cx))
             .await
             .map_err(|e| FetchError::http(error_chain(&e)))?;
+        let response = client.call(request).await.map_err(|e| {
+            let mut message = error_chain(&e);
+            // What an HTTP/1.1 client reads from an h2c-only server is not a
+            // response; hyper's "invalid HTTP version" alone does not say why.
+            if http2 == Http2::Off && is_parse_error(&e) {
+                message
+                    .push_str(" (if the subgraph speaks only HTTP/2, set http2: prior_knowledge)");
+            }
+            FetchError::http(message)
+        })?;
         let status = response.status();
         crate::propagation::record_status(status.as_u16());
         let body = read_body(response.into_body(), max_response_bytes).await?;
@@ -324,6 +453,20 @@ fn call(
                 })
             })
     }
+}
+
+/// Whether hyper could not parse what the server sent as an HTTP/1.1 response.
+fn is_parse_error(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(e);
+    while let Some(e) = source {
+        if e.downcast_ref::<hyper::Error>()
+            .is_some_and(hyper::Error::is_parse)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 /// `error: cause: cause`, so "connection reset" is not hidden behind "client error".

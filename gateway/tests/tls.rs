@@ -420,3 +420,101 @@ async fn the_listener_serves_https_and_survives_plain_http_and_silent_clients() 
     let (_, body) = https_query(&https_client(&ca, true), &url).await;
     assert_eq!(body, users(), "{}", gateway.log());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn h2_subgraphs_over_tls_are_chosen_by_alpn() {
+    use graphfleet_gateway::config::{Config, Http2Mode};
+    use support::front::{self, Answer, Versions};
+    let ca = TestCa::new("graphfleet ALPN CA");
+    let dir = test_dir("tls-alpn");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca.cert.pem()).expect("write the CA");
+    let (subgraphs, text) = support::fixture_subgraphs("keys").await;
+    for (versions, mode, version) in [
+        // The server offers h2 and http/1.1 and takes what ALPN agreed on.
+        (Versions::Both, Http2Mode::Alpn, http::Version::HTTP_2),
+        (Versions::Both, Http2Mode::Off, http::Version::HTTP_11),
+        // Offering h2 alone is enough for a server that speaks only h2.
+        (
+            Versions::H2Only,
+            Http2Mode::PriorKnowledge,
+            http::Version::HTTP_2,
+        ),
+    ] {
+        let config = server_config(&ca.server(), None);
+        let front = front::start(
+            subgraphs.base_url.clone(),
+            versions,
+            Some(config),
+            Answer::Plain,
+        )
+        .await;
+        let https = text.replace(
+            &subgraphs.base_url,
+            &format!("https://localhost:{}", front.addr.port()),
+        );
+        let mut config = Config::default();
+        config.traffic.tls.ca_file = Some(ca_file.clone());
+        config.traffic.http2 = mode;
+        let url = support::start_gateway_with_config(
+            config,
+            graphfleet_gateway::supergraph::Supergraph::parse(&https).expect("supergraph"),
+        )
+        .await;
+        let reply = support::request(
+            &support::client(),
+            "POST",
+            &url,
+            &[("content-type", "application/json")],
+            QUERY.to_vec(),
+        )
+        .await;
+        let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
+        assert_eq!(body, users(), "{mode:?}");
+        let versions: Vec<_> = front
+            .seen
+            .lock()
+            .expect("seen")
+            .iter()
+            .map(|s| s.version)
+            .collect();
+        assert_eq!(versions, [version], "{mode:?}");
+    }
+
+    // HTTP/1.1 to a TLS server that speaks only h2 (hyper-rustls offers no ALPN for
+    // HTTP/1.1 alone, so the handshake succeeds): the fetch fails, with a hint.
+    let config = server_config(&ca.server(), None);
+    let front = front::start(
+        subgraphs.base_url.clone(),
+        Versions::H2Only,
+        Some(config),
+        Answer::Plain,
+    )
+    .await;
+    let https = text.replace(
+        &subgraphs.base_url,
+        &format!("https://localhost:{}", front.addr.port()),
+    );
+    let mut config = Config::default();
+    config.traffic.tls.ca_file = Some(ca_file.clone());
+    let url = support::start_gateway_with_config(
+        config,
+        graphfleet_gateway::supergraph::Supergraph::parse(&https).expect("supergraph"),
+    )
+    .await;
+    let reply = support::request(
+        &support::client(),
+        "POST",
+        &url,
+        &[("content-type", "application/json")],
+        QUERY.to_vec(),
+    )
+    .await;
+    let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "SUBREQUEST_HTTP_ERROR",
+        "{body}"
+    );
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("set http2: prior_knowledge"), "{body}");
+}

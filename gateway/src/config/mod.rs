@@ -151,6 +151,62 @@ pub struct TrafficConfig {
     pub max_subgraph_response_bytes: usize,
     /// TLS towards `https://` subgraphs (extra CA, client certificate).
     pub tls: SubgraphTlsConfig,
+    /// HTTP version towards subgraphs.
+    pub http2: Http2Mode,
+    /// Encoding of subgraph request bodies (`Content-Encoding`).
+    pub compress_requests: RequestCompression,
+    /// Ask subgraphs for compressed responses (`Accept-Encoding: gzip, br, zstd`).
+    /// Compressed responses are decoded whether asked for or not; off by default
+    /// because on a cluster network compressing costs both sides more CPU than the
+    /// saved bytes are worth.
+    pub accept_compressed_responses: bool,
+}
+
+/// `traffic.http2`, `subgraphs.<name>.http2`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Http2Mode {
+    /// HTTP/1.1.
+    #[default]
+    Off,
+    /// HTTP/2 only: h2c for `http://`, TLS with ALPN `h2` alone for `https://`.
+    PriorKnowledge,
+    /// `https://`: ALPN offers `h2` and `http/1.1`; `http://` stays HTTP/1.1.
+    Alpn,
+}
+
+/// `traffic.compress_requests`, `subgraphs.<name>.compress_requests`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestCompression {
+    #[default]
+    None,
+    Gzip,
+    Br,
+    Zstd,
+}
+
+impl Http2Mode {
+    fn executor(self) -> graphfleet_executor::transport::Http2 {
+        use graphfleet_executor::transport::Http2;
+        match self {
+            Self::Off => Http2::Off,
+            Self::PriorKnowledge => Http2::PriorKnowledge,
+            Self::Alpn => Http2::Alpn,
+        }
+    }
+}
+
+impl RequestCompression {
+    fn executor(self) -> graphfleet_executor::transport::RequestEncoding {
+        use graphfleet_executor::transport::RequestEncoding;
+        match self {
+            Self::None => RequestEncoding::None,
+            Self::Gzip => RequestEncoding::Gzip,
+            Self::Br => RequestEncoding::Br,
+            Self::Zstd => RequestEncoding::Zstd,
+        }
+    }
 }
 
 impl Default for TrafficConfig {
@@ -165,6 +221,9 @@ impl Default for TrafficConfig {
             max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
             tls: SubgraphTlsConfig::default(),
+            http2: Http2Mode::default(),
+            compress_requests: RequestCompression::default(),
+            accept_compressed_responses: false,
         }
     }
 }
@@ -181,6 +240,12 @@ pub struct SubgraphConfig {
     pub deduplicate: Option<bool>,
     /// TLS override, key by key over `traffic.tls`.
     pub tls: Option<SubgraphTlsConfig>,
+    /// HTTP version override.
+    pub http2: Option<Http2Mode>,
+    /// Request compression override.
+    pub compress_requests: Option<RequestCompression>,
+    /// `Accept-Encoding` override.
+    pub accept_compressed_responses: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -229,8 +294,8 @@ pub struct LimitsConfig {
 }
 
 impl Config {
-    /// The subgraph transport: `traffic` timeouts, deduplication and TLS, overridden
-    /// per subgraph by `subgraphs.<name>`.
+    /// The subgraph transport: `traffic` timeouts, deduplication, TLS, HTTP version and
+    /// compression, overridden per subgraph by `subgraphs.<name>`.
     pub fn transport(&self) -> graphfleet_executor::transport::HttpTransport {
         use graphfleet_executor::transport::{FetchPolicy, HttpTransport};
         let mut tls = tls::Loaded::new(&self.traffic.tls);
@@ -239,6 +304,9 @@ impl Config {
             deduplicate: self.traffic.deduplicate,
             max_response_bytes: self.traffic.max_subgraph_response_bytes,
             tls: tls.default_settings(),
+            http2: self.traffic.http2.executor(),
+            compress_requests: self.traffic.compress_requests.executor(),
+            accept_compressed: self.traffic.accept_compressed_responses,
         };
         let per_subgraph: Vec<_> = self
             .subgraphs
@@ -249,6 +317,13 @@ impl Config {
                     deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
                     max_response_bytes: default.max_response_bytes,
                     tls: tls.for_subgraph(name, sg.tls.as_ref()),
+                    http2: sg.http2.map_or(default.http2, Http2Mode::executor),
+                    compress_requests: sg
+                        .compress_requests
+                        .map_or(default.compress_requests, RequestCompression::executor),
+                    accept_compressed: sg
+                        .accept_compressed_responses
+                        .unwrap_or(default.accept_compressed),
                 };
                 (name.clone(), policy)
             })

@@ -14,6 +14,7 @@ use std::time::Duration;
 
 pub mod fault_subgraph;
 pub mod fed;
+pub mod front;
 pub mod invariants;
 pub mod json_subgraph;
 pub mod opgen;
