@@ -115,6 +115,19 @@ pub struct GatewayConfig {
     /// Deduplicate identical in-flight subgraph requests.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplicate_subgraph_requests: Option<bool>,
+    /// HTTP version towards subgraphs: `disabled` (HTTP/1.1, the default), `priorKnowledge`
+    /// (HTTP/2 only: h2c on `http://`, ALPN `h2` on `https://`) or `alpn` (`https://`
+    /// subgraphs pick h2 or http/1.1 in the handshake; `http://` stays HTTP/1.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgraph_http2: Option<SubgraphHttp2>,
+    /// Encoding of subgraph request bodies (`Content-Encoding`); default `none`. Only
+    /// for subgraphs that decode compressed requests.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compress_subgraph_requests: Option<SubgraphRequestCompression>,
+    /// Ask subgraphs for gzip, br or zstd responses; default false (compressed
+    /// responses are decoded either way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_compressed_subgraph_responses: Option<bool>,
     /// Largest accepted request body, in bytes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
@@ -251,6 +264,26 @@ pub struct CompressionSpec {
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum CompressionAlgorithm {
+    Gzip,
+    Br,
+    Zstd,
+}
+
+/// HTTP version towards subgraphs.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum SubgraphHttp2 {
+    // Not `off`: Kubernetes' YAML reads an unquoted `off` as the boolean false.
+    Disabled,
+    PriorKnowledge,
+    Alpn,
+}
+
+/// Encoding of subgraph request bodies.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum SubgraphRequestCompression {
+    None,
     Gzip,
     Br,
     Zstd,

@@ -115,6 +115,16 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
                 "deduplicate",
                 c.deduplicate_subgraph_requests.map(Value::from),
             ),
+            ("http2", c.subgraph_http2.map(http2_name)),
+            (
+                "compress_requests",
+                c.compress_subgraph_requests
+                    .map(|e| serde_json::to_value(e).expect("an enum serializes as its name")),
+            ),
+            (
+                "accept_compressed_responses",
+                c.accept_compressed_subgraph_responses.map(Value::from),
+            ),
         ],
     );
     section(
@@ -220,6 +230,16 @@ fn browser_sections(root: &mut Map<String, Value>, c: &crate::crd::GatewayConfig
             ],
         );
     }
+}
+
+/// The gateway's name for an `http2` setting (snake case; the CRD's is camel case).
+fn http2_name(mode: crate::crd::SubgraphHttp2) -> Value {
+    use crate::crd::SubgraphHttp2;
+    Value::from(match mode {
+        SubgraphHttp2::Disabled => "off",
+        SubgraphHttp2::PriorKnowledge => "prior_knowledge",
+        SubgraphHttp2::Alpn => "alpn",
+    })
 }
 
 /// Adds `name: {key: value, ...}` with the set values, or nothing when none is set.
@@ -479,7 +499,7 @@ mod tests {
     use super::*;
     use crate::crd::{
         CompressionAlgorithm, CompressionLevel, CompressionSpec, CorsSpec, CsrfSpec, GatewayConfig,
-        GraphGatewaySpec,
+        GraphGatewaySpec, SubgraphHttp2, SubgraphRequestCompression,
     };
     use graphfleet_gateway::config as gateway_config;
     use std::time::Duration;
@@ -498,6 +518,9 @@ mod tests {
             request_timeout_ms: Some(1500),
             subgraph_timeout_ms: Some(700),
             deduplicate_subgraph_requests: Some(true),
+            subgraph_http2: Some(SubgraphHttp2::PriorKnowledge),
+            compress_subgraph_requests: Some(SubgraphRequestCompression::Zstd),
+            accept_compressed_subgraph_responses: Some(true),
             max_request_bytes: Some(1_000_000),
             max_query_depth: Some(12),
             max_aliases: Some(40),
@@ -597,6 +620,15 @@ mod tests {
         assert_eq!(config.traffic.request_timeout, Duration::from_millis(1500));
         assert_eq!(config.traffic.subgraph_timeout, Duration::from_millis(700));
         assert!(config.traffic.deduplicate);
+        assert_eq!(
+            config.traffic.http2,
+            gateway_config::Http2Mode::PriorKnowledge
+        );
+        assert_eq!(
+            config.traffic.compress_requests,
+            gateway_config::RequestCompression::Zstd
+        );
+        assert!(config.traffic.accept_compressed_responses);
         assert_eq!(config.limits.max_body_bytes, 1_000_000);
         assert_eq!(config.limits.max_depth, Some(12));
         assert_eq!(config.limits.max_aliases, Some(40));
