@@ -1,7 +1,7 @@
 //! One fetch: build the request body (representations deduplicated), then merge the
 //! subgraph's response into the store and remap its errors to client paths.
 
-use crate::response::store::{ObjId, Source, ValueSeed};
+use crate::response::store::ObjId;
 use crate::response::writer::{PathSeg, ResponseError, write_scalar, write_str};
 use crate::response::{KeyId, KeyTable, Store, Value};
 use apollo_compiler::response::JsonMap;
@@ -9,8 +9,6 @@ use bytes::Bytes;
 use graphfleet_federation::meta::{SelTree, SelTreeItem};
 use graphfleet_planner::query_planner::{Fetch, PathElem, QueryPlan, RepSpec};
 use rustc_hash::FxHashMap;
-use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-use std::fmt;
 
 pub(super) struct PreparedFetch {
     pub body: Bytes,
@@ -309,55 +307,31 @@ struct SubgraphError {
     extensions: Option<serde_json::Value>,
 }
 
-struct ResponseSeed<'a, 'de> {
-    store: &'a mut Store,
-    keys: &'a KeyTable,
-    source: Source<'de>,
-}
-
 struct Parsed {
     data: Option<Value>,
     errors: Vec<SubgraphError>,
 }
 
-impl<'de> DeserializeSeed<'de> for ResponseSeed<'_, 'de> {
-    type Value = Parsed;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Parsed, D::Error> {
-        d.deserialize_map(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ResponseSeed<'_, 'de> {
-    type Value = Parsed;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a GraphQL response object")
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Parsed, A::Error> {
-        let mut parsed = Parsed {
-            data: None,
-            errors: Vec::new(),
-        };
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            match &*key {
-                "data" => {
-                    parsed.data = Some(map.next_value_seed(ValueSeed {
-                        store: self.store,
-                        keys: self.keys,
-                        source: Some(self.source),
-                    })?);
-                }
-                "errors" => {
-                    parsed.errors = map
-                        .next_value::<Option<Vec<SubgraphError>>>()?
-                        .unwrap_or_default();
-                }
-                _ => {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(parsed)
-    }
+/// `data` into the store (strings and numbers left in the kept body), `errors` decoded.
+fn parse_response(
+    text: &str,
+    body: &Bytes,
+    store: &mut Store,
+    keys: &KeyTable,
+) -> Result<Parsed, String> {
+    let source = store.keep(body);
+    let response =
+        crate::response::parse::response(text, source, store, keys).map_err(|e| e.to_string())?;
+    let errors = match response.errors {
+        Some(errors) => serde_json::from_str::<Option<Vec<SubgraphError>>>(errors)
+            .map_err(|e| format!("errors: {e}"))?
+            .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    Ok(Parsed {
+        data: response.data,
+        errors,
+    })
 }
 
 pub(super) fn merge(
@@ -371,17 +345,7 @@ pub(super) fn merge(
     // One UTF-8 check of the whole body (a fast pass over ASCII) instead of one per
     // string inside the parser.
     let parsed = match std::str::from_utf8(bytes) {
-        Ok(text) => {
-            let mut de = serde_json::Deserializer::from_str(text);
-            let source = store.keep(bytes);
-            ResponseSeed {
-                store,
-                keys: &plan.keys,
-                source,
-            }
-            .deserialize(&mut de)
-            .map_err(|e| e.to_string())
-        }
+        Ok(text) => parse_response(text, bytes, store, &plan.keys),
         Err(e) => Err(format!("the body is not UTF-8: {e}")),
     };
     let parsed = match parsed {

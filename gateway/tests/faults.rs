@@ -70,7 +70,8 @@ fn fetch_error(code: &str, message: &str) -> Value {
 
 const HTTP_500: &str = "subgraph responded with status 500 Internal Server Error";
 const BODY_CUT: &str = "reading response body: error reading a body from connection: end of file before message length reached";
-const MALFORMED: &str = "subgraph 'faulty' returned an invalid GraphQL response: EOF while parsing an object at line 1 column 25";
+const MALFORMED: &str =
+    "subgraph 'faulty' returned an invalid GraphQL response: unexpected end of input at byte 25";
 
 /// After a fault the gateway still answers: `main` alone, and a repeat of the fault.
 async fn assert_still_serving(env: &Env, query: &str, expected: &Value) {

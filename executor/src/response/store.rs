@@ -24,6 +24,8 @@ pub enum Value {
     /// escapes in it (the parser hands those over as owned strings), so it is valid
     /// UTF-8 and valid JSON string content as it is.
     RawStr(RawStr),
+    /// A number as the subgraph wrote it (valid JSON number text), in a kept body.
+    RawNum(RawStr),
     /// Exactly as long as the list: lists never grow once parsed.
     List(Box<[Value]>),
     Object(ObjId),
@@ -61,8 +63,8 @@ pub struct Store {
     pub buffers: Vec<Bytes>,
     /// Items and fields being parsed, nested ones on top, so that each list and object
     /// is allocated once at its final size instead of grown (and copied) from empty.
-    items: Vec<Value>,
-    fields: Vec<(KeyId, Value)>,
+    pub(super) items: Vec<Value>,
+    pub(super) fields: Vec<(KeyId, Value)>,
 }
 
 impl Store {
@@ -117,7 +119,7 @@ impl Store {
         &mut self.objects[id.0 as usize]
     }
 
-    fn alloc(&mut self, object: Object) -> ObjId {
+    pub(super) fn alloc(&mut self, object: Object) -> ObjId {
         let id = ObjId(self.objects.len() as u32);
         self.objects.push(object);
         id
@@ -180,6 +182,18 @@ pub struct Source<'de> {
 }
 
 impl Source<'_> {
+    /// `len` bytes at `start` of this body.
+    pub(super) fn at(self, start: usize, len: usize) -> Option<RawStr> {
+        if start.checked_add(len)? > self.body.len() {
+            return None;
+        }
+        Some(RawStr {
+            buf: self.buf,
+            start: u32::try_from(start).ok()?,
+            len: u32::try_from(len).ok()?,
+        })
+    }
+
     /// `s` as a raw string, when it lies in this body.
     fn raw(self, s: &str) -> Option<RawStr> {
         let base = self.body.as_ptr() as usize;

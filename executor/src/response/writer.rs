@@ -103,23 +103,50 @@ impl Scalar {
     }
 
     /// Whether `v` is a valid result of this scalar.
-    fn fits(self, v: &Value) -> bool {
+    fn fits(self, v: &Value, store: &Store) -> bool {
         match self {
             Self::Int => match v {
                 Value::Int(i) => i32::try_from(*i).is_ok(),
                 Value::UInt(u) => i32::try_from(*u).is_ok(),
+                Value::RawNum(r) => {
+                    raw_integer(store.raw(*r)).is_some_and(|i| i32::try_from(i).is_ok())
+                }
                 _ => false,
             },
-            Self::Float => matches!(v, Value::Int(_) | Value::UInt(_) | Value::Float(_)),
+            Self::Float => matches!(
+                v,
+                Value::Int(_) | Value::UInt(_) | Value::Float(_) | Value::RawNum(_)
+            ),
             Self::String => matches!(v, Value::String(_) | Value::RawStr(_)),
             Self::Boolean => matches!(v, Value::Bool(_)),
-            Self::Id => matches!(
-                v,
-                Value::String(_) | Value::RawStr(_) | Value::Int(_) | Value::UInt(_)
-            ),
+            Self::Id => match v {
+                Value::String(_) | Value::RawStr(_) | Value::Int(_) | Value::UInt(_) => true,
+                Value::RawNum(r) => raw_integer(store.raw(*r)).is_some(),
+                _ => false,
+            },
             Self::Other => true,
         }
     }
+}
+
+/// The value of JSON number text without a fraction or exponent, within `i64::MIN ..=
+/// u64::MAX` (what serde_json reads as an integer); `None` for other numbers.
+fn raw_integer(text: &[u8]) -> Option<i128> {
+    // The parser checked the grammar: an optional minus, then digits up to any `.`/`e`.
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.len() > 20 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let magnitude = digits
+        .iter()
+        .fold(0i128, |n, d| n * 10 + i128::from(d - b'0'));
+    let n = if negative { -magnitude } else { magnitude };
+    (i128::from(i64::MIN)..=i128::from(u64::MAX))
+        .contains(&n)
+        .then_some(n)
 }
 
 /// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
@@ -381,7 +408,7 @@ impl<'a> Writer<'a> {
                         None => self.invalid(parent, field, ty),
                     }
                 }
-                (None, v) if !leaf.scalar.fits(v) => self.invalid(parent, field, ty),
+                (None, v) if !leaf.scalar.fits(v, self.store) => self.invalid(parent, field, ty),
                 (None, v)
                     if leaf.enum_values.is_some_and(|values| {
                         let name = self.store.str_bytes(v);
@@ -455,6 +482,8 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
         Value::UInt(u) => serde_json::to_writer(out, u).expect("writing into a Vec cannot fail"),
         Value::Float(f) => serde_json::to_writer(out, f).expect("writing into a Vec cannot fail"),
         Value::String(s) => write_str(out, s),
+        // Number text as the subgraph sent it (checked against JSON's grammar).
+        Value::RawNum(r) => out.extend_from_slice(store.raw(*r)),
         // Escape-free JSON string content as the subgraph sent it: copied as it is.
         Value::RawStr(r) => {
             out.push(b'"');
@@ -486,6 +515,31 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
                 write_scalar(out, v, store, keys);
             }
             out.push(b'}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::raw_integer;
+
+    #[test]
+    fn integers_are_read_from_number_text() {
+        let cases: &[(&str, Option<i128>)] = &[
+            ("0", Some(0)),
+            ("-0", Some(0)),
+            ("2147483647", Some(2_147_483_647)),
+            ("-9223372036854775808", Some(i128::from(i64::MIN))),
+            ("-9223372036854775809", None),
+            ("18446744073709551615", Some(i128::from(u64::MAX))),
+            ("18446744073709551616", None),
+            ("123456789012345678901234", None),
+            ("1.0", None),
+            ("1e2", None),
+            ("-1E2", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(raw_integer(text.as_bytes()), *expected, "{text}");
         }
     }
 }
