@@ -455,13 +455,16 @@ fn call(
     }
 }
 
-/// Whether hyper could not parse what the server sent as an HTTP/1.1 response.
+/// Whether the server sent something other than an HTTP/1.1 response: bytes hyper
+/// could not parse, or (when they arrived before the request went out) bytes on an
+/// idle connection, which hyper reports without a predicate, hence the message test.
 fn is_parse_error(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(e);
     while let Some(e) = source {
-        if e.downcast_ref::<hyper::Error>()
-            .is_some_and(hyper::Error::is_parse)
-        {
+        let unparsable = e
+            .downcast_ref::<hyper::Error>()
+            .is_some_and(|e| e.is_parse() || e.to_string().contains("unexpected message"));
+        if unparsable {
             return true;
         }
         source = e.source();
