@@ -423,7 +423,7 @@ async fn the_listener_serves_https_and_survives_plain_http_and_silent_clients() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn h2_subgraphs_over_tls_are_chosen_by_alpn() {
-    use graphfleet_gateway::config::{Config, Http2Mode};
+    use graphfleet_gateway::config::Http2Mode;
     use support::front::{self, Answer, Versions};
     let ca = TestCa::new("graphfleet ALPN CA");
     let dir = test_dir("tls-alpn");
@@ -441,35 +441,14 @@ async fn h2_subgraphs_over_tls_are_chosen_by_alpn() {
             http::Version::HTTP_2,
         ),
     ] {
-        let config = server_config(&ca.server(), None);
         let front = front::start(
             subgraphs.base_url.clone(),
             versions,
-            Some(config),
+            Some(server_config(&ca.server(), None)),
             Answer::Plain,
         )
         .await;
-        let https = text.replace(
-            &subgraphs.base_url,
-            &format!("https://localhost:{}", front.addr.port()),
-        );
-        let mut config = Config::default();
-        config.traffic.tls.ca_file = Some(ca_file.clone());
-        config.traffic.http2 = mode;
-        let url = support::start_gateway_with_config(
-            config,
-            graphfleet_gateway::supergraph::Supergraph::parse(&https).expect("supergraph"),
-        )
-        .await;
-        let reply = support::request(
-            &support::client(),
-            "POST",
-            &url,
-            &[("content-type", "application/json")],
-            QUERY.to_vec(),
-        )
-        .await;
-        let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
+        let body = query_behind_front(&text, &subgraphs.base_url, &front, &ca_file, mode).await;
         assert_eq!(body, users(), "{mode:?}");
         let versions: Vec<_> = front
             .seen
@@ -483,20 +462,39 @@ async fn h2_subgraphs_over_tls_are_chosen_by_alpn() {
 
     // HTTP/1.1 to a TLS server that speaks only h2 (hyper-rustls offers no ALPN for
     // HTTP/1.1 alone, so the handshake succeeds): the fetch fails, with a hint.
-    let config = server_config(&ca.server(), None);
     let front = front::start(
         subgraphs.base_url.clone(),
         Versions::H2Only,
-        Some(config),
+        Some(server_config(&ca.server(), None)),
         Answer::Plain,
     )
     .await;
-    let https = text.replace(
-        &subgraphs.base_url,
+    let body =
+        query_behind_front(&text, &subgraphs.base_url, &front, &ca_file, Http2Mode::Off).await;
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"], "SUBREQUEST_HTTP_ERROR",
+        "{body}"
+    );
+    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("set http2: prior_knowledge"), "{body}");
+}
+
+/// QUERY through a gateway whose subgraphs are reached over TLS via `front` (trusting
+/// `ca_file`, HTTP/2 per `mode`): the answer's JSON.
+async fn query_behind_front(
+    supergraph: &str,
+    base_url: &str,
+    front: &support::front::Front,
+    ca_file: &std::path::Path,
+    mode: graphfleet_gateway::config::Http2Mode,
+) -> serde_json::Value {
+    let https = supergraph.replace(
+        base_url,
         &format!("https://localhost:{}", front.addr.port()),
     );
-    let mut config = Config::default();
-    config.traffic.tls.ca_file = Some(ca_file.clone());
+    let mut config = graphfleet_gateway::config::Config::default();
+    config.traffic.tls.ca_file = Some(ca_file.to_path_buf());
+    config.traffic.http2 = mode;
     let url = support::start_gateway_with_config(
         config,
         graphfleet_gateway::supergraph::Supergraph::parse(&https).expect("supergraph"),
@@ -510,11 +508,5 @@ async fn h2_subgraphs_over_tls_are_chosen_by_alpn() {
         QUERY.to_vec(),
     )
     .await;
-    let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
-    assert_eq!(
-        body["errors"][0]["extensions"]["code"], "SUBREQUEST_HTTP_ERROR",
-        "{body}"
-    );
-    let message = body["errors"][0]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("set http2: prior_knowledge"), "{body}");
+    serde_json::from_slice(&reply.body).expect("JSON")
 }
