@@ -254,7 +254,6 @@ fn introspection<T: Transport>(
             let seed = crate::response::store::ValueSeed {
                 store,
                 keys: &ctx.plan.keys,
-                source: None,
             };
             if let Ok(Value::Object(id)) = serde::de::DeserializeSeed::deserialize(seed, &mut de) {
                 store.merge_object(Store::ROOT, id);

@@ -174,7 +174,7 @@ impl Store {
     }
 }
 
-/// A kept response body being deserialized: strings borrowed from it become raw.
+/// A kept response body: the reader points raw strings and numbers into it.
 #[derive(Clone, Copy)]
 pub struct Source<'de> {
     buf: u32,
@@ -193,32 +193,17 @@ impl Source<'_> {
             len: u32::try_from(len).ok()?,
         })
     }
-
-    /// `s` as a raw string, when it lies in this body.
-    fn raw(self, s: &str) -> Option<RawStr> {
-        let base = self.body.as_ptr() as usize;
-        let at = (s.as_ptr() as usize).checked_sub(base)?;
-        if at + s.len() > self.body.len() {
-            return None;
-        }
-        Some(RawStr {
-            buf: self.buf,
-            start: u32::try_from(at).ok()?,
-            len: u32::try_from(s.len()).ok()?,
-        })
-    }
 }
 
 /// Deserializes one JSON value into the store; object keys are resolved against the
-/// plan's key table and keys the plan never asked for are skipped. With a `source`,
-/// strings without escapes are kept as [`Value::RawStr`]s into it.
-pub struct ValueSeed<'a, 'de> {
+/// plan's key table and keys the plan never asked for are skipped. For JSON the gateway
+/// made itself (introspection); subgraph bodies go through [`super::parse`].
+pub struct ValueSeed<'a> {
     pub store: &'a mut Store,
     pub keys: &'a KeyTable,
-    pub source: Option<Source<'de>>,
 }
 
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_, 'de> {
+impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
     type Value = Value;
 
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
@@ -226,7 +211,7 @@ impl<'de> DeserializeSeed<'de> for ValueSeed<'_, 'de> {
     }
 }
 
-impl<'de> Visitor<'de> for ValueSeed<'_, 'de> {
+impl<'de> Visitor<'de> for ValueSeed<'_> {
     type Value = Value;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
@@ -253,12 +238,6 @@ impl<'de> Visitor<'de> for ValueSeed<'_, 'de> {
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
         Ok(Value::Float(v))
     }
-    fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Value, E> {
-        match self.source.and_then(|source| source.raw(v)) {
-            Some(raw) => Ok(Value::RawStr(raw)),
-            None => Ok(Value::String(v.into())),
-        }
-    }
     fn visit_str<E>(self, v: &str) -> Result<Value, E> {
         Ok(Value::String(v.into()))
     }
@@ -271,7 +250,6 @@ impl<'de> Visitor<'de> for ValueSeed<'_, 'de> {
             let seed = ValueSeed {
                 store: &mut *self.store,
                 keys: self.keys,
-                source: self.source,
             };
             match seq.next_element_seed(seed) {
                 Ok(Some(v)) => self.store.items.push(v),
@@ -296,7 +274,6 @@ impl<'de> Visitor<'de> for ValueSeed<'_, 'de> {
             let seed = ValueSeed {
                 store: &mut *self.store,
                 keys: self.keys,
-                source: self.source,
             };
             match (key, map.next_value_seed(seed)) {
                 (Key::Known(k), Ok(v)) => self.store.fields.push((k, v)),
