@@ -92,6 +92,8 @@ pub struct RequestMeta {
     pub forward_headers: http::HeaderMap,
     /// The client's W3C trace context headers (only kept while traces are exported).
     pub trace_context: http::HeaderMap,
+    /// The claims of the request's validated JWT, when it carried one (`authentication`).
+    pub claims: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
 }
 
 pub type PlanResult = Result<QueryPlan, PlanError>;

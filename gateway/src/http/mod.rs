@@ -191,6 +191,7 @@ pub async fn handle<T: Transport>(
         allow_mutation: is_post,
         forward_headers: forward_headers(&gateway.config.headers, req.headers()),
         trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
+        claims: None,
     };
     let request = match *req.method() {
         Method::POST => {
