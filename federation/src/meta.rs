@@ -217,7 +217,7 @@ pub enum Resolution<'a> {
     Absent,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct FederationMeta {
     pub subgraphs: Vec<Subgraph>,
     pub types: Vec<TypeMeta>,
@@ -232,6 +232,18 @@ pub struct FederationMeta {
 }
 
 impl FederationMeta {
+    /// Every progressive-override label in the supergraph, each once, in field order.
+    pub fn override_labels(&self) -> Vec<&str> {
+        let mut labels: Vec<&str> = Vec::new();
+        let all = self.fields.iter().flat_map(|f| &f.resolvers);
+        for label in all.filter_map(|r| r.override_label.as_deref()) {
+            if !labels.contains(&label) {
+                labels.push(label);
+            }
+        }
+        labels
+    }
+
     pub fn type_id(&self, name: &str) -> Option<TypeId> {
         self.type_by_name.get(name).copied()
     }

@@ -7,6 +7,7 @@ use crate::executor::{ExecutionContext, execute};
 use crate::lifecycle::{Lifecycle, NOT_LOADED, Readiness};
 use crate::operation::shape::Shapes;
 use crate::operation::{self, ConditionValues, PreparedOperation, RequestErrors};
+use crate::progressive_override::{LabelMask, OverrideLabels};
 use crate::query_planner::{PlanBudget, PlanError, QueryPlan, build_plan_within};
 use crate::reload::ReloadTarget;
 use crate::supergraph::Supergraph;
@@ -122,6 +123,8 @@ pub struct CachedOperation {
     metrics: OnceLock<Arc<OperationMetrics>>,
     /// Its estimated size in the plan cache, fixed when it is made.
     weight: u64,
+    /// The progressive-override labels it is planned with.
+    labels: LabelMask,
 }
 
 /// An estimate of what a cached operation holds, in bytes: its document and IR grow
@@ -163,7 +166,7 @@ impl CachedOperation {
     /// made within `budget` if they are new (a plan that ran out of time is not kept).
     pub fn variant(
         &self,
-        supergraph: &Supergraph,
+        state: &State,
         values: ConditionValues,
         budget: &PlanBudget,
     ) -> Arc<Variant> {
@@ -171,9 +174,10 @@ impl CachedOperation {
             return made;
         }
         let ir = &self.prepared.ir;
+        let meta = state.labels.meta(&state.supergraph.meta, self.labels);
         let plan = crate::otel_span!("plan")
-            .in_scope(|| build_plan_within(&supergraph.meta, ir, Some(values), budget));
-        let shapes = Shapes::build(&supergraph.api_schema, ir, Some(values));
+            .in_scope(|| build_plan_within(&meta, ir, Some(values), budget));
+        let shapes = Shapes::build(&state.supergraph.api_schema, ir, Some(values));
         let keep = !matches!(plan, Err(PlanError::Timeout));
         let variant = Arc::new(Variant {
             plan,
@@ -200,6 +204,8 @@ pub struct State {
     cache_metrics: CacheMetrics,
     /// Per-subgraph fetch metrics handles, by `SubgraphId`.
     pub(crate) fetch_metrics: FetchMetrics,
+    /// Progressive-override labels drawn per request.
+    labels: OverrideLabels,
 }
 
 impl State {
@@ -209,13 +215,11 @@ impl State {
     }
 
     pub fn with_limits(supergraph: Supergraph, limits: LimitsConfig) -> Self {
-        Self {
-            supergraph: Arc::new(supergraph),
-            cache: PlanCache::with_weighter(CACHE_ITEMS, CACHE_WEIGHT, ByWeight),
-            limits: limits.operation(),
-            cache_metrics: CacheMetrics::default(),
-            fetch_metrics: FetchMetrics::default(),
-        }
+        let config = Config {
+            limits,
+            ..Config::default()
+        };
+        Self::configured(supergraph, &config)
     }
 
     /// Count plan cache use and subgraph fetches of this state into `metrics`.
@@ -249,15 +253,46 @@ impl State {
                 ),
             }
         }
-        Self::with_limits(supergraph, config.limits.clone())
+        let labels = OverrideLabels::configure(&mut supergraph.meta, &config.progressive_override);
+        Self {
+            supergraph: Arc::new(supergraph),
+            cache: PlanCache::with_weighter(CACHE_ITEMS, CACHE_WEIGHT, ByWeight),
+            limits: config.limits.operation(),
+            cache_metrics: CacheMetrics::default(),
+            fetch_metrics: FetchMetrics::default(),
+            labels,
+        }
+    }
+
+    /// The progressive-override labels of one request (none unless the supergraph has
+    /// `percent(N)` labels).
+    pub fn draw_labels(&self) -> LabelMask {
+        if self.labels.draws() {
+            self.labels.draw()
+        } else {
+            LabelMask::default()
+        }
     }
 
     /// The plan-cache key of (operation name, text).
     pub fn cache_key(query: &str, operation_name: Option<&str>) -> [u8; 32] {
+        Self::cache_key_with(query, operation_name, LabelMask::default())
+    }
+
+    /// The plan-cache key of (operation name, text) planned with `labels`.
+    pub fn cache_key_with(
+        query: &str,
+        operation_name: Option<&str>,
+        labels: LabelMask,
+    ) -> [u8; 32] {
         let mut hasher = Sha256::new();
         hasher.update(operation_name.unwrap_or("").as_bytes());
         hasher.update([0]);
         hasher.update(query.as_bytes());
+        if labels != LabelMask::default() {
+            hasher.update([0]);
+            hasher.update(labels.0.to_le_bytes());
+        }
         hasher.finalize().into()
     }
 
@@ -285,11 +320,12 @@ impl State {
         query: &str,
         operation_name: Option<&str>,
     ) -> Result<Arc<CachedOperation>, RequestErrors> {
-        let key = Self::cache_key(query, operation_name);
+        let labels = self.draw_labels();
+        let key = Self::cache_key_with(query, operation_name, labels);
         if let Some(hit) = self.cached(&key) {
             return Ok(hit);
         }
-        self.prepare_new(key, query, operation_name, None)
+        self.prepare_new(key, query, operation_name, labels, None)
     }
 
     /// Parse, validate and plan `query` (not in the cache under `key`), giving up at
@@ -299,6 +335,7 @@ impl State {
         key: [u8; 32],
         query: &str,
         operation_name: Option<&str>,
+        labels: LabelMask,
         deadline: Option<Instant>,
     ) -> Result<Arc<CachedOperation>, RequestErrors> {
         let prepared = operation::prepare_with_limits(
@@ -308,9 +345,10 @@ impl State {
             &self.limits,
         )?;
         let budget = self.budget(deadline);
+        let meta = self.labels.meta(&self.supergraph.meta, labels);
         let plan = crate::otel_span!("plan").in_scope(|| {
             build_plan_within(
-                &self.supergraph.meta,
+                &meta,
                 &prepared.ir,
                 Some(ConditionValues::default()),
                 &budget,
@@ -325,6 +363,7 @@ impl State {
             first: Arc::new(Variant { plan, shapes: None }),
             variants: Mutex::default(),
             metrics: OnceLock::new(),
+            labels,
         });
         self.cache.insert(key, cached.clone());
         Ok(cached)
@@ -432,14 +471,15 @@ impl<T: Transport> Gateway<T> {
         operation_name: Option<&str>,
         deadline: Instant,
     ) -> Result<Arc<CachedOperation>, RequestErrors> {
-        let key = State::cache_key(query, operation_name);
+        let labels = state.draw_labels();
+        let key = State::cache_key_with(query, operation_name, labels);
         if let Some(hit) = state.cached(&key) {
             return Ok(hit);
         }
         let (state, query) = (state.clone(), query.to_owned());
         let name = operation_name.map(str::to_owned);
         self.off_workers(deadline, move || {
-            state.prepare_new(key, &query, name.as_deref(), Some(deadline))
+            state.prepare_new(key, &query, name.as_deref(), labels, Some(deadline))
         })
         .await?
     }
@@ -541,7 +581,7 @@ impl<T: Transport> Gateway<T> {
                 let (state, cached) = (state.clone(), cached.clone());
                 let planned = self
                     .off_workers(deadline, move || {
-                        cached.variant(&state.supergraph, values, &state.budget(Some(deadline)))
+                        cached.variant(&state, values, &state.budget(Some(deadline)))
                     })
                     .await;
                 match planned {

@@ -4,6 +4,7 @@ pub mod config;
 pub mod gateway;
 pub mod http;
 pub mod lifecycle;
+pub mod progressive_override;
 pub mod reload;
 pub mod runtime;
 pub mod telemetry;

@@ -24,7 +24,17 @@ async fn run_fixture(dir: &Path) {
     let text = text.replace("http://127.0.0.1:4200", &subgraphs.base_url);
     let supergraph = Supergraph::parse(&text).expect("fixture supergraph loads");
     let plan_supergraph = Supergraph::parse(&text).expect("fixture supergraph loads");
-    let gateway = support::start_gateway(supergraph).await;
+    // Snapshots plan with every percent() label off (the plans and answers stay fixed);
+    // drawing them is tested in progressive_override.rs.
+    let mut config = graphfleet_gateway::config::Config::default();
+    config.progressive_override.disabled_labels = supergraph
+        .meta
+        .override_labels()
+        .into_iter()
+        .filter(|l| graphfleet_gateway::progressive_override::percent(l).is_some())
+        .map(str::to_owned)
+        .collect();
+    let gateway = support::start_gateway_with_config(config, supergraph).await;
     let client = support::client();
 
     let mut ops: Vec<PathBuf> = std::fs::read_dir(dir.join("operations"))

@@ -203,7 +203,7 @@ fn planning_past_the_deadline_is_refused_and_not_cached() {
     let key = State::cache_key(query, None);
     let past = std::time::Instant::now();
     let refused = state
-        .prepare_new(key, query, None, Some(past))
+        .prepare_new(key, query, None, Default::default(), Some(past))
         .err()
         .expect("planning after its deadline is refused");
     let error = json!(refused.0);

@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
     let started = Instant::now();
     // A new text each time, so the plan cache never answers.
     let key = State::cache_key(&query, None);
-    let _ = STATE.prepare_new(key, &query, None, None);
+    let _ = STATE.prepare_new(key, &query, None, Default::default(), None);
     let took = started.elapsed();
     assert!(took <= BUDGET, "planning took {took:?}:\n{query}");
 });

@@ -51,6 +51,8 @@ pub struct Config {
     pub csrf: CsrfConfig,
     /// Response compression per `Accept-Encoding` (off by default).
     pub compression: CompressionConfig,
+    /// Progressive override labels fixed on or off (`percent(N)` ones are drawn otherwise).
+    pub progressive_override: ProgressiveOverrideConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
     pub workers: Option<usize>,
 }
@@ -71,6 +73,7 @@ impl Default for Config {
             cors: CorsConfig::default(),
             csrf: CsrfConfig::default(),
             compression: CompressionConfig::default(),
+            progressive_override: ProgressiveOverrideConfig::default(),
             workers: None,
         }
     }
@@ -264,6 +267,17 @@ impl Default for HeadersConfig {
             propagate: Vec::new(),
         }
     }
+}
+
+/// `@override(label:)` labels. A label is off unless listed in `enabled_labels`, except
+/// `percent(N)` labels, which are on for N % of requests unless listed here.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProgressiveOverrideConfig {
+    /// Labels on for every request (a migration that is done, before recomposing).
+    pub enabled_labels: Vec<String>,
+    /// Labels off for every request, `percent(N)` ones included (a rollback).
+    pub disabled_labels: Vec<String>,
 }
 
 /// Request limits; `None` (`null` in YAML) means unlimited. The defaults let every

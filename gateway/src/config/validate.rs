@@ -100,6 +100,15 @@ pub(crate) fn validate(config: &Config) -> Problems {
         }
     }
     limits(config, &mut report);
+    let labels = &config.progressive_override;
+    for (i, label) in labels.disabled_labels.iter().enumerate() {
+        if labels.enabled_labels.contains(label) {
+            report(
+                &["progressive_override", "disabled_labels", &i.to_string()],
+                format!("{label:?} is also in progressive_override.enabled_labels; list it once"),
+            );
+        }
+    }
     if config.workers == Some(0) {
         report(
             &["workers"],
