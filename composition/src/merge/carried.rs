@@ -27,6 +27,9 @@ const CARRIED_FEATURES: &[FedDirective] = &[
 pub(super) struct CarriedDirectives {
     /// Feature directives carried into the supergraph: local name → subgraphs using it.
     pub(super) used_features: IndexMap<FedDirective, IndexMap<String, Vec<String>>>,
+    /// Hints about `@cost`/`@listSize` applications merged from differing arguments,
+    /// for the merger to report.
+    pub(super) merge_hints: Vec<String>,
 }
 
 impl CarriedDirectives {
@@ -77,7 +80,13 @@ impl CarriedDirectives {
         for (sg, dirs) in parts {
             out.extend(self.carry(&subgraphs[*sg], dirs));
         }
-        self.dedupe_non_repeatable(out.into_iter().collect())
+        let mut list: Vec<String> = out.into_iter().collect();
+        for feature in [FedDirective::Cost, FedDirective::ListSize] {
+            if let Some(hint) = merge_cost_spec(&mut list, subgraphs, parts, feature) {
+                self.merge_hints.push(hint);
+            }
+        }
+        self.dedupe_non_repeatable(list)
     }
 
     /// Non-repeatable directives appear once: the first application wins.
@@ -106,5 +115,100 @@ impl CarriedDirectives {
                 !single.contains(name.as_str()) || seen.insert(name)
             })
             .collect()
+    }
+}
+
+/// `@cost` / `@listSize` applied to one element in several subgraphs merge as
+/// @apollo/composition merges them: the largest weight; for list sizes the largest
+/// `assumedSize`, the union of `slicingArguments` and `sizedFields` (in subgraph order)
+/// and `requireOneSlicingArgument` only when every application requires it (then always
+/// written out). The merged application replaces the first one in `list`; when the
+/// applications differ, the hint's message is returned.
+fn merge_cost_spec(
+    list: &mut [String],
+    subgraphs: &[Subgraph],
+    parts: &[(usize, Vec<&Directive>)],
+    feature: FedDirective,
+) -> Option<String> {
+    let applied: Vec<&Directive> = parts
+        .iter()
+        .flat_map(|(sg, dirs)| {
+            let name = subgraphs[*sg].dir_name(feature);
+            dirs.iter()
+                .copied()
+                .filter(move |d| d.name.as_str() == name)
+        })
+        .collect();
+    let [first, ..] = applied.as_slice() else {
+        return None;
+    };
+    if applied.len() < 2 {
+        return None;
+    }
+    let merged = match feature {
+        FedDirective::Cost => {
+            let weight = applied.iter().filter_map(|d| int_arg(d, "weight")).max();
+            format!("@{}(weight: {})", first.name, weight.unwrap_or(0))
+        }
+        _ => merged_list_size(&first.name, &applied),
+    };
+    let prefix = format!("@{}", first.name);
+    let is_it = |s: &str| {
+        s.strip_prefix(&prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
+    };
+    let differ = applied.iter().any(|d| d.arguments != first.arguments);
+    let hint = differ.then(|| {
+        format!("Directive @{} is applied in several subgraphs with different arguments; merged into {merged}", first.name)
+    });
+    if let Some(slot) = list.iter_mut().find(|s| is_it(s)) {
+        *slot = merged;
+    }
+    hint
+}
+
+fn merged_list_size(name: &str, applied: &[&Directive]) -> String {
+    let assumed = applied
+        .iter()
+        .filter_map(|d| int_arg(d, "assumedSize"))
+        .max();
+    let strings = |arg: &str| -> Option<IndexSet<String>> {
+        let mut out: Option<IndexSet<String>> = None;
+        for d in applied {
+            if let Some(Value::List(items)) = d.specified_argument_by_name(arg).map(|v| v.as_ref())
+            {
+                let set = out.get_or_insert_with(IndexSet::new);
+                set.extend(items.iter().filter_map(|i| i.as_str().map(str::to_owned)));
+            }
+        }
+        out
+    };
+    let require_one = applied.iter().all(|d| {
+        d.specified_argument_by_name("requireOneSlicingArgument")
+            .and_then(|v| v.to_bool())
+            .unwrap_or(true)
+    });
+    let list_text = |set: IndexSet<String>| {
+        let items: Vec<String> = set.iter().map(|s| format!("{s:?}")).collect();
+        format!("[{}]", items.join(", "))
+    };
+    let mut args = Vec::new();
+    if let Some(n) = assumed {
+        args.push(format!("assumedSize: {n}"));
+    }
+    if let Some(set) = strings("slicingArguments") {
+        args.push(format!("slicingArguments: {}", list_text(set)));
+    }
+    if let Some(set) = strings("sizedFields") {
+        args.push(format!("sizedFields: {}", list_text(set)));
+    }
+    args.push(format!("requireOneSlicingArgument: {require_one}"));
+    format!("@{name}({})", args.join(", "))
+}
+
+fn int_arg(d: &Directive, arg: &str) -> Option<i64> {
+    match d.specified_argument_by_name(arg).map(|v| v.as_ref()) {
+        Some(Value::Int(i)) => i.try_to_i32().ok().map(i64::from),
+        _ => None,
     }
 }

@@ -38,6 +38,13 @@ impl<'a> Merger<'a> {
 
     /// The carried directives of one element's subgraph definitions, deduplicated.
     pub(super) fn carried_union(&mut self, parts: &[(usize, Vec<&Directive>)]) -> Vec<String> {
-        self.carried.union(self.input.subgraphs, parts)
+        let out = self.carried.union(self.input.subgraphs, parts);
+        for hint in std::mem::take(&mut self.carried.merge_hints) {
+            self.sink.hint(
+                crate::errors::codes::MERGED_NON_REPEATABLE_DIRECTIVE_ARGUMENTS,
+                hint,
+            );
+        }
+        out
     }
 }
