@@ -35,6 +35,12 @@ pub struct GraphQLRequest {
     pub operation_name: Option<String>,
     #[serde(default)]
     pub variables: Option<JsonMap>,
+    /// Only `persistedQuery` is read (APQ and Apollo persisted queries).
+    #[serde(default)]
+    pub extensions: Option<crate::persisted::RequestExtensions>,
+    /// A persisted document's id (`documentId`; Relay's `doc_id` too).
+    #[serde(default, alias = "doc_id")]
+    pub document_id: Option<String>,
 }
 
 /// What the HTTP layer needs to pick a status code.
@@ -392,6 +398,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     planning: Arc<tokio::sync::Semaphore>,
     /// GraphQL requests being worked on (`traffic.max_concurrent_requests`).
     pub(crate) request_slots: tokio::sync::Semaphore,
+    /// Persisted documents and APQ; `None` when both are off.
+    pub persisted: Option<Arc<crate::persisted::Persisted>>,
 }
 
 impl Gateway<HttpTransport> {
@@ -407,7 +415,9 @@ impl Gateway<HttpTransport> {
 
     /// A gateway that answers 503 until `swap_supergraph` gives it a supergraph.
     pub fn without_supergraph(config: Arc<Config>) -> Self {
+        let persisted = crate::persisted::Persisted::from_config(&config).map(Arc::new);
         Self {
+            persisted,
             transport: config.transport(),
             planning: planning_slots(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
@@ -423,7 +433,9 @@ impl<T: Transport> Gateway<T> {
     pub fn with_transport(config: Arc<Config>, supergraph: Supergraph, transport: T) -> Self {
         let metrics = Metrics::new();
         let state = State::configured(supergraph, &config).with_metrics(&metrics);
+        let persisted = crate::persisted::Persisted::from_config(&config).map(Arc::new);
         Self {
+            persisted,
             state: ArcSwapOption::from_pointee(state),
             planning: planning_slots(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
@@ -537,12 +549,14 @@ impl<T: Transport> Gateway<T> {
         recorder: &mut RequestRecorder<'_>,
     ) -> Outcome {
         let allow_mutation = meta.allow_mutation;
-        let Some(query) = request.query.as_deref() else {
-            return request_error(RequestErrors::message("request has no query"));
+        let query = match crate::persisted::query_of(self.persisted.as_deref(), request) {
+            Ok(q) => q,
+            Err(e) => return request_error(e),
         };
         let Some(state) = self.state() else {
             return Outcome::NotReady(error_body(RequestErrors::message(NOT_LOADED)));
         };
+        let query = &*query;
         let deadline = Instant::now() + self.config.traffic.request_timeout;
         let cached = match self
             .prepare(&state, query, request.operation_name.as_deref(), deadline)

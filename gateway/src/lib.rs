@@ -3,6 +3,7 @@
 pub mod config;
 pub mod gateway;
 pub mod http;
+pub mod persisted;
 pub mod lifecycle;
 pub mod progressive_override;
 pub mod reload;

@@ -172,13 +172,27 @@ impl Drop for WatchHandle {
 /// Watch `reloader`'s file on a dedicated thread (parsing is CPU work that should not
 /// stall request workers) until the handle is dropped.
 pub fn watch(mut reloader: Reloader, poll_interval: Duration) -> std::io::Result<WatchHandle> {
+    let path = reloader.path.clone();
+    watch_file(&path, poll_interval, "supergraph", move || {
+        reloader.check();
+    })
+}
+
+/// Call `check` on a thread named after `what` whenever the directory of `path` changes,
+/// and every `poll_interval`, until the handle is dropped (see the module comment).
+pub fn watch_file(
+    path: &Path,
+    poll_interval: Duration,
+    what: &str,
+    mut check: impl FnMut() + Send + 'static,
+) -> std::io::Result<WatchHandle> {
     let (tx, rx) = mpsc::channel::<()>();
-    let (events, fallback) = match directory_watcher(&reloader.path, tx.clone()) {
+    let (events, fallback) = match directory_watcher(path, tx.clone()) {
         Ok(w) => (Some(w), None),
         Err(e) => {
             tracing::warn!(
-                path = %reloader.path.display(),
-                "cannot watch the supergraph directory ({e}); polling every {poll_interval:?} only"
+                path = %path.display(),
+                "cannot watch the {what} directory ({e}); polling every {poll_interval:?} only"
             );
             (None, Some(tx.clone()))
         }
@@ -188,7 +202,7 @@ pub fn watch(mut reloader: Reloader, poll_interval: Duration) -> std::io::Result
     let stopped = stop.clone();
     let poll_interval = poll_interval.max(Duration::from_millis(10));
     let thread = std::thread::Builder::new()
-        .name("supergraph-watch".to_owned())
+        .name(format!("{what}-watch"))
         .spawn(move || {
             loop {
                 match rx.recv_timeout(poll_interval) {
@@ -199,7 +213,7 @@ pub fn watch(mut reloader: Reloader, poll_interval: Duration) -> std::io::Result
                 if stopped.load(std::sync::atomic::Ordering::SeqCst) {
                     return;
                 }
-                reloader.check();
+                check();
             }
         })?;
     Ok(WatchHandle {

@@ -137,6 +137,7 @@ fuzz_target!(|data: &[u8]| {
         query: Some(op.query.clone()),
         operation_name: None,
         variables: Some(variables),
+        ..GraphQLRequest::default()
     };
     let outcome = RUNTIME.block_on(suite.gateway.execute(&request, &RequestMeta::default()));
     let broken = invariants::check(&suite.schema, &op.query, &op.variables, outcome.body());

@@ -37,6 +37,7 @@ fuzz_target!(|data: &[u8]| {
         query: Some(query.to_owned()),
         operation_name: operation_name.map(str::to_owned),
         variables,
+        ..GraphQLRequest::default()
     };
     let meta = RequestMeta {
         allow_mutation: true,

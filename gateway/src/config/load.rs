@@ -385,6 +385,10 @@ fn resolve_relative_paths(config: &mut Config, provenance: &Provenance<'_>) {
     resolve(&["supergraph", "path"], &mut config.supergraph.path);
     resolve(&["tls", "cert_file"], &mut config.tls.cert_file);
     resolve(&["tls", "key_file"], &mut config.tls.key_file);
+    resolve(
+        &["persisted_documents", "path"],
+        &mut config.persisted_documents.path,
+    );
     let subgraph_tls = config
         .subgraphs
         .iter_mut()

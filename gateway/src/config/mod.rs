@@ -5,6 +5,7 @@
 mod cli;
 mod http;
 mod load;
+mod persisted;
 mod size;
 mod tls;
 mod validate;
@@ -18,6 +19,7 @@ pub use load::{
     CONFIG_ENV, ConfigError, ENV_PREFIX, FOREIGN_ENV, Override, Problem, Source, Sources,
     env_overrides, load, parse_scalar,
 };
+pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
 pub use size::parse_size;
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
 
@@ -44,6 +46,10 @@ pub struct Config {
     pub subgraphs: BTreeMap<String, SubgraphConfig>,
     pub headers: HeadersConfig,
     pub limits: LimitsConfig,
+    /// Operations registered ahead of time, run by id (off unless a list file is set).
+    pub persisted_documents: PersistedDocumentsConfig,
+    /// Automatic persisted queries (on by default, bounded cache).
+    pub apq: ApqConfig,
     pub telemetry: TelemetryConfig,
     /// Cross-origin resource sharing for browser clients (off unless origins are set).
     pub cors: CorsConfig,
@@ -69,6 +75,8 @@ impl Default for Config {
             subgraphs: BTreeMap::new(),
             headers: HeadersConfig::default(),
             limits: LimitsConfig::default(),
+            persisted_documents: PersistedDocumentsConfig::default(),
+            apq: ApqConfig::default(),
             telemetry: TelemetryConfig::default(),
             cors: CorsConfig::default(),
             csrf: CsrfConfig::default(),

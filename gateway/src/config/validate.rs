@@ -117,6 +117,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
     }
     tracing(config, &mut report);
     super::tls::validate(config, &mut report);
+    super::persisted::validate(config, &mut report);
     super::http::validate(config, &mut report);
     out
 }

@@ -391,6 +391,13 @@ fn parse_get(query: &str) -> Result<GraphQLRequest, String> {
                         .map_err(|e| format!("variables is not a JSON object: {e}"))?,
                 );
             }
+            "extensions" if !v.is_empty() => {
+                request.extensions = Some(
+                    serde_json::from_str(&v)
+                        .map_err(|e| format!("extensions is not a JSON object: {e}"))?,
+                );
+            }
+            "documentId" | "doc_id" => request.document_id = Some(v).filter(|v| !v.is_empty()),
             _ => {}
         }
     }
