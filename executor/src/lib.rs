@@ -5,6 +5,7 @@
 pub mod dedup;
 pub mod error;
 mod fetch;
+pub mod headers;
 pub mod metrics;
 mod propagation;
 pub mod response;
@@ -28,8 +29,8 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub plan: &'a QueryPlan,
     pub variables: &'a JsonMap,
     pub transport: &'a T,
-    /// Client headers forwarded to every subgraph.
-    pub headers: &'a http::HeaderMap,
+    /// Headers for subgraph requests, per the header rules.
+    pub headers: &'a headers::SubgraphHeaders,
     /// Per-subgraph fetch count, latency and error metrics.
     pub fetch_metrics: &'a crate::metrics::FetchMetrics,
     /// Cap on the subgraph response bodies of this request together, and on the
@@ -156,7 +157,7 @@ async fn send<T: Transport>(
         name: &fetch.subgraph_name,
         url,
         body: p.body.clone(),
-        headers: ctx.headers,
+        headers: ctx.headers.for_subgraph(&fetch.subgraph_name),
         is_query: ctx.prepared.operation.operation_type.is_query(),
         budget_bytes,
     };

@@ -95,8 +95,8 @@ impl Outcome {
 pub struct RequestMeta {
     /// False for GET requests.
     pub allow_mutation: bool,
-    /// Client headers to forward to subgraphs (already filtered by the propagation rules).
-    pub forward_headers: http::HeaderMap,
+    /// Headers for subgraph requests (the header rules applied to the client's).
+    pub forward_headers: crate::executor::headers::SubgraphHeaders,
     /// The client's W3C trace context headers (only kept while traces are exported).
     pub trace_context: http::HeaderMap,
     /// The claims of the request's validated JWT, when it carried one (`authentication`).
@@ -398,6 +398,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     planning: Arc<tokio::sync::Semaphore>,
     /// GraphQL requests being worked on (`traffic.max_concurrent_requests`).
     pub(crate) request_slots: tokio::sync::Semaphore,
+    /// Header rules for subgraph requests, compiled from `headers` and `subgraphs`.
+    pub(crate) header_rules: crate::http::headers::HeaderRules,
     /// Persisted documents and APQ; `None` when both are off.
     pub persisted: Option<Arc<crate::persisted::Persisted>>,
 }
@@ -421,6 +423,10 @@ impl Gateway<HttpTransport> {
             transport: config.transport(),
             planning: planning_slots(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
+            header_rules: crate::http::headers::HeaderRules::compile(
+                &config.headers,
+                &config.subgraphs,
+            ),
             config,
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
@@ -439,6 +445,10 @@ impl<T: Transport> Gateway<T> {
             state: ArcSwapOption::from_pointee(state),
             planning: planning_slots(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
+            header_rules: crate::http::headers::HeaderRules::compile(
+                &config.headers,
+                &config.subgraphs,
+            ),
             config,
             transport,
             lifecycle: Lifecycle::default(),

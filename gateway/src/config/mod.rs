@@ -3,6 +3,7 @@
 //! Unknown keys are errors, so a typo never silently falls back to a default.
 
 mod cli;
+mod headers;
 mod http;
 mod load;
 mod persisted;
@@ -11,6 +12,7 @@ mod tls;
 mod validate;
 
 pub use cli::{Cli, Command, HELP, parse_args};
+pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{
     CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig, CsrfConfig,
     DEFAULT_CSRF_HEADERS,
@@ -257,6 +259,8 @@ pub struct SubgraphConfig {
     pub compress_requests: Option<RequestCompression>,
     /// `Accept-Encoding` override.
     pub accept_compressed_responses: Option<bool>,
+    /// Header rules for this subgraph, applied after `headers.rules`.
+    pub headers: Vec<HeaderRule>,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -266,6 +270,8 @@ pub struct HeadersConfig {
     pub forward_authorization: bool,
     /// Other client headers forwarded to every subgraph (case-insensitive names).
     pub propagate: Vec<String>,
+    /// Rules for every subgraph request, after `forward_authorization` and `propagate`.
+    pub rules: Vec<HeaderRule>,
 }
 
 impl Default for HeadersConfig {
@@ -273,6 +279,7 @@ impl Default for HeadersConfig {
         Self {
             forward_authorization: true,
             propagate: Vec::new(),
+            rules: Vec::new(),
         }
     }
 }

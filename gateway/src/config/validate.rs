@@ -100,6 +100,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
         }
     }
     limits(config, &mut report);
+    super::headers::validate(config, &mut report);
     let labels = &config.progressive_override;
     for (i, label) in labels.disabled_labels.iter().enumerate() {
         if labels.enabled_labels.contains(label) {

@@ -1,7 +1,7 @@
 //! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
-use crate::config::{CsrfConfig, HeadersConfig};
+use crate::config::CsrfConfig;
 use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use crate::lifecycle::Readiness;
@@ -11,6 +11,7 @@ use hyper::body::Incoming;
 use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 
+pub mod headers;
 mod idle;
 mod layers;
 mod server;
@@ -187,12 +188,15 @@ pub async fn handle<T: Transport>(
     let deadline = tokio::time::Instant::now() + timeout;
     let is_post = req.method() == Method::POST;
     // Only what subgraphs and tracing need, taken before the body consumes the request.
-    let meta = RequestMeta {
+    let mut meta = RequestMeta {
         allow_mutation: is_post,
-        forward_headers: forward_headers(&gateway.config.headers, req.headers()),
+        forward_headers: Default::default(),
         trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
         claims: None,
     };
+    meta.forward_headers = gateway
+        .header_rules
+        .apply(req.headers(), meta.claims.as_deref());
     let request = match *req.method() {
         Method::POST => {
             let content_type = req
@@ -350,24 +354,6 @@ fn csrf_message(csrf: &CsrfConfig) -> String {
 }
 
 /// The client headers subgraphs receive: `Authorization` unless disabled, plus the allowlist.
-fn forward_headers(rules: &HeadersConfig, client: &hyper::HeaderMap) -> hyper::HeaderMap {
-    let mut out = hyper::HeaderMap::new();
-    let mut copy = |name: &str| {
-        for value in client.get_all(name) {
-            if let Ok(name) = hyper::header::HeaderName::from_bytes(name.as_bytes()) {
-                out.append(name, value.clone());
-            }
-        }
-    };
-    if rules.forward_authorization {
-        copy("authorization");
-    }
-    for name in &rules.propagate {
-        copy(name);
-    }
-    out
-}
-
 /// A GET request's operation travels in the query string; it is held to the body limit.
 fn query_len<B>(req: &Request<B>) -> usize {
     req.uri().query().map_or(0, str::len)

@@ -138,6 +138,8 @@ pub struct FaultSubgraph {
     requests: Arc<AtomicU64>,
     /// The `authorization` header of every request, in arrival order.
     pub authorizations: Arc<Mutex<Vec<Option<String>>>>,
+    /// Every request's headers, in arrival order.
+    pub headers: Arc<Mutex<Vec<hyper::HeaderMap>>>,
 }
 
 impl FaultSubgraph {
@@ -161,17 +163,19 @@ pub async fn start() -> FaultSubgraph {
     let base_url = format!("http://{}", listener.local_addr().expect("bound address"));
     let requests = Arc::new(AtomicU64::new(0));
     let authorizations = Arc::new(Mutex::new(Vec::new()));
-    let (r, a) = (requests.clone(), authorizations.clone());
+    let headers = Arc::new(Mutex::new(Vec::new()));
+    let (r, a, h) = (requests.clone(), authorizations.clone(), headers.clone());
     let subgraph = Arc::new(faulty());
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let (r, a, sg) = (r.clone(), a.clone(), subgraph.clone());
+            let (r, a, h, sg) = (r.clone(), a.clone(), h.clone(), subgraph.clone());
             tokio::spawn(async move {
-                let service = service_fn(move |req| {
+                let service = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let (r, a, sg) = (r.clone(), a.clone(), sg.clone());
+                    h.lock().expect("not poisoned").push(req.headers().clone());
                     async move { Ok::<_, std::convert::Infallible>(answer(req, &r, &a, &sg).await) }
                 });
                 let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
@@ -185,6 +189,7 @@ pub async fn start() -> FaultSubgraph {
         reset_url: start_resetter().await,
         requests,
         authorizations,
+        headers,
     }
 }
 
