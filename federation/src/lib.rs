@@ -2,6 +2,7 @@
 //! API schema (for validation and introspection) plus flat federation metadata.
 
 mod api_schema;
+pub mod auth;
 pub mod field_set;
 pub mod meta;
 
@@ -63,6 +64,8 @@ pub struct Supergraph {
     pub meta: FederationMeta,
     /// SHA-256 of the supergraph text; part of every plan-cache key.
     pub hash: [u8; 32],
+    /// `@authenticated`, `@requiresScopes` and `@policy`, by type and field.
+    pub auth: auth::AuthDirectives,
     /// API schema implementers, computed once for introspection.
     pub implementers:
         apollo_compiler::collections::HashMap<Name, apollo_compiler::schema::Implementers>,
@@ -98,6 +101,7 @@ impl Supergraph {
             .validate()
             .map_err(|e| SupergraphError::Invalid(e.errors.to_string()))?;
         let meta = build_meta(&schema, &features)?;
+        let auth = auth::AuthDirectives::read(&schema, &meta);
         let api_schema = api_schema::build(&schema, &features)?;
         let hash = Sha256::digest(text.as_bytes()).into();
         Ok(Self {
@@ -105,6 +109,7 @@ impl Supergraph {
             api_schema,
             meta,
             hash,
+            auth,
         })
     }
 

@@ -1,5 +1,6 @@
 //! The request pipeline: cached parse + validate + plan, then execute.
 
+use crate::auth::authz::AuthMask;
 use crate::config::{Config, LimitsConfig};
 use crate::executor::metrics::FetchMetrics;
 use crate::executor::transport::{HttpTransport, Transport};
@@ -131,6 +132,9 @@ pub struct CachedOperation {
     weight: u64,
     /// The progressive-override labels it is planned with.
     labels: LabelMask,
+    /// The authorization requirements it touches and its plans per denied set, made
+    /// on the first request when the supergraph has authorization directives.
+    pub(crate) auth: OnceLock<crate::auth::authz::OperationAuth<Variant>>,
 }
 
 /// An estimate of what a cached operation holds, in bytes: its document and IR grow
@@ -195,6 +199,33 @@ impl CachedOperation {
                 variants.clear();
             }
             variants.insert(values, variant.clone());
+        }
+        variant
+    }
+
+    /// [`Self::variant`] for a request that authorization denies some fields (`mask`).
+    fn authorized_variant(
+        &self,
+        state: &State,
+        values: ConditionValues,
+        mask: AuthMask,
+        budget: &PlanBudget,
+    ) -> Arc<Variant> {
+        let Some(auth) = self.auth.get().filter(|_| !mask.is_empty()) else {
+            return self.variant(state, values, budget);
+        };
+        if let Some(made) = auth.made(values, mask) {
+            return made;
+        }
+        let meta = state.labels.meta(&state.supergraph.meta, self.labels);
+        let api = &state.supergraph.api_schema;
+        let (plan, shapes) =
+            crate::auth::authz::plan_denied(auth, &meta, api, &self.prepared, values, mask, budget);
+        let keep = !matches!(plan, Err(PlanError::Timeout));
+        let shapes = Some(shapes);
+        let variant = Arc::new(Variant { plan, shapes });
+        if keep {
+            auth.keep(values, mask, variant.clone());
         }
         variant
     }
@@ -370,6 +401,7 @@ impl State {
             variants: Mutex::default(),
             metrics: OnceLock::new(),
             labels,
+            auth: OnceLock::new(),
         });
         self.cache.insert(key, cached.clone());
         Ok(cached)
@@ -402,6 +434,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub(crate) header_rules: crate::http::headers::HeaderRules,
     /// Persisted documents and APQ; `None` when both are off.
     pub persisted: Option<Arc<crate::persisted::Persisted>>,
+    /// JWT validation (`authentication`).
+    pub auth: crate::auth::Auth,
 }
 
 impl Gateway<HttpTransport> {
@@ -427,6 +461,7 @@ impl Gateway<HttpTransport> {
                 &config.headers,
                 &config.subgraphs,
             ),
+            auth: crate::auth::Auth::new(&config),
             config,
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
@@ -449,6 +484,7 @@ impl<T: Transport> Gateway<T> {
                 &config.headers,
                 &config.subgraphs,
             ),
+            auth: crate::auth::Auth::new(&config),
             config,
             transport,
             lifecycle: Lifecycle::default(),
@@ -599,13 +635,22 @@ impl<T: Transport> Gateway<T> {
             Err(e) => return request_error(e),
         };
         let values = ConditionValues::of(&cached.prepared.ir, &variables);
-        let variant = match cached.made_variant(values) {
+        let mask = match crate::auth::authz::authorize(&self.config, &state, &cached, meta) {
+            Ok(mask) => mask,
+            Err(e) => return request_error(e),
+        };
+        let made = match cached.auth.get().filter(|_| !mask.is_empty()) {
+            None => cached.made_variant(values),
+            Some(auth) => auth.made(values, mask),
+        };
+        let variant = match made {
             Some(v) => v,
             None => {
                 let (state, cached) = (state.clone(), cached.clone());
                 let planned = self
                     .off_workers(deadline, move || {
-                        cached.variant(&state, values, &state.budget(Some(deadline)))
+                        let budget = state.budget(Some(deadline));
+                        cached.authorized_variant(&state, values, mask, &budget)
                     })
                     .await;
                 match planned {

@@ -1,5 +1,6 @@
 //! graphfleet gateway: supergraph → API schema; parse/validate → plan → execute → respond.
 
+pub mod auth;
 pub mod config;
 pub mod gateway;
 pub mod http;

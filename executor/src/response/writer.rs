@@ -9,6 +9,9 @@ use graphfleet_planner::operation::shape::{ShapeObjectId, ShapeSetId, Shapes};
 use serde::Serialize;
 use std::rc::Rc;
 
+/// `extensions.code` of a field removed by authorization (Apollo Router's code).
+pub const UNAUTHORIZED_CODE: &str = "UNAUTHORIZED_FIELD_OR_TYPE";
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum PathSeg {
@@ -324,6 +327,16 @@ impl<'a> Writer<'a> {
             }
             first = false;
             self.out.extend_from_slice(&plan.prefix);
+            if field.unauthorized {
+                self.path.push(PathRef::Key(&field.key));
+                self.push_unauthorized();
+                self.path.pop();
+                if field.ty.is_non_null() {
+                    return Err(NullBubble);
+                }
+                self.out.extend_from_slice(b"null");
+                continue;
+            }
             if plan.typename {
                 if shape.concrete {
                     write_str(&mut self.out, &shape.typename);
@@ -458,6 +471,15 @@ impl<'a> Writer<'a> {
                 "Cannot return null for non-nullable field {parent}.{field}"
             ));
         }
+    }
+
+    /// A field the request may not read (authorization), at the current path.
+    fn push_unauthorized(&mut self) {
+        self.errors.push(ResponseError {
+            path: Some(self.path.iter().map(PathRef::owned).collect()),
+            extensions: Some(serde_json::json!({ "code": UNAUTHORIZED_CODE })),
+            ..ResponseError::new("Unauthorized field or type")
+        });
     }
 
     fn push_error(&mut self, message: String) {

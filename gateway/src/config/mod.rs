@@ -2,6 +2,7 @@
 //! `GRAPHFLEET_*` environment overrides, then CLI flags (later sources win).
 //! Unknown keys are errors, so a typo never silently falls back to a default.
 
+mod auth;
 mod cli;
 mod headers;
 mod http;
@@ -11,6 +12,7 @@ mod size;
 mod tls;
 mod validate;
 
+pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
 pub use cli::{Cli, Command, HELP, parse_args};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{
@@ -59,6 +61,10 @@ pub struct Config {
     pub csrf: CsrfConfig,
     /// Response compression per `Accept-Encoding` (off by default).
     pub compression: CompressionConfig,
+    /// JWT validation (off unless `jwks` is set).
+    pub authentication: AuthenticationConfig,
+    /// Enforcement of `@authenticated`, `@requiresScopes` and `@policy`.
+    pub authorization: AuthorizationConfig,
     /// Progressive override labels fixed on or off (`percent(N)` ones are drawn otherwise).
     pub progressive_override: ProgressiveOverrideConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
@@ -83,6 +89,8 @@ impl Default for Config {
             cors: CorsConfig::default(),
             csrf: CsrfConfig::default(),
             compression: CompressionConfig::default(),
+            authentication: AuthenticationConfig::default(),
+            authorization: AuthorizationConfig::default(),
             progressive_override: ProgressiveOverrideConfig::default(),
             workers: None,
         }

@@ -120,6 +120,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
     super::tls::validate(config, &mut report);
     super::persisted::validate(config, &mut report);
     super::http::validate(config, &mut report);
+    super::auth::validate(config, &mut report);
     out
 }
 

@@ -8,7 +8,7 @@ use crate::lifecycle::Readiness;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 
 pub mod headers;
@@ -187,12 +187,22 @@ pub async fn handle<T: Transport>(
     let timeout = gateway.config.traffic.request_timeout;
     let deadline = tokio::time::Instant::now() + timeout;
     let is_post = req.method() == Method::POST;
+    let claims = match gateway.auth.authenticate(req.headers()).await {
+        Ok(claims) => claims,
+        Err(e) => {
+            let body = coded_error_body(e.code(), &e.to_string());
+            let mut r = response(StatusCode::UNAUTHORIZED, media, body);
+            r.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    };
     // Only what subgraphs and tracing need, taken before the body consumes the request.
     let mut meta = RequestMeta {
         allow_mutation: is_post,
         forward_headers: Default::default(),
         trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
-        claims: None,
+        claims,
     };
     meta.forward_headers = gateway
         .header_rules

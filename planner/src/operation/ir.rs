@@ -110,7 +110,7 @@ pub enum OpSel {
     },
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct OpIr {
     pub kind: Option<OperationType>,
     pub root_type: Option<Name>,

@@ -34,6 +34,9 @@ pub struct ShapeField {
     /// For an enum leaf: its values in the API schema (index into [`Shapes::enums`]), so a
     /// value hidden by `@inaccessible` or unknown to the schema is not passed on.
     pub enum_values: Option<EnumValuesId>,
+    /// Denied by authorization in this request: answered with `null` and an error, its
+    /// sub-selections are not fetched.
+    pub unauthorized: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,10 +110,22 @@ impl Shapes {
     /// any values; the writer checks each field's conditions either way). A field
     /// excluded there never contributes its sub-selection to a same-named one.
     pub fn build(schema: &Schema, ir: &OpIr, values: Option<ConditionValues>) -> Self {
+        Self::build_authorized(schema, ir, values, &[])
+    }
+
+    /// [`Self::build`] for a request that may not read the fields marked in `denied`
+    /// (by [`super::OpFieldId`]; shorter than the field list: the rest are allowed).
+    pub fn build_authorized(
+        schema: &Schema,
+        ir: &OpIr,
+        values: Option<ConditionValues>,
+        denied: &[bool],
+    ) -> Self {
         let mut builder = Builder {
             schema,
             ir,
             values,
+            denied,
             implementers: schema.implementers_map(),
             shapes: Shapes::default(),
             memo: FxHashMap::default(),
@@ -126,6 +141,7 @@ struct Builder<'a> {
     schema: &'a Schema,
     ir: &'a OpIr,
     values: Option<ConditionValues>,
+    denied: &'a [bool],
     implementers: HashMap<Name, Implementers>,
     shapes: Shapes,
     memo: FxHashMap<(Vec<SelSetId>, Name), ShapeObjectId>,
@@ -217,6 +233,9 @@ impl Builder<'_> {
         let mut fields = Vec::with_capacity(collected.len());
         for (key, (fids, conditions, always)) in collected {
             let first = self.ir.field(fids[0]);
+            let unauthorized = fids
+                .iter()
+                .any(|f| self.denied.get(f.0 as usize).copied().unwrap_or(false));
             let child_sets: Vec<SelSetId> = {
                 let mut v: Vec<SelSetId> = Vec::new();
                 for set in fids.iter().filter_map(|f| self.ir.field(*f).selection) {
@@ -226,7 +245,7 @@ impl Builder<'_> {
                 }
                 v
             };
-            let child = (!child_sets.is_empty())
+            let child = (!child_sets.is_empty() && !unauthorized)
                 .then(|| self.set(&child_sets, first.ty.inner_named_type()));
             let enum_values = self.enum_values(first.ty.inner_named_type());
             fields.push(ShapeField {
@@ -236,6 +255,7 @@ impl Builder<'_> {
                 conditions: if always { Vec::new() } else { conditions },
                 child,
                 enum_values,
+                unauthorized,
             });
         }
         let id = ShapeObjectId(self.shapes.objects.len() as u32);

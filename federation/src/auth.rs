@@ -1,0 +1,192 @@
+//! The supergraph's authorization directives (`@authenticated`, `@requiresScopes`,
+//! `@policy`), read once at load into flat tables: each distinct requirement once, and
+//! per type and field the requirements that guard it.
+
+use crate::meta::{FederationMeta, FieldId, TypeId};
+use apollo_compiler::ast::{Directive, DirectiveList, Value};
+use apollo_compiler::schema::ExtendedType;
+use apollo_compiler::{Node, Schema};
+use rustc_hash::FxHashMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct RequirementId(pub u32);
+
+impl RequirementId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// One directive application's condition.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Requirement {
+    /// `@authenticated`: the request carries a valid token.
+    Authenticated,
+    /// `@requiresScopes(scopes:)`: the token has every scope of at least one inner list.
+    Scopes(Vec<Vec<String>>),
+    /// `@policy(policies:)`: every policy of at least one inner list is granted.
+    Policies(Vec<Vec<String>>),
+}
+
+/// Authorization requirements by type and field of the supergraph.
+#[derive(Debug, Clone, Default)]
+pub struct AuthDirectives {
+    /// Each distinct requirement once.
+    pub requirements: Vec<Requirement>,
+    /// Requirements on types (objects, interfaces, scalars, enums): they guard every
+    /// field returning the type, and every field of an object or interface.
+    pub on_type: FxHashMap<TypeId, Vec<RequirementId>>,
+    /// Requirements on field definitions.
+    pub on_field: FxHashMap<FieldId, Vec<RequirementId>>,
+}
+
+/// Local names of the three directives in a supergraph.
+struct Names {
+    authenticated: Option<String>,
+    requires_scopes: Option<String>,
+    policy: Option<String>,
+}
+
+impl Names {
+    fn of(schema: &Schema) -> Self {
+        let mut names = Names {
+            authenticated: None,
+            requires_scopes: None,
+            policy: None,
+        };
+        for link in schema.schema_definition.directives.iter() {
+            let Some(url) = super::arg_str(link, "url") else {
+                continue;
+            };
+            let Some((spec, _)) = super::parse_spec_url(url) else {
+                continue;
+            };
+            if !url.starts_with("https://specs.apollo.dev/") {
+                continue;
+            }
+            let local = super::arg_str(link, "as").unwrap_or(&spec).to_owned();
+            match spec.as_str() {
+                "authenticated" => names.authenticated = Some(local),
+                "requiresScopes" => names.requires_scopes = Some(local),
+                "policy" => names.policy = Some(local),
+                _ => {}
+            }
+        }
+        names
+    }
+
+    fn any(&self) -> bool {
+        self.authenticated.is_some() || self.requires_scopes.is_some() || self.policy.is_some()
+    }
+}
+
+impl AuthDirectives {
+    /// The directives of `schema`; empty when it links none of the three specs.
+    pub fn read(schema: &Schema, meta: &FederationMeta) -> Self {
+        let names = Names::of(schema);
+        let mut out = Self::default();
+        if !names.any() {
+            return out;
+        }
+        for (name, ty) in &schema.types {
+            let Some(tid) = meta.type_id(name) else {
+                continue;
+            };
+            let directives: Vec<&Node<Directive>> = match ty {
+                ExtendedType::Object(t) => t.directives.iter().map(|d| &d.node).collect(),
+                ExtendedType::Interface(t) => t.directives.iter().map(|d| &d.node).collect(),
+                ExtendedType::Scalar(t) => t.directives.iter().map(|d| &d.node).collect(),
+                ExtendedType::Enum(t) => t.directives.iter().map(|d| &d.node).collect(),
+                _ => continue,
+            };
+            let ids = out.intern_all(&names, directives.into_iter().map(|d| &**d));
+            if !ids.is_empty() {
+                out.on_type.insert(tid, ids);
+            }
+            let fields = match ty {
+                ExtendedType::Object(t) => &t.fields,
+                ExtendedType::Interface(t) => &t.fields,
+                _ => continue,
+            };
+            for (field, def) in fields {
+                let Some(fid) = meta.field_of(tid, field) else {
+                    continue;
+                };
+                let ids = out.intern_list(&names, &def.directives);
+                if !ids.is_empty() {
+                    out.on_field.insert(fid, ids);
+                }
+            }
+        }
+        out
+    }
+
+    /// Whether the supergraph has no authorization directive at all.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
+    pub fn requirement(&self, id: RequirementId) -> &Requirement {
+        &self.requirements[id.index()]
+    }
+
+    fn intern_list(&mut self, names: &Names, list: &DirectiveList) -> Vec<RequirementId> {
+        self.intern_all(names, list.iter().map(|d| &**d))
+    }
+
+    fn intern_all<'d>(
+        &mut self,
+        names: &Names,
+        directives: impl Iterator<Item = &'d Directive>,
+    ) -> Vec<RequirementId> {
+        let mut ids = Vec::new();
+        for d in directives {
+            let Some(req) = requirement(names, d) else {
+                continue;
+            };
+            let id = match self.requirements.iter().position(|r| *r == req) {
+                Some(i) => RequirementId(i as u32),
+                None => {
+                    self.requirements.push(req);
+                    RequirementId(self.requirements.len() as u32 - 1)
+                }
+            };
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        ids
+    }
+}
+
+fn requirement(names: &Names, d: &Directive) -> Option<Requirement> {
+    let is = |n: &Option<String>| n.as_deref() == Some(d.name.as_str());
+    if is(&names.authenticated) {
+        Some(Requirement::Authenticated)
+    } else if is(&names.requires_scopes) {
+        Some(Requirement::Scopes(nested_strings(d, "scopes")))
+    } else if is(&names.policy) {
+        Some(Requirement::Policies(nested_strings(d, "policies")))
+    } else {
+        None
+    }
+}
+
+/// A `[[String!]!]!` argument (a bare string or inner list is coerced as GraphQL does).
+fn nested_strings(d: &Directive, arg: &str) -> Vec<Vec<String>> {
+    let strings = |v: &Value| -> Vec<String> {
+        match v {
+            Value::List(items) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+            Value::String(s) => vec![s.clone()],
+            _ => Vec::new(),
+        }
+    };
+    match d.specified_argument_by_name(arg).map(|v| v.as_ref()) {
+        Some(Value::List(outer)) => outer.iter().map(|inner| strings(inner)).collect(),
+        Some(v @ Value::String(_)) => vec![strings(v)],
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,239 @@
+//! JSON Web Key Sets: read from a file or fetched from a URL, kept fresh in the
+//! background. A failed read keeps the last good keys (and logs), so an identity
+//! provider's outage does not lock every client out.
+
+use crate::config::JwksSource;
+use arc_swap::ArcSwap;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
+use jsonwebtoken::{Algorithm, DecodingKey};
+use std::str::FromStr;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// Largest JWKS document accepted.
+const MAX_JWKS_BYTES: usize = 1 << 20;
+/// Longest one JWKS fetch may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// One usable verification key.
+pub struct Key {
+    pub kid: Option<String>,
+    /// The key's own `alg`, when the JWKS states it.
+    pub alg: Option<Algorithm>,
+    pub family: Family,
+    pub key: DecodingKey,
+}
+
+/// Which algorithms a key type can verify.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Rsa,
+    Ec,
+    Okp,
+}
+
+impl Family {
+    pub fn of(alg: Algorithm) -> Option<Self> {
+        use Algorithm::*;
+        match alg {
+            RS256 | RS384 | RS512 | PS256 | PS384 | PS512 => Some(Self::Rsa),
+            ES256 | ES384 => Some(Self::Ec),
+            EdDSA => Some(Self::Okp),
+            HS256 | HS384 | HS512 => None,
+        }
+    }
+}
+
+impl Key {
+    /// Whether this key may verify a token signed with `alg`.
+    pub fn fits(&self, alg: Algorithm) -> bool {
+        match self.alg {
+            Some(own) => own == alg,
+            None => Family::of(alg) == Some(self.family),
+        }
+    }
+}
+
+/// The keys of a JWKS document; keys that cannot be used (symmetric, unknown type or
+/// algorithm, bad parameters) are skipped with a warning.
+pub fn parse(text: &[u8], origin: &str) -> Result<Vec<Key>, String> {
+    #[derive(serde::Deserialize)]
+    struct Set {
+        keys: Vec<serde_json::Value>,
+    }
+    let set: Set = serde_json::from_slice(text)
+        .map_err(|e| format!("{origin} is not a JWKS (a JSON object with \"keys\"): {e}"))?;
+    let mut keys = Vec::with_capacity(set.keys.len());
+    for (i, raw) in set.keys.into_iter().enumerate() {
+        match key(raw) {
+            Ok(k) => keys.push(k),
+            Err(why) => tracing::warn!(source = origin, key = i, "JWKS key skipped: {why}"),
+        }
+    }
+    Ok(keys)
+}
+
+fn key(raw: serde_json::Value) -> Result<Key, String> {
+    let jwk: Jwk = serde_json::from_value(raw).map_err(|e| e.to_string())?;
+    let family = match &jwk.algorithm {
+        AlgorithmParameters::RSA(_) => Family::Rsa,
+        AlgorithmParameters::EllipticCurve(_) => Family::Ec,
+        AlgorithmParameters::OctetKeyPair(_) => Family::Okp,
+        AlgorithmParameters::OctetKey(_) => return Err("symmetric keys are not used".to_owned()),
+    };
+    let alg = match &jwk.common.key_algorithm {
+        None => None,
+        Some(a) => {
+            let alg = Algorithm::from_str(&a.to_string())
+                .map_err(|_| format!("algorithm {a} is not supported"))?;
+            if Family::of(alg) != Some(family) {
+                return Err(format!("algorithm {a} does not fit the key type"));
+            }
+            Some(alg)
+        }
+    };
+    let key = DecodingKey::from_jwk(&jwk).map_err(|e| e.to_string())?;
+    Ok(Key {
+        kid: jwk.common.key_id,
+        alg,
+        family,
+        key,
+    })
+}
+
+/// The keys of one source, swapped whole on each successful read.
+pub struct Source {
+    config: JwksSource,
+    pub keys: ArcSwap<Vec<Key>>,
+    /// Set once the first read was attempted (URL sources read on first use).
+    started: tokio::sync::OnceCell<()>,
+    refresher: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Source {
+    fn drop(&mut self) {
+        if let Some(task) = self.refresher.get_mut().take() {
+            task.abort();
+        }
+    }
+}
+
+impl Source {
+    /// A source; a file is read now (so a bad path shows at startup, in the log).
+    pub fn new(config: JwksSource) -> Arc<Self> {
+        let source = Arc::new(Self {
+            config,
+            keys: ArcSwap::from_pointee(Vec::new()),
+            started: tokio::sync::OnceCell::new(),
+            refresher: parking_lot::Mutex::new(None),
+        });
+        if let Some(path) = &source.config.file {
+            match read_file(path) {
+                Ok(keys) => source.keys.store(Arc::new(keys)),
+                Err(why) => tracing::error!("authentication.jwks: {why}"),
+            }
+        }
+        source
+    }
+
+    fn origin(&self) -> String {
+        match (&self.config.file, &self.config.url) {
+            (Some(path), _) => path.display().to_string(),
+            (None, Some(url)) => url.clone(),
+            (None, None) => "(no source)".to_owned(),
+        }
+    }
+
+    /// Read the source once if it never was, and keep it fresh from then on.
+    pub async fn ensure_started(self: &Arc<Self>) {
+        self.started
+            .get_or_init(|| async {
+                if self.config.url.is_some() {
+                    self.refresh().await;
+                }
+                let weak = Arc::downgrade(self);
+                let every = self.config.refresh_interval;
+                *self.refresher.lock() = Some(tokio::spawn(refresh_loop(weak, every)));
+            })
+            .await;
+    }
+
+    async fn refresh(&self) {
+        let read = match (&self.config.file, &self.config.url) {
+            (Some(path), _) => read_file(path),
+            (None, Some(url)) => fetch(url).await,
+            (None, None) => return,
+        };
+        match read {
+            Ok(keys) => {
+                tracing::debug!(source = %self.origin(), keys = keys.len(), "JWKS read");
+                self.keys.store(Arc::new(keys));
+            }
+            Err(why) => tracing::warn!("authentication.jwks: {why}; keeping the last good keys"),
+        }
+    }
+}
+
+async fn refresh_loop(source: Weak<Source>, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await; // the first tick is now: the source was just read
+    loop {
+        ticker.tick().await;
+        let Some(source) = source.upgrade() else {
+            return;
+        };
+        source.refresh().await;
+    }
+}
+
+fn read_file(path: &std::path::Path) -> Result<Vec<Key>, String> {
+    let text = std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse(&text, &path.display().to_string())
+}
+
+type Client = hyper_util::client::legacy::Client<
+    hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>,
+    Empty<Bytes>,
+>;
+
+fn client() -> &'static Client {
+    static CLIENT: std::sync::OnceLock<Client> = std::sync::OnceLock::new();
+    CLIENT.get_or_init(|| {
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_webpki_roots()
+            .https_or_http()
+            .enable_http1()
+            .build();
+        hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+            .build(https)
+    })
+}
+
+async fn fetch(url: &str) -> Result<Vec<Key>, String> {
+    let uri: http::Uri = url.parse().map_err(|e| format!("{url:?}: {e}"))?;
+    let request = http::Request::get(uri)
+        .header(http::header::ACCEPT, "application/json")
+        .body(Empty::new())
+        .map_err(|e| format!("{url}: {e}"))?;
+    let read = async {
+        let response = client()
+            .request(request)
+            .await
+            .map_err(|e| format!("cannot fetch {url}: {e}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{url} answered {}", response.status()));
+        }
+        let body = Limited::new(response.into_body(), MAX_JWKS_BYTES)
+            .collect()
+            .await
+            .map_err(|e| format!("cannot read {url}: {e}"))?
+            .to_bytes();
+        parse(&body, url)
+    };
+    tokio::time::timeout(FETCH_TIMEOUT, read)
+        .await
+        .map_err(|_| format!("fetching {url} took longer than {FETCH_TIMEOUT:?}"))?
+}
