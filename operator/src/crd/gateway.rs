@@ -182,6 +182,18 @@ pub struct GatewayConfig {
     /// Response compression per the client's Accept-Encoding (off by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionSpec>,
+    /// Header rules for every subgraph request, run in order after `propagateHeaders`
+    /// (and the client's Authorization, which is forwarded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64))]
+    pub header_rules: Vec<super::HeaderRuleSpec>,
+    /// Header rules of single subgraphs, run after `headerRules`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 128))]
+    pub subgraph_header_rules: Vec<super::SubgraphHeaderRulesSpec>,
+    /// Progressive override (`@override(label:)`) labels fixed on or off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progressive_override: Option<super::ProgressiveOverrideSpec>,
 }
 
 /// CORS: which browser origins may read the gateway's responses. A preflight from any

@@ -5,10 +5,12 @@
 
 mod gateway;
 mod loadtest;
+mod routing;
 mod subgraph;
 
 pub use gateway::*;
 pub use loadtest::*;
+pub use routing::*;
 pub use subgraph::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

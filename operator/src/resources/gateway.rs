@@ -171,6 +171,7 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
         root.insert("telemetry".to_owned(), Value::Object(tracing));
     }
     browser_sections(&mut root, c);
+    super::routing::routing_sections(&mut root, c);
     serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
 }
 
@@ -552,6 +553,10 @@ mod tests {
                 min_size_bytes: Some(2048),
                 level: Some(CompressionLevel::Fastest),
             }),
+            // Set apart in header_rules_and_override_labels_reach_the_gateway.
+            header_rules: Vec::new(),
+            subgraph_header_rules: Vec::new(),
+            progressive_override: None,
         }
     }
 
@@ -731,6 +736,57 @@ mod tests {
         );
         assert!(
             err.contains("cors.allow_origin_patterns.0: \"(\" is not a regular expression"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn header_rules_and_override_labels_reach_the_gateway() {
+        let spec: GatewayConfig = serde_json::from_value(serde_json::json!({
+            "propagateHeaders": ["x-tenant"],
+            "headerRules": [
+                {"propagate": {"named": "x-request-id", "rename": "x-trace-id", "default": "none"}},
+                {"insert": {"name": "x-user", "fromClaim": "sub"}},
+                {"remove": {"matching": "^x-debug-"}}
+            ],
+            "subgraphHeaderRules": [
+                {"subgraph": "billing", "rules": [{"insert": {"name": "x-caller", "value": "edge"}}]}
+            ],
+            "progressiveOverride": {"enabledLabels": ["billing-v2"], "disabledLabels": ["percent(5)"]}
+        }))
+        .expect("a valid spec");
+        let config = load_in_container(&gateway(spec)).expect("the gateway accepts it");
+        assert_eq!(config.headers.propagate, ["x-tenant"]);
+        let rules = &config.headers.rules;
+        assert_eq!(rules.len(), 3);
+        let propagate = rules[0].propagate.as_ref().expect("a propagate rule");
+        assert_eq!(propagate.named.as_deref(), Some("x-request-id"));
+        assert_eq!(propagate.rename.as_deref(), Some("x-trace-id"));
+        assert_eq!(propagate.default.as_deref(), Some("none"));
+        let insert = rules[1].insert.as_ref().expect("an insert rule");
+        assert_eq!(
+            (insert.name.as_str(), insert.from_claim.as_deref()),
+            ("x-user", Some("sub"))
+        );
+        let remove = rules[2].remove.as_ref().expect("a remove rule");
+        assert_eq!(remove.matching.as_deref(), Some("^x-debug-"));
+        let billing = &config.subgraphs["billing"].headers;
+        let insert = billing[0].insert.as_ref().expect("an insert rule");
+        assert_eq!(
+            (insert.name.as_str(), insert.value.as_deref()),
+            ("x-caller", Some("edge"))
+        );
+        assert_eq!(config.progressive_override.enabled_labels, ["billing-v2"]);
+        assert_eq!(config.progressive_override.disabled_labels, ["percent(5)"]);
+
+        // What the CRD schema cannot check, the gateway refuses with the key's path.
+        let bad: GatewayConfig = serde_json::from_value(serde_json::json!({
+            "headerRules": [{"remove": {"matching": "^x-("}}]
+        }))
+        .expect("the schema allows any string");
+        let err = load_in_container(&gateway(bad)).expect_err("an invalid regex");
+        assert!(
+            err.contains("headers.rules.0.remove.matching: not a valid regular expression"),
             "{err}"
         );
     }

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 pub mod gateway;
 pub mod loadtest;
+mod routing;
 
 /// Field manager of every server-side apply, and the `managed-by` label of what it creates.
 pub const MANAGER: &str = "graphfleet-operator";
