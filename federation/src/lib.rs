@@ -3,6 +3,7 @@
 
 mod api_schema;
 pub mod auth;
+pub mod cost;
 pub mod field_set;
 pub mod meta;
 
@@ -66,6 +67,8 @@ pub struct Supergraph {
     pub hash: [u8; 32],
     /// `@authenticated`, `@requiresScopes` and `@policy`, by type and field.
     pub auth: auth::AuthDirectives,
+    /// `@cost` and `@listSize` (demand control), by type and field.
+    pub cost: cost::CostDirectives,
     /// API schema implementers, computed once for introspection.
     pub implementers:
         apollo_compiler::collections::HashMap<Name, apollo_compiler::schema::Implementers>,
@@ -102,6 +105,7 @@ impl Supergraph {
             .map_err(|e| SupergraphError::Invalid(e.errors.to_string()))?;
         let meta = build_meta(&schema, &features)?;
         let auth = auth::AuthDirectives::read(&schema, &meta);
+        let cost = cost::CostDirectives::read(&schema, &meta);
         let api_schema = api_schema::build(&schema, &features)?;
         let hash = Sha256::digest(text.as_bytes()).into();
         Ok(Self {
@@ -110,6 +114,7 @@ impl Supergraph {
             meta,
             hash,
             auth,
+            cost,
         })
     }
 

@@ -1,6 +1,7 @@
 //! Operations: parse + validate against the API schema (apollo-compiler), pick the
 //! operation, and lower it into a flat IR (fields and selection sets in `Vec`s).
 
+pub mod demand;
 mod ir;
 pub mod limits;
 pub mod shape;
