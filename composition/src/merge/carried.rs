@@ -86,6 +86,11 @@ impl CarriedDirectives {
                 self.merge_hints.push(hint);
             }
         }
+        for feature in [FedDirective::RequiresScopes, FedDirective::Policy] {
+            if let Some(hint) = merge_auth_spec(&mut list, subgraphs, parts, feature) {
+                self.merge_hints.push(hint);
+            }
+        }
         self.dedupe_non_repeatable(list)
     }
 
@@ -204,6 +209,96 @@ fn merged_list_size(name: &str, applied: &[&Directive]) -> String {
     }
     args.push(format!("requireOneSlicingArgument: {require_one}"));
     format!("@{name}({})", args.join(", "))
+}
+
+/// `@requiresScopes` / `@policy` applied to one element in several subgraphs with
+/// different arguments merge as @apollo/composition merges them (DNF_CONJUNCTION): a
+/// request must meet every subgraph's requirement, so the alternatives are combined
+/// pairwise (unions), each sorted, those containing another dropped, and the list sorted.
+/// Identical applications stay as written. The merged application replaces the first
+/// one in `list`; the hint's message is returned.
+fn merge_auth_spec(
+    list: &mut [String],
+    subgraphs: &[Subgraph],
+    parts: &[(usize, Vec<&Directive>)],
+    feature: FedDirective,
+) -> Option<String> {
+    let mut applied: Vec<&Directive> = Vec::new();
+    for (sg, dirs) in parts {
+        let name = subgraphs[*sg].dir_name(feature);
+        for d in dirs.iter().copied().filter(|d| d.name.as_str() == name) {
+            if !applied.iter().any(|a| a.arguments == d.arguments) {
+                applied.push(d);
+            }
+        }
+    }
+    let [first, _, ..] = applied.as_slice() else {
+        return None;
+    };
+    let arg = match feature {
+        FedDirective::RequiresScopes => "scopes",
+        _ => "policies",
+    };
+    let mut merged: Vec<Vec<String>> = vec![Vec::new()];
+    for d in &applied {
+        let alternatives = nested_strings(d, arg);
+        let mut next = Vec::new();
+        for have in &merged {
+            for alt in &alternatives {
+                let mut both: Vec<String> = have.iter().chain(alt).cloned().collect();
+                both.sort();
+                both.dedup();
+                next.push(both);
+            }
+        }
+        merged = next;
+    }
+    merged.sort();
+    merged.dedup();
+    let minimal: Vec<&Vec<String>> = merged
+        .iter()
+        .filter(|m| {
+            !merged
+                .iter()
+                .any(|o| o != *m && o.iter().all(|x| m.contains(x)))
+        })
+        .collect();
+    let text: Vec<String> = minimal
+        .iter()
+        .map(|alt| {
+            let items: Vec<String> = alt.iter().map(|s| format!("{s:?}")).collect();
+            format!("[{}]", items.join(", "))
+        })
+        .collect();
+    let merged = format!("@{}({arg}: [{}])", first.name, text.join(", "));
+    let prefix = format!("@{}", first.name);
+    if let Some(slot) = list.iter_mut().find(|s| {
+        s.strip_prefix(&prefix)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
+    }) {
+        *slot = merged.clone();
+    }
+    Some(format!(
+        "Directive @{} is applied in several subgraphs with different arguments; merged into {merged}",
+        first.name
+    ))
+}
+
+/// A `[[String!]!]!` argument's strings.
+fn nested_strings(d: &Directive, arg: &str) -> Vec<Vec<String>> {
+    let Some(Value::List(outer)) = d.specified_argument_by_name(arg).map(|v| v.as_ref()) else {
+        return Vec::new();
+    };
+    outer
+        .iter()
+        .map(|inner| match inner.as_ref() {
+            Value::List(items) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+            other => other.as_str().map(str::to_owned).into_iter().collect(),
+        })
+        .collect()
 }
 
 fn int_arg(d: &Directive, arg: &str) -> Option<i64> {
