@@ -12,8 +12,12 @@ use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-/// Most `percent(N)` labels drawn per request: one bit each in the mask.
-pub const MAX_DRAWN: usize = 16;
+/// Most `percent(N)` labels drawn per request: one bit each in the mask, so at most
+/// 2^8 label sets (and plans per operation).
+pub const MAX_DRAWN: usize = 8;
+/// Metadata copies kept for drawn label sets; the map is cleared when full (a copy is
+/// made again in about the time of one plan), so memory stays bounded.
+const METAS_CAPACITY: usize = 16;
 
 /// The labels a request may draw, and the metadata per drawn set.
 #[derive(Debug, Default)]
@@ -22,12 +26,12 @@ pub struct OverrideLabels {
     drawn: Vec<(String, f64)>,
     /// Metadata with the always-on labels and each drawn set's labels enabled; the
     /// empty mask uses the supergraph's own metadata.
-    metas: Mutex<FxHashMap<u16, Arc<FederationMeta>>>,
+    metas: Mutex<FxHashMap<u8, Arc<FederationMeta>>>,
 }
 
 /// Which drawn labels are on for one request (bit `i` = `drawn[i]`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
-pub struct LabelMask(pub u16);
+pub struct LabelMask(pub u8);
 
 impl OverrideLabels {
     /// Enable the always-on labels in `meta` and collect the labels to draw.
@@ -63,7 +67,7 @@ impl OverrideLabels {
 
     /// Draw this request's labels.
     pub fn draw(&self) -> LabelMask {
-        let mut mask = 0u16;
+        let mut mask = 0u8;
         for (i, (_, n)) in self.drawn.iter().enumerate() {
             if fastrand::f64() * 100.0 < *n {
                 mask |= 1 << i;
@@ -79,6 +83,9 @@ impl OverrideLabels {
             return MetaRef::Base(base);
         }
         let mut metas = self.metas.lock();
+        if metas.len() >= METAS_CAPACITY && !metas.contains_key(&mask.0) {
+            metas.clear();
+        }
         let meta = metas.entry(mask.0).or_insert_with(|| {
             let mut meta = base.clone();
             let on = self
