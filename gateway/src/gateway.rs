@@ -135,6 +135,8 @@ pub struct CachedOperation {
     /// The authorization requirements it touches and its plans per denied set, made
     /// on the first request when the supergraph has authorization directives.
     pub(crate) auth: OnceLock<crate::auth::authz::OperationAuth<Variant>>,
+    /// Its demand-control cost estimate, compiled on the first request that needs it.
+    pub(crate) demand: OnceLock<graphfleet_planner::operation::demand::CostPlan>,
 }
 
 /// An estimate of what a cached operation holds, in bytes: its document and IR grow
@@ -402,6 +404,7 @@ impl State {
             metrics: OnceLock::new(),
             labels,
             auth: OnceLock::new(),
+            demand: OnceLock::new(),
         });
         self.cache.insert(key, cached.clone());
         Ok(cached)
@@ -635,6 +638,12 @@ impl<T: Transport> Gateway<T> {
             Err(e) => return request_error(e),
         };
         let values = ConditionValues::of(&cached.prepared.ir, &variables);
+        let dc = &self.config.demand_control;
+        let ops = cached.metrics.get().map(|m| &**m);
+        let cost = match crate::demand::check(dc, &state, &cached, &variables, values, ops) {
+            Ok(cost) => cost.filter(|_| dc.expose_in_extensions),
+            Err(e) => return request_error(e),
+        };
         let mask = match crate::auth::authz::authorize(&self.config, &state, &cached, meta) {
             Ok(mask) => mask,
             Err(e) => return request_error(e),
@@ -676,7 +685,10 @@ impl<T: Transport> Gateway<T> {
         };
         let executed = execute(&ctx).instrument(crate::otel_span!("execute")).await;
         Outcome::Executed {
-            body: executed.body,
+            body: match cost {
+                Some(cost) => crate::demand::expose(executed.body, cost),
+                None => executed.body,
+            },
             field_errors: executed.field_errors,
         }
     }

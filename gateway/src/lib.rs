@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod demand;
 pub mod gateway;
 pub mod http;
 pub mod persisted;

@@ -4,6 +4,7 @@
 
 mod auth;
 mod cli;
+mod demand;
 mod headers;
 mod http;
 mod load;
@@ -14,6 +15,7 @@ mod validate;
 
 pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
 pub use cli::{Cli, Command, HELP, parse_args};
+pub use demand::{DemandControlConfig, DemandControlMode};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{
     CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig, CsrfConfig,
@@ -67,6 +69,8 @@ pub struct Config {
     pub authorization: AuthorizationConfig,
     /// Progressive override labels fixed on or off (`percent(N)` ones are drawn otherwise).
     pub progressive_override: ProgressiveOverrideConfig,
+    /// Static cost estimates of operations from `@cost`/`@listSize` (off by default).
+    pub demand_control: DemandControlConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
     pub workers: Option<usize>,
 }
@@ -92,6 +96,7 @@ impl Default for Config {
             authentication: AuthenticationConfig::default(),
             authorization: AuthorizationConfig::default(),
             progressive_override: ProgressiveOverrideConfig::default(),
+            demand_control: DemandControlConfig::default(),
             workers: None,
         }
     }

@@ -121,6 +121,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
     super::persisted::validate(config, &mut report);
     super::http::validate(config, &mut report);
     super::auth::validate(config, &mut report);
+    super::demand::validate(config, &mut report);
     out
 }
 

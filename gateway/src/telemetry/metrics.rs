@@ -67,6 +67,8 @@ pub struct OperationMetrics {
     requests: IntCounterVec,
     durations: HistogramVec,
     handles: [OnceLock<(IntCounter, Histogram)>; RequestOutcome::COUNT],
+    costs: HistogramVec,
+    cost: OnceLock<Histogram>,
 }
 
 impl OperationMetrics {
@@ -81,7 +83,33 @@ impl OperationMetrics {
         count.inc();
         duration.observe(elapsed.as_secs_f64());
     }
+
+    /// Record a demand-control cost estimate of this operation.
+    pub fn record_cost(&self, estimate: f64) {
+        self.cost
+            .get_or_init(|| self.costs.with_label_values(&[self.label.as_str()]))
+            .observe(estimate);
+    }
 }
+
+/// Buckets of `graphfleet_operation_estimated_cost` (demand control).
+const COST_BUCKETS: &[f64] = &[
+    1.0,
+    5.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    250.0,
+    500.0,
+    1000.0,
+    2500.0,
+    5000.0,
+    10_000.0,
+    50_000.0,
+    100_000.0,
+    1_000_000.0,
+];
 
 /// Plan cache counters; the default is detached (counts into nothing exported).
 #[derive(Clone)]
@@ -113,6 +141,7 @@ pub struct Metrics {
     registry: Registry,
     requests: IntCounterVec,
     request_duration: HistogramVec,
+    estimated_cost: HistogramVec,
     fetches: IntCounterVec,
     fetch_errors: IntCounterVec,
     fetch_duration: HistogramVec,
@@ -150,6 +179,15 @@ impl Metrics {
             )
             .buckets(REQUEST_BUCKETS.to_vec()),
             &["operation", "outcome"],
+        )
+        .expect("valid metric");
+        let estimated_cost = HistogramVec::new(
+            HistogramOpts::new(
+                "graphfleet_operation_estimated_cost",
+                "Demand control's static cost estimate of each request, by operation name.",
+            )
+            .buckets(COST_BUCKETS.to_vec()),
+            &["operation"],
         )
         .expect("valid metric");
         let fetches = IntCounterVec::new(
@@ -213,6 +251,7 @@ impl Metrics {
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(request_duration.clone()),
+            Box::new(estimated_cost.clone()),
             Box::new(fetches.clone()),
             Box::new(fetch_errors.clone()),
             Box::new(fetch_duration.clone()),
@@ -226,11 +265,17 @@ impl Metrics {
                 .register(collector)
                 .expect("metric names are unique");
         }
-        let invalid = Arc::new(resolve_operation(&requests, &request_duration, INVALID));
+        let invalid = Arc::new(resolve_operation(
+            &requests,
+            &request_duration,
+            &estimated_cost,
+            INVALID,
+        ));
         Self {
             registry,
             requests,
             request_duration,
+            estimated_cost,
             fetches,
             fetch_errors,
             fetch_duration,
@@ -261,6 +306,7 @@ impl Metrics {
             Arc::new(resolve_operation(
                 &self.requests,
                 &self.request_duration,
+                &self.estimated_cost,
                 label,
             ))
         });
@@ -331,6 +377,7 @@ impl Metrics {
 fn resolve_operation(
     requests: &IntCounterVec,
     durations: &HistogramVec,
+    costs: &HistogramVec,
     label: &str,
 ) -> OperationMetrics {
     OperationMetrics {
@@ -338,6 +385,8 @@ fn resolve_operation(
         requests: requests.clone(),
         durations: durations.clone(),
         handles: Default::default(),
+        costs: costs.clone(),
+        cost: OnceLock::new(),
     }
 }
 
