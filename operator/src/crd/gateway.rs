@@ -182,6 +182,14 @@ pub struct GatewayConfig {
     /// Response compression per the client's Accept-Encoding (off by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<CompressionSpec>,
+    /// JWT validation against JSON Web Key Sets from Secrets, ConfigMaps (mounted into
+    /// the pods) or URLs; off unless set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<super::AuthenticationSpec>,
+    /// Enforcement of the supergraph's `@authenticated`, `@requiresScopes` and `@policy`
+    /// (on by default when the supergraph has them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<super::AuthorizationSpec>,
     /// Header rules for every subgraph request, run in order after `propagateHeaders`
     /// (and the client's Authorization, which is forwarded).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

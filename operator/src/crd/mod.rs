@@ -3,11 +3,13 @@
 //! The Rust types are the source of truth: `crdgen` renders them into `crds/*.yaml`, and the
 //! CEL rules below travel with the schema so the API server rejects bad specs itself.
 
+mod auth;
 mod gateway;
 mod loadtest;
 mod routing;
 mod subgraph;
 
+pub use auth::*;
 pub use gateway::*;
 pub use loadtest::*;
 pub use routing::*;

@@ -171,6 +171,7 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
         root.insert("telemetry".to_owned(), Value::Object(tracing));
     }
     browser_sections(&mut root, c);
+    super::auth::auth_sections(&mut root, c);
     super::routing::routing_sections(&mut root, c);
     serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
 }
@@ -419,7 +420,10 @@ pub fn deployment(gw: &GraphGateway, supergraph_hash: &str, default_image: &str)
                     annotations: Some(template_annotations),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod_spec(gw, default_image)),
+                spec: Some(super::auth::with_jwks_volumes(
+                    gw,
+                    pod_spec(gw, default_image),
+                )),
             },
             ..DeploymentSpec::default()
         }),
@@ -553,6 +557,9 @@ mod tests {
                 min_size_bytes: Some(2048),
                 level: Some(CompressionLevel::Fastest),
             }),
+            // Set apart in resources::auth's tests: they need the mounted JWKS.
+            authentication: None,
+            authorization: None,
             // Set apart in header_rules_and_override_labels_reach_the_gateway.
             header_rules: Vec::new(),
             subgraph_header_rules: Vec::new(),

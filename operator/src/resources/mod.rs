@@ -7,6 +7,7 @@ use k8s_openapi::api::core::v1::{
 };
 use sha2::{Digest, Sha256};
 
+pub mod auth;
 pub mod gateway;
 pub mod loadtest;
 mod routing;
