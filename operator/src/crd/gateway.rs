@@ -202,6 +202,10 @@ pub struct GatewayConfig {
     /// Progressive override (`@override(label:)`) labels fixed on or off.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progressive_override: Option<super::ProgressiveOverrideSpec>,
+    /// Demand control: static cost estimates of operations from the supergraph's
+    /// `@cost` and `@listSize`, as a metric and optionally a limit (off by default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demand_control: Option<super::DemandControlSpec>,
 }
 
 /// CORS: which browser origins may read the gateway's responses. A preflight from any

@@ -4,12 +4,14 @@
 //! CEL rules below travel with the schema so the API server rejects bad specs itself.
 
 mod auth;
+mod demand;
 mod gateway;
 mod loadtest;
 mod routing;
 mod subgraph;
 
 pub use auth::*;
+pub use demand::*;
 pub use gateway::*;
 pub use loadtest::*;
 pub use routing::*;

@@ -173,6 +173,7 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
     browser_sections(&mut root, c);
     super::auth::auth_sections(&mut root, c);
     super::routing::routing_sections(&mut root, c);
+    super::demand::demand_sections(&mut root, c);
     serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
 }
 
@@ -564,6 +565,8 @@ mod tests {
             header_rules: Vec::new(),
             subgraph_header_rules: Vec::new(),
             progressive_override: None,
+            // Set apart in resources::demand's tests.
+            demand_control: None,
         }
     }
 

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
 use sha2::{Digest, Sha256};
 
 pub mod auth;
+mod demand;
 pub mod gateway;
 pub mod loadtest;
 mod routing;
