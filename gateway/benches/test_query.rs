@@ -5,6 +5,8 @@
 //! `test_query_http`: the same execution behind the HTTP layers (CSRF check, CORS,
 //! compression), each off and on, the response body read to its end; `http_layers`: the
 //! layers alone around the TestQuery's answer, without compressing.
+//! `test_query_persisted`: the TestQuery as text with persisted documents and APQ off
+//! and on, and sent as an APQ hash and as a listed document id.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -153,7 +155,76 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
     // TestQuery only.
     if matches!(set, Set::Fed) {
         http_layers(c, &rt, &gateway, &request, &post);
+        persisted(c, &rt, set, &recorded, &request, &expected);
     }
+}
+
+/// The TestQuery with persisted documents and APQ off (`text_off`) and on (`text_on`:
+/// the same text request, a list loaded and APQ on), then sent as an APQ hash
+/// (`apq_hash`) and as a listed `documentId` (`document_id`).
+fn persisted(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    set: Set,
+    recorded: &[(Bytes, Bytes)],
+    text: &GraphQLRequest,
+    expected: &[u8],
+) {
+    use sha2::Digest;
+    let query = text.query.clone().expect("query");
+    let hash = graphfleet_gateway::supergraph::hex(&sha2::Sha256::digest(query.as_bytes()));
+    let dir = std::env::temp_dir().join(format!("graphfleet-bench-pd-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let list = dir.join("documents.json");
+    let manifest = serde_json::json!({ "test-query": query });
+    std::fs::write(&list, manifest.to_string()).expect("write the list");
+    let off = {
+        let mut config = Config::default();
+        config.apq.enabled = false;
+        config
+    };
+    let on = {
+        let mut config = Config::default();
+        config.persisted_documents.path = Some(list.clone());
+        config.persisted_documents.watch = false;
+        config
+    };
+    let gateway = |config: &Config| {
+        Gateway::with_transport(
+            Arc::new(config.clone()),
+            Supergraph::parse(set.supergraph()).expect("supergraph"),
+            Replay(recorded.iter().cloned().collect()),
+        )
+    };
+    let (off, on) = (gateway(&off), gateway(&on));
+    let _ = std::fs::remove_dir_all(&dir);
+    let request = |body: serde_json::Value| -> GraphQLRequest {
+        serde_json::from_value(body).expect("a GraphQL request")
+    };
+    let apq = serde_json::json!({ "persistedQuery": { "version": 1, "sha256Hash": hash } });
+    let register = request(serde_json::json!({ "query": query, "extensions": apq }));
+    let by_hash = request(serde_json::json!({ "extensions": apq }));
+    let by_id = request(serde_json::json!({ "documentId": "test-query" }));
+    let post = RequestMeta {
+        allow_mutation: true,
+        ..RequestMeta::default()
+    };
+    let cases: [(&str, &Gateway<Replay>, &GraphQLRequest); 4] = [
+        ("text_off", &off, text),
+        ("text_on", &on, text),
+        ("apq_hash", &on, &by_hash),
+        ("document_id", &on, &by_id),
+    ];
+    rt.block_on(on.execute(&register, &post));
+    let mut group = c.benchmark_group("test_query_persisted");
+    for (name, gateway, request) in cases {
+        let body = rt.block_on(gateway.execute(request, &post)).into_body();
+        assert_eq!(body.as_slice(), expected, "{name} answers as the text does");
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(rt.block_on(gateway.execute(black_box(request), &post))))
+        });
+    }
+    group.finish();
 }
 
 /// Request headers of one case.

@@ -206,6 +206,15 @@ pub struct GatewayConfig {
     /// `@cost` and `@listSize`, as a metric and optionally a limit (off by default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub demand_control: Option<super::DemandControlSpec>,
+    /// Persisted documents (trusted documents): operations registered ahead of time in
+    /// a ConfigMap, run by id; the operator mounts the ConfigMap into the pods and the
+    /// gateway reloads the list when the ConfigMap changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub persisted_documents: Option<PersistedDocumentsSpec>,
+    /// Automatic persisted queries (on by default; inactive in the `safelist` and
+    /// `requireId` modes of `persistedDocuments`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apq: Option<ApqSpec>,
 }
 
 /// CORS: which browser origins may read the gateway's responses. A preflight from any
@@ -262,6 +271,70 @@ pub struct CsrfSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(inner(pattern(r"^[!#$%&'+.^_`|~0-9A-Za-z-]+$")))]
     pub required_headers: Option<Vec<String>>,
+}
+
+/// Where the persisted document list is and what is done with operations not in it.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PersistedDocumentsSpec {
+    /// The ConfigMap (in the GraphGateway's namespace) and its key holding the list.
+    pub config_map: ConfigMapKey,
+    /// `auto` (default: an Apollo manifest by its `format` key, else an id -> document
+    /// map), `apollo`, `relay` or `hive`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub format: Option<PersistedDocumentsFormat>,
+    /// `allowArbitrary` (default: listed ids and any operation text), `safelist` (listed
+    /// ids, or the listed text exactly) or `requireId` (listed ids only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<PersistedDocumentsMode>,
+}
+
+/// A key of a ConfigMap.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigMapKey {
+    /// The ConfigMap's name.
+    #[schemars(length(min = 1, max = 253))]
+    pub name: String,
+    /// The key whose value is the list file.
+    #[schemars(pattern(r"^[-._a-zA-Z0-9]+$"), length(min = 1, max = 253))]
+    pub key: String,
+}
+
+/// The list file's format.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PersistedDocumentsFormat {
+    Auto,
+    Apollo,
+    Relay,
+    Hive,
+}
+
+/// What happens to operations not in the persisted document list.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PersistedDocumentsMode {
+    AllowArbitrary,
+    Safelist,
+    RequireId,
+}
+
+/// Automatic persisted query settings.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApqSpec {
+    /// Keep operations clients register by hash; default true.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Most operations kept; default 10000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_entries: Option<u32>,
+    /// Most operation text kept, in bytes; default 33554432 (32 MiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_bytes: Option<u64>,
 }
 
 /// Response compression settings.

@@ -44,6 +44,10 @@ pub const GATEWAY_CONTAINER: &str = "gateway";
 /// Port the gateway listens on inside the pod.
 pub const GATEWAY_PORT: i32 = 4000;
 const MOUNT_DIR: &str = "/etc/graphfleet";
+/// Where the ConfigMap named by `spec.config.persistedDocuments` is mounted (a directory
+/// mount, not subPath, so the kubelet updates the file and the gateway reloads it).
+pub const PERSISTED_DOCUMENTS_DIR: &str = "/etc/graphfleet-persisted";
+const PERSISTED_DOCUMENTS_VOLUME: &str = "persisted-documents";
 /// Label naming the GraphGateway a gateway pod belongs to.
 pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
 const NAME_LABEL: &str = "app.kubernetes.io/name";
@@ -174,6 +178,7 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
     super::auth::auth_sections(&mut root, c);
     super::routing::routing_sections(&mut root, c);
     super::demand::demand_sections(&mut root, c);
+    persisted_sections(&mut root, c);
     serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
 }
 
@@ -230,6 +235,49 @@ fn browser_sections(root: &mut Map<String, Value>, c: &crate::crd::GatewayConfig
                 ("algorithms", algorithms),
                 ("min_size", compression.min_size_bytes.map(Value::from)),
                 ("level", level),
+            ],
+        );
+    }
+}
+
+/// `persisted_documents` (the path where the ConfigMap is mounted) and `apq`.
+fn persisted_sections(root: &mut Map<String, Value>, c: &crate::crd::GatewayConfig) {
+    use crate::crd::{PersistedDocumentsFormat as F, PersistedDocumentsMode as M};
+    let format = |f: F| {
+        Value::from(match f {
+            F::Auto => "auto",
+            F::Apollo => "apollo",
+            F::Relay => "relay",
+            F::Hive => "hive",
+        })
+    };
+    let mode = |m: M| {
+        Value::from(match m {
+            M::AllowArbitrary => "allow_arbitrary",
+            M::Safelist => "safelist",
+            M::RequireId => "require_id",
+        })
+    };
+    if let Some(docs) = &c.persisted_documents {
+        let path = format!("{PERSISTED_DOCUMENTS_DIR}/{}", docs.config_map.key);
+        section(
+            root,
+            "persisted_documents",
+            [
+                ("path", Some(Value::from(path))),
+                ("format", docs.format.map(format)),
+                ("mode", docs.mode.map(mode)),
+            ],
+        );
+    }
+    if let Some(apq) = &c.apq {
+        section(
+            root,
+            "apq",
+            [
+                ("enabled", apq.enabled.map(Value::from)),
+                ("max_entries", apq.max_entries.map(Value::from)),
+                ("max_bytes", apq.max_bytes.map(Value::from)),
             ],
         );
     }
@@ -344,9 +392,39 @@ fn gateway_container(gw: &GraphGateway, default_image: &str) -> Container {
         // A gateway that fails to start says why in its last log lines; the kubelet keeps
         // them as the termination message, which the GraphGateway's Ready condition quotes.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(super::read_only_and_tmp("supergraph", MOUNT_DIR)),
+        volume_mounts: Some(volume_mounts(gw)),
         ..Container::default()
     }
+}
+
+/// The supergraph ConfigMap and /tmp, and the persisted documents ConfigMap when set.
+fn volume_mounts(gw: &GraphGateway) -> Vec<k8s_openapi::api::core::v1::VolumeMount> {
+    let mut mounts = super::read_only_and_tmp("supergraph", MOUNT_DIR);
+    if gw.spec.config.persisted_documents.is_some() {
+        mounts.push(k8s_openapi::api::core::v1::VolumeMount {
+            name: PERSISTED_DOCUMENTS_VOLUME.to_owned(),
+            mount_path: PERSISTED_DOCUMENTS_DIR.to_owned(),
+            read_only: Some(true),
+            ..Default::default()
+        });
+    }
+    mounts
+}
+
+fn volumes(gw: &GraphGateway) -> Vec<k8s_openapi::api::core::v1::Volume> {
+    use k8s_openapi::api::core::v1::{ConfigMapVolumeSource, Volume};
+    let mut volumes = super::config_map_and_tmp("supergraph", &config_map_name(&gw.name_any()));
+    if let Some(docs) = &gw.spec.config.persisted_documents {
+        volumes.push(Volume {
+            name: PERSISTED_DOCUMENTS_VOLUME.to_owned(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: docs.config_map.name.clone(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
+    volumes
 }
 
 fn pod_spec(gw: &GraphGateway, default_image: &str) -> PodSpec {
@@ -367,10 +445,7 @@ fn pod_spec(gw: &GraphGateway, default_image: &str) -> PodSpec {
         automount_service_account_token: Some(false),
         termination_grace_period_seconds: Some(TERMINATION_GRACE_SECONDS),
         security_context: Some(pod_security_context()),
-        volumes: Some(super::config_map_and_tmp(
-            "supergraph",
-            &config_map_name(&gw.name_any()),
-        )),
+        volumes: Some(volumes(gw)),
         ..PodSpec::default()
     }
 }
@@ -504,8 +579,9 @@ pub fn horizontal_pod_autoscaler(gw: &GraphGateway) -> Option<HorizontalPodAutos
 mod tests {
     use super::*;
     use crate::crd::{
-        CompressionAlgorithm, CompressionLevel, CompressionSpec, CorsSpec, CsrfSpec, GatewayConfig,
-        GraphGatewaySpec, SubgraphHttp2, SubgraphRequestCompression,
+        ApqSpec, CompressionAlgorithm, CompressionLevel, CompressionSpec, ConfigMapKey, CorsSpec,
+        CsrfSpec, GatewayConfig, GraphGatewaySpec, PersistedDocumentsFormat,
+        PersistedDocumentsMode, PersistedDocumentsSpec, SubgraphHttp2, SubgraphRequestCompression,
     };
     use graphfleet_gateway::config as gateway_config;
     use std::time::Duration;
@@ -567,6 +643,13 @@ mod tests {
             progressive_override: None,
             // Set apart in resources::demand's tests.
             demand_control: None,
+            // Set apart in persisted_documents_mount_and_keys: it needs the mounted file.
+            persisted_documents: None,
+            apq: Some(ApqSpec {
+                enabled: Some(false),
+                max_entries: Some(500),
+                max_bytes: Some(1_000_000),
+            }),
         }
     }
 
@@ -685,6 +768,95 @@ mod tests {
         );
         assert_eq!(compression.min_size, 2048);
         assert_eq!(compression.level, gateway_config::CompressionLevel::Fastest);
+        assert_eq!(
+            config.apq,
+            gateway_config::ApqConfig {
+                enabled: false,
+                max_entries: 500,
+                max_bytes: 1_000_000,
+            }
+        );
+    }
+
+    #[test]
+    fn persisted_documents_mount_and_keys() {
+        let spec = GatewayConfig {
+            persisted_documents: Some(PersistedDocumentsSpec {
+                config_map: ConfigMapKey {
+                    name: "storefront-operations".to_owned(),
+                    key: "manifest.json".to_owned(),
+                },
+                format: Some(PersistedDocumentsFormat::Apollo),
+                mode: Some(PersistedDocumentsMode::RequireId),
+            }),
+            ..GatewayConfig::default()
+        };
+        let gw = gateway(spec);
+        let pod = deployment(&gw, "hash", "img")
+            .spec
+            .expect("spec")
+            .template
+            .spec
+            .expect("pod");
+        let volume = pod
+            .volumes
+            .as_ref()
+            .expect("volumes")
+            .iter()
+            .find(|v| v.name == PERSISTED_DOCUMENTS_VOLUME)
+            .expect("the persisted documents volume");
+        let source = volume.config_map.as_ref().expect("a ConfigMap volume");
+        assert_eq!(source.name, "storefront-operations");
+        let mounts = pod.containers[0].volume_mounts.as_ref().expect("mounts");
+        let mount = mounts
+            .iter()
+            .find(|m| m.name == PERSISTED_DOCUMENTS_VOLUME)
+            .expect("the persisted documents mount");
+        assert_eq!(mount.mount_path, PERSISTED_DOCUMENTS_DIR);
+        assert_eq!(mount.read_only, Some(true));
+        // A subPath mount would never see the ConfigMap's updates.
+        assert_eq!(mount.sub_path, None);
+        // The gateway reads the rendered keys: the path with the list file put where
+        // the kubelet would put it.
+        let rendered = gateway_config_json(&gw);
+        let mounted = format!("{PERSISTED_DOCUMENTS_DIR}/manifest.json");
+        assert!(
+            rendered.contains(&format!("\"path\": \"{mounted}\"")),
+            "{rendered}"
+        );
+        let dir = std::env::temp_dir().join(format!("graphfleet-pd-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let list = dir.join("manifest.json");
+        let manifest = r#"{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"a1","name":"A","type":"query","body":"{ a }"}]}"#;
+        std::fs::write(&list, manifest).expect("write the list");
+        let file = dir.join(CONFIG_KEY);
+        std::fs::write(&file, rendered.replace(&mounted, &list.to_string_lossy()))
+            .expect("write the config");
+        let args = gateway_container(&gw, "img").args.unwrap_or_default();
+        let cli = gateway_config::parse_args(args).expect("the container's args parse");
+        let config = gateway_config::load(&gateway_config::Sources {
+            file: Some(file),
+            env: Vec::new(),
+            flags: cli.overrides,
+        })
+        .map_err(|e| e.to_string());
+        let _ = std::fs::remove_dir_all(&dir);
+        let config = config.expect("the gateway accepts it");
+        let docs = &config.persisted_documents;
+        assert_eq!(docs.path.as_deref(), Some(list.as_path()));
+        assert_eq!(docs.format, gateway_config::ManifestFormat::Apollo);
+        assert_eq!(docs.mode, gateway_config::PersistedMode::RequireId);
+        assert_eq!(config.apq, gateway_config::ApqConfig::default());
+        // Without persisted documents there is no extra volume.
+        let plain = deployment(&gateway(GatewayConfig::default()), "hash", "img");
+        let volumes = plain
+            .spec
+            .expect("spec")
+            .template
+            .spec
+            .expect("pod")
+            .volumes;
+        assert_eq!(volumes.expect("volumes").len(), 2);
     }
 
     #[test]
