@@ -1,7 +1,10 @@
 //! Demand control over real HTTP: the `keys` fixture's supergraph with a cost link and
 //! `@cost(weight: 7)` on `Query.orders`, JSON-backed subgraphs counting their requests.
 //! With the default list size of 10, `{ orders { id } }` is estimated 10 x 7 = 70 and
-//! `query Users { users { id } }` 10 x 1 (User is an object) = 10.
+//! `query Users { users { id } }` 10 x 1 (User is an object) = 10. `Query.users` also
+//! gets an optional `first` slicing argument, and `Query.pick` (unknown to the subgraph)
+//! `first`/`last` with `requireOneSlicingArgument`: only requests rejected before they
+//! reach a subgraph use them.
 
 mod support;
 
@@ -11,6 +14,8 @@ use serde_json::{Value, json};
 
 const ORDERS: &str = "query Orders { orders { id } }";
 const USERS: &str = "query Users { users { id } }";
+const PICK_NONE: &str = "{ pick { id } }";
+const USERS_BY_VARIABLE: &str = "query Users($n: Int) { users(first: $n) { id } }";
 
 struct Env {
     url: String,
@@ -23,13 +28,15 @@ fn with_cost(text: &str) -> String {
     let linked = text.replacen(
         "  @link(url: \"https://specs.apollo.dev/join/v0.3\", for: EXECUTION)\n",
         "  @link(url: \"https://specs.apollo.dev/join/v0.3\", for: EXECUTION)\n  \
-         @link(url: \"https://specs.apollo.dev/cost/v0.1\")\n",
+         @link(url: \"https://specs.apollo.dev/cost/v0.1\", import: [\"@listSize\"])\n",
         1,
     );
     let defined = linked.replacen(
         "directive @join__enumValue",
         "directive @cost(weight: Int!) on ARGUMENT_DEFINITION | ENUM | FIELD_DEFINITION | \
-         INPUT_FIELD_DEFINITION | OBJECT | SCALAR\n\ndirective @join__enumValue",
+         INPUT_FIELD_DEFINITION | OBJECT | SCALAR\n\ndirective @listSize(assumedSize: Int, \
+         slicingArguments: [String!], sizedFields: [String!], requireOneSlicingArgument: \
+         Boolean = true) on FIELD_DEFINITION\n\ndirective @join__enumValue",
         1,
     );
     let weighed = defined.replacen(
@@ -37,8 +44,17 @@ fn with_cost(text: &str) -> String {
         "orders: [Order!]! @join__field(graph: ORDERS) @cost(weight: 7)",
         1,
     );
+    let sliced = weighed.replacen(
+        "users: [User!]! @join__field(graph: ACCOUNTS)",
+        "users(first: Int): [User!]! @join__field(graph: ACCOUNTS) \
+         @listSize(slicingArguments: [\"first\"], requireOneSlicingArgument: false)\n  \
+         pick(first: Int, last: Int): [User!]! @join__field(graph: ACCOUNTS) \
+         @listSize(slicingArguments: [\"first\", \"last\"])",
+        1,
+    );
     assert_ne!(weighed, defined, "the fixture still has Query.orders");
-    weighed
+    assert_ne!(sliced, weighed, "the fixture still has Query.users");
+    sliced
 }
 
 async fn env(demand_control: DemandControlConfig) -> Env {
@@ -71,7 +87,16 @@ fn enforce(max_cost: u64) -> DemandControlConfig {
 }
 
 async fn post(env: &Env, query: &str, accept: &str) -> (u16, Value) {
-    let body = serde_json::to_vec(&json!({ "query": query })).expect("JSON");
+    send(env, json!({ "query": query }), accept).await
+}
+
+async fn post_vars(env: &Env, query: &str, variables: Value) -> (u16, Value) {
+    let body = json!({ "query": query, "variables": variables });
+    send(env, body, "application/graphql-response+json").await
+}
+
+async fn send(env: &Env, body: Value, accept: &str) -> (u16, Value) {
+    let body = serde_json::to_vec(&body).expect("JSON");
     let reply = support::request(
         &env.client,
         "POST",
@@ -125,6 +150,27 @@ async fn enforce_rejects_over_cost_operations_before_any_subgraph_request() {
     }
     assert_eq!(subgraph_requests(&env), 0, "no subgraph saw a request");
 
+    let (status, body) = post(&env, PICK_NONE, "application/graphql-response+json").await;
+    assert_eq!(
+        status, 400,
+        "no slicing argument while one is required: {body}"
+    );
+    assert_eq!(
+        body["errors"][0]["extensions"]["code"],
+        "COST_QUERY_PARSE_FAILURE"
+    );
+    assert_eq!(
+        body["errors"][0]["message"],
+        "Query.pick needs exactly one of its slicing arguments (first, last); the request gives 0"
+    );
+    let (status, body) = post_vars(&env, USERS_BY_VARIABLE, json!({ "n": 100 })).await;
+    assert_eq!(status, 400, "{body}");
+    assert_eq!(
+        body["errors"][0]["message"],
+        "the operation's estimated cost 100 is over the maximum of 50"
+    );
+    assert_eq!(subgraph_requests(&env), 0, "no subgraph saw a request");
+
     let (status, body) = post(&env, USERS, "application/graphql-response+json").await;
     assert_eq!(status, 200, "{body}");
     assert!(body.get("errors").is_none(), "{body}");
@@ -144,7 +190,8 @@ async fn enforce_rejects_over_cost_operations_before_any_subgraph_request() {
     );
     assert_eq!(
         sample(&scrape, &format!("{cost}_sum{{operation=\"Users\"}}")),
-        Some(10.0)
+        Some(110.0),
+        "100 rejected, 10 answered"
     );
     assert_eq!(
         sample(
