@@ -310,7 +310,9 @@ pub async fn handle<T: Transport>(
         (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    response(status, media, outcome.into_body())
+    // The body's buffer goes back to the pool once it is sent.
+    let body = crate::response::buffers::into_bytes(outcome.into_body());
+    response(status, media, body)
 }
 
 /// Content types a browser sends cross-origin without a CORS preflight.
