@@ -522,3 +522,98 @@ async fn a_bad_list_fails_the_start_naming_the_key_and_the_place() {
     assert!(stderr.contains(&expected), "stderr:\n{stderr}");
     assert!(!stderr.contains("panicked"), "stderr:\n{stderr}");
 }
+
+/// Apollo Client's own persisted-queries link (@apollo/client 3.14.1, pinned by
+/// tools/apq-client/package-lock.json) against the gateway: it sends the hash, gets
+/// PERSISTED_QUERY_NOT_FOUND, resends with the text, and the next time the hash alone is
+/// answered; over POST and over GET (useGETForHashedQueries: the hash on GET, the retry
+/// with the text on POST); and against a gateway with APQ off it falls back to text for
+/// good after PERSISTED_QUERY_NOT_SUPPORTED.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apollo_clients_persisted_query_link() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipped: npm is not installed, so Apollo Client cannot run");
+        return;
+    }
+    let on = env("apq-apollo-client", None, Config::default()).await;
+    let mut config = Config::default();
+    config.apq.enabled = false;
+    let off = env("apq-apollo-client-off", None, config).await;
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/apq-client.sh");
+    let (url, off_url) = (on.url.clone(), off.url.clone());
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(script)
+            .args([&url, &off_url])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run scripts/apq-client.sh")
+    })
+    .await
+    .expect("the client's thread");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "Apollo Client failed:\n{stderr}");
+    let out: Value = serde_json::from_slice(&output.stdout).expect("the client prints JSON");
+    let users = json!({ "users": [{ "id": "u1" }, { "id": "u2" }] });
+    let names = json!({ "users": [{ "name": "Ada" }, { "name": "Bob" }] });
+    for (case, data) in [("post", &users), ("get", &names), ("off", &users)] {
+        assert_eq!(&out[case]["first"], data, "{case}: {out}");
+        assert_eq!(&out[case]["second"], data, "{case}: {out}");
+    }
+    // (method, text sent, hash sent, error codes); every hash is the SHA-256 of the
+    // text the link sends when asked for it.
+    let exchanges = |case: &str| -> Vec<(String, bool, bool, Value)> {
+        let all = out[case]["exchanges"].as_array().expect("exchanges");
+        let text = all
+            .iter()
+            .find_map(|e| e["query"].as_str())
+            .expect("the text was sent once");
+        for e in all {
+            if let Some(h) = e["hash"].as_str() {
+                assert_eq!(h, sha256(text), "{case}: the hash is the text's SHA-256");
+            }
+        }
+        all.iter()
+            .map(|e| {
+                let method = e["method"].as_str().expect("method").to_owned();
+                (
+                    method,
+                    e["query"].is_string(),
+                    e["hash"].is_string(),
+                    e["codes"].clone(),
+                )
+            })
+            .collect()
+    };
+    let not_found = json!(["PERSISTED_QUERY_NOT_FOUND"]);
+    let post = |query, hash, codes: &Value| ("POST".to_owned(), query, hash, codes.clone());
+    assert_eq!(
+        exchanges("post"),
+        [
+            post(false, true, &not_found),
+            post(true, true, &json!([])),
+            post(false, true, &json!([])),
+        ]
+    );
+    let get = |query, hash, codes: &Value| ("GET".to_owned(), query, hash, codes.clone());
+    assert_eq!(
+        exchanges("get"),
+        [
+            get(false, true, &not_found),
+            post(true, true, &json!([])),
+            get(false, true, &json!([])),
+        ]
+    );
+    assert_eq!(
+        exchanges("off"),
+        [
+            post(false, true, &json!(["PERSISTED_QUERY_NOT_SUPPORTED"])),
+            // The link stops hashing: the retry and later requests carry the text only.
+            post(true, false, &json!([])),
+            post(true, false, &json!([])),
+        ]
+    );
+}
