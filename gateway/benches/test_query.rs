@@ -7,6 +7,7 @@
 //! layers alone around the TestQuery's answer, without compressing.
 //! `test_query_persisted`: the TestQuery as text with persisted documents and APQ off
 //! and on, and sent as an APQ hash and as a listed document id.
+//! `test_query_auth`: the TestQuery with JWT validation and authorization off and on.
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -156,6 +157,7 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
     if matches!(set, Set::Fed) {
         http_layers(c, &rt, &gateway, &request, &post);
         persisted(c, &rt, set, &recorded, &request, &expected);
+        auth(c, &rt, set, &recorded, &request, &expected);
     }
 }
 
@@ -301,6 +303,144 @@ fn http_layers<T: Transport>(
         }
         group.finish();
     }
+}
+
+/// The fed supergraph with authorization directives on what the TestQuery reads:
+/// `User` needs a token, `Product.price` a scope, `Review.body` one of two scopes.
+fn auth_supergraph(text: &str) -> String {
+    let edits = [
+        (
+            "  @link(url: \"https://specs.apollo.dev/join/v0.3\", for: EXECUTION)\n",
+            "  @link(url: \"https://specs.apollo.dev/join/v0.3\", for: EXECUTION)\n  \
+             @link(url: \"https://specs.apollo.dev/authenticated/v0.1\", for: SECURITY)\n  \
+             @link(url: \"https://specs.apollo.dev/requiresScopes/v0.1\", for: SECURITY)\n",
+        ),
+        (
+            "scalar join__FieldSet\n",
+            "scalar join__FieldSet\n\nscalar requiresScopes__Scope\n\n\
+             directive @authenticated on FIELD_DEFINITION | OBJECT | INTERFACE | SCALAR | ENUM\n\n\
+             directive @requiresScopes(scopes: [[requiresScopes__Scope!]!]!) on FIELD_DEFINITION \
+             | OBJECT | INTERFACE | SCALAR | ENUM\n",
+        ),
+        ("type User\n", "type User @authenticated\n"),
+        (
+            "  price: Int @join__field(graph: INVENTORY, external: true) @join__field(graph: PRODUCTS)\n",
+            "  price: Int @join__field(graph: INVENTORY, external: true) @join__field(graph: PRODUCTS) \
+             @requiresScopes(scopes: [[\"read:price\"]])\n",
+        ),
+        (
+            "  body: String\n",
+            "  body: String @requiresScopes(scopes: [[\"read:reviews\"], [\"admin\"]])\n",
+        ),
+    ];
+    let mut out = text.to_owned();
+    for (from, to) in edits {
+        assert!(out.contains(from), "the fed supergraph has {from:?}");
+        out = out.replacen(from, to, 1);
+    }
+    out
+}
+
+/// The TestQuery with authentication and authorization: `off` (neither), `directives`
+/// (the supergraph has auth directives, authorization is off), `jwt` (an ES256 token
+/// validated per request against a JWKS file, no directives) and `jwt_authorized` (the
+/// token and the directives, every field authorized: the cached plan). Each iteration
+/// does what the HTTP handler does: authenticate the headers, then execute.
+/// `validate_token`: the authentication alone.
+fn auth(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    set: Set,
+    recorded: &[(Bytes, Bytes)],
+    request: &GraphQLRequest,
+    expected: &[u8],
+) {
+    use base64::Engine;
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key");
+    let point = pair.public_key_raw();
+    let b64 = |bytes: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes);
+    let jwks = serde_json::json!({ "keys": [{
+        "kty": "EC", "crv": "P-256", "kid": "bench", "alg": "ES256",
+        "x": b64(&point[1..33]), "y": b64(&point[33..]),
+    }] });
+    let dir = std::env::temp_dir().join(format!("graphfleet-auth-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let jwks_path = dir.join("jwks.json");
+    std::fs::write(&jwks_path, jwks.to_string()).expect("write the JWKS");
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.kid = Some("bench".to_owned());
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+        + 3600;
+    let claims = serde_json::json!({
+        "iss": "https://issuer.bench", "aud": "graphfleet", "sub": "u1", "exp": exp,
+        "scope": "read:price read:reviews",
+    });
+    let key = jsonwebtoken::EncodingKey::from_ec_pem(pair.serialize_pem().as_bytes())
+        .expect("a PKCS#8 key");
+    let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign");
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        http::header::AUTHORIZATION,
+        format!("Bearer {token}").parse().expect("a header value"),
+    );
+    let plain = set.supergraph().to_owned();
+    let directed = auth_supergraph(&plain);
+    let gateway = |supergraph: &str, jwt: bool, authorization: bool| {
+        let mut config = Config::default();
+        config.authorization.enabled = authorization;
+        if jwt {
+            config.authentication.jwks = vec![graphfleet_gateway::config::JwksSource {
+                file: Some(jwks_path.clone()),
+                url: None,
+                refresh_interval: std::time::Duration::from_secs(3600),
+            }];
+            config.authentication.issuers = vec!["https://issuer.bench".to_owned()];
+            config.authentication.audiences = vec!["graphfleet".to_owned()];
+        }
+        Gateway::with_transport(
+            Arc::new(config),
+            Supergraph::parse(supergraph).expect("supergraph"),
+            Replay(recorded.iter().cloned().collect()),
+        )
+    };
+    let mut group = c.benchmark_group("test_query_auth");
+    for (name, supergraph, jwt, authorization) in [
+        ("off", &plain, false, true),
+        ("directives", &directed, false, false),
+        ("jwt", &plain, true, true),
+        ("jwt_authorized", &directed, true, true),
+    ] {
+        let gateway = gateway(supergraph, jwt, authorization);
+        let run = || async {
+            let claims = gateway
+                .auth
+                .authenticate(black_box(&headers))
+                .await
+                .expect("a valid token");
+            let meta = RequestMeta {
+                allow_mutation: true,
+                claims,
+                ..RequestMeta::default()
+            };
+            gateway.execute(black_box(request), &meta).await.into_body()
+        };
+        assert_eq!(
+            rt.block_on(run()).as_slice(),
+            expected,
+            "{name} answers in full"
+        );
+        group.bench_function(name, |b| b.iter(|| black_box(rt.block_on(run()))));
+    }
+    // The token's validation alone (ES256 signature, claims), which `jwt` includes.
+    let gateway = gateway(&plain, true, true);
+    group.bench_function("validate_token", |b| {
+        b.iter(|| black_box(rt.block_on(gateway.auth.authenticate(black_box(&headers)))))
+    });
+    group.finish();
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 criterion_group!(benches, bench);

@@ -4,7 +4,9 @@
 
 mod support;
 
-use graphfleet_gateway::config::{Config, HeaderRule, SubgraphConfig};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use graphfleet_gateway::config::{Config, HeaderRule, JwksSource, SubgraphConfig};
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::json;
 use support::fault_subgraph::{self, FaultSubgraph};
@@ -127,4 +129,57 @@ async fn a_subgraphs_own_rules_apply_only_to_it() {
     )
     .await;
     assert_eq!(seen, ["x-tenant: internal"]);
+}
+
+/// A JWT signed with a fresh P-256 key, and the configuration that trusts that key.
+fn signed_token(claims: serde_json::Value) -> (String, Vec<JwksSource>) {
+    let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).expect("a P-256 key");
+    let point = pair.public_key_raw();
+    let jwk = json!({
+        "kty": "EC", "crv": "P-256", "kid": "k1", "alg": "ES256",
+        "x": B64.encode(&point[1..33]), "y": B64.encode(&point[33..]),
+    });
+    let dir = support::process::test_dir("header-rules-jwks");
+    let file = dir.join("jwks.json");
+    std::fs::write(&file, json!({ "keys": [jwk] }).to_string()).expect("write the JWKS");
+    let key = jsonwebtoken::EncodingKey::from_ec_pem(pair.serialize_pem().as_bytes())
+        .expect("a PKCS#8 EC key");
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::ES256);
+    header.kid = Some("k1".to_owned());
+    let token = jsonwebtoken::encode(&header, &claims, &key).expect("sign the token");
+    let source = JwksSource {
+        file: Some(file),
+        url: None,
+        refresh_interval: std::time::Duration::from_secs(60),
+    };
+    (token, vec![source])
+}
+
+#[tokio::test]
+async fn claims_of_the_validated_token_become_headers() {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+        + 600;
+    let claims = json!({"sub": "user-7", "exp": exp, "org": {"id": 42}, "roles": ["a", "b"]});
+    let (token, jwks) = signed_token(claims);
+    let bearer = format!("Bearer {token}");
+    let seen = faulty_saw(
+        |c| {
+            c.authentication.jwks = jwks;
+            c.headers.forward_authorization = false;
+            c.headers.rules = rules(
+                r#"
+- insert: {name: x-user-id, from_claim: sub}
+- insert: {name: x-org-id, from_claim: /org/id}
+- insert: {name: x-roles, from_claim: roles}
+- insert: {name: x-missing, from_claim: tenant}
+"#,
+            );
+        },
+        &[("authorization", &bearer)],
+    )
+    .await;
+    assert_eq!(seen, ["x-org-id: 42", "x-roles: a,b", "x-user-id: user-7"]);
 }
