@@ -181,6 +181,9 @@ async fn relay_ids_run_as_doc_id_and_document_id() {
     );
     assert_data(&env.get(&[("documentId", "9e0d7c6b")]).await, NAMES_DATA);
     assert_data(&env.get(&[("doc_id", "4b2c3f8a")]).await, USERS_DATA);
+    // An Apollo client's hash finds a Relay-listed document by its text's SHA-256.
+    let by_hash = env.post(json!({ "extensions": apq(&sha256(NAMES)) })).await;
+    assert_data(&by_hash, NAMES_DATA);
     let reply = env.post(json!({ "documentId": "ffffffff" })).await;
     assert_refused(
         &reply,

@@ -231,15 +231,17 @@ impl Persisted {
                 ));
             }
             let listed = list.is_some_and(|l| l.by_text_hash(&actual).is_some());
-            return match (&self.apq, self.mode) {
-                _ if listed => Ok(Query::Text(query)),
-                (Some(apq), _) => {
-                    apq.insert(actual, query);
-                    Ok(Query::Text(query))
-                }
-                (None, PersistedMode::AllowArbitrary) => Ok(Query::Text(query)),
-                (None, _) => Err(not_in_list(hash)),
-            };
+            if listed {
+                return Ok(Query::Text(query));
+            }
+            if self.mode != PersistedMode::AllowArbitrary {
+                return Err(not_in_list(hash));
+            }
+            // APQ registration (a text with its hash runs as text when APQ is off).
+            if let Some(apq) = &self.apq {
+                apq.insert(actual, query);
+            }
+            return Ok(Query::Text(query));
         }
         let listed = list.and_then(|l| {
             l.get(hash)
