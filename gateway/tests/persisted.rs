@@ -500,6 +500,40 @@ async fn the_binary_reloads_the_list_and_keeps_the_last_good_one() {
         eventually(&client, &url, &users, USERS_DATA).await,
         USERS_DATA
     );
+    // The file gone (a ConfigMap deleted): logged once, the list stays.
+    std::fs::remove_file(&list).expect("remove the list");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !gateway
+        .log()
+        .contains("cannot read the persisted documents file")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "no read error logged:\n{}",
+            gateway.log()
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        eventually(&client, &url, &names, NAMES_DATA).await,
+        NAMES_DATA
+    );
+    // A new list replaces the whole list: `names` is gone.
+    replace(&list, &json!({ "users": USERS }).to_string());
+    let gone = refused(
+        "PERSISTED_DOCUMENT_NOT_FOUND",
+        "persisted document 'names' is not in the persisted documents list",
+    );
+    assert_eq!(eventually(&client, &url, &names, &gone).await, gone);
+    assert_eq!(
+        eventually(&client, &url, &users, USERS_DATA).await,
+        USERS_DATA
+    );
+    let log = gateway.log();
+    let read_errors = log
+        .matches("cannot read the persisted documents file")
+        .count();
+    assert_eq!(read_errors, 1, "{log}");
 }
 
 #[tokio::test]

@@ -69,6 +69,8 @@ pub struct Documents {
     format: ManifestFormat,
     /// SHA-256 of the file content last tried (valid or not), so a change is acted on once.
     last_seen: Mutex<Option<[u8; 32]>>,
+    /// The last read error, so a missing file is reported once.
+    last_read_error: Mutex<Option<String>>,
 }
 
 impl Documents {
@@ -80,6 +82,7 @@ impl Documents {
             path: path.to_owned(),
             format,
             last_seen: Mutex::new(None),
+            last_read_error: Mutex::new(None),
         };
         docs.reload();
         docs
@@ -95,17 +98,23 @@ impl Documents {
         let bytes = match std::fs::read(&self.path) {
             Ok(b) => b,
             Err(e) => {
-                let mut seen = self.last_seen.lock();
-                if seen.is_some() {
+                let error = e.to_string();
+                let mut last = self.last_read_error.lock();
+                if last.as_deref() != Some(error.as_str()) {
                     tracing::error!(
                         path = %self.path.display(),
-                        "cannot read the persisted documents file ({e}); keeping the last good list"
+                        "cannot read the persisted documents file ({error}); keeping the last \
+                         good list ({} documents)",
+                        self.list.load().len()
                     );
+                    *last = Some(error);
                 }
-                *seen = None;
+                // The next readable content counts as a change even if it is the old one.
+                *self.last_seen.lock() = None;
                 return false;
             }
         };
+        *self.last_read_error.lock() = None;
         let hash: [u8; 32] = Sha256::digest(&bytes).into();
         {
             let mut seen = self.last_seen.lock();
