@@ -4,6 +4,7 @@
 //! This module holds the subgraph model and its lookups; `build` makes one from SDL,
 //! with `links` resolving the `@link`s first.
 
+pub(crate) mod auth;
 mod build;
 mod links;
 
