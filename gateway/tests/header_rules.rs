@@ -9,7 +9,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use graphfleet_gateway::config::{Config, HeaderRule, JwksSource, SubgraphConfig};
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::json;
-use support::fault_subgraph::{self, FaultSubgraph};
+use support::fault_subgraph;
 
 const QUERY: &str = "{ products { id name price } }";
 
