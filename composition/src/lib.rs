@@ -126,6 +126,7 @@ pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionError
         graph_names.insert(graph.clone());
         if let Some(sg) = subgraph::build(&input.name, &input.url, graph, &input.sdl, &mut sink) {
             subgraph::auth::check(&sg, &mut sink);
+            subgraph::cost::check(&sg, &mut sink);
             built.push(sg);
         }
     }

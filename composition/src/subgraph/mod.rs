@@ -5,6 +5,7 @@
 //! with `links` resolving the `@link`s first.
 
 pub(crate) mod auth;
+pub(crate) mod cost;
 mod build;
 mod links;
 
