@@ -552,3 +552,48 @@ async fn without_auth_directives_or_with_authorization_off_nothing_is_enforced()
         )
     );
 }
+
+#[tokio::test]
+async fn requirements_on_enums_scalars_and_fields_behind_an_interface() {
+    let dir = support::process::test_dir("auth-types");
+    let es = TestKey::es256("es-1");
+    let file = dir.join("jwks.json");
+    std::fs::write(&file, jwks(&[&es])).expect("write the JWKS");
+    let setup = start(config(vec![file_source(&file)])).await;
+    // `Item.label` may resolve to `Product.label` (@requiresScopes), `Tier` is an enum
+    // with @requiresScopes, `Money` a scalar with @policy.
+    let query = "{ items { id label } topProduct { name tier cost } }";
+    let token = es.sign(&claims(json!({ "scope": "read:other" })));
+    let (status, body) = setup.with_token(query, &token).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        json!({
+            "data": {
+                "items": [{ "id": "1", "label": null }, { "id": "2", "label": null }],
+                "topProduct": { "name": "Table", "tier": null, "cost": null },
+            },
+            "errors": [
+                unauthorized(json!(["items", 0, "label"])),
+                unauthorized(json!(["items", 1, "label"])),
+                unauthorized(json!(["topProduct", "tier"])),
+                unauthorized(json!(["topProduct", "cost"])),
+            ],
+        })
+    );
+    let queries = setup.take_queries();
+    for field in ["label", "tier", "cost"] {
+        assert!(queries.iter().all(|q| !q.contains(field)), "{queries:?}");
+    }
+    let token = es.sign(&claims(
+        json!({ "scope": "read:label read:tier", "roles": ["admin"] }),
+    ));
+    let (_, body) = setup.with_token(query, &token).await;
+    assert_eq!(
+        body,
+        json!({ "data": {
+            "items": [{ "id": "1", "label": "T-1" }, { "id": "2", "label": "C-2" }],
+            "topProduct": { "name": "Table", "tier": "GOLD", "cost": "40.00" },
+        } })
+    );
+}

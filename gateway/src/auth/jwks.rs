@@ -237,3 +237,45 @@ async fn fetch(url: &str) -> Result<Vec<Key>, String> {
         .await
         .map_err(|_| format!("fetching {url} took longer than {FETCH_TIMEOUT:?}"))?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EC_KEY: &str = r#"{"kty":"EC","crv":"P-256","kid":"ec","alg":"ES256",
+        "x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+        "y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}"#;
+
+    #[test]
+    fn unusable_keys_are_skipped_and_usable_ones_kept() {
+        let text = format!(
+            r#"{{"keys":[{EC_KEY},
+                {{"kty":"oct","k":"c2VjcmV0","kid":"hmac"}},
+                {{"kty":"EC","crv":"P-256","kid":"wrong-alg","alg":"RS256","x":"AA","y":"AA"}},
+                {{"kty":"nonsense"}}]}}"#
+        );
+        let keys = parse(text.as_bytes(), "test").expect("a JWKS");
+        let kids: Vec<_> = keys.iter().map(|k| k.kid.as_deref()).collect();
+        assert_eq!(kids, [Some("ec")]);
+        let ec = &keys[0];
+        assert!(ec.fits(Algorithm::ES256));
+        assert!(!ec.fits(Algorithm::ES384), "the key states ES256");
+        assert!(!ec.fits(Algorithm::RS256));
+    }
+
+    #[test]
+    fn a_key_without_alg_fits_its_family() {
+        let text = EC_KEY.replace(r#""alg":"ES256","#, "");
+        let keys = parse(format!(r#"{{"keys":[{text}]}}"#).as_bytes(), "test").expect("a JWKS");
+        assert!(keys[0].fits(Algorithm::ES256) && keys[0].fits(Algorithm::ES384));
+        assert!(!keys[0].fits(Algorithm::PS256) && !keys[0].fits(Algorithm::HS256));
+    }
+
+    #[test]
+    fn a_document_without_keys_is_an_error_naming_it() {
+        let err = parse(b"{\"key\":[]}", "/keys/jwks.json")
+            .err()
+            .expect("an error");
+        assert!(err.starts_with("/keys/jwks.json is not a JWKS"), "{err}");
+    }
+}

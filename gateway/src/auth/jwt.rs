@@ -260,3 +260,87 @@ fn explain(e: &jsonwebtoken::errors::Error) -> AuthError {
     };
     AuthError::Invalid(message)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{JwksSource, TokenHeader};
+
+    fn authenticator(header: TokenHeader, cookie: Option<&str>) -> Authenticator {
+        let config = AuthenticationConfig {
+            jwks: vec![JwksSource {
+                file: Some("/nonexistent/jwks.json".into()),
+                url: None,
+                refresh_interval: std::time::Duration::from_secs(60),
+            }],
+            header,
+            cookie: cookie.map(str::to_owned),
+            ..AuthenticationConfig::default()
+        };
+        Authenticator::new(&config).expect("enabled")
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> http::HeaderMap {
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                (
+                    http::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                    v.parse().expect("value"),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_token_comes_from_the_header_then_the_cookie() {
+        let auth = authenticator(TokenHeader::default(), Some("session"));
+        let token =
+            |pairs: &[(&str, &str)]| auth.token(&headers(pairs)).map(|t| t.map(str::to_owned));
+        assert_eq!(
+            token(&[("authorization", "Bearer a.b.c")]),
+            Ok(Some("a.b.c".into()))
+        );
+        assert_eq!(
+            token(&[("cookie", "theme=dark; session=x.y.z")]),
+            Ok(Some("x.y.z".into()))
+        );
+        assert_eq!(
+            token(&[
+                ("authorization", "Bearer h.h.h"),
+                ("cookie", "session=c.c.c")
+            ]),
+            Ok(Some("h.h.h".into())),
+            "the header wins"
+        );
+        assert_eq!(token(&[("cookie", "sessions=x.y.z")]), Ok(None));
+        assert_eq!(token(&[]), Ok(None));
+        for bad in [
+            "Bearer",
+            "Bearer ",
+            "Basic a.b.c",
+            "bearer a.b.c",
+            "Bearera.b.c",
+        ] {
+            assert!(
+                matches!(token(&[("authorization", bad)]), Err(AuthError::Invalid(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_header_without_prefix_is_the_whole_token() {
+        let header = TokenHeader {
+            name: "x-token".to_owned(),
+            prefix: String::new(),
+        };
+        let auth = authenticator(header, None);
+        let sent = headers(&[("x-token", " a.b.c ")]);
+        assert_eq!(auth.token(&sent), Ok(Some("a.b.c")));
+        assert_eq!(
+            auth.token(&headers(&[("authorization", "Bearer a.b.c")])),
+            Ok(None)
+        );
+    }
+}
