@@ -597,3 +597,68 @@ async fn requirements_on_enums_scalars_and_fields_behind_an_interface() {
         } })
     );
 }
+
+/// The real binary, configured by `--set` flags: the keys load from the file, a request
+/// without a token is refused, a valid one is authorized by the configured policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_validates_tokens_configured_by_flags() {
+    let dir = support::process::test_dir("auth-binary");
+    let es = TestKey::es256("es-1");
+    let jwks_file = dir.join("jwks.json");
+    std::fs::write(&jwks_file, jwks(&[&es])).expect("write the JWKS");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/auth");
+    let subgraphs = support::json_subgraph::start_suite(&fixture).await;
+    let text = std::fs::read_to_string(fixture.join("supergraph.graphql"))
+        .expect("tests/auth/supergraph.graphql")
+        .replace("http://127.0.0.1:4200", &subgraphs.base_url);
+    let supergraph = dir.join("supergraph.graphql");
+    std::fs::write(&supergraph, text).expect("write the supergraph");
+    let jwks_setting = format!(
+        "authentication.jwks=[{{file: {}}}]",
+        jwks_file.to_str().expect("UTF-8 path")
+    );
+    let settings = [
+        jwks_setting.as_str(),
+        "authentication.require_authentication=true",
+        "authentication.audiences=[graphfleet]",
+        "authorization.policies.admin.claim=roles",
+        "authorization.policies.admin.contains=admin",
+    ];
+    let gateway = support::fed::start_gateway(&dir, &supergraph, &settings).await;
+    let url = gateway.url("/graphql");
+    let client = support::client();
+    let post = |token: Option<String>| {
+        let (client, url) = (client.clone(), url.clone());
+        async move {
+            let body =
+                serde_json::to_vec(&json!({ "query": "{ topProduct { secret { note } } }" }))
+                    .expect("JSON");
+            let bearer = token.map(|t| format!("Bearer {t}"));
+            let mut headers = vec![("content-type", "application/json")];
+            if let Some(b) = &bearer {
+                headers.push(("authorization", b.as_str()));
+            }
+            let reply = support::request(&client, "POST", &url, &headers, body).await;
+            let value: Value = serde_json::from_slice(&reply.body).expect("JSON body");
+            (reply.status, value)
+        }
+    };
+    let (status, body) = post(None).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(body["errors"][0]["extensions"]["code"], "UNAUTHENTICATED");
+    let expired = es.sign(&claims(json!({ "exp": now() - 3600 })));
+    let (status, body) = post(Some(expired)).await;
+    assert_eq!(
+        (status, body),
+        (401, auth_error("invalid JWT: the token has expired"))
+    );
+    let admin = es.sign(&claims(json!({ "roles": ["admin"] })));
+    let (status, body) = post(Some(admin)).await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({ "data": { "topProduct": { "secret": { "note": "cost 40" } } } })
+        )
+    );
+}
