@@ -64,7 +64,7 @@ impl Names {
             if !url.starts_with("https://specs.apollo.dev/") {
                 continue;
             }
-            let local = super::arg_str(link, "as").unwrap_or(&spec).to_owned();
+            let local = local_name(link, &spec);
             match spec.as_str() {
                 "authenticated" => names.authenticated = Some(local),
                 "requiresScopes" => names.requires_scopes = Some(local),
@@ -78,6 +78,34 @@ impl Names {
     fn any(&self) -> bool {
         self.authenticated.is_some() || self.requires_scopes.is_some() || self.policy.is_some()
     }
+}
+
+/// The name a `@link` gives its spec's main directive (`@<spec>`): renamed by an
+/// `import: [{name: "@<spec>", as: "@x"}]`, else named by `as:`, else the spec's name.
+fn local_name(link: &Directive, spec: &str) -> String {
+    let main = format!("@{spec}");
+    if let Some(Value::List(imports)) = link
+        .specified_argument_by_name("import")
+        .map(|v| v.as_ref())
+    {
+        for import in imports {
+            let Value::Object(entries) = import.as_ref() else {
+                continue;
+            };
+            let field = |key: &str| {
+                entries
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| v.as_str())
+            };
+            if field("name") == Some(main.as_str())
+                && let Some(renamed) = field("as")
+            {
+                return renamed.trim_start_matches('@').to_owned();
+            }
+        }
+    }
+    super::arg_str(link, "as").unwrap_or(spec).to_owned()
 }
 
 impl AuthDirectives {
@@ -188,5 +216,62 @@ fn nested_strings(d: &Directive, arg: &str) -> Vec<Vec<String>> {
         Some(Value::List(outer)) => outer.iter().map(|inner| strings(inner)).collect(),
         Some(v @ Value::String(_)) => vec![strings(v)],
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A supergraph whose links rename the directives as composition writes them when
+    /// the subgraphs import them under other names.
+    const RENAMED: &str = r#"
+schema
+  @link(url: "https://specs.apollo.dev/link/v1.0")
+  @link(url: "https://specs.apollo.dev/join/v0.5", for: EXECUTION)
+  @link(url: "https://specs.apollo.dev/authenticated/v0.1", for: SECURITY, as: "auth")
+  @link(url: "https://specs.apollo.dev/requiresScopes/v0.1", for: SECURITY, import: [{name: "@requiresScopes", as: "@fed__requiresScopes"}])
+  @link(url: "https://specs.apollo.dev/policy/v0.1", for: SECURITY)
+{ query: Query }
+directive @link(url: String, as: String, for: link__Purpose, import: [link__Import]) repeatable on SCHEMA
+directive @join__graph(name: String!, url: String!) on ENUM_VALUE
+directive @join__type(graph: join__Graph!, key: join__FieldSet, extension: Boolean! = false, resolvable: Boolean! = true, isInterfaceObject: Boolean! = false) repeatable on OBJECT | INTERFACE | UNION | ENUM | INPUT_OBJECT | SCALAR
+directive @join__field(graph: join__Graph, requires: join__FieldSet, provides: join__FieldSet, type: String, external: Boolean, override: String, usedOverridden: Boolean) repeatable on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
+directive @auth on FIELD_DEFINITION | OBJECT | INTERFACE | SCALAR | ENUM
+directive @fed__requiresScopes(scopes: [[requiresScopes__Scope!]!]!) on FIELD_DEFINITION | OBJECT | INTERFACE | SCALAR | ENUM
+directive @requiresScopes(scopes: [[String!]!]!) on FIELD_DEFINITION
+directive @policy(policies: [[policy__Policy!]!]!) on FIELD_DEFINITION | OBJECT | INTERFACE | SCALAR | ENUM
+scalar join__FieldSet
+scalar link__Import
+scalar requiresScopes__Scope
+scalar policy__Policy
+enum link__Purpose { SECURITY EXECUTION }
+enum join__Graph { A @join__graph(name: "a", url: "http://a") }
+type Query @join__type(graph: A) {
+  me: String @auth
+  price: Int @fed__requiresScopes(scopes: [["read:price"]])
+  decoy: Int @requiresScopes(scopes: [["not:the:spec"]])
+  secret: String @policy(policies: [["admin"]])
+}
+"#;
+
+    #[test]
+    fn directive_names_follow_the_links() {
+        let supergraph = crate::Supergraph::parse(RENAMED).expect("valid supergraph");
+        let auth = &supergraph.auth;
+        let query = supergraph.meta.type_id("Query").expect("Query");
+        let of = |field: &str| -> Vec<&Requirement> {
+            let fid = supergraph.meta.field_of(query, field).expect("field");
+            auth.on_field
+                .get(&fid)
+                .map(|ids| ids.iter().map(|id| auth.requirement(*id)).collect())
+                .unwrap_or_default()
+        };
+        assert_eq!(of("me"), [&Requirement::Authenticated]);
+        let scopes = Requirement::Scopes(vec![vec!["read:price".to_owned()]]);
+        assert_eq!(of("price"), [&scopes]);
+        assert!(of("decoy").is_empty(), "a directive the link does not name");
+        let policies = Requirement::Policies(vec![vec!["admin".to_owned()]]);
+        assert_eq!(of("secret"), [&policies]);
     }
 }

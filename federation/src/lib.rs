@@ -135,6 +135,9 @@ pub(crate) struct Features {
     pub inaccessible: Option<String>,
     /// Prefixes of all linked specs from specs.apollo.dev, stripped from the API schema.
     pub machinery: Vec<String>,
+    /// Names those specs' elements are imported under (`import: [{name: "@cost", as:
+    /// "@price"}]` → `price`), stripped too.
+    pub imported: Vec<String>,
 }
 
 impl Features {
@@ -143,6 +146,7 @@ impl Features {
         let mut link = "link".to_string();
         let mut inaccessible = None;
         let mut machinery = Vec::new();
+        let mut imported = Vec::new();
         for directive in schema.schema_definition.directives.iter() {
             // `@link` may itself be renamed, but its url always names the link spec.
             let Some(url) = directive
@@ -161,6 +165,7 @@ impl Features {
                 .unwrap_or_else(|| spec.clone());
             if url.starts_with("https://specs.apollo.dev/") {
                 machinery.push(local.clone());
+                imported.extend(imported_names(directive));
             }
             match spec.as_str() {
                 "join" => {
@@ -180,12 +185,44 @@ impl Features {
             link,
             inaccessible,
             machinery,
+            imported,
         })
     }
 
     fn join(&self, suffix: &str) -> String {
         format!("{}__{suffix}", self.join)
     }
+}
+
+/// The local names of a `@link`'s `import:` entries (`"@tag"` → `tag`, `{name: "@cost",
+/// as: "@price"}` → `price`).
+fn imported_names(link: &Directive) -> Vec<String> {
+    let Some(Value::List(imports)) = link
+        .specified_argument_by_name("import")
+        .map(|v| v.as_ref())
+    else {
+        return Vec::new();
+    };
+    let local = |v: &Value| -> Option<String> {
+        match v {
+            Value::String(name) => Some(name.clone()),
+            Value::Object(entries) => {
+                let get = |key: &str| {
+                    entries
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, v)| v.as_str())
+                };
+                get("as").or_else(|| get("name")).map(str::to_owned)
+            }
+            _ => None,
+        }
+    };
+    imports
+        .iter()
+        .filter_map(|i| local(i))
+        .map(|n| n.trim_start_matches('@').to_owned())
+        .collect()
 }
 
 /// `https://specs.apollo.dev/join/v0.3` → (`join`, `v0.3`).
@@ -385,14 +422,15 @@ fn invalid_name(location: &str, e: &impl std::fmt::Display) -> SupergraphError {
 }
 
 pub(crate) fn is_machinery(name: &str, features: &Features) -> bool {
-    features
-        .machinery
-        .iter()
-        .chain(std::iter::once(&features.link))
-        .any(|prefix| {
-            name.strip_prefix(prefix.as_str())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with("__"))
-        })
+    features.imported.iter().any(|n| n == name)
+        || features
+            .machinery
+            .iter()
+            .chain(std::iter::once(&features.link))
+            .any(|prefix| {
+                name.strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with("__"))
+            })
 }
 
 fn parse_field_set(
