@@ -17,6 +17,7 @@ mod print;
 mod satisfiability;
 mod specs;
 mod subgraph;
+mod transitive_auth;
 
 pub use errors::codes;
 
@@ -167,6 +168,10 @@ pub fn compose(subgraphs: &[SubgraphInput]) -> Result<Composed, CompositionError
             format!("internal error: the composed supergraph is invalid: {first}"),
             &[],
         );
+        return Err(CompositionErrors(sink.errors));
+    }
+    transitive_auth::check(&supergraph_sdl, &mut sink);
+    if !sink.errors.is_empty() {
         return Err(CompositionErrors(sink.errors));
     }
     Ok(Composed {

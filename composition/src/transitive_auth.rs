@@ -1,0 +1,274 @@
+//! A field with `@requires` reads the data of the fields its selection names, so it
+//! must carry at least their authorization requirements (`@authenticated`,
+//! `@requiresScopes`, `@policy` on the field or its return type, and on types of inline
+//! fragments), else composition fails with MISSING_TRANSITIVE_AUTH_REQUIREMENTS, as
+//! @apollo/composition does. Checked on the composed supergraph, whose directives are
+//! already merged across subgraphs.
+
+use apollo_compiler::ast::{Directive, Value};
+use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
+use apollo_compiler::schema::ExtendedType;
+use apollo_compiler::validation::Valid;
+use apollo_compiler::{Node, Schema};
+
+use crate::errors::{ErrorSink, codes};
+
+/// A DNF of scopes or policies: any inner list, all of its items.
+type Dnf = Vec<Vec<String>>;
+
+/// What one element (or the requiring field) demands.
+#[derive(Default)]
+struct Requirements {
+    authenticated: bool,
+    scopes: Option<Dnf>,
+    policies: Option<Dnf>,
+}
+
+impl Requirements {
+    /// Whether meeting `self` always meets `other`.
+    fn implies(&self, other: &Requirements) -> bool {
+        (self.authenticated || !other.authenticated)
+            && implies(self.scopes.as_ref(), other.scopes.as_ref())
+            && implies(self.policies.as_ref(), other.policies.as_ref())
+    }
+
+    fn and(mut self, other: Requirements) -> Requirements {
+        self.authenticated |= other.authenticated;
+        self.scopes = conjunction(self.scopes, other.scopes);
+        self.policies = conjunction(self.policies, other.policies);
+        self
+    }
+}
+
+/// Every alternative of `first` contains some alternative of `second` (no requirement,
+/// or an empty list, is the one empty alternative).
+fn implies(first: Option<&Dnf>, second: Option<&Dnf>) -> bool {
+    let whole = vec![Vec::new()];
+    let norm = |d: Option<&Dnf>| match d {
+        Some(d) if !d.is_empty() => d.clone(),
+        _ => whole.clone(),
+    };
+    let (first, second) = (norm(first), norm(second));
+    first
+        .iter()
+        .all(|f| second.iter().any(|s| s.iter().all(|x| f.contains(x))))
+}
+
+fn conjunction(a: Option<Dnf>, b: Option<Dnf>) -> Option<Dnf> {
+    match (a, b) {
+        (None, x) | (x, None) => x,
+        (Some(a), Some(b)) => Some(
+            a.iter()
+                .flat_map(|x| b.iter().map(move |y| x.iter().chain(y).cloned().collect()))
+                .collect(),
+        ),
+    }
+}
+
+/// The directives' names in the supergraph, from its links.
+struct Names {
+    authenticated: Option<String>,
+    requires_scopes: Option<String>,
+    policy: Option<String>,
+}
+
+impl Names {
+    fn of(schema: &Schema) -> Names {
+        let mut names = Names {
+            authenticated: None,
+            requires_scopes: None,
+            policy: None,
+        };
+        for link in schema.schema_definition.directives.iter() {
+            let Some(url) = str_arg(link, "url") else {
+                continue;
+            };
+            let Some(rest) = url.strip_prefix("https://specs.apollo.dev/") else {
+                continue;
+            };
+            let spec = rest.split('/').next().unwrap_or("");
+            let slot = match spec {
+                "authenticated" => &mut names.authenticated,
+                "requiresScopes" => &mut names.requires_scopes,
+                "policy" => &mut names.policy,
+                _ => continue,
+            };
+            *slot = Some(local_name(link, spec));
+        }
+        names
+    }
+
+    fn of_directives<'a>(
+        &self,
+        directives: impl Iterator<Item = &'a Node<Directive>>,
+    ) -> Requirements {
+        let mut out = Requirements::default();
+        for d in directives {
+            let is = |n: &Option<String>| n.as_deref() == Some(d.name.as_str());
+            if is(&self.authenticated) {
+                out.authenticated = true;
+            } else if is(&self.requires_scopes) {
+                out.scopes = Some(dnf(d, "scopes"));
+            } else if is(&self.policy) {
+                out.policies = Some(dnf(d, "policies"));
+            }
+        }
+        out
+    }
+
+    fn of_type(&self, schema: &Schema, name: &str) -> Requirements {
+        match schema.types.get(name) {
+            Some(ty) => self.of_directives(ty.directives().iter().map(|d| &d.node)),
+            None => Requirements::default(),
+        }
+    }
+}
+
+/// The name a link gives its spec's main directive: an `import` rename, else `as:`,
+/// else the spec's name.
+fn local_name(link: &Directive, spec: &str) -> String {
+    let main = format!("@{spec}");
+    if let Some(Value::List(imports)) = link
+        .specified_argument_by_name("import")
+        .map(|v| v.as_ref())
+    {
+        for import in imports {
+            if let Value::Object(entries) = import.as_ref() {
+                let get = |key: &str| {
+                    entries
+                        .iter()
+                        .find(|(k, _)| k == key)
+                        .and_then(|(_, v)| v.as_str())
+                };
+                if get("name") == Some(main.as_str())
+                    && let Some(renamed) = get("as")
+                {
+                    return renamed.trim_start_matches('@').to_owned();
+                }
+            }
+        }
+    }
+    str_arg(link, "as").unwrap_or(spec).to_owned()
+}
+
+fn str_arg<'a>(d: &'a Directive, name: &str) -> Option<&'a str> {
+    d.specified_argument_by_name(name).and_then(|v| v.as_str())
+}
+
+fn dnf(d: &Directive, arg: &str) -> Dnf {
+    let Some(Value::List(outer)) = d.specified_argument_by_name(arg).map(|v| v.as_ref()) else {
+        return Vec::new();
+    };
+    outer
+        .iter()
+        .map(|inner| match inner.as_ref() {
+            Value::List(items) => items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_owned))
+                .collect(),
+            other => other.as_str().map(str::to_owned).into_iter().collect(),
+        })
+        .collect()
+}
+
+/// Reports each `@requires` (per subgraph) whose field lacks the requirements of the
+/// data it selects.
+pub(crate) fn check(supergraph_sdl: &str, sink: &mut ErrorSink) {
+    let Ok(schema) = Schema::parse_and_validate(supergraph_sdl, "supergraph.graphql") else {
+        return; // reported by the caller
+    };
+    let names = Names::of(&schema);
+    if names.authenticated.is_none() && names.requires_scopes.is_none() && names.policy.is_none() {
+        return;
+    }
+    let graph_names = graph_names(&schema);
+    for (tname, ty) in &schema.types {
+        let fields = match ty {
+            ExtendedType::Object(o) => &o.fields,
+            ExtendedType::Interface(i) => &i.fields,
+            _ => continue,
+        };
+        for (fname, field) in fields {
+            let joins = field.directives.iter().filter(|d| d.name == "join__field");
+            for join in joins {
+                let Some(requires) = str_arg(join, "requires") else {
+                    continue;
+                };
+                let own = names
+                    .of_type(&schema, tname)
+                    .and(names.of_directives(field.directives.iter()));
+                let Ok(set) =
+                    FieldSet::parse_and_validate(&schema, tname.clone(), requires, "requires")
+                else {
+                    continue;
+                };
+                if let Some(missing) = first_missing(&schema, &names, &own, &set.selection_set) {
+                    let graph = join
+                        .specified_argument_by_name("graph")
+                        .and_then(|v| v.as_enum())
+                        .and_then(|g| graph_names.iter().find(|(v, _)| v == g.as_str()))
+                        .map(|(_, name)| name.as_str())
+                        .unwrap_or("");
+                    sink.error(
+                        codes::MISSING_TRANSITIVE_AUTH_REQUIREMENTS,
+                        format!(
+                            "[{graph}] Field \"{tname}.{fname}\" does not specify necessary @authenticated, @requiresScopes and/or @policy auth requirements to access the transitive {missing} data from @requires selection set."
+                        ),
+                        graph,
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// What the first selection `own` does not cover reads (`field "T.f"`, or `inline
+/// fragment type condition "T"`), if any.
+fn first_missing(
+    schema: &Valid<Schema>,
+    names: &Names,
+    own: &Requirements,
+    set: &SelectionSet,
+) -> Option<String> {
+    for selection in &set.selections {
+        match selection {
+            Selection::Field(f) => {
+                let field_reqs = names.of_directives(f.definition.directives.iter());
+                let type_reqs = names.of_type(schema, f.definition.ty.inner_named_type());
+                if !own.implies(&field_reqs) || !own.implies(&type_reqs) {
+                    return Some(format!("field \"{}.{}\"", set.ty, f.name));
+                }
+                if let Some(m) = first_missing(schema, names, own, &f.selection_set) {
+                    return Some(m);
+                }
+            }
+            Selection::InlineFragment(fragment) => {
+                if let Some(condition) = &fragment.type_condition
+                    && !own.implies(&names.of_type(schema, condition))
+                {
+                    return Some(format!("inline fragment type condition \"{condition}\""));
+                }
+                if let Some(m) = first_missing(schema, names, own, &fragment.selection_set) {
+                    return Some(m);
+                }
+            }
+            Selection::FragmentSpread(_) => {}
+        }
+    }
+    None
+}
+
+/// `join__Graph` values and their subgraph names.
+fn graph_names(schema: &Schema) -> Vec<(String, String)> {
+    let Some(ExtendedType::Enum(graphs)) = schema.types.get("join__Graph") else {
+        return Vec::new();
+    };
+    graphs
+        .values
+        .iter()
+        .filter_map(|(value, def)| {
+            let d = def.directives.iter().find(|d| d.name == "join__graph")?;
+            Some((value.to_string(), str_arg(d, "name")?.to_owned()))
+        })
+        .collect()
+}
