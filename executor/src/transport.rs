@@ -391,8 +391,7 @@ where
     if announced.is_some_and(|n| n > max) {
         return Err(too_large());
     }
-    // A large body reuses the pages of an earlier one (see `response::buffers`).
-    let mut buf = crate::response::buffers::take(announced.unwrap_or(8 * 1024));
+    let mut buf = bytes::BytesMut::with_capacity(announced.unwrap_or(8 * 1024));
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             let e: tower_http::BoxError = e.into();
@@ -405,7 +404,7 @@ where
             buf.extend_from_slice(&data);
         }
     }
-    Ok(crate::response::buffers::into_bytes(buf))
+    Ok(buf.freeze())
 }
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.

@@ -199,7 +199,7 @@ impl<'a> Writer<'a> {
             errors,
             // About as large as the subgraph bodies it comes from: sized once, so a big
             // response is not copied over and over while it grows.
-            out: super::buffers::take(
+            out: Vec::with_capacity(
                 store
                     .buffers
                     .iter()

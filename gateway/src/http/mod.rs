@@ -310,9 +310,7 @@ pub async fn handle<T: Transport>(
         (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    // The body's buffer goes back to the pool once it is sent.
-    let body = crate::response::buffers::into_bytes(outcome.into_body());
-    response(status, media, body)
+    response(status, media, outcome.into_body())
 }
 
 /// Content types a browser sends cross-origin without a CORS preflight.
