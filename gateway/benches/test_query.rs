@@ -5,6 +5,7 @@
 //! `test_query_http`: the same execution behind the HTTP layers (CSRF check, CORS,
 //! compression), each off and on, the response body read to its end; `http_layers`: the
 //! layers alone around the TestQuery's answer, without compressing.
+//! `test_query_demand`: the TestQuery with demand control off, measuring and enforcing.
 //! `test_query_persisted`: the TestQuery as text with persisted documents and APQ off
 //! and on, and sent as an APQ hash and as a listed document id.
 //! `test_query_auth`: the TestQuery with JWT validation and authorization off and on.
@@ -156,6 +157,7 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
     // TestQuery only.
     if matches!(set, Set::Fed) {
         http_layers(c, &rt, &gateway, &request, &post);
+        demand_control(c, &rt, set, &recorded, &request, &expected);
         persisted(c, &rt, set, &recorded, &request, &expected);
         auth(c, &rt, set, &recorded, &request, &expected);
     }
@@ -303,6 +305,99 @@ fn http_layers<T: Transport>(
         }
         group.finish();
     }
+}
+
+/// The TestQuery with demand control off (`off`), measuring (`measure`: the estimate
+/// recorded in the histogram) and enforcing a limit it stays under (`enforce`).
+fn demand_control(
+    c: &mut Criterion,
+    rt: &tokio::runtime::Runtime,
+    set: Set,
+    recorded: &[(Bytes, Bytes)],
+    request: &GraphQLRequest,
+    expected: &[u8],
+) {
+    use apollo_compiler::response::JsonMap;
+    use graphfleet_gateway::config::DemandControlMode;
+    use graphfleet_gateway::demand;
+    use graphfleet_gateway::operation::ConditionValues;
+    use graphfleet_gateway::operation::demand::CostPlan;
+    let config = |mode: Option<DemandControlMode>| {
+        let mut config = Config::default();
+        if let Some(mode) = mode {
+            config.demand_control.enabled = true;
+            config.demand_control.mode = mode;
+            config.demand_control.max_cost = Some(1_000_000);
+        }
+        Gateway::with_transport(
+            Arc::new(config),
+            Supergraph::parse(set.supergraph()).expect("supergraph"),
+            Replay(recorded.iter().cloned().collect()),
+        )
+    };
+    let post = RequestMeta {
+        allow_mutation: true,
+        ..RequestMeta::default()
+    };
+    let supergraph = Supergraph::parse(set.supergraph()).expect("supergraph");
+    let text = request.query.as_deref().expect("query");
+    let prepared =
+        graphfleet_gateway::operation::prepare(&supergraph.api_schema, text, None).expect("valid");
+    let plan = CostPlan::compile(
+        &supergraph,
+        &prepared.ir,
+        Config::default().demand_control.list_size,
+    );
+    println!("test_query_demand: estimate {:?}", plan.fixed());
+    let mut group = c.benchmark_group("test_query_demand");
+    for (name, mode) in [
+        ("off", None),
+        ("measure", Some(DemandControlMode::Measure)),
+        ("enforce", Some(DemandControlMode::Enforce)),
+    ] {
+        let gateway = config(mode);
+        let body = rt.block_on(gateway.execute(request, &post)).into_body();
+        assert_eq!(body.as_slice(), expected, "{name} answers as without it");
+        group.bench_function(name, |b| {
+            b.iter(|| black_box(rt.block_on(gateway.execute(black_box(request), &post))))
+        });
+    }
+    // The estimate alone: compiling it (once per cached operation), then per request for
+    // the TestQuery (folded to a constant) and for a variant whose `reviews` depend on
+    // an @include variable (evaluated per request).
+    let gateway = config(Some(DemandControlMode::Enforce));
+    let state = gateway.state().expect("loaded");
+    let dc = &gateway.config.demand_control;
+    group.bench_function("compile", |b| {
+        b.iter(|| {
+            let plan = CostPlan::compile(&supergraph, black_box(&prepared.ir), dc.list_size);
+            black_box(plan.fixed())
+        })
+    });
+    let variant = text
+        .replacen("query TestQuery {", "query TestQuery($r: Boolean!) {", 1)
+        .replacen("reviews {", "reviews @include(if: $r) {", 1);
+    for (name, text, variables) in [
+        ("check_fixed", text, serde_json::json!({})),
+        (
+            "check_per_request",
+            variant.as_str(),
+            serde_json::json!({ "r": true }),
+        ),
+    ] {
+        let cached = state.prepare(text, None).expect("valid");
+        let variables: JsonMap = serde_json::from_value(variables).expect("an object");
+        let values = ConditionValues::of(&cached.prepared.ir, &variables);
+        let estimate = demand::check(dc, &state, &cached, &variables, values, None);
+        println!("test_query_demand/{name}: estimate {estimate:?}");
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let got = demand::check(dc, &state, &cached, black_box(&variables), values, None);
+                black_box(got.is_ok())
+            })
+        });
+    }
+    group.finish();
 }
 
 /// The fed supergraph with authorization directives on what the TestQuery reads:
