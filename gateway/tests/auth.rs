@@ -177,6 +177,19 @@ impl Setup {
         (reply.status, value)
     }
 
+    async fn with_variables(&self, query: &str, variables: Value, token: &str) -> (u16, Value) {
+        let bearer = format!("Bearer {token}");
+        let headers = [
+            ("content-type", "application/json"),
+            ("authorization", bearer.as_str()),
+        ];
+        let body =
+            serde_json::to_vec(&json!({ "query": query, "variables": variables })).expect("JSON");
+        let reply = support::request(&self.client, "POST", &self.url, &headers, body).await;
+        let value = serde_json::from_slice(&reply.body).expect("a JSON body");
+        (reply.status, value)
+    }
+
     async fn with_token(&self, query: &str, token: &str) -> (u16, Value) {
         let bearer = format!("Bearer {token}");
         self.post(query, &[("authorization", &bearer)]).await
@@ -661,4 +674,47 @@ async fn the_binary_validates_tokens_configured_by_flags() {
             json!({ "data": { "topProduct": { "secret": { "note": "cost 40" } } } })
         )
     );
+}
+
+/// Plans are kept per (condition variable values, denied requirements): each of the four
+/// combinations answers as its own, repeated requests included.
+#[tokio::test]
+async fn condition_variables_and_denied_requirements_combine() {
+    let dir = support::process::test_dir("auth-variants");
+    let es = TestKey::es256("es-1");
+    let file = dir.join("jwks.json");
+    std::fs::write(&file, jwks(&[&es])).expect("write the JWKS");
+    let setup = start(config(vec![file_source(&file)])).await;
+    let query = "query ($p: Boolean!) { topProduct { name price @include(if: $p) } }";
+    let scoped = es.sign(&claims(json!({ "scope": "read:price" })));
+    let unscoped = es.sign(&claims(json!({ "scope": "read:other" })));
+    for _ in 0..2 {
+        let (_, body) = setup
+            .with_variables(query, json!({ "p": true }), &scoped)
+            .await;
+        assert_eq!(
+            body,
+            json!({ "data": { "topProduct": { "name": "Table", "price": 120.5 } } })
+        );
+        let (_, body) = setup
+            .with_variables(query, json!({ "p": true }), &unscoped)
+            .await;
+        assert_eq!(
+            body,
+            json!({
+                "data": { "topProduct": { "name": "Table", "price": null } },
+                "errors": [unauthorized(json!(["topProduct", "price"]))],
+            })
+        );
+        for token in [&scoped, &unscoped] {
+            let (_, body) = setup
+                .with_variables(query, json!({ "p": false }), token)
+                .await;
+            assert_eq!(
+                body,
+                json!({ "data": { "topProduct": { "name": "Table" } } }),
+                "an excluded field needs no authorization"
+            );
+        }
+    }
 }
