@@ -268,4 +268,41 @@ mod tests {
         let filter = args[2].ty.expect("Filter is a supergraph type");
         assert_eq!(cost.input_fields(filter)[0].weight, Some(3.0));
     }
+
+    #[test]
+    fn reads_directives_imported_under_federation_names() {
+        let text = include_str!("../tests/fixtures/cost-unimported.graphql");
+        let sg = Supergraph::parse(text).expect("fixture supergraph loads");
+        let (meta, cost) = (&sg.meta, &sg.cost);
+        let fid = |t: &str, f: &str| meta.field_id(t, f).expect("field exists");
+        assert_eq!(cost.field_weight(fid("Query", "fieldWithCost")), Some(5.0));
+        let tid = meta.type_id("ExpensiveObject").expect("type");
+        assert_eq!(cost.type_weight(tid), Some(40.0));
+        assert_eq!(
+            cost.arguments(fid("Query", "argWithCost"))[0].weight,
+            Some(10.0)
+        );
+        let dynamic = cost
+            .list_size(fid("Query", "fieldWithDynamicListSize"))
+            .expect("@federation__listSize");
+        assert_eq!(dynamic.sized_fields, ["ints"]);
+        assert_eq!(
+            cost.list_size(fid("Query", "fieldWithListSize"))
+                .and_then(|l| l.assumed_size),
+            Some(2000)
+        );
+    }
+
+    #[test]
+    fn without_a_cost_link_only_definitions_are_read() {
+        let text = include_str!("../tests/fixtures/cost.graphql").replace(
+            "@link(url: \"https://specs.apollo.dev/cost/v0.1\"",
+            "@link(url: \"https://example.com/other/v0.1\"",
+        );
+        // The directives stay defined but are no longer the cost spec's.
+        let sg = Supergraph::parse(&text).expect("another spec's link loads");
+        assert!(!sg.cost.linked);
+        assert!(sg.cost.field_weight.iter().all(Option::is_none));
+        assert!(sg.cost.list_size.iter().all(Option::is_none));
+    }
 }
