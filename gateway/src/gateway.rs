@@ -644,7 +644,8 @@ impl<T: Transport> Gateway<T> {
             Ok(cost) => cost.filter(|_| dc.expose_in_extensions),
             Err(e) => return request_error(e),
         };
-        let mask = match crate::auth::authz::authorize(&self.config, &state, &cached, meta) {
+        let authorized = crate::auth::authz::authorize(&self.config, &state, &cached, meta, values);
+        let mask = match authorized {
             Ok(mask) => mask,
             Err(e) => return request_error(e),
         };

@@ -472,6 +472,25 @@ async fn reject_mode_refuses_the_whole_request() {
         .with_token("{ products { name price } me { id } }", &token)
         .await;
     assert_eq!(body["data"]["me"]["id"], "u1", "{body}");
+    // A denied field that @include leaves out does not refuse the request.
+    let query = "query ($p: Boolean!) { products { name price @include(if: $p) } }";
+    let (status, body) = setup
+        .with_variables(query, json!({ "p": false }), &es.sign(&claims(json!({}))))
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            200,
+            json!({ "data": { "products": [{ "name": "Table" }, { "name": "Chair" }] } })
+        )
+    );
+    let (_, body) = setup
+        .with_variables(query, json!({ "p": true }), &es.sign(&claims(json!({}))))
+        .await;
+    assert_eq!(
+        body["errors"][0]["message"],
+        "Unauthorized field or type: this request may not read Product.price"
+    );
 }
 
 /// A JWKS over HTTP whose answer the test changes.
