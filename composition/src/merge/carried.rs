@@ -127,8 +127,8 @@ impl CarriedDirectives {
 /// @apollo/composition merges them: the largest weight; for list sizes the largest
 /// `assumedSize`, the union of `slicingArguments` and `sizedFields` (in subgraph order)
 /// and `requireOneSlicingArgument` only when every application requires it (then always
-/// written out). The merged application replaces the first one in `list`; when the
-/// applications differ, the hint's message is returned.
+/// written out). When the applications differ, the merged one replaces the first in
+/// `list` and the hint's message is returned; identical ones stay as written.
 fn merge_cost_spec(
     list: &mut [String],
     subgraphs: &[Subgraph],
@@ -147,7 +147,8 @@ fn merge_cost_spec(
     let [first, ..] = applied.as_slice() else {
         return None;
     };
-    if applied.len() < 2 {
+    // Identical applications stay as written (no default made explicit, no hint).
+    if applied.iter().all(|d| d.arguments == first.arguments) {
         return None;
     }
     let merged = match feature {
@@ -162,14 +163,14 @@ fn merge_cost_spec(
         s.strip_prefix(&prefix)
             .is_some_and(|rest| rest.is_empty() || rest.starts_with(['(', ' ']))
     };
-    let differ = applied.iter().any(|d| d.arguments != first.arguments);
-    let hint = differ.then(|| {
-        format!("Directive @{} is applied in several subgraphs with different arguments; merged into {merged}", first.name)
-    });
+    let hint = format!(
+        "Directive @{} is applied in several subgraphs with different arguments; merged into {merged}",
+        first.name
+    );
     if let Some(slot) = list.iter_mut().find(|s| is_it(s)) {
         *slot = merged;
     }
-    hint
+    Some(hint)
 }
 
 fn merged_list_size(name: &str, applied: &[&Directive]) -> String {
