@@ -244,6 +244,13 @@ async fn tokens_are_validated_against_the_jwks() {
         c.as_object_mut().expect("object").remove("exp");
         es.sign(&c)
     };
+    let without = |claim: &str| {
+        let mut c = claims(json!({}));
+        c.as_object_mut().expect("object").remove(claim);
+        es.sign(&c)
+    };
+    let (no_iss, no_aud) = (without("iss"), without("aud"));
+    let not_yet = es.sign(&claims(json!({ "nbf": now() + 600 })));
     let alg_none = {
         let header = B64.encode(br#"{"alg":"none","typ":"JWT"}"#);
         let payload = B64.encode(claims(json!({})).to_string());
@@ -284,6 +291,12 @@ async fn tokens_are_validated_against_the_jwks() {
             "invalid JWT: no key with kid \"es-unknown\" for algorithm ES256 in the JWKS",
         ),
         (no_exp.as_str(), "invalid JWT: the token has no exp claim"),
+        (no_iss.as_str(), "invalid JWT: the token has no iss claim"),
+        (no_aud.as_str(), "invalid JWT: the token has no aud claim"),
+        (
+            not_yet.as_str(),
+            "invalid JWT: the token is not valid yet (nbf)",
+        ),
         (
             alg_none.as_str(),
             "invalid JWT: the token's algorithm \"none\" is not accepted (authentication.algorithms: \

@@ -139,15 +139,21 @@ impl Authenticator {
         let candidates = self.candidates(header.kid.as_deref(), alg)?;
         let mut validation = Validation::new(alg);
         validation.leeway = self.config.leeway.as_secs();
-        validation.set_required_spec_claims(&["exp"]);
+        validation.validate_nbf = true;
+        // jsonwebtoken checks `iss` and `aud` only when the token has them: with issuers
+        // or audiences configured, a token must have them.
+        let mut required = vec!["exp"];
         if !self.config.issuers.is_empty() {
             validation.set_issuer(&self.config.issuers);
+            required.push("iss");
         }
         if self.config.audiences.is_empty() {
             validation.validate_aud = false;
         } else {
             validation.set_audience(&self.config.audiences);
+            required.push("aud");
         }
+        validation.set_required_spec_claims(&required);
         let mut last = None;
         for key in candidates {
             match jsonwebtoken::decode::<serde_json::Map<String, serde_json::Value>>(
