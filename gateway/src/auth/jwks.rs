@@ -6,7 +6,7 @@ use crate::config::JwksSource;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty, Limited};
-use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
 use std::str::FromStr;
 use std::sync::{Arc, Weak};
@@ -77,6 +77,9 @@ pub fn parse(text: &[u8], origin: &str) -> Result<Vec<Key>, String> {
 
 fn key(raw: serde_json::Value) -> Result<Key, String> {
     let jwk: Jwk = serde_json::from_value(raw).map_err(|e| e.to_string())?;
+    if matches!(&jwk.common.public_key_use, Some(u) if *u != PublicKeyUse::Signature) {
+        return Err("not a signature key (use)".to_owned());
+    }
     let family = match &jwk.algorithm {
         AlgorithmParameters::RSA(_) => Family::Rsa,
         AlgorithmParameters::EllipticCurve(_) => Family::Ec,
@@ -252,7 +255,10 @@ mod tests {
             r#"{{"keys":[{EC_KEY},
                 {{"kty":"oct","k":"c2VjcmV0","kid":"hmac"}},
                 {{"kty":"EC","crv":"P-256","kid":"wrong-alg","alg":"RS256","x":"AA","y":"AA"}},
-                {{"kty":"nonsense"}}]}}"#
+                {{"kty":"nonsense"}},
+                {{"kty":"EC","crv":"P-256","kid":"enc","use":"enc",
+                  "x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+                  "y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}}]}}"#
         );
         let keys = parse(text.as_bytes(), "test").expect("a JWKS");
         let kids: Vec<_> = keys.iter().map(|k| k.kid.as_deref()).collect();
