@@ -750,3 +750,44 @@ async fn condition_variables_and_denied_requirements_combine() {
         }
     }
 }
+
+/// A token whose `kid` no key has makes a URL source be fetched again at once (its
+/// provider may have rotated keys since the last refresh), at most once per 10 s.
+#[tokio::test]
+async fn an_unknown_kid_refetches_a_url_at_most_every_ten_seconds() {
+    let old = TestKey::es256("old");
+    let new = TestKey::es256("new");
+    let newer = TestKey::es256("newer");
+    let served = Arc::new(Mutex::new((200, jwks(&[&old]))));
+    let url = jwks_server(served.clone()).await;
+    let source = JwksSource {
+        file: None,
+        url: Some(url),
+        refresh_interval: Duration::from_secs(3600),
+    };
+    let setup = start(config(vec![source])).await;
+    let query = "{ me { name } }";
+    let (status, _) = setup.with_token(query, &old.sign(&claims(json!({})))).await;
+    assert_eq!(status, 200);
+    *served.lock().expect("lock") = (200, jwks(&[&old, &new]));
+    let (status, body) = setup.with_token(query, &new.sign(&claims(json!({})))).await;
+    assert_eq!(
+        (status, body),
+        (200, json!({ "data": { "me": { "name": "Ada" } } })),
+        "the rotated key is fetched for the token that needs it"
+    );
+    *served.lock().expect("lock") = (200, jwks(&[&newer]));
+    let (status, body) = setup
+        .with_token(query, &newer.sign(&claims(json!({}))))
+        .await;
+    assert_eq!(
+        (status, body),
+        (
+            401,
+            auth_error("invalid JWT: no key with kid \"newer\" for algorithm ES256 in the JWKS")
+        ),
+        "a second unknown kid within 10 s does not fetch again"
+    );
+    let (status, _) = setup.with_token(query, &old.sign(&claims(json!({})))).await;
+    assert_eq!(status, 200, "the keys fetched last stay");
+}

@@ -16,6 +16,10 @@ use std::time::Duration;
 const MAX_JWKS_BYTES: usize = 1 << 20;
 /// Longest one JWKS fetch may take.
 const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Shortest time between two fetches of a URL made for tokens with an unknown `kid`
+/// (beyond the regular refreshes), so such tokens cannot make the gateway hammer the
+/// identity provider.
+pub const UNKNOWN_KID_REFETCH: Duration = Duration::from_secs(10);
 
 /// One usable verification key.
 pub struct Key {
@@ -113,6 +117,8 @@ pub struct Source {
     /// Set once the first read was attempted (URL sources read on first use).
     started: tokio::sync::OnceCell<()>,
     refresher: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// When a token with an unknown `kid` last made this URL be fetched.
+    refetched: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
 impl Drop for Source {
@@ -131,6 +137,7 @@ impl Source {
             keys: ArcSwap::from_pointee(Vec::new()),
             started: tokio::sync::OnceCell::new(),
             refresher: parking_lot::Mutex::new(None),
+            refetched: parking_lot::Mutex::new(None),
         });
         if let Some(path) = &source.config.file {
             match read_file(path) {
@@ -161,6 +168,25 @@ impl Source {
                 *self.refresher.lock() = Some(tokio::spawn(refresh_loop(weak, every)));
             })
             .await;
+    }
+
+    /// Fetch a URL source now, for a token whose `kid` no key has (the provider may have
+    /// rotated its keys since the last refresh); at most once per
+    /// [`UNKNOWN_KID_REFETCH`]. Whether it fetched.
+    pub async fn refetch_for_unknown_kid(&self) -> bool {
+        if self.config.url.is_none() {
+            return false;
+        }
+        {
+            let mut last = self.refetched.lock();
+            let now = std::time::Instant::now();
+            if last.is_some_and(|at| now.duration_since(at) < UNKNOWN_KID_REFETCH) {
+                return false;
+            }
+            *last = Some(now);
+        }
+        self.refresh().await;
+        true
     }
 
     async fn refresh(&self) {

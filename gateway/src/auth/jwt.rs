@@ -78,7 +78,21 @@ impl Authenticator {
         for source in &self.sources {
             source.ensure_started().await;
         }
-        self.validate(token).map(Some)
+        match self.check(token) {
+            Err(Refused::NoKey(e)) => {
+                // Keys may have rotated since the last refresh: fetch the URLs again
+                // (rate-limited) and retry once.
+                let mut refetched = false;
+                for source in &self.sources {
+                    refetched |= source.refetch_for_unknown_kid().await;
+                }
+                if !refetched {
+                    return Err(e);
+                }
+                self.validate(token).map(Some)
+            }
+            other => other.map(Some).map_err(Refused::into_error),
+        }
     }
 
     fn where_from(&self) -> String {
@@ -134,9 +148,15 @@ impl Authenticator {
 
     /// Check `token` against the keys and the configured issuers and audiences.
     pub fn validate(&self, token: &str) -> Result<Claims, AuthError> {
+        self.check(token).map_err(Refused::into_error)
+    }
+
+    fn check(&self, token: &str) -> Result<Claims, Refused> {
         let alg = self.algorithm(token)?;
         let header = jsonwebtoken::decode_header(token).map_err(|e| malformed(&e))?;
-        let candidates = self.candidates(header.kid.as_deref(), alg)?;
+        let candidates = self
+            .candidates(header.kid.as_deref(), alg)
+            .map_err(Refused::NoKey)?;
         let mut validation = Validation::new(alg);
         validation.leeway = self.config.leeway.as_secs();
         validation.validate_nbf = true;
@@ -163,10 +183,10 @@ impl Authenticator {
             ) {
                 Ok(data) => return Ok(Arc::new(data.claims)),
                 Err(e) if *e.kind() == ErrorKind::InvalidSignature => last = Some(e),
-                Err(e) => return Err(explain(&e)),
+                Err(e) => return Err(explain(&e).into()),
             }
         }
-        Err(explain(&last.expect("candidates is never empty")))
+        Err(explain(&last.expect("candidates is never empty")).into())
     }
 
     /// The token's `alg`, read before anything else so that `none` and algorithms the
@@ -233,6 +253,27 @@ impl Authenticator {
             }));
         }
         Ok(out)
+    }
+}
+
+/// Why [`Authenticator::check`] refused a token: no key for its `kid` and `alg` (which
+/// a fresh JWKS may have), or anything else.
+enum Refused {
+    NoKey(AuthError),
+    Other(AuthError),
+}
+
+impl From<AuthError> for Refused {
+    fn from(e: AuthError) -> Self {
+        Refused::Other(e)
+    }
+}
+
+impl Refused {
+    fn into_error(self) -> AuthError {
+        match self {
+            Refused::NoKey(e) | Refused::Other(e) => e,
+        }
     }
 }
 
