@@ -5,8 +5,8 @@
 //! with `links` resolving the `@link`s first.
 
 pub(crate) mod auth;
-pub(crate) mod cost;
 mod build;
+pub(crate) mod cost;
 mod links;
 
 pub use self::build::build;
