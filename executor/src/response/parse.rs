@@ -134,7 +134,10 @@ impl<'de> Reader<'_, 'de> {
             self.store.items.truncate(mark);
             return Err(e);
         }
-        Ok(Value::List(self.store.items.drain(mark..).collect()))
+        // One copy of the tail into an allocation of exactly its size.
+        Ok(Value::List(
+            self.store.items.split_off(mark).into_boxed_slice(),
+        ))
     }
 
     fn list_items(&mut self) -> Result<(), ParseError> {
@@ -164,7 +167,7 @@ impl<'de> Reader<'_, 'de> {
             self.store.fields.truncate(mark);
             return Err(e);
         }
-        let fields = self.store.fields.drain(mark..).collect();
+        let fields = self.store.fields.split_off(mark);
         Ok(Value::Object(self.store.alloc(Object { fields, extra })))
     }
 
