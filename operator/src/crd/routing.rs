@@ -45,9 +45,11 @@ pub struct SubgraphHeaderRulesSpec {
 )]
 #[serde(rename_all = "camelCase")]
 pub struct PropagateHeaderSpec {
+    /// The client header to copy (case-insensitive).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
     pub named: Option<String>,
+    /// A regular expression over lower-case header names (`^x-flag-`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<String>,
     /// Send it under this name.
@@ -66,10 +68,14 @@ pub struct PropagateHeaderSpec {
     .message("set exactly one of value and fromClaim"))]
 #[serde(rename_all = "camelCase")]
 pub struct InsertHeaderSpec {
+    /// The header to set.
     #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
     pub name: String,
+    /// A fixed value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
+    /// A claim of the validated JWT: its name (`sub`) or a JSON pointer; without a
+    /// token or that claim the header is not sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub from_claim: Option<String>,
@@ -81,9 +87,11 @@ pub struct InsertHeaderSpec {
     .message("set exactly one of named and matching"))]
 #[serde(rename_all = "camelCase")]
 pub struct RemoveHeaderSpec {
+    /// The header to drop.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(regex(pattern = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"))]
     pub named: Option<String>,
+    /// A regular expression over lower-case header names.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub matching: Option<String>,
 }
