@@ -5,13 +5,15 @@
 //! @apollo/composition does. Checked on the composed supergraph, whose directives are
 //! already merged across subgraphs.
 
-use apollo_compiler::ast::{Directive, Value};
+use apollo_compiler::ast::Directive;
 use apollo_compiler::executable::{FieldSet, Selection, SelectionSet};
 use apollo_compiler::schema::ExtendedType;
 use apollo_compiler::validation::Valid;
 use apollo_compiler::{Node, Schema};
 
 use crate::errors::{ErrorSink, codes};
+use crate::merge::nested_strings;
+use graphfleet_federation::auth::AuthNames;
 
 /// A DNF of scopes or policies: any inner list, all of its items.
 type Dnf = Vec<Vec<String>>;
@@ -65,39 +67,16 @@ fn conjunction(a: Option<Dnf>, b: Option<Dnf>) -> Option<Dnf> {
     }
 }
 
-/// The directives' names in the supergraph, from its links.
-struct Names {
-    authenticated: Option<String>,
-    requires_scopes: Option<String>,
-    policy: Option<String>,
+/// What the directives (under the supergraph's names for them) demand.
+trait Demands {
+    fn of_directives<'a>(
+        &self,
+        directives: impl Iterator<Item = &'a Node<Directive>>,
+    ) -> Requirements;
+    fn of_type(&self, schema: &Schema, name: &str) -> Requirements;
 }
 
-impl Names {
-    fn of(schema: &Schema) -> Names {
-        let mut names = Names {
-            authenticated: None,
-            requires_scopes: None,
-            policy: None,
-        };
-        for link in schema.schema_definition.directives.iter() {
-            let Some(url) = str_arg(link, "url") else {
-                continue;
-            };
-            let Some(rest) = url.strip_prefix("https://specs.apollo.dev/") else {
-                continue;
-            };
-            let spec = rest.split('/').next().unwrap_or("");
-            let slot = match spec {
-                "authenticated" => &mut names.authenticated,
-                "requiresScopes" => &mut names.requires_scopes,
-                "policy" => &mut names.policy,
-                _ => continue,
-            };
-            *slot = Some(local_name(link, spec));
-        }
-        names
-    }
-
+impl Demands for AuthNames {
     fn of_directives<'a>(
         &self,
         directives: impl Iterator<Item = &'a Node<Directive>>,
@@ -108,9 +87,9 @@ impl Names {
             if is(&self.authenticated) {
                 out.authenticated = true;
             } else if is(&self.requires_scopes) {
-                out.scopes = Some(dnf(d, "scopes"));
+                out.scopes = Some(nested_strings(d, "scopes"));
             } else if is(&self.policy) {
-                out.policies = Some(dnf(d, "policies"));
+                out.policies = Some(nested_strings(d, "policies"));
             }
         }
         out
@@ -124,51 +103,8 @@ impl Names {
     }
 }
 
-/// The name a link gives its spec's main directive: an `import` rename, else `as:`,
-/// else the spec's name.
-fn local_name(link: &Directive, spec: &str) -> String {
-    let main = format!("@{spec}");
-    if let Some(Value::List(imports)) = link
-        .specified_argument_by_name("import")
-        .map(|v| v.as_ref())
-    {
-        for import in imports {
-            if let Value::Object(entries) = import.as_ref() {
-                let get = |key: &str| {
-                    entries
-                        .iter()
-                        .find(|(k, _)| k == key)
-                        .and_then(|(_, v)| v.as_str())
-                };
-                if get("name") == Some(main.as_str())
-                    && let Some(renamed) = get("as")
-                {
-                    return renamed.trim_start_matches('@').to_owned();
-                }
-            }
-        }
-    }
-    str_arg(link, "as").unwrap_or(spec).to_owned()
-}
-
 fn str_arg<'a>(d: &'a Directive, name: &str) -> Option<&'a str> {
     d.specified_argument_by_name(name).and_then(|v| v.as_str())
-}
-
-fn dnf(d: &Directive, arg: &str) -> Dnf {
-    let Some(Value::List(outer)) = d.specified_argument_by_name(arg).map(|v| v.as_ref()) else {
-        return Vec::new();
-    };
-    outer
-        .iter()
-        .map(|inner| match inner.as_ref() {
-            Value::List(items) => items
-                .iter()
-                .filter_map(|i| i.as_str().map(str::to_owned))
-                .collect(),
-            other => other.as_str().map(str::to_owned).into_iter().collect(),
-        })
-        .collect()
 }
 
 /// Reports each `@requires` (per subgraph) whose field lacks the requirements of the
@@ -177,8 +113,8 @@ pub(crate) fn check(supergraph_sdl: &str, sink: &mut ErrorSink) {
     let Ok(schema) = Schema::parse_and_validate(supergraph_sdl, "supergraph.graphql") else {
         return; // reported by the caller
     };
-    let names = Names::of(&schema);
-    if names.authenticated.is_none() && names.requires_scopes.is_none() && names.policy.is_none() {
+    let names = AuthNames::of(&schema);
+    if !names.any() {
         return;
     }
     let graph_names = graph_names(&schema);
@@ -226,7 +162,7 @@ pub(crate) fn check(supergraph_sdl: &str, sink: &mut ErrorSink) {
 /// fragment type condition "T"`), if any.
 fn first_missing(
     schema: &Valid<Schema>,
-    names: &Names,
+    names: &AuthNames,
     own: &Requirements,
     set: &SelectionSet,
 ) -> Option<String> {

@@ -40,16 +40,18 @@ pub struct AuthDirectives {
     pub on_field: FxHashMap<FieldId, Vec<RequirementId>>,
 }
 
-/// Local names of the three directives in a supergraph.
-struct Names {
-    authenticated: Option<String>,
-    requires_scopes: Option<String>,
-    policy: Option<String>,
+/// Local names of the three directives in a supergraph (`None`: not linked).
+#[derive(Debug, Clone, Default)]
+pub struct AuthNames {
+    pub authenticated: Option<String>,
+    pub requires_scopes: Option<String>,
+    pub policy: Option<String>,
 }
 
-impl Names {
-    fn of(schema: &Schema) -> Self {
-        let mut names = Names {
+impl AuthNames {
+    /// The names `schema`'s `@link`s give the directives (renames included).
+    pub fn of(schema: &Schema) -> Self {
+        let mut names = AuthNames {
             authenticated: None,
             requires_scopes: None,
             policy: None,
@@ -75,7 +77,8 @@ impl Names {
         names
     }
 
-    fn any(&self) -> bool {
+    /// True when any of the three is linked.
+    pub fn any(&self) -> bool {
         self.authenticated.is_some() || self.requires_scopes.is_some() || self.policy.is_some()
     }
 }
@@ -111,7 +114,7 @@ fn local_name(link: &Directive, spec: &str) -> String {
 impl AuthDirectives {
     /// The directives of `schema`; empty when it links none of the three specs.
     pub fn read(schema: &Schema, meta: &FederationMeta) -> Self {
-        let names = Names::of(schema);
+        let names = AuthNames::of(schema);
         let mut out = Self::default();
         if !names.any() {
             return out;
@@ -158,13 +161,13 @@ impl AuthDirectives {
         &self.requirements[id.index()]
     }
 
-    fn intern_list(&mut self, names: &Names, list: &DirectiveList) -> Vec<RequirementId> {
+    fn intern_list(&mut self, names: &AuthNames, list: &DirectiveList) -> Vec<RequirementId> {
         self.intern_all(names, list.iter().map(|d| &**d))
     }
 
     fn intern_all<'d>(
         &mut self,
-        names: &Names,
+        names: &AuthNames,
         directives: impl Iterator<Item = &'d Directive>,
     ) -> Vec<RequirementId> {
         let mut ids = Vec::new();
@@ -187,7 +190,7 @@ impl AuthDirectives {
     }
 }
 
-fn requirement(names: &Names, d: &Directive) -> Option<Requirement> {
+fn requirement(names: &AuthNames, d: &Directive) -> Option<Requirement> {
     let is = |n: &Option<String>| n.as_deref() == Some(d.name.as_str());
     if is(&names.authenticated) {
         Some(Requirement::Authenticated)

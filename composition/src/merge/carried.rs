@@ -285,8 +285,8 @@ fn merge_auth_spec(
     ))
 }
 
-/// A `[[String!]!]!` argument's strings.
-fn nested_strings(d: &Directive, arg: &str) -> Vec<Vec<String>> {
+/// A `[[String!]!]!` argument's strings (a DNF of scopes or policies).
+pub(crate) fn nested_strings(d: &Directive, arg: &str) -> Vec<Vec<String>> {
     let Some(Value::List(outer)) = d.specified_argument_by_name(arg).map(|v| v.as_ref()) else {
         return Vec::new();
     };

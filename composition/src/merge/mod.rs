@@ -33,6 +33,7 @@ use indexmap::IndexMap;
 
 use self::accessors::kind_of;
 use self::carried::CarriedDirectives;
+pub(crate) use self::carried::nested_strings;
 use self::common_parts::type_with_common_parts;
 use self::enums::merge_enum;
 use self::executable_directives::executable_directives;

@@ -72,23 +72,6 @@ pub struct RemoveRule {
     pub matching: Option<String>,
 }
 
-/// Headers the gateway sets on every subgraph request itself; a rule that wrote them
-/// would corrupt the request.
-const GATEWAY_OWNED: &[&str] = &[
-    "host",
-    "content-length",
-    "content-type",
-    "content-encoding",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-    "accept-encoding",
-];
-
 /// Problems in `headers.rules` and every `subgraphs.<name>.headers`.
 pub(super) fn validate(config: &Config, report: &mut impl FnMut(&[&str], String)) {
     for (i, rule) in config.headers.rules.iter().enumerate() {
@@ -188,7 +171,7 @@ fn one_of(
 fn check_name(key: &str, name: &str, report: &mut impl FnMut(&str, String)) {
     match http::HeaderName::from_bytes(name.as_bytes()) {
         Err(_) => report(key, format!("{name:?} is not a valid HTTP header name")),
-        Ok(h) if GATEWAY_OWNED.contains(&h.as_str()) => report(
+        Ok(h) if super::validate::UNPROPAGATABLE.contains(&h.as_str()) => report(
             key,
             format!("{name:?} is set by the gateway for each subgraph request"),
         ),

@@ -9,9 +9,9 @@ type Problems = Vec<(Vec<String>, String)>;
 /// Paths the gateway serves itself; the GraphQL and metrics endpoints must not shadow them.
 const HEALTH_PREFIX: &str = "/health/";
 
-/// Headers the gateway's HTTP client manages; copying the client's would corrupt the
-/// subgraph request.
-const UNPROPAGATABLE: &[&str] = &[
+/// Headers the gateway's HTTP client manages; copying the client's (or a header rule
+/// writing them) would corrupt the subgraph request.
+pub(super) const UNPROPAGATABLE: &[&str] = &[
     "host",
     "content-length",
     "content-type",
