@@ -172,23 +172,13 @@ pub fn jwks_volumes(gw: &GraphGateway) -> (Vec<Volume>, Vec<VolumeMount>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::{
-        AuthenticationSpec, AuthorizationSpec, GraphGatewaySpec, JwksSpec, PolicyRuleSpec,
-    };
-    use crate::resources::gateway::{CONFIG_KEY, deployment, gateway_config_json};
+    use crate::crd::{AuthenticationSpec, AuthorizationSpec, JwksSpec, PolicyRuleSpec};
+    use crate::resources::gateway::tests::{gateway, load_in_container};
+    use crate::resources::gateway::{deployment, gateway_config_json};
     use graphfleet_gateway::config as gateway_config;
     use k8s_openapi::api::core::v1::{ConfigMapKeySelector, SecretKeySelector};
     use std::path::PathBuf;
     use std::time::Duration;
-
-    fn gateway(config: GatewayConfig) -> GraphGateway {
-        let spec: GraphGatewaySpec =
-            serde_json::from_value(serde_json::json!({})).expect("an empty spec is valid");
-        let mut gw = GraphGateway::new("edge", GraphGatewaySpec { config, ..spec });
-        gw.metadata.namespace = Some("shop".to_owned());
-        gw.metadata.uid = Some("0000-uid".to_owned());
-        gw
-    }
 
     fn spec() -> GatewayConfig {
         let policies = [
@@ -298,27 +288,8 @@ mod tests {
     #[test]
     fn the_gateway_accepts_the_rendered_keys() {
         let gw = gateway(spec());
-        let rendered = gateway_config_json(&gw);
-        let dir = std::env::temp_dir().join(format!("graphfleet-auth-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let file = dir.join(CONFIG_KEY);
-        std::fs::write(&file, &rendered).expect("write the config");
-        let pod = deployment(&gw, "hash", "img")
-            .spec
-            .expect("spec")
-            .template
-            .spec
-            .expect("pod");
-        let args = pod.containers[0].args.clone().unwrap_or_default();
-        let cli = gateway_config::parse_args(args).expect("the container's args parse");
-        let config = gateway_config::load(&gateway_config::Sources {
-            file: Some(file),
-            env: Vec::new(),
-            flags: cli.overrides,
-        })
-        .map_err(|e| e.to_string());
-        let _ = std::fs::remove_dir_all(&dir);
-        let config = config.unwrap_or_else(|e| panic!("the gateway refuses {rendered}: {e}"));
+        let config = load_in_container(&gw)
+            .unwrap_or_else(|e| panic!("the gateway refuses {}: {e}", gateway_config_json(&gw)));
         let authn = &config.authentication;
         let sources: Vec<(Option<PathBuf>, Option<String>, Duration)> = authn
             .jwks

@@ -38,38 +38,16 @@ pub(super) fn demand_sections(root: &mut Map<String, Value>, c: &GatewayConfig) 
 
 #[cfg(test)]
 mod tests {
-    use crate::crd::{
-        DemandControlMode, DemandControlSpec, GatewayConfig, GraphGateway, GraphGatewaySpec,
-    };
-    use crate::resources::gateway::gateway_config_json;
+    use crate::crd::{DemandControlMode, DemandControlSpec, GatewayConfig};
+    use crate::resources::gateway::tests::{gateway, load_in_container};
     use graphfleet_gateway::config as gateway_config;
 
     fn load(demand_control: Option<DemandControlSpec>) -> Result<gateway_config::Config, String> {
-        let spec: GraphGatewaySpec =
-            serde_json::from_value(serde_json::json!({})).expect("an empty spec is valid");
         let config = GatewayConfig {
             demand_control,
             ..GatewayConfig::default()
         };
-        let gw = GraphGateway::new("edge", GraphGatewaySpec { config, ..spec });
-        let json = gateway_config_json(&gw);
-        let file = std::env::temp_dir().join(format!(
-            "graphfleet-operator-demand-{}-{}.json",
-            std::process::id(),
-            crate::resources::short_hash(json.as_bytes())
-        ));
-        std::fs::write(&file, &json).expect("write the config file");
-        let loaded = gateway_config::load(&gateway_config::Sources {
-            file: Some(file.clone()),
-            // What the pod's container passes besides the file.
-            env: vec![(
-                "GRAPHFLEET_SUPERGRAPH__PATH".to_owned(),
-                "/etc/graphfleet/supergraph.graphql".to_owned(),
-            )],
-            flags: Vec::new(),
-        });
-        let _ = std::fs::remove_file(&file);
-        loaded.map_err(|e| e.to_string())
+        load_in_container(&gateway(config))
     }
 
     #[test]

@@ -576,7 +576,7 @@ pub fn horizontal_pod_autoscaler(gw: &GraphGateway) -> Option<HorizontalPodAutos
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::crd::{
         ApqSpec, CompressionAlgorithm, CompressionLevel, CompressionSpec, ConfigMapKey, CorsSpec,
@@ -586,7 +586,8 @@ mod tests {
     use graphfleet_gateway::config as gateway_config;
     use std::time::Duration;
 
-    fn gateway(config: GatewayConfig) -> GraphGateway {
+    /// A GraphGateway `edge` in namespace `shop` with `config`.
+    pub(crate) fn gateway(config: GatewayConfig) -> GraphGateway {
         let spec: GraphGatewaySpec =
             serde_json::from_value(serde_json::json!({})).expect("an empty spec is valid");
         let mut gw = GraphGateway::new("edge", GraphGatewaySpec { config, ..spec });
@@ -655,7 +656,7 @@ mod tests {
 
     /// Loads the config exactly as the gateway container would: its args, its
     /// environment, and the rendered file at the path `GRAPHFLEET_CONFIG` names.
-    fn load_in_container(gw: &GraphGateway) -> Result<gateway_config::Config, String> {
+    pub(crate) fn load_in_container(gw: &GraphGateway) -> Result<gateway_config::Config, String> {
         let dir = std::env::temp_dir().join(format!(
             "graphfleet-operator-config-{}-{}",
             std::process::id(),
