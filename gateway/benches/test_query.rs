@@ -57,6 +57,23 @@ impl Transport for Replay {
     }
 }
 
+/// A POST request's metadata (mutations allowed).
+fn post() -> RequestMeta {
+    RequestMeta {
+        allow_mutation: true,
+        ..RequestMeta::default()
+    }
+}
+
+/// A gateway with `config` on `supergraph` answering from the `recorded` exchanges.
+fn replaying(config: Config, supergraph: &str, recorded: &[(Bytes, Bytes)]) -> Gateway<Replay> {
+    Gateway::with_transport(
+        Arc::new(config),
+        Supergraph::parse(supergraph).expect("supergraph"),
+        Replay(recorded.iter().cloned().collect()),
+    )
+}
+
 fn bench(c: &mut Criterion) {
     scenario(c, "test_query", Set::Fed, "fed/queries/query.graphql");
     scenario(
@@ -74,10 +91,7 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
         env!("CARGO_MANIFEST_DIR")
     );
     let query = std::fs::read_to_string(&path).expect("the scenario's query exists");
-    let post = RequestMeta {
-        allow_mutation: true,
-        ..RequestMeta::default()
-    };
+    let post = post();
     let request = GraphQLRequest {
         query: Some(query),
         ..Default::default()
@@ -118,11 +132,7 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
         expected.len()
     );
 
-    let gateway = Gateway::with_transport(
-        Default::default(),
-        Supergraph::parse(set.supergraph()).expect("supergraph"),
-        Replay(recorded.iter().cloned().collect()),
-    );
+    let gateway = replaying(Config::default(), set.supergraph(), &recorded);
     let check = rt.block_on(gateway.execute(&request, &post));
     assert_eq!(
         check.body(),
@@ -193,13 +203,7 @@ fn persisted(
         config.persisted_documents.watch = false;
         config
     };
-    let gateway = |config: &Config| {
-        Gateway::with_transport(
-            Arc::new(config.clone()),
-            Supergraph::parse(set.supergraph()).expect("supergraph"),
-            Replay(recorded.iter().cloned().collect()),
-        )
-    };
+    let gateway = |config: &Config| replaying(config.clone(), set.supergraph(), recorded);
     let (off, on) = (gateway(&off), gateway(&on));
     let _ = std::fs::remove_dir_all(&dir);
     let request = |body: serde_json::Value| -> GraphQLRequest {
@@ -209,10 +213,7 @@ fn persisted(
     let register = request(serde_json::json!({ "query": query, "extensions": apq }));
     let by_hash = request(serde_json::json!({ "extensions": apq }));
     let by_id = request(serde_json::json!({ "documentId": "test-query" }));
-    let post = RequestMeta {
-        allow_mutation: true,
-        ..RequestMeta::default()
-    };
+    let post = post();
     let cases: [(&str, &Gateway<Replay>, &GraphQLRequest); 4] = [
         ("text_off", &off, text),
         ("text_on", &on, text),
@@ -329,16 +330,9 @@ fn demand_control(
             config.demand_control.mode = mode;
             config.demand_control.max_cost = Some(1_000_000);
         }
-        Gateway::with_transport(
-            Arc::new(config),
-            Supergraph::parse(set.supergraph()).expect("supergraph"),
-            Replay(recorded.iter().cloned().collect()),
-        )
+        replaying(config, set.supergraph(), recorded)
     };
-    let post = RequestMeta {
-        allow_mutation: true,
-        ..RequestMeta::default()
-    };
+    let post = post();
     let supergraph = Supergraph::parse(set.supergraph()).expect("supergraph");
     let text = request.query.as_deref().expect("query");
     let prepared =
@@ -495,11 +489,7 @@ fn auth(
             config.authentication.issuers = vec!["https://issuer.bench".to_owned()];
             config.authentication.audiences = vec!["graphfleet".to_owned()];
         }
-        Gateway::with_transport(
-            Arc::new(config),
-            Supergraph::parse(supergraph).expect("supergraph"),
-            Replay(recorded.iter().cloned().collect()),
-        )
+        replaying(config, supergraph, recorded)
     };
     let mut group = c.benchmark_group("test_query_auth");
     for (name, supergraph, jwt, authorization) in [
