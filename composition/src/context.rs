@@ -196,12 +196,19 @@ fn check_selection(
             );
             return;
         };
-        if !assignable(&def.ty, arg_ty) {
+        // The value is read from an ancestor that may not be there: @apollo/composition
+        // takes the selection as nullable, so only a nullable argument accepts it.
+        let selected = match &def.ty {
+            Type::NonNullNamed(n) => Type::Named(n.clone()),
+            Type::NonNullList(inner) => Type::List(inner.clone()),
+            nullable => nullable.clone(),
+        };
+        if !assignable(&selected, arg_ty) {
             sink.error(
                 codes::CONTEXT_INVALID_SELECTION,
                 format!(
-                    "[{}] Context \"{context}\" is used in \"{location}\" but the selection is invalid: the type of the selection \"{}\" does not match the expected type \"{arg_ty}\"",
-                    sg.name, def.ty
+                    "[{}] Context \"{context}\" is used in \"{location}\" but the selection is invalid: the type of the selection \"{selected}\" does not match the expected type \"{arg_ty}\"",
+                    sg.name
                 ),
                 &sg.name,
             );

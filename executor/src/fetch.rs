@@ -7,7 +7,7 @@ use crate::response::{KeyId, KeyTable, Store, Value};
 use apollo_compiler::response::JsonMap;
 use bytes::Bytes;
 use graphfleet_federation::meta::{SelTree, SelTreeItem};
-use graphfleet_planner::query_planner::{Fetch, PathElem, QueryPlan, RepSpec};
+use graphfleet_planner::query_planner::{ContextVariable, Fetch, PathElem, QueryPlan, RepSpec};
 use rustc_hash::FxHashMap;
 
 pub(super) struct PreparedFetch {
@@ -22,22 +22,39 @@ pub(super) fn prepare(
     store: &Store,
     variables: &JsonMap,
 ) -> Option<PreparedFetch> {
+    let objects = fetch.entity.as_ref().map(|_| {
+        let mut objects = Vec::new();
+        for path in &fetch.merge_paths {
+            collect_objects(store, &plan.keys, Store::ROOT, path, &mut objects);
+        }
+        objects
+    });
+    request_body(fetch, plan, store, variables, objects.as_deref(), &[])
+}
+
+/// The request body of `fetch`: for an entity fetch, the representations of `objects`
+/// (deduplicated; `None` when none has its key fields), then `extra` (`,"name":value`
+/// variables) and the client variables it uses.
+fn request_body(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    store: &Store,
+    variables: &JsonMap,
+    objects: Option<&[ObjId]>,
+    extra: &[u8],
+) -> Option<PreparedFetch> {
     let mut body = Vec::with_capacity(256 + fetch.operation.len());
     body.extend_from_slice(b"{\"query\":");
     write_str(&mut body, &fetch.operation);
     body.extend_from_slice(b",\"variables\":{");
     let mut targets: Vec<Vec<ObjId>> = Vec::new();
     let mut first = true;
-    if let Some(entity) = &fetch.entity {
-        let mut objects = Vec::new();
-        for path in &fetch.merge_paths {
-            collect_objects(store, &plan.keys, Store::ROOT, path, &mut objects);
-        }
+    if let (Some(entity), Some(objects)) = (&fetch.entity, objects) {
         let typename = plan.keys.get("__typename");
         let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
         body.extend_from_slice(b"\"representations\":[");
         let mut rep = Vec::with_capacity(64);
-        for obj in objects {
+        for &obj in objects {
             let Some(tn) = typename
                 .and_then(|k| store.object(obj).get(k))
                 .and_then(|v| store.as_str(v))
@@ -71,6 +88,7 @@ pub(super) fn prepare(
             return None;
         }
         body.push(b']');
+        body.extend_from_slice(extra);
         first = false;
     }
     for name in &fetch.variables {
@@ -89,6 +107,197 @@ pub(super) fn prepare(
         body: Bytes::from(body),
         targets,
     })
+}
+
+/// An entity fetch with contextual arguments: its entities grouped by the values their
+/// ancestors give the arguments, one request per group (in first-seen order).
+pub(super) fn prepare_contextual(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    store: &Store,
+    variables: &JsonMap,
+) -> Vec<PreparedFetch> {
+    let Some(entity) = &fetch.entity else {
+        return Vec::new();
+    };
+    let Some(path) = fetch.merge_paths.first() else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    let mut at = vec![None; path.len() + 1];
+    collect_with_ancestors(store, &plan.keys, Store::ROOT, path, 0, &mut at, &mut found);
+    let mut groups: Vec<(Vec<u8>, Vec<ObjId>)> = Vec::new();
+    let mut index: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
+    let mut values = Vec::with_capacity(64);
+    for (obj, ancestors) in found {
+        values.clear();
+        for variable in &entity.contexts {
+            values.push(b',');
+            write_str(&mut values, &variable.name);
+            values.push(b':');
+            write_context_value(store, &plan.keys, variable, &ancestors, &mut values);
+        }
+        match index.get(&values) {
+            Some(i) => groups[*i].1.push(obj),
+            None => {
+                index.insert(values.clone(), groups.len());
+                groups.push((values.clone(), vec![obj]));
+            }
+        }
+    }
+    groups
+        .iter()
+        .filter_map(|(values, objects)| {
+            request_body(fetch, plan, store, variables, Some(objects), values)
+        })
+        .collect()
+}
+
+/// Like [`collect_objects`], with each object's ancestors: `at[d]` is the object reached
+/// after `d` elements of the path (None where that is no object).
+fn collect_with_ancestors(
+    store: &Store,
+    keys: &KeyTable,
+    obj: ObjId,
+    path: &[PathElem],
+    consumed: usize,
+    at: &mut Vec<Option<ObjId>>,
+    out: &mut Vec<(ObjId, Vec<Option<ObjId>>)>,
+) {
+    at[consumed] = Some(obj);
+    match path.get(consumed) {
+        None => out.push((obj, at.clone())),
+        Some(PathElem::Key(k)) => {
+            if let Some(v) = keys.get(k).and_then(|k| store.object(obj).get(k)) {
+                collect_value_with_ancestors(store, keys, v, path, consumed + 1, at, out);
+            }
+        }
+        Some(PathElem::TypeCond(t)) => {
+            if has_typename(store, keys, obj, t) {
+                collect_with_ancestors(store, keys, obj, path, consumed + 1, at, out);
+            }
+        }
+        Some(PathElem::List) => {}
+    }
+}
+
+fn collect_value_with_ancestors(
+    store: &Store,
+    keys: &KeyTable,
+    v: &Value,
+    path: &[PathElem],
+    consumed: usize,
+    at: &mut Vec<Option<ObjId>>,
+    out: &mut Vec<(ObjId, Vec<Option<ObjId>>)>,
+) {
+    match (v, path.get(consumed)) {
+        (Value::Object(id), _) => collect_with_ancestors(store, keys, *id, path, consumed, at, out),
+        (Value::List(items), Some(PathElem::List)) => {
+            at[consumed] = None;
+            for item in items {
+                collect_value_with_ancestors(store, keys, item, path, consumed + 1, at, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The value of a contextual argument for an entity with `ancestors`: the selection
+/// read from the innermost source whose object carries the context; null otherwise.
+fn write_context_value(
+    store: &Store,
+    keys: &KeyTable,
+    variable: &ContextVariable,
+    ancestors: &[Option<ObjId>],
+    out: &mut Vec<u8>,
+) {
+    for source in &variable.sources {
+        let Some(obj) = ancestors.get(source.depth).copied().flatten() else {
+            continue;
+        };
+        let typename = keys
+            .get("__typename")
+            .and_then(|k| store.object(obj).get(k))
+            .and_then(|v| store.as_str(v));
+        let Some(tn) = typename.filter(|tn| source.matches.iter().any(|m| m == tn)) else {
+            continue;
+        };
+        if !write_selected(store, keys, obj, tn, &source.selection, out) {
+            out.extend_from_slice(b"null");
+        }
+        return;
+    }
+    out.extend_from_slice(b"null");
+}
+
+/// Writes the value of the one field `tree` selects on `obj` (of type `typename`);
+/// false when it selects none there.
+fn write_selected(
+    store: &Store,
+    keys: &KeyTable,
+    obj: ObjId,
+    typename: &str,
+    tree: &SelTree,
+    out: &mut Vec<u8>,
+) -> bool {
+    for item in &tree.items {
+        match item {
+            SelTreeItem::Field { name, sub, .. } => {
+                match keys.get(name).and_then(|k| store.object(obj).get(k)) {
+                    Some(v) => write_input_value(store, keys, v, sub, out),
+                    None => out.extend_from_slice(b"null"),
+                }
+                return true;
+            }
+            SelTreeItem::Fragment {
+                type_condition,
+                sub,
+            } if type_condition == typename => {
+                if write_selected(store, keys, obj, typename, sub, out) {
+                    return true;
+                }
+            }
+            SelTreeItem::Fragment { .. } => {}
+        }
+    }
+    false
+}
+
+/// `v` as an argument value: objects (input objects) with the fields of `sub` only.
+fn write_input_value(store: &Store, keys: &KeyTable, v: &Value, sub: &SelTree, out: &mut Vec<u8>) {
+    match v {
+        Value::Object(id) => {
+            out.push(b'{');
+            let mut first = true;
+            for item in &sub.items {
+                let SelTreeItem::Field { name, sub, .. } = item else {
+                    continue;
+                };
+                let Some(v) = keys.get(name).and_then(|k| store.object(*id).get(k)) else {
+                    continue;
+                };
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                write_str(out, name);
+                out.push(b':');
+                write_input_value(store, keys, v, sub, out);
+            }
+            out.push(b'}');
+        }
+        Value::List(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_input_value(store, keys, item, sub, out);
+            }
+            out.push(b']');
+        }
+        scalar => write_scalar(out, scalar, store, keys),
+    }
 }
 
 /// Objects at `path` below `obj` (lists flattened), in response order.

@@ -89,6 +89,8 @@ async fn run_as_ready<T: Transport>(
         }
     }
     let mut ready: Vec<usize> = (0..fetches.len()).filter(|i| waiting[*i] == 0).collect();
+    // Requests of each fetch still in flight (several for contextual arguments).
+    let mut parts_left: Vec<usize> = vec![0; fetches.len()];
     let mut fetch_errors: Vec<Vec<ResponseError>> = vec![Vec::new(); fetches.len()];
     let mut in_flight = futures::stream::FuturesUnordered::new();
     let done = |i: usize, waiting: &mut Vec<usize>, ready: &mut Vec<usize>| {
@@ -102,27 +104,41 @@ async fn run_as_ready<T: Transport>(
     loop {
         while let Some(i) = ready.pop() {
             // Over the response budget nothing more is sent: the response is cut.
-            let prepared = (*received <= ctx.max_response_bytes)
-                .then(|| fetch::prepare(&fetches[i], ctx.plan, store, ctx.variables))
-                .flatten();
-            match prepared {
-                Some(p) => {
-                    let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
-                    in_flight.push(async move {
-                        let response = send(ctx, i, &p, budget_bytes).await;
-                        (i, p, response)
-                    });
-                }
-                // Nothing to fetch (no representations): its dependents have nothing
-                // to wait for either.
-                None => done(i, &mut waiting, &mut ready),
+            let prepared = if *received > ctx.max_response_bytes {
+                Vec::new()
+            } else if fetches[i]
+                .entity
+                .as_ref()
+                .is_some_and(|e| !e.contexts.is_empty())
+            {
+                fetch::prepare_contextual(&fetches[i], ctx.plan, store, ctx.variables)
+            } else {
+                fetch::prepare(&fetches[i], ctx.plan, store, ctx.variables)
+                    .into_iter()
+                    .collect()
+            };
+            // Nothing to fetch (no representations): its dependents have nothing to
+            // wait for either.
+            if prepared.is_empty() {
+                done(i, &mut waiting, &mut ready);
+            }
+            parts_left[i] = prepared.len();
+            for p in prepared {
+                let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
+                in_flight.push(async move {
+                    let response = send(ctx, i, &p, budget_bytes).await;
+                    (i, p, response)
+                });
             }
         }
         let Some((i, p, response)) = futures::StreamExt::next(&mut in_flight).await else {
             break;
         };
         absorb(ctx, i, &p, response, store, &mut fetch_errors[i], received);
-        done(i, &mut waiting, &mut ready);
+        parts_left[i] -= 1;
+        if parts_left[i] == 0 {
+            done(i, &mut waiting, &mut ready);
+        }
     }
     let mut order = Vec::with_capacity(fetches.len());
     if let Some(root) = &ctx.plan.root {

@@ -85,7 +85,7 @@ impl AuthNames {
 
 /// The name a `@link` gives its spec's main directive (`@<spec>`): renamed by an
 /// `import: [{name: "@<spec>", as: "@x"}]`, else named by `as:`, else the spec's name.
-fn local_name(link: &Directive, spec: &str) -> String {
+pub(crate) fn local_name(link: &Directive, spec: &str) -> String {
     let main = format!("@{spec}");
     if let Some(Value::List(imports)) = link
         .specified_argument_by_name("import")

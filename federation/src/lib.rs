@@ -3,6 +3,7 @@
 
 mod api_schema;
 pub mod auth;
+pub mod context;
 pub mod cost;
 pub mod field_set;
 pub mod meta;
@@ -294,6 +295,7 @@ fn build_meta(
     let join_field = features.join("field");
     let join_implements = features.join("implements");
     let join_union_member = features.join("unionMember");
+    let context_directive = context::directive_name(schema);
     let mut types = Vec::new();
     let mut fields = Vec::new();
     let implementers = schema.implementers_map();
@@ -386,6 +388,7 @@ fn build_meta(
                         .filter(|t| *t != output_name && schema.types.contains_key(*t))
                         .and_then(|t| Name::new(t).ok()),
                     subgraph_type: arg_str(d, "type").map(str::to_string),
+                    context_arguments: context::arguments(d, &location)?,
                 });
             }
             meta.field_by_name.insert(
@@ -410,6 +413,10 @@ fn build_meta(
             implements,
             union_members,
             possible_types: possible_types(schema, &implementers, name, ty),
+            contexts: context::contexts_set(
+                context_directive.as_deref(),
+                ty.directives().iter().map(|d| &d.node),
+            ),
         });
     }
     meta.types = types;

@@ -172,6 +172,8 @@ pub struct TypeMeta {
     pub union_members: Vec<(SubgraphId, Name)>,
     /// Object types that belong to this abstract type in the supergraph.
     pub possible_types: Vec<Name>,
+    /// The contexts this type sets (`@context(name:)`, supergraph names).
+    pub contexts: Vec<String>,
 }
 
 /// One `@join__field` entry.
@@ -190,6 +192,17 @@ pub struct FieldResolver {
     /// The full type in this subgraph as written in `@join__field(type:)` (e.g. `ID!`
     /// where the supergraph says `ID`), when given.
     pub subgraph_type: Option<String>,
+    /// Arguments whose values come from a context (`@fromContext` in the subgraph):
+    /// the field is only ever fetched through `_entities`, with them as variables.
+    pub context_arguments: Vec<crate::context::ContextArgument>,
+}
+
+impl FieldResolver {
+    /// Whether the field needs anything fetched before it (`@requires` fields, or
+    /// contextual arguments read from an ancestor), so it is fetched through `_entities`.
+    pub fn needs_inputs(&self) -> bool {
+        self.requires.is_some() || !self.context_arguments.is_empty()
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -448,6 +461,24 @@ impl FederationMeta {
             Some(id) => &self.ty(id).possible_types,
             None => &[],
         }
+    }
+
+    /// The object types whose objects carry `context`: those setting it, and the
+    /// members and implementers of abstract types setting it.
+    pub fn context_setters(&self, context: &str) -> Vec<Name> {
+        let mut out: Vec<Name> = Vec::new();
+        for t in self
+            .types
+            .iter()
+            .filter(|t| t.contexts.iter().any(|c| c == context))
+        {
+            for o in self.possible_types_ref(&t.name) {
+                if !out.contains(o) {
+                    out.push(o.clone());
+                }
+            }
+        }
+        out
     }
 
     /// Whether a value of object/interface `sub` is always a `sup`.

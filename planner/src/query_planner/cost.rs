@@ -93,7 +93,7 @@ impl<'a> Planner<'a> {
         // `resolvable_here`, with the field's metadata from the same lookup.
         let (resolution, fm) = self.meta.resolution_and_meta(ty, &f.name, sg);
         let here = match resolution {
-            Resolution::Resolvable(r) => r.is_none_or(|r| r.requires.is_none()),
+            Resolution::Resolvable(r) => r.is_none_or(|r| !r.needs_inputs()),
             Resolution::External => provided.is_some_and(|p| p.field(&f.name).is_some()),
             Resolution::Absent => false,
         };

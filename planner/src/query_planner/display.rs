@@ -77,6 +77,19 @@ impl QueryPlan {
                 reps.push_str(" }");
             }
             writeln!(f, "{pad}  representations: {{{reps} }}")?;
+            for var in &entity.contexts {
+                let sources: Vec<String> = var
+                    .sources
+                    .iter()
+                    .map(|s| {
+                        let mut selection = String::new();
+                        write_tree(&mut selection, &s.selection);
+                        let ancestor = path_string(&fetch.merge_paths[0][..s.depth]);
+                        format!("\"{ancestor}\" [{}] {{{selection} }}", s.matches.join(", "))
+                    })
+                    .collect();
+                writeln!(f, "{pad}  ${}: {}", var.name, sources.join(" or "))?;
+            }
         }
         writeln!(f, "{pad}  {}", fetch.operation)?;
         writeln!(f, "{pad}}}")

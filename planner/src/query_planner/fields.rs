@@ -283,7 +283,7 @@ impl<'a> Planner<'a> {
             return true;
         }
         match self.meta.resolution(ty, &f.name, sg) {
-            Resolution::Resolvable(r) => r.is_none_or(|r| r.requires.is_none()),
+            Resolution::Resolvable(r) => r.is_none_or(|r| !r.needs_inputs()),
             Resolution::External => provided.is_some_and(|p| p.field(&f.name).is_some()),
             Resolution::Absent => false,
         }
@@ -312,9 +312,9 @@ impl<'a> Planner<'a> {
         let provided_sub = provided.and_then(|p| p.field(&f.name));
         let (resolution, field_meta) = meta.resolution_and_meta(ty, &f.name, sg);
         let here = match resolution {
-            Resolution::Resolvable(r) => {
-                requires_satisfied || r.is_none_or(|r| r.requires.is_none())
-            }
+            // A field with contextual arguments is only fetched through `_entities`,
+            // where the gateway passes their values (planned in `jump`).
+            Resolution::Resolvable(r) => requires_satisfied || r.is_none_or(|r| !r.needs_inputs()),
             Resolution::External => provided_sub.is_some(),
             Resolution::Absent => false,
         };

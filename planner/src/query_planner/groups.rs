@@ -2,7 +2,7 @@
 //! groups below each group, and snapshot/undo for trying one candidate subgraph after
 //! another. Also how a group's subgraph selection is extended.
 
-use super::plan::{PathElem, RepSpec};
+use super::plan::{ContextVariable, PathElem, RepSpec};
 use super::selection::SelectedField;
 use apollo_compiler::ast::Argument;
 use apollo_compiler::{Name, Node};
@@ -93,6 +93,8 @@ pub(super) struct Group {
     pub(super) depends_on: Vec<GroupId>,
     /// The group whose results an entity group's representations come from.
     pub(super) parent: Option<GroupId>,
+    /// Contextual arguments of its fields, passed as variables (entity groups).
+    pub(super) contexts: Vec<ContextVariable>,
 }
 
 /// A selection in a subgraph query being built.
@@ -149,6 +151,8 @@ pub(super) struct Planner<'a> {
     /// `@requires` fields with arguments, fetched under an alias (the index) so they
     /// never merge with a client field of the same name and other arguments.
     pub(super) requires_aliases: Vec<(Name, Vec<Node<Argument>>)>,
+    /// Contextual-argument variables named so far (each gets the next number).
+    pub(super) context_variables: usize,
     /// While a [`Snapshot`] is held: per group existing then, its state before its
     /// first change since (`group_mut`).
     undo: Option<Vec<Option<Group>>>,
@@ -191,6 +195,7 @@ impl<'a> Planner<'a> {
             next_jump_avoids: None,
             is_mutation: false,
             requires_aliases: Vec::new(),
+            context_variables: 0,
             undo: None,
         }
     }
@@ -243,6 +248,7 @@ impl<'a> Planner<'a> {
             representations: Vec::new(),
             depends_on: parent.into_iter().collect(),
             parent,
+            contexts: Vec::new(),
         })
     }
 

@@ -171,7 +171,7 @@ impl<'a> Planner<'a> {
         tree.items.iter().all(|item| match item {
             SelTreeItem::Field { name, sub, .. } => {
                 let ok = match self.meta.resolution(ty, name, sg) {
-                    Resolution::Resolvable(r) => r.is_none_or(|r| r.requires.is_none()),
+                    Resolution::Resolvable(r) => r.is_none_or(|r| !r.needs_inputs()),
                     Resolution::External => provided.is_some_and(|p| p.field(name).is_some()),
                     Resolution::Absent => false,
                 };
@@ -303,6 +303,16 @@ impl<'a> Planner<'a> {
             needed.extend_from_slice(&self.created_entity_groups[before..]);
             rep_fields.merge(&requires);
         }
+        let context_arguments = match meta.resolution(ty, &f.name, target) {
+            Resolution::Resolvable(Some(r)) => r.context_arguments.as_slice(),
+            _ => &[],
+        };
+        let mut contextual = None;
+        if !context_arguments.is_empty() {
+            let before = self.created_entity_groups.len();
+            contextual = Some(self.plan_contexts(f, context_arguments)?);
+            needed.extend_from_slice(&self.created_entity_groups[before..]);
+        }
         // Planned after what it needs, so a group that needs none of its own results.
         let g2 = self.entity_group(g, target, ty, mpath, &rep_fields, &needed);
         for d in needed {
@@ -310,11 +320,18 @@ impl<'a> Planner<'a> {
         }
         self.add_rep(g2, ty, target, rep_fields);
         self.add_fragment(g2, &[], ty);
+        let sent = match contextual {
+            Some((sent, variables)) => {
+                self.group_mut(g2).contexts.extend(variables);
+                std::borrow::Cow::Owned(sent)
+            }
+            None => std::borrow::Cow::Borrowed(f),
+        };
         self.plan_field(
             g2,
             &[SelectionStep::Fragment(ty.clone())],
             ty,
-            f,
+            &sent,
             rpath,
             None,
             true,

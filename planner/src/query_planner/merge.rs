@@ -20,8 +20,11 @@ impl<'a> Planner<'a> {
             }
             for &j in &all[i.index() + 1..] {
                 let (a, b) = (&self.groups[i], &self.groups[j]);
+                // Context sources are depths into one merge path: never combined.
                 if !alive[j.index()]
                     || !b.is_entity
+                    || !a.contexts.is_empty()
+                    || !b.contexts.is_empty()
                     || a.subgraph != b.subgraph
                     || level[i.index()] != level[j.index()]
                 {
@@ -56,6 +59,7 @@ impl<'a> Planner<'a> {
                         representations: Vec::new(),
                         depends_on: Vec::new(),
                         parent: None,
+                        contexts: Vec::new(),
                     },
                 );
                 alive[j.index()] = false;

@@ -9,6 +9,7 @@
 //! `finish` then merges sibling fetches (`merge`), orders the groups (`order`) and
 //! prints their subgraph operations (`type_aliases`, `print`).
 
+mod context;
 mod cost;
 mod display;
 mod error;
@@ -59,7 +60,9 @@ impl PlanBudget {
         }
     }
 }
-pub use plan::{EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec};
+pub use plan::{
+    ContextSource, ContextVariable, EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec,
+};
 
 /// The plan of `ir` for requests whose condition variables take `values` (`None`:
 /// fetch what any values could include, the response writer drops the rest).

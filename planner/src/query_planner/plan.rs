@@ -35,6 +35,33 @@ pub struct RepSpec {
 #[derive(Debug, Clone)]
 pub struct EntityFetch {
     pub reps: Vec<RepSpec>,
+    /// Contextual arguments (`@fromContext`) the subgraph operation takes as
+    /// variables: their values differ per entity, so entities are sent in one request
+    /// per distinct set of values.
+    pub contexts: Vec<ContextVariable>,
+}
+
+/// A variable of an `_entities` operation holding a contextual argument's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextVariable {
+    pub name: Name,
+    /// Its type in the subgraph (`String!`).
+    pub ty: String,
+    /// Where the value comes from, innermost ancestor first: the first whose object
+    /// carries the context gives it; none gives null.
+    pub sources: Vec<ContextSource>,
+}
+
+/// One ancestor of the fetch's entities that may carry a context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextSource {
+    /// The ancestor is the object reached after this many elements of the fetch's
+    /// merge path (0: the root).
+    pub depth: usize,
+    /// The `__typename`s of objects that carry the context there.
+    pub matches: Vec<Name>,
+    /// What to read from it: one field (per type condition, on object types).
+    pub selection: SelTree,
 }
 
 #[derive(Debug, Clone)]

@@ -19,6 +19,16 @@ impl<'a> Planner<'a> {
         if group.is_entity {
             defs.push_str("$representations: [_Any!]!");
         }
+        // Only the variables the selection kept (a field planned twice keeps its first).
+        let contexts: Vec<_> = group
+            .contexts
+            .iter()
+            .filter(|var| used.contains(&var.name))
+            .cloned()
+            .collect();
+        for var in &contexts {
+            let _ = write!(defs, ", ${}: {}", var.name, var.ty);
+        }
         let mut variables = Vec::new();
         for def in &ir.variables {
             if used.contains(&def.name) {
@@ -59,6 +69,7 @@ impl<'a> Planner<'a> {
             merge_paths: group.merge_paths.clone(),
             entity: group.is_entity.then(|| EntityFetch {
                 reps: group.representations.clone(),
+                contexts,
             }),
             renames: Vec::new(),
             depends_on: Vec::new(),

@@ -106,7 +106,7 @@ impl<'a> Planner<'a> {
 /// `tree` with each type condition on an abstract type replaced by one per possible
 /// object type, so a representation includes a fragment's fields only for objects
 /// whose `__typename` is its type condition.
-fn concrete_fragments(meta: &FederationMeta, tree: SelTree) -> SelTree {
+pub(super) fn concrete_fragments(meta: &FederationMeta, tree: SelTree) -> SelTree {
     let mut items = Vec::with_capacity(tree.items.len());
     for item in tree.items {
         match item {

@@ -143,7 +143,7 @@ impl<'a> Planner<'a> {
             .filter(|s| *s != from)
             .filter(|s| {
                 matches!(meta.resolution(ty, &wrapped.name, *s),
-                    Resolution::Resolvable(r) if r.is_none_or(|r| r.requires.is_none()))
+                    Resolution::Resolvable(r) if r.is_none_or(|r| !r.needs_inputs()))
             })
             .collect();
         candidates.sort_by_cached_key(|s| self.cost_field(*s, ty, wrapped, None, 1).0);
