@@ -7,13 +7,21 @@ use crate::response::{KeyId, KeyTable, Store, Value};
 use apollo_compiler::response::JsonMap;
 use bytes::Bytes;
 use graphfleet_federation::meta::{SelTree, SelTreeItem};
-use graphfleet_planner::query_planner::{ContextVariable, Fetch, PathElem, QueryPlan, RepSpec};
+use graphfleet_planner::query_planner::{
+    CONTEXT_BATCH, ContextBatch, ContextVariable, EntityFetch, Fetch, PathElem, QueryPlan, RepSpec,
+    context_alias,
+};
 use rustc_hash::FxHashMap;
+use std::fmt::Write as _;
+use std::io::Write as _;
 
 pub(super) struct PreparedFetch {
     pub body: Bytes,
     /// For entity fetches: the store objects each representation extends.
     pub targets: Vec<Vec<ObjId>>,
+    /// A batched context request: where each aliased `_entities` field's (`_<i>`)
+    /// representations start in `targets`. Empty: one `_entities` field.
+    pub aliases: Vec<usize>,
 }
 
 pub(super) fn prepare(
@@ -50,63 +58,84 @@ fn request_body(
     let mut targets: Vec<Vec<ObjId>> = Vec::new();
     let mut first = true;
     if let (Some(entity), Some(objects)) = (&fetch.entity, objects) {
-        let typename = plan.keys.get("__typename");
-        let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
-        body.extend_from_slice(b"\"representations\":[");
-        let mut rep = Vec::with_capacity(64);
-        for &obj in objects {
-            let Some(tn) = typename
-                .and_then(|k| store.object(obj).get(k))
-                .and_then(|v| store.as_str(v))
-            else {
-                continue;
-            };
-            let Some(spec) = entity
-                .reps
-                .iter()
-                .find(|r| r.matches.iter().any(|m| m == tn))
-            else {
-                continue;
-            };
-            rep.clear();
-            if !write_rep(store, &plan.keys, obj, tn, spec, &mut rep) {
-                continue; // missing key fields (e.g. an earlier fetch failed)
-            }
-            match seen.get(&rep) {
-                Some(i) => targets[*i].push(obj),
-                None => {
-                    if !targets.is_empty() {
-                        body.push(b',');
-                    }
-                    body.extend_from_slice(&rep);
-                    seen.insert(rep.clone(), targets.len());
-                    targets.push(vec![obj]);
-                }
-            }
-        }
+        body.extend_from_slice(b"\"representations\":");
+        write_representations(store, &plan.keys, entity, objects, &mut body, &mut targets);
         if targets.is_empty() {
             return None;
         }
-        body.push(b']');
         body.extend_from_slice(extra);
         first = false;
     }
+    write_client_variables(fetch, variables, &mut body, first);
+    Some(PreparedFetch {
+        body: Bytes::from(body),
+        targets,
+        aliases: Vec::new(),
+    })
+}
+
+/// The representations of `objects` as a JSON list (deduplicated), and the objects each
+/// one extends into `targets` (nothing when none has its key fields).
+fn write_representations(
+    store: &Store,
+    keys: &KeyTable,
+    entity: &EntityFetch,
+    objects: &[ObjId],
+    body: &mut Vec<u8>,
+    targets: &mut Vec<Vec<ObjId>>,
+) {
+    let first_target = targets.len();
+    let typename = keys.get("__typename");
+    let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
+    body.push(b'[');
+    let mut rep = Vec::with_capacity(64);
+    for &obj in objects {
+        let Some(tn) = typename
+            .and_then(|k| store.object(obj).get(k))
+            .and_then(|v| store.as_str(v))
+        else {
+            continue;
+        };
+        let Some(spec) = entity
+            .reps
+            .iter()
+            .find(|r| r.matches.iter().any(|m| m == tn))
+        else {
+            continue;
+        };
+        rep.clear();
+        if !write_rep(store, keys, obj, tn, spec, &mut rep) {
+            continue; // missing key fields (e.g. an earlier fetch failed)
+        }
+        match seen.get(&rep) {
+            Some(i) => targets[*i].push(obj),
+            None => {
+                if targets.len() > first_target {
+                    body.push(b',');
+                }
+                body.extend_from_slice(&rep);
+                seen.insert(rep.clone(), targets.len());
+                targets.push(vec![obj]);
+            }
+        }
+    }
+    body.push(b']');
+}
+
+/// `,"name":value` for each client variable the fetch uses, then the closing braces.
+fn write_client_variables(fetch: &Fetch, variables: &JsonMap, body: &mut Vec<u8>, mut first: bool) {
     for name in &fetch.variables {
         if let Some(value) = variables.get(name.as_str()) {
             if !first {
                 body.push(b',');
             }
             first = false;
-            write_str(&mut body, name);
+            write_str(body, name);
             body.push(b':');
-            serde_json::to_writer(&mut body, value).expect("JSON values always serialize");
+            serde_json::to_writer(&mut *body, value).expect("JSON values always serialize");
         }
     }
     body.extend_from_slice(b"}}");
-    Some(PreparedFetch {
-        body: Bytes::from(body),
-        targets,
-    })
 }
 
 /// An entity fetch with contextual arguments: its entities grouped by the values their
@@ -126,31 +155,110 @@ pub(super) fn prepare_contextual(
     let mut found = Vec::new();
     let mut at = vec![None; path.len() + 1];
     collect_with_ancestors(store, &plan.keys, Store::ROOT, path, 0, &mut at, &mut found);
-    let mut groups: Vec<(Vec<u8>, Vec<ObjId>)> = Vec::new();
-    let mut index: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
-    let mut values = Vec::with_capacity(64);
+    // Per distinct set of values (each variable's JSON), its objects.
+    let mut sets: Vec<(Vec<Vec<u8>>, Vec<ObjId>)> = Vec::new();
+    let mut index: FxHashMap<Vec<Vec<u8>>, usize> = FxHashMap::default();
     for (obj, ancestors) in found {
-        values.clear();
-        for variable in &entity.contexts {
-            values.push(b',');
-            write_str(&mut values, &variable.name);
-            values.push(b':');
-            write_context_value(store, &plan.keys, variable, &ancestors, &mut values);
-        }
+        let values: Vec<Vec<u8>> = entity
+            .contexts
+            .iter()
+            .map(|variable| {
+                let mut value = Vec::new();
+                write_context_value(store, &plan.keys, variable, &ancestors, &mut value);
+                value
+            })
+            .collect();
         match index.get(&values) {
-            Some(i) => groups[*i].1.push(obj),
+            Some(i) => sets[*i].1.push(obj),
             None => {
-                index.insert(values.clone(), groups.len());
-                groups.push((values.clone(), vec![obj]));
+                index.insert(values.clone(), sets.len());
+                sets.push((values, vec![obj]));
             }
         }
     }
-    groups
-        .iter()
-        .filter_map(|(values, objects)| {
-            request_body(fetch, plan, store, variables, Some(objects), values)
-        })
-        .collect()
+    let one_set = |(values, objects): &(Vec<Vec<u8>>, Vec<ObjId>)| {
+        let mut extra = Vec::new();
+        for (variable, value) in entity.contexts.iter().zip(values) {
+            extra.push(b',');
+            write_str(&mut extra, &variable.name);
+            extra.push(b':');
+            extra.extend_from_slice(value);
+        }
+        request_body(fetch, plan, store, variables, Some(objects), &extra)
+    };
+    match (sets.as_slice(), &entity.batch) {
+        // One set: the planned operation as it is.
+        ([set], _) => one_set(set).into_iter().collect(),
+        (_, Some(batch)) => sets
+            .chunks(CONTEXT_BATCH)
+            .filter_map(|chunk| batched_body(fetch, plan, store, variables, entity, batch, chunk))
+            .collect(),
+        (_, None) => sets.iter().filter_map(one_set).collect(),
+    }
+}
+
+/// One request for several sets of context values: an aliased `_entities` field per
+/// set, with its own representations and context variables.
+fn batched_body(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    store: &Store,
+    variables: &JsonMap,
+    entity: &EntityFetch,
+    batch: &ContextBatch,
+    sets: &[(Vec<Vec<u8>>, Vec<ObjId>)],
+) -> Option<PreparedFetch> {
+    const PREFIX: &str = "__contextArgument_";
+    let mut defs = String::new();
+    let mut fields = String::new();
+    let mut vars = Vec::with_capacity(256);
+    let mut targets = Vec::new();
+    let mut aliases = Vec::new();
+    for (values, objects) in sets {
+        let i = aliases.len();
+        let start = targets.len();
+        let mut reps = Vec::with_capacity(128);
+        write_representations(store, &plan.keys, entity, objects, &mut reps, &mut targets);
+        if targets.len() == start {
+            continue;
+        }
+        aliases.push(start);
+        if i > 0 {
+            defs.push_str(", ");
+            vars.push(b',');
+        }
+        let _ = write!(defs, "$representations_{i}: [_Any!]!");
+        let _ = write!(vars, "\"representations_{i}\":");
+        vars.extend_from_slice(&reps);
+        for (variable, value) in entity.contexts.iter().zip(values) {
+            let number = variable.name.strip_prefix(PREFIX).unwrap_or(&variable.name);
+            let _ = write!(defs, ", ${PREFIX}{i}_{number}: {}", variable.ty);
+            let _ = write!(vars, ",\"{PREFIX}{i}_{number}\":");
+            vars.extend_from_slice(value);
+        }
+        let selection = batch
+            .selection
+            .replace(&format!("${PREFIX}"), &format!("${PREFIX}{i}_"));
+        let _ = write!(
+            fields,
+            " _{i}: _entities(representations: $representations_{i}) {selection}"
+        );
+    }
+    if aliases.is_empty() {
+        return None;
+    }
+    let operation = format!("{}({defs}{}) {{{fields} }}", batch.kind, batch.client_defs);
+    let mut body = Vec::with_capacity(operation.len() + vars.len() + 64);
+    body.extend_from_slice(b"{\"query\":");
+    write_str(&mut body, &operation);
+    body.extend_from_slice(b",\"variables\":{");
+    body.extend_from_slice(&vars);
+    write_client_variables(fetch, variables, &mut body, false);
+    Some(PreparedFetch {
+        body: Bytes::from(body),
+        targets,
+        aliases,
+    })
 }
 
 /// Like [`collect_objects`], with each object's ancestors: `at[d]` is the object reached
@@ -603,6 +711,24 @@ pub(super) fn merge(
                     }
                 }
             }
+            for (i, start) in prepared.aliases.iter().enumerate() {
+                let end = prepared.aliases.get(i + 1).copied();
+                let targets = &prepared.targets[*start..end.unwrap_or(prepared.targets.len())];
+                let items = plan.keys.get(&context_alias(i)).and_then(|k| {
+                    let fields = &mut store.object_mut(data).fields;
+                    let (_, v) = fields.iter_mut().find(|(key, _)| *key == k)?;
+                    Some(std::mem::replace(v, Value::Null))
+                });
+                if let Some(Value::List(items)) = items {
+                    for (item, targets) in items.iter().zip(targets) {
+                        if let Value::Object(src) = item {
+                            for target in targets {
+                                store.merge_object(*target, *src);
+                            }
+                        }
+                    }
+                }
+            }
         }
         _ => {}
     }
@@ -676,8 +802,11 @@ fn remap_errors(
             })
             .collect();
         let path = match (&fetch.entity, raw.as_slice()) {
-            (Some(_), [PathSeg::Key(k), PathSeg::Index(i), rest @ ..]) if k == "_entities" => {
-                let target = prepared.targets.get(*i).and_then(|t| t.first());
+            (Some(_), [PathSeg::Key(k), PathSeg::Index(i), rest @ ..])
+                if k == "_entities" || alias_start(prepared, k).is_some() =>
+            {
+                let i = alias_start(prepared, k).unwrap_or(0) + i;
+                let target = prepared.targets.get(i).and_then(|t| t.first());
                 let base = target.and_then(|t| paths.iter().find(|(o, _)| o == t));
                 base.map(|(_, p)| {
                     let mut p = p.clone();
@@ -701,6 +830,13 @@ fn remap_errors(
             ..ResponseError::new(e.message.unwrap_or_else(|| "subgraph error".to_string()))
         });
     }
+}
+
+/// Where the representations of a batched request's `_entities` field `key` (`_<i>`)
+/// start in its targets.
+fn alias_start(prepared: &PreparedFetch, key: &str) -> Option<usize> {
+    let i: usize = key.strip_prefix('_')?.parse().ok()?;
+    prepared.aliases.get(i).copied()
 }
 
 /// Where a fetch that returned nothing would have merged, down to its first list: a

@@ -27,6 +27,11 @@ impl<'a> Planner<'a> {
         for group in self.groups.iter() {
             intern_keys(&group.selection, &mut keys);
         }
+        if self.groups.iter().any(|g| !g.contexts.is_empty()) {
+            for i in 0..super::plan::CONTEXT_BATCH {
+                keys.intern(&super::plan::context_alias(i));
+            }
+        }
         // Operation keys too: introspection results are merged into the same store.
         for field in &ir.fields {
             keys.intern(&field.response_key);

@@ -61,7 +61,8 @@ impl PlanBudget {
     }
 }
 pub use plan::{
-    ContextSource, ContextVariable, EntityFetch, Fetch, PathElem, PlanNode, QueryPlan, RepSpec,
+    CONTEXT_BATCH, ContextBatch, ContextSource, ContextVariable, EntityFetch, Fetch, PathElem,
+    PlanNode, QueryPlan, RepSpec, context_alias,
 };
 
 /// The plan of `ir` for requests whose condition variables take `values` (`None`:

@@ -39,6 +39,30 @@ pub struct EntityFetch {
     /// variables: their values differ per entity, so entities are sent in one request
     /// per distinct set of values.
     pub contexts: Vec<ContextVariable>,
+    /// With contexts: the parts of the operation, to ask for several sets of values
+    /// in one request (an aliased `_entities` field per set).
+    pub batch: Option<ContextBatch>,
+}
+
+/// Most sets of context values asked for in one request; more take more requests.
+pub const CONTEXT_BATCH: usize = 32;
+
+/// The response key of set `i`'s `_entities` field in a batched context request.
+pub fn context_alias(i: usize) -> Name {
+    Name::new(&format!("_{i}")).expect("an underscore and digits make a name")
+}
+
+/// An entity operation taken apart, for [`EntityFetch::contexts`]: the executor writes
+/// `<kind>(<one $representations and context variables per set><client_defs>)
+/// { _<i>: _entities(representations: $representations_<i>) <selection> ... }`, the
+/// context variables renamed per set.
+#[derive(Debug, Clone)]
+pub struct ContextBatch {
+    pub kind: &'static str,
+    /// The client variables' definitions, each after `, `.
+    pub client_defs: String,
+    /// The selection on the entities (using `$__contextArgument_<n>`).
+    pub selection: String,
 }
 
 /// A variable of an `_entities` operation holding a contextual argument's value.

@@ -2,7 +2,7 @@
 //! subgraph, with the client variables it uses.
 
 use super::groups::{Group, Planner, SubgraphSelection};
-use super::plan::{EntityFetch, Fetch};
+use super::plan::{ContextBatch, EntityFetch, Fetch};
 use crate::operation::OpIr;
 use apollo_compiler::Name;
 use apollo_compiler::ast::{OperationType, Value};
@@ -30,19 +30,21 @@ impl<'a> Planner<'a> {
             let _ = write!(defs, ", ${}: {}", var.name, var.ty);
         }
         let mut variables = Vec::new();
+        let mut client_defs = String::new();
         for def in &ir.variables {
             if used.contains(&def.name) {
-                if !defs.is_empty() {
-                    defs.push_str(", ");
-                }
-                let _ = write!(defs, "${}: {}", def.name, def.ty);
+                let _ = write!(client_defs, ", ${}: {}", def.name, def.ty);
                 // The default matters to the subgraph's validation too: a nullable
                 // variable with one may stand where a non-null argument is expected.
                 if let Some(default) = &def.default_value {
-                    let _ = write!(defs, " = {default}");
+                    let _ = write!(client_defs, " = {default}");
                 }
                 variables.push(def.name.clone());
             }
+        }
+        match (defs.is_empty(), client_defs.strip_prefix(", ")) {
+            (true, Some(first)) => defs.push_str(first),
+            _ => defs.push_str(&client_defs),
         }
         let kind = if group.parent.is_none() && ir.kind() == OperationType::Mutation {
             "mutation"
@@ -69,6 +71,11 @@ impl<'a> Planner<'a> {
             merge_paths: group.merge_paths.clone(),
             entity: group.is_entity.then(|| EntityFetch {
                 reps: group.representations.clone(),
+                batch: (!contexts.is_empty()).then_some(ContextBatch {
+                    kind,
+                    client_defs,
+                    selection: body,
+                }),
                 contexts,
             }),
             renames: Vec::new(),
