@@ -1,5 +1,5 @@
-//! A field with `@requires` reads the data of the fields its selection names, so it
-//! must carry at least their authorization requirements (`@authenticated`,
+//! A field with `@requires` (or a `@fromContext` argument) reads the data of the fields
+//! its selection names (and of the types setting the context), so it must carry at least their authorization requirements (`@authenticated`,
 //! `@requiresScopes`, `@policy` on the field or its return type, and on types of inline
 //! fragments), else composition fails with MISSING_TRANSITIVE_AUTH_REQUIREMENTS, as
 //! @apollo/composition does. Checked on the composed supergraph, whose directives are
@@ -107,8 +107,8 @@ fn str_arg<'a>(d: &'a Directive, name: &str) -> Option<&'a str> {
     d.specified_argument_by_name(name).and_then(|v| v.as_str())
 }
 
-/// Reports each `@requires` (per subgraph) whose field lacks the requirements of the
-/// data it selects.
+/// Reports each `@requires` and each `@fromContext` argument (per subgraph) whose
+/// field lacks the requirements of the data it reads.
 pub(crate) fn check(supergraph_sdl: &str, sink: &mut ErrorSink) {
     let Ok(schema) = Schema::parse_and_validate(supergraph_sdl, "supergraph.graphql") else {
         return; // reported by the caller
@@ -118,6 +118,7 @@ pub(crate) fn check(supergraph_sdl: &str, sink: &mut ErrorSink) {
         return;
     }
     let graph_names = graph_names(&schema);
+    let context_directive = graphfleet_federation::context::directive_name(&schema);
     for (tname, ty) in &schema.types {
         let fields = match ty {
             ExtendedType::Object(o) => &o.fields,
@@ -127,35 +128,128 @@ pub(crate) fn check(supergraph_sdl: &str, sink: &mut ErrorSink) {
         for (fname, field) in fields {
             let joins = field.directives.iter().filter(|d| d.name == "join__field");
             for join in joins {
-                let Some(requires) = str_arg(join, "requires") else {
+                let own = || {
+                    names
+                        .of_type(&schema, tname)
+                        .and(names.of_directives(field.directives.iter()))
+                };
+                let missing = match str_arg(join, "requires") {
+                    Some(requires) => missing_in_requires(&schema, &names, &own(), tname, requires)
+                        .map(|m| format!("{m} data from @requires selection set")),
+                    None => None,
+                };
+                let missing = missing.or_else(|| {
+                    let contexts = context_arguments(join);
+                    let own = own();
+                    contexts.iter().find_map(|(context, selection)| {
+                        missing_in_context(
+                            &schema,
+                            &names,
+                            &own,
+                            context_directive.as_deref(),
+                            context,
+                            selection,
+                        )
+                        .map(|m| format!("{m} from @fromContext selection set"))
+                    })
+                });
+                let Some(missing) = missing else {
                     continue;
                 };
-                let own = names
-                    .of_type(&schema, tname)
-                    .and(names.of_directives(field.directives.iter()));
-                let Ok(set) =
-                    FieldSet::parse_and_validate(&schema, tname.clone(), requires, "requires")
-                else {
-                    continue;
-                };
-                if let Some(missing) = first_missing(&schema, &names, &own, &set.selection_set) {
-                    let graph = join
-                        .specified_argument_by_name("graph")
-                        .and_then(|v| v.as_enum())
-                        .and_then(|g| graph_names.iter().find(|(v, _)| v == g.as_str()))
-                        .map(|(_, name)| name.as_str())
-                        .unwrap_or("");
-                    sink.error(
-                        codes::MISSING_TRANSITIVE_AUTH_REQUIREMENTS,
-                        format!(
-                            "[{graph}] Field \"{tname}.{fname}\" does not specify necessary @authenticated, @requiresScopes and/or @policy auth requirements to access the transitive {missing} data from @requires selection set."
-                        ),
-                        graph,
-                    );
-                }
+                let graph = join
+                    .specified_argument_by_name("graph")
+                    .and_then(|v| v.as_enum())
+                    .and_then(|g| graph_names.iter().find(|(v, _)| v == g.as_str()))
+                    .map(|(_, name)| name.as_str())
+                    .unwrap_or("");
+                sink.error(
+                    codes::MISSING_TRANSITIVE_AUTH_REQUIREMENTS,
+                    format!(
+                        "[{graph}] Field \"{tname}.{fname}\" does not specify necessary @authenticated, @requiresScopes and/or @policy auth requirements to access the transitive {missing}."
+                    ),
+                    graph,
+                );
             }
         }
     }
+}
+
+/// What a `@requires` selection reads that `own` does not cover.
+fn missing_in_requires(
+    schema: &Valid<Schema>,
+    names: &AuthNames,
+    own: &Requirements,
+    tname: &apollo_compiler::Name,
+    requires: &str,
+) -> Option<String> {
+    let set = FieldSet::parse_and_validate(schema, tname.clone(), requires, "requires").ok()?;
+    first_missing(schema, names, own, &set.selection_set)
+}
+
+/// `(context, selection)` of each entry of a `@join__field(contextArguments:)`.
+fn context_arguments(join: &Directive) -> Vec<(String, String)> {
+    let Some(list) = join.specified_argument_by_name("contextArguments") else {
+        return Vec::new();
+    };
+    let items: Vec<&apollo_compiler::ast::Value> = match list.as_ref() {
+        apollo_compiler::ast::Value::List(items) => items.iter().map(|i| i.as_ref()).collect(),
+        other => vec![other],
+    };
+    items
+        .into_iter()
+        .filter_map(|item| {
+            let apollo_compiler::ast::Value::Object(entries) = item else {
+                return None;
+            };
+            let text = |key: &str| {
+                entries
+                    .iter()
+                    .find(|(k, _)| k == key)
+                    .and_then(|(_, v)| v.as_str())
+                    .map(str::to_owned)
+            };
+            Some((text("context")?, text("selection")?))
+        })
+        .collect()
+}
+
+/// What a contextual argument reads that `own` does not cover: a type setting the
+/// context (`data in context <name>`), or a field its selection names there.
+fn missing_in_context(
+    schema: &Valid<Schema>,
+    names: &AuthNames,
+    own: &Requirements,
+    context_directive: Option<&str>,
+    context: &str,
+    selection: &str,
+) -> Option<String> {
+    let directive = context_directive?;
+    let setters = schema.types.iter().filter(|(_, ty)| {
+        ty.directives()
+            .iter()
+            .any(|d| d.name == directive && str_arg(d, "name").is_some_and(|n| n == context))
+    });
+    for (setter, _) in setters {
+        if !own.implies(&names.of_type(schema, setter)) {
+            return Some(format!("data in context {context}"));
+        }
+        // Built without validation: type conditions naming the other setters are not
+        // valid on this one, and each is checked on its own type anyway.
+        // Field sets have no outer braces; a `{ field }` selection does.
+        let trimmed = selection.trim();
+        let inner = trimmed
+            .strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .unwrap_or(trimmed);
+        let set = match FieldSet::parse(schema, setter.clone(), inner, "fromContext") {
+            Ok(set) => set,
+            Err(with) => with.partial,
+        };
+        if let Some(m) = first_missing(schema, names, own, &set.selection_set) {
+            return Some(format!("{m} data"));
+        }
+    }
+    None
 }
 
 /// What the first selection `own` does not cover reads (`field "T.f"`, or `inline

@@ -23,7 +23,7 @@ pub struct ContextArgument {
 }
 
 /// The local name of the context spec's `@context` directive, when the spec is linked.
-pub(crate) fn directive_name(schema: &Schema) -> Option<String> {
+pub fn directive_name(schema: &Schema) -> Option<String> {
     schema.schema_definition.directives.iter().find_map(|link| {
         let url = crate::arg_str(link, "url")?;
         let (spec, _) = crate::parse_spec_url(url)?;
