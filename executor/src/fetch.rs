@@ -152,30 +152,46 @@ pub(super) fn prepare_contextual(
     let Some(path) = fetch.merge_paths.first() else {
         return Vec::new();
     };
-    let mut found = Vec::new();
-    let mut at = vec![None; path.len() + 1];
-    collect_with_ancestors(store, &plan.keys, Store::ROOT, path, 0, &mut at, &mut found);
-    // Per distinct set of values (each variable's JSON), its objects.
+    // Per distinct set of values (each variable's JSON), its objects. The values are
+    // read while walking, from the ancestors on the walk's stack.
     let mut sets: Vec<(Vec<Vec<u8>>, Vec<ObjId>)> = Vec::new();
-    let mut index: FxHashMap<Vec<Vec<u8>>, usize> = FxHashMap::default();
-    for (obj, ancestors) in found {
-        let values: Vec<Vec<u8>> = entity
-            .contexts
-            .iter()
-            .map(|variable| {
-                let mut value = Vec::new();
-                write_context_value(store, &plan.keys, variable, &ancestors, &mut value);
-                value
-            })
-            .collect();
-        match index.get(&values) {
+    let mut index: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
+    let mut key = Vec::with_capacity(64);
+    // Siblings share their ancestors: the values are read again only when the
+    // ancestors the sources look at change.
+    let depth = entity
+        .contexts
+        .iter()
+        .flat_map(|v| v.sources.iter().map(|s| s.depth + 1))
+        .max()
+        .unwrap_or(0);
+    let mut last: Option<Vec<Option<ObjId>>> = None;
+    let mut visit = |obj: ObjId, ancestors: &[Option<ObjId>]| {
+        let relevant = &ancestors[..depth.min(ancestors.len())];
+        if last.as_deref() != Some(relevant) {
+            key.clear();
+            for variable in &entity.contexts {
+                write_context_value(store, &plan.keys, variable, ancestors, &mut key);
+                // Never in JSON text: control characters in strings are escaped.
+                key.push(0);
+            }
+            last = Some(relevant.to_vec());
+        }
+        match index.get(key.as_slice()) {
             Some(i) => sets[*i].1.push(obj),
             None => {
-                index.insert(values.clone(), sets.len());
+                index.insert(key.clone(), sets.len());
+                let values = key
+                    .split(|b| *b == 0)
+                    .take(entity.contexts.len())
+                    .map(<[u8]>::to_vec)
+                    .collect();
                 sets.push((values, vec![obj]));
             }
         }
-    }
+    };
+    let mut at = vec![None; path.len() + 1];
+    collect_with_ancestors(store, &plan.keys, Store::ROOT, path, 0, &mut at, &mut visit);
     let one_set = |(values, objects): &(Vec<Vec<u8>>, Vec<ObjId>)| {
         let mut extra = Vec::new();
         for (variable, value) in entity.contexts.iter().zip(values) {
@@ -261,28 +277,28 @@ fn batched_body(
     })
 }
 
-/// Like [`collect_objects`], with each object's ancestors: `at[d]` is the object reached
-/// after `d` elements of the path (None where that is no object).
+/// Like [`collect_objects`], calling `visit` with each object and its ancestors: `at[d]`
+/// is the object reached after `d` elements of the path (None where that is no object).
 fn collect_with_ancestors(
     store: &Store,
     keys: &KeyTable,
     obj: ObjId,
     path: &[PathElem],
     consumed: usize,
-    at: &mut Vec<Option<ObjId>>,
-    out: &mut Vec<(ObjId, Vec<Option<ObjId>>)>,
+    at: &mut [Option<ObjId>],
+    visit: &mut impl FnMut(ObjId, &[Option<ObjId>]),
 ) {
     at[consumed] = Some(obj);
     match path.get(consumed) {
-        None => out.push((obj, at.clone())),
+        None => visit(obj, at),
         Some(PathElem::Key(k)) => {
             if let Some(v) = keys.get(k).and_then(|k| store.object(obj).get(k)) {
-                collect_value_with_ancestors(store, keys, v, path, consumed + 1, at, out);
+                collect_value_with_ancestors(store, keys, v, path, consumed + 1, at, visit);
             }
         }
         Some(PathElem::TypeCond(t)) => {
             if has_typename(store, keys, obj, t) {
-                collect_with_ancestors(store, keys, obj, path, consumed + 1, at, out);
+                collect_with_ancestors(store, keys, obj, path, consumed + 1, at, visit);
             }
         }
         Some(PathElem::List) => {}
@@ -295,15 +311,17 @@ fn collect_value_with_ancestors(
     v: &Value,
     path: &[PathElem],
     consumed: usize,
-    at: &mut Vec<Option<ObjId>>,
-    out: &mut Vec<(ObjId, Vec<Option<ObjId>>)>,
+    at: &mut [Option<ObjId>],
+    visit: &mut impl FnMut(ObjId, &[Option<ObjId>]),
 ) {
     match (v, path.get(consumed)) {
-        (Value::Object(id), _) => collect_with_ancestors(store, keys, *id, path, consumed, at, out),
+        (Value::Object(id), _) => {
+            collect_with_ancestors(store, keys, *id, path, consumed, at, visit)
+        }
         (Value::List(items), Some(PathElem::List)) => {
             at[consumed] = None;
             for item in items {
-                collect_value_with_ancestors(store, keys, item, path, consumed + 1, at, out);
+                collect_value_with_ancestors(store, keys, item, path, consumed + 1, at, visit);
             }
         }
         _ => {}

@@ -13,66 +13,21 @@
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use graphfleet_gateway::config::Config;
-use graphfleet_gateway::executor::transport::{
-    FetchError, HttpTransport, SubgraphRequest, Transport,
-};
+use graphfleet_gateway::executor::transport::Transport;
 use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
 use graphfleet_gateway::http::{HttpLayers, csrf_blocked};
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_loadtest::{Mode, Options, Set, spawn};
 use http_body_util::{BodyExt, Full};
-use parking_lot::Mutex;
-use rustc_hash::FxHashMap;
 use std::hint::black_box;
 use std::sync::Arc;
 
+mod common;
+
+use common::{Recorder, Replay, post, replaying};
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-/// Forwards to real subgraphs and keeps every (request, response) pair.
-#[derive(Clone)]
-struct Recorder {
-    http: HttpTransport,
-    seen: Arc<Mutex<Vec<(Bytes, Bytes)>>>,
-}
-
-impl Transport for Recorder {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
-        let body = request.body.clone();
-        let response = self.http.fetch(request).await?;
-        self.seen.lock().push((body, response.clone()));
-        Ok(response)
-    }
-}
-
-/// Answers from recorded bytes; no I/O.
-struct Replay(FxHashMap<Bytes, Bytes>);
-
-impl Transport for Replay {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
-        self.0
-            .get(&request.body)
-            .cloned()
-            .ok_or_else(|| FetchError::http("request not recorded"))
-    }
-}
-
-/// A POST request's metadata (mutations allowed).
-fn post() -> RequestMeta {
-    RequestMeta {
-        allow_mutation: true,
-        ..RequestMeta::default()
-    }
-}
-
-/// A gateway with `config` on `supergraph` answering from the `recorded` exchanges.
-fn replaying(config: Config, supergraph: &str, recorded: &[(Bytes, Bytes)]) -> Gateway<Replay> {
-    Gateway::with_transport(
-        Arc::new(config),
-        Supergraph::parse(supergraph).expect("supergraph"),
-        Replay(recorded.iter().cloned().collect()),
-    )
-}
 
 fn bench(c: &mut Criterion) {
     scenario(c, "test_query", Set::Fed, "fed/queries/query.graphql");
