@@ -1,5 +1,5 @@
-//! The planner over every federation audit supergraph (`tests/audit/*/`): the first
-//! byte picks the supergraph, the rest is the operation, prepared and planned by
+//! The planner over every federation audit supergraph (`tests/audit/*/`) and then every
+//! gateway fixture's (`tests/fixtures/*/`): the first byte picks the supergraph, the rest is the operation, prepared and planned by
 //! `State::prepare` under strict limits. No execution. Any panic is a bug.
 #![no_main]
 
@@ -12,8 +12,9 @@ use std::sync::LazyLock;
 static STATES: LazyLock<Vec<State>> = LazyLock::new(|| {
     graphfleet_gateway_fuzz::audit_supergraphs()
         .into_iter()
+        .chain(graphfleet_gateway_fuzz::fixture_supergraphs())
         .map(|text| {
-            let supergraph = Supergraph::parse(&text).expect("audit supergraphs load");
+            let supergraph = Supergraph::parse(&text).expect("audit and fixture supergraphs load");
             State::with_limits(supergraph, strict_config().limits)
         })
         .collect()

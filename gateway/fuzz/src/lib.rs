@@ -57,9 +57,19 @@ pub fn gateway() -> Gateway<InProcess> {
 
 /// The oracle-composed supergraph of every federation audit suite, in folder order.
 pub fn audit_supergraphs() -> Vec<String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/audit");
+    supergraphs_in("../tests/audit")
+}
+
+/// The supergraph of every gateway fixture (`../tests/fixtures/*/`), in name order:
+/// features the audit has no suite for (`@context`, progressive override, ...).
+pub fn fixture_supergraphs() -> Vec<String> {
+    supergraphs_in("../tests/fixtures")
+}
+
+fn supergraphs_in(dir: &str) -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut dirs: Vec<_> = std::fs::read_dir(&root)
-        .expect("gateway/tests/audit exists")
+        .unwrap_or_else(|e| panic!("{}: {e}", root.display()))
         .map(|e| e.expect("dir entry").path().join("supergraph.graphql"))
         .filter(|p| p.exists())
         .collect();
