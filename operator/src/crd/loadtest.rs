@@ -46,9 +46,13 @@ pub struct LoadTestSpec {
     /// Arrival rate, requests per second (open model).
     #[schemars(range(min = 1))]
     pub rate: i32,
-    /// Test duration as a Go duration, e.g. `30s` or `5m`.
-    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(ms|s|m|h))+$')")
-        .message("duration must look like 30s, 5m or 1h30m"))]
+    /// Test duration: `<number><unit>` parts, units `h`, `m`, `s`, `ms`, e.g. `250ms`, `30s`,
+    /// `1m30s`, `1h2m3.5s` (also a Go duration, as k6 reads it). Above zero.
+    #[x_kube(validation = Rule::new(duration_rule())
+        .message("duration must look like 250ms, 30s, 1m30s or 1h2m3.5s"))]
+    #[x_kube(validation = Rule::new(nonzero_duration_rule()).message("duration must be above 0"))]
+    // A bound keeps the CEL rules' estimated cost low.
+    #[schemars(length(min = 1, max = 64))]
     pub duration: String,
     /// Pre-allocated virtual users.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +69,19 @@ pub struct LoadTestSpec {
     /// Where load-generator pods run; defaults to the client pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+}
+
+/// The CEL rule admitting `graphfleet_loadtest::duration`'s grammar.
+pub fn duration_rule() -> String {
+    format!("self.matches('{}')", graphfleet_loadtest::duration::PATTERN)
+}
+
+/// The CEL rule refusing a zero duration (`0s`, `0.0m0s`).
+pub fn nonzero_duration_rule() -> String {
+    format!(
+        "!self.matches('{}')",
+        graphfleet_loadtest::duration::ZERO_PATTERN
+    )
 }
 
 fn default_parallelism() -> i32 {
@@ -182,6 +199,24 @@ pub struct LoadTestResults {
     /// Achieved arrival rate, requests per second.
     pub achieved_rate: f64,
     pub latency_ms: LatencySummary,
+    /// How the whole test's percentiles were combined from its segments' (set on the
+    /// LoadTest's results, not on a segment's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_aggregation: Option<LatencyAggregation>,
+}
+
+/// How `latencyMs` of several segments became the whole test's.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum LatencyAggregation {
+    /// One segment: k6's own figures.
+    Exact,
+    /// The segments' latency histograms merged bucket by bucket: the whole test's
+    /// percentiles within 1%; min and max exact.
+    Histogram,
+    /// A segment had no histogram (a custom script, or a summary too big for the termination
+    /// message): p90/p95/p99/max are the worst segment's (upper bounds of the whole test's)
+    /// and the median is the request-weighted mean of the segments' medians.
+    WorstSegment,
 }
 
 /// Latency percentiles in milliseconds.
