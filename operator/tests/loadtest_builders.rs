@@ -517,3 +517,131 @@ fn real_k6_segments_merge_to_the_pooled_percentiles() {
     // The old figures: a weighted median ~9x the real one, p90 25% high.
     assert!(old.latency_ms.med > 5.0 * l.med && old.latency_ms.p90 > 1.2 * l.p90);
 }
+
+#[test]
+fn a_bad_duration_is_a_spec_condition_not_a_panic() {
+    let mut lt = loadtest("scenario-gateway");
+    for (duration, why) in [
+        ("0s", "is zero"),
+        ("1m30x", "expected a unit h, m, s or ms at \"x\""),
+        ("1.5", "expected a unit"),
+        ("99999999999999999999h", "too long"),
+    ] {
+        lt.spec.duration = duration.to_owned();
+        let err = loadtest::jobs(&lt, DEFAULT_K6_IMAGE).expect_err(duration);
+        let status = status::loadtest::rejected_status(&err, Some(3), &now());
+        assert_eq!(status.phase, Some(LoadTestPhase::Failed));
+        let [c] = status.conditions.as_slice() else {
+            panic!("one condition: {:?}", status.conditions)
+        };
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+            ("SpecValid", "False", "InvalidDuration")
+        );
+        assert_eq!(c.observed_generation, Some(3));
+        assert!(
+            c.message.contains(why) && c.message.contains(duration),
+            "{duration}: {}",
+            c.message
+        );
+        // The status of a segment under such a spec is computed without a deadline, not a panic.
+        let segment = status::loadtest::segment_status(&lt, 0, &[], None, &now());
+        assert_eq!(segment.phase, LoadTestPhase::Pending);
+    }
+    lt.spec.duration = "1h2m3.5s".to_owned();
+    let job = loadtest::job(&lt, 0, DEFAULT_K6_IMAGE).expect("a decimal duration builds");
+    let deadline = job.spec.and_then(|s| s.active_deadline_seconds);
+    assert_eq!(deadline, Some(3723 + 120 + 60), "duration + margin + grace");
+}
+
+fn condition<'a>(
+    status: &'a graphfleet_operator::crd::LoadTestStatus,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// The issue's example thresholds on the skewed segments (whole-test p99 ≈ 105 ms).
+#[test]
+fn thresholds_become_the_passed_condition_of_a_finished_test() {
+    let mut lt = loadtest("scenario-gateway");
+    lt.spec.rate = 360;
+    let thresholds = |p99: &str| {
+        serde_json::from_value(serde_json::json!({
+            "latency": { "p99": p99 }, "maxErrorPercent": 0.1, "minAchievedRatePercent": 99,
+        }))
+        .expect("valid thresholds")
+    };
+    lt.spec.thresholds = Some(thresholds("50ms"));
+    let samples = skewed_samples();
+    let done: Vec<Pod> = (0..3)
+        .map(|i| pod(i as i32, terminated(0, &summary_json(&samples[i], true))))
+        .collect();
+    let previous = Default::default();
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &previous, &now());
+    assert_eq!(
+        status.phase,
+        Some(LoadTestPhase::Succeeded),
+        "ran to the end"
+    );
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("False", "ThresholdsNotMet")
+    );
+    assert!(
+        passed.message.starts_with("p99 104.85 ms >= 50ms; error rate 0.000% (0 of 11000) < 0.1%; achieved 366.7 req/s >= 99% of 360 req/s"),
+        "{}",
+        passed.message
+    );
+
+    lt.spec.thresholds = Some(thresholds("150ms"));
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &previous, &now());
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("True", "ThresholdsMet")
+    );
+
+    // Nothing to judge while running; a failed test has no results to meet them with.
+    let running = pod(0, serde_json::json!({ "phase": "Running" }));
+    let status = status::loadtest::loadtest_status(
+        &lt,
+        &[running, done[1].clone(), done[2].clone()],
+        &[],
+        &previous,
+        &now(),
+    );
+    assert_eq!(status.phase, Some(LoadTestPhase::Running));
+    assert_eq!(condition(&status, "Passed"), None);
+    let crashed = pod(0, terminated(107, "script error"));
+    let status = status::loadtest::loadtest_status(
+        &lt,
+        &[crashed, done[1].clone(), done[2].clone()],
+        &[],
+        &previous,
+        &now(),
+    );
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("False", "NoResults")
+    );
+    // Without thresholds there is no verdict.
+    lt.spec.thresholds = None;
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &previous, &now());
+    assert_eq!(condition(&status, "Passed"), None);
+}
+
+/// The example manifest's thresholds are the issue's, and read as LoadTest thresholds.
+#[test]
+fn the_example_manifest_sets_the_issues_thresholds() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/loadtest.yaml");
+    let text = std::fs::read_to_string(path).expect("manifests/loadtest.yaml");
+    let lt: LoadTest = serde_yaml_ng::from_str(&text).expect("a LoadTest");
+    let t = lt.spec.thresholds.expect("thresholds");
+    let latency = t.latency.expect("latency thresholds");
+    assert_eq!(latency.p99.as_deref(), Some("50ms"));
+    assert_eq!(t.max_error_percent, Some(0.1));
+    assert_eq!(t.min_achieved_rate_percent, Some(99.0));
+}

@@ -25,6 +25,11 @@ use super::ConfigMapKeyRef;
     printcolumn(name = "Rate", type_ = "integer", json_path = ".spec.rate"),
     printcolumn(name = "Duration", type_ = "string", json_path = ".spec.duration"),
     printcolumn(
+        name = "Passed",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Passed\")].status"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -69,6 +74,62 @@ pub struct LoadTestSpec {
     /// Where load-generator pods run; defaults to the client pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+    /// Pass/fail criteria, evaluated on the whole test's merged results once every segment
+    /// finished; the outcome is the `Passed` condition (the phase says whether the test ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<LoadTestThresholds>,
+}
+
+/// What a passing load test must show. Each bound is strict where it says "below".
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.latency) || has(self.maxErrorPercent) || has(self.minAchievedRatePercent)")
+    .message("thresholds need at least one of latency, maxErrorPercent or minAchievedRatePercent"))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestThresholds {
+    /// Latency percentiles (from the scheduled send time) that must stay below a duration,
+    /// e.g. `p99: 50ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyThresholds>,
+    /// Failed requests must stay below this percentage of all requests, e.g. `0.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub max_error_percent: Option<f64>,
+    /// The achieved arrival rate must reach at least this percentage of `rate`, e.g. `99`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub min_achieved_rate_percent: Option<f64>,
+}
+
+/// Latency bounds, each a duration in the grammar of `duration` (e.g. `50ms`, `1.5s`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.p50) || has(self.p90) || has(self.p95) || has(self.p99) || has(self.max)")
+    .message("latency thresholds need at least one of p50, p90, p95, p99 or max"))]
+pub struct LatencyThresholds {
+    /// The median must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p50 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p50: Option<String>,
+    /// The 90th percentile must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p90 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p90: Option<String>,
+    /// The 95th percentile must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p95 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p95: Option<String>,
+    /// The 99th percentile must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p99 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p99: Option<String>,
+    /// The slowest request must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("max must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub max: Option<String>,
 }
 
 /// The CEL rule admitting `graphfleet_loadtest::duration`'s grammar.

@@ -15,7 +15,8 @@ use crate::resources::loadtest::{
     K6_CONTAINER, NODE_ANNOTATION, POD_ANNOTATION, SEGMENT_LABEL, STARTUP_AND_SUMMARY_MARGIN,
     SpecError, execution_segment, format_duration, job_name, time_limit,
 };
-use crate::status::{SPEC_VALID, set_condition};
+use crate::status::{PASSED, SPEC_VALID, set_condition};
+use crate::thresholds;
 
 fn finished_condition(job: &Job) -> Option<&JobCondition> {
     job.status
@@ -419,6 +420,22 @@ pub fn loadtest_status(
         .start_time
         .clone()
         .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
+    let mut conditions = previous.conditions.clone();
+    if finished && let Some(limits) = &lt.spec.thresholds {
+        let verdict = match &results {
+            Some(r) => thresholds::evaluate(limits, lt.spec.rate, r),
+            None => thresholds::no_results(),
+        };
+        set_condition(
+            &mut conditions,
+            PASSED,
+            verdict.passed,
+            verdict.reason,
+            verdict.message,
+            lt.metadata.generation,
+            now,
+        );
+    }
     LoadTestStatus {
         phase: Some(phase),
         start_time,
@@ -426,6 +443,7 @@ pub fn loadtest_status(
         message: (!message.is_empty()).then(|| message.join("; ")),
         results,
         segments,
+        conditions,
         ..LoadTestStatus::default()
     }
 }
