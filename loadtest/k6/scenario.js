@@ -127,8 +127,13 @@ function scenario() {
   throw new Error(`GF_EXECUTOR=${EXECUTOR}: expected constant-arrival-rate or constant-vus`);
 }
 
+// Thresholds that always hold: they make k6 keep each histogram bucket's series for handleSummary.
+const histogramThresholds = {};
+for (let i = 0; i < HIST_BUCKETS; i++) histogramThresholds[`gf_hist{b:${i}}`] = ["count>=0"];
+
 export const options = {
   scenarios: { main: scenario() },
+  thresholds: histogramThresholds,
   discardResponseBodies: CHECK === "none",
   summaryTrendStats: ["min", "med", "avg", "p(90)", "p(95)", "p(99)", "max", "count"],
   // The runner reads the summary file; k6's own end-of-test text is replaced by one line.
@@ -139,11 +144,12 @@ const failures = new Counter("gf_failures");
 // Latency counted from the moment the open model scheduled the request, not from when a VU
 // got around to sending it (coordinated omission): late sends show up here.
 const scheduled = new Trend("gf_scheduled_latency", true);
-// The reported latency (scheduled when open model, else as sent) per histogram bucket: a k6
-// Counter per bucket, since only metrics reach handleSummary from every VU. Metrics can only be
-// declared in the init context, so all of them are, once per VU (the registry shares them).
-const histogram = [];
-for (let i = 0; i < HIST_BUCKETS; i++) histogram.push(new Counter(`gf_h${i}`));
+// The reported latency (scheduled when open model, else as sent) per histogram bucket: one
+// Counter whose samples carry their bucket as tag `b`. Only metrics reach handleSummary from
+// every VU, and a tagged series only as a threshold's submetric, so each bucket has a
+// threshold that always holds (options.thresholds). A Counter per bucket would cost every VU
+// its 910 metric objects (measured: 2.6 MB per VU, 1.3 GB at 500 VUs).
+const histogram = new Counter("gf_hist");
 
 const params = {
   headers: { "Content-Type": "application/json", Accept: "application/json" },
@@ -205,9 +211,9 @@ export default function () {
     const due = exec.scenario.startTime + (exec.scenario.iterationInTest * 1000) / RATE;
     const late = Math.max(0, end - due);
     scheduled.add(late);
-    histogram[bucketOf(late)].add(1);
+    histogram.add(1, { b: String(bucketOf(late)) });
   } else {
-    histogram[bucketOf(res.timings.duration)].add(1);
+    histogram.add(1, { b: String(bucketOf(res.timings.duration)) });
   }
 }
 
@@ -240,7 +246,7 @@ export function handleSummary(data) {
     latency_ms: trend(m.http_req_duration),
     scheduled_latency_ms: trend(m.gf_scheduled_latency),
     data_received_bytes: count(m.data_received),
-    hist: encodeHistogram(histogram.map((_, i) => count(m[`gf_h${i}`]))),
+    hist: encodeHistogram(Array.from({ length: HIST_BUCKETS }, (_, i) => count(m[`gf_hist{b:${i}}`]))),
   };
   let text = JSON.stringify(summary);
   if (SUMMARY_LIMIT > 0 && text.length > SUMMARY_LIMIT) {

@@ -56,8 +56,8 @@ pub enum SummaryError {
 pub struct Segment {
     pub results: LoadTestResults,
     pub histogram: Option<Histogram>,
-    /// The script recorded a histogram but left it out of the summary (too big).
-    pub histogram_dropped: bool,
+    /// Why `histogram` is `None`.
+    pub no_histogram: Option<String>,
 }
 
 /// Parses one k6 summary. Latency counts from the scheduled send time when the script
@@ -79,7 +79,38 @@ pub fn parse_segment(message: &str) -> Result<Segment, SummaryError> {
         Some(d) if d > 0.0 => s.requests as f64 / d,
         _ => 0.0,
     });
-    let histogram = s.hist.as_deref().map(Histogram::decode).transpose()?;
+    let (histogram, no_histogram) = match (s.hist.as_deref().map(Histogram::decode), s.hist_dropped)
+    {
+        (Some(decoded), _) => {
+            let h = decoded?;
+            // A histogram that does not count every request (a script or k6 version that
+            // loses bucket series): merging it would misweigh the segment.
+            if h.total() == s.requests {
+                (Some(h), None)
+            } else {
+                let why = format!(
+                    "its latency histogram counts {} of its {} requests",
+                    h.total(),
+                    s.requests
+                );
+                (None, Some(why))
+            }
+        }
+        (None, true) => (
+            None,
+            Some(
+                "its summary left the latency histogram out to fit the termination message"
+                    .to_owned(),
+            ),
+        ),
+        (None, false) => (
+            None,
+            Some(
+                "its summary has no latency histogram (a script other than scenario.js?)"
+                    .to_owned(),
+            ),
+        ),
+    };
     Ok(Segment {
         results: LoadTestResults {
             requests: s.requests,
@@ -90,7 +121,7 @@ pub fn parse_segment(message: &str) -> Result<Segment, SummaryError> {
             latency_aggregation: None,
         },
         histogram,
-        histogram_dropped: s.hist_dropped,
+        no_histogram,
     })
 }
 
@@ -135,13 +166,12 @@ fn merge_histograms(segments: &[Segment]) -> Option<Histogram> {
     (merged.total() > 0).then_some(merged)
 }
 
-/// Segments whose scripts recorded no histogram, or left it out (index, whether left out).
-pub fn segments_without_histogram(segments: &[Segment]) -> Vec<(usize, bool)> {
+/// The segments without a usable histogram: (index, why).
+pub fn segments_without_histogram(segments: &[Segment]) -> Vec<(usize, &str)> {
     segments
         .iter()
         .enumerate()
-        .filter(|(_, s)| s.histogram.is_none())
-        .map(|(i, s)| (i, s.histogram_dropped))
+        .filter_map(|(i, s)| Some((i, s.no_histogram.as_deref()?)))
         .collect()
 }
 

@@ -441,11 +441,27 @@ fn a_histogram_left_out_of_the_summary_is_reported() {
         serde_json::from_str(&summary_json(&samples[0], false)).expect("JSON");
     json["hist_dropped"] = true.into();
     let dropped = k6_summary::parse_segment(&json.to_string()).expect("parses");
-    assert!(dropped.histogram_dropped && dropped.histogram.is_none());
+    assert!(dropped.histogram.is_none());
     let other = k6_summary::parse_segment(&summary_json(&samples[1], true)).expect("parses");
+    // A histogram of fewer latencies than requests is not merged either.
+    json["hist"] = serde_json::json!([0, 10]);
+    let partial = k6_summary::parse_segment(&json.to_string()).expect("parses");
+    assert!(partial.histogram.is_none());
+    let merged = k6_summary::aggregate(&[other.clone(), dropped.clone(), partial.clone()])
+        .expect("three segments");
     assert_eq!(
-        k6_summary::segments_without_histogram(&[other, dropped]),
-        [(1, true)]
+        merged.latency_aggregation,
+        Some(LatencyAggregation::WorstSegment)
+    );
+    assert_eq!(
+        k6_summary::segments_without_histogram(&[other, dropped, partial]),
+        [
+            (
+                1,
+                "its summary left the latency histogram out to fit the termination message"
+            ),
+            (2, "its latency histogram counts 10 of its 9000 requests"),
+        ]
     );
 }
 

@@ -452,12 +452,7 @@ pub fn loadtest_status(
 fn histogram_notes(summaries: &[Segment]) -> Vec<String> {
     segments_without_histogram(summaries)
         .into_iter()
-        .map(|(i, dropped)| {
-            let why = if dropped {
-                "its summary left the latency histogram out to fit the termination message"
-            } else {
-                "its summary has no latency histogram (a script other than scenario.js?)"
-            };
+        .map(|(i, why)| {
             format!("segment {i}: {why}; p90/p95/p99/max are the worst segment's (upper bounds)")
         })
         .collect()
