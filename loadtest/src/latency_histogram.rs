@@ -252,6 +252,24 @@ mod tests {
         }
     }
 
+    /// What the summary's `hist` costs of the 4096-byte termination message: every bucket of a
+    /// spread occupied with a 5-digit count (loadtest/k6/README.md quotes these figures).
+    #[test]
+    fn encoded_size_grows_with_the_spread_of_latencies() {
+        let size = |from: f64, to: f64| {
+            let mut h = Histogram::new();
+            for b in bucket(from)..=bucket(to) {
+                h.counts[b] = 12_345;
+                h.total += 12_345;
+            }
+            serde_json::to_string(&h.encode()).expect("JSON").len()
+        };
+        assert!(size(0.5, 50.0) < 2_000, "{}", size(0.5, 50.0));
+        assert!(size(1.0, 1_000.0) < 2_900, "{}", size(1.0, 1_000.0));
+        // With the rest of the summary (~600 bytes) this no longer fits: the script leaves it out.
+        assert!(size(1.0, 10_000.0) > 3_500, "{}", size(1.0, 10_000.0));
+    }
+
     #[test]
     fn merging_adds_counts() {
         let (mut a, mut b) = (Histogram::new(), Histogram::new());
