@@ -16,7 +16,9 @@
 //!
 //! [`engine::Endpoint::handle`] runs one request body in-process, without HTTP.
 
+pub mod duration;
 pub mod engine;
+pub mod latency_histogram;
 mod server;
 pub mod sets;
 

@@ -3,7 +3,8 @@
 //! Kubernetes I/O happens only in `controller` (one reconciler per file), `subgraph_sdl`
 //! (ConfigMaps, introspection) and `lease` (leader election). What to write is computed by
 //! pure, unit-tested modules: `resources` (desired objects), `status` (conditions and
-//! phases), `diagnose` (why pods fail) and `k6_summary` (load-test results). Dependencies
+//! phases), `diagnose` (why pods fail), `k6_summary` (load-test results) and `thresholds`
+//! (their pass/fail). Dependencies
 //! point one way: `controller` uses the pure modules, never the reverse.
 
 pub mod admin_server;
@@ -16,3 +17,4 @@ pub mod metrics;
 pub mod resources;
 pub mod status;
 pub mod subgraph_sdl;
+pub mod thresholds;

@@ -3,13 +3,14 @@
 
 use std::path::PathBuf;
 
-use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
+use graphfleet_operator::crd::{LatencyAggregation, LoadTest, LoadTestPhase};
 use graphfleet_operator::k6_summary;
 use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE, SpecError};
 use graphfleet_operator::status;
 use k8s_openapi::api::core::v1::Pod;
 
 use graphfleet_loadtest::K6_SCENARIO_JS as SCENARIO_JS;
+use graphfleet_loadtest::latency_histogram::{Histogram, RELATIVE_ERROR};
 
 fn fixture_dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -136,10 +137,19 @@ fn summaries_parse_with_scheduled_latency_preferred() {
     assert_eq!(s.achieved_rate, 50.0, "requests / run duration");
 }
 
+fn segment(file: &str) -> k6_summary::Segment {
+    k6_summary::parse_segment(&read("k6-summaries", file)).expect("fixture parses")
+}
+
+/// Summaries without histograms (a custom script's): the worst segment's percentiles.
 #[test]
 fn aggregate_of_segments_matches_snapshot() {
-    let segments = [summary("segment-0.json"), summary("segment-1.json")];
+    let segments = [segment("segment-0.json"), segment("segment-1.json")];
     let total = k6_summary::aggregate(&segments).expect("two segments");
+    assert_eq!(
+        total.latency_aggregation,
+        Some(LatencyAggregation::WorstSegment)
+    );
     assert_eq!(total.requests, 5970);
     assert_eq!(total.failures, 2);
     assert_eq!(total.dropped_iterations, 30, "dropped arrivals add up");
@@ -265,4 +275,389 @@ fn overall_phase_waits_for_every_segment() {
         status::loadtest::overall_phase(&[seg(Running), seg(Failed)]),
         Failed
     );
+}
+
+/// xorshift64*: reproducible samples without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn uniform(&mut self) -> f64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// The nearest-rank `q`-quantile of sorted samples.
+fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
+    let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// Deliberately skewed segments: many fast requests, fewer slow ones, a few in between.
+fn skewed_samples() -> Vec<Vec<f64>> {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut draw = |n: usize, f: &dyn Fn(f64) -> f64| -> Vec<f64> {
+        (0..n).map(|_| f(rng.uniform())).collect()
+    };
+    vec![
+        draw(9000, &|u| 1.0 + 2.0 * u * u),
+        draw(1500, &|u| 40.0 + 80.0 * u * u * u),
+        draw(500, &|u| 5.0 + 10.0 * u),
+    ]
+}
+
+/// The summary scenario.js writes for these samples: its trend (k6's own percentiles of the
+/// segment) and its histogram, compact as in the termination message.
+fn summary_json(samples: &[f64], with_histogram: bool) -> String {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let q = |q| nearest_rank(&sorted, q);
+    let mut hist = Histogram::new();
+    samples.iter().for_each(|v| hist.record(*v));
+    let mut summary = serde_json::json!({
+        "executor": "constant-arrival-rate", "target_rate": 300, "duration_s": 30,
+        "run_duration_s": 30.2, "requests": samples.len(), "ok": samples.len(), "failures": 0,
+        "dropped_iterations": 0, "achieved_rate": samples.len() as f64 / 30.0,
+        "scheduled_latency_ms": {
+            "min": sorted[0], "med": q(0.5), "p90": q(0.9), "p95": q(0.95), "p99": q(0.99),
+            "max": sorted[sorted.len() - 1], "count": samples.len(),
+        },
+    });
+    if with_histogram {
+        summary["hist"] = serde_json::json!(hist.encode());
+    }
+    summary.to_string()
+}
+
+#[test]
+fn skewed_segments_merge_to_the_pooled_percentiles() {
+    let samples = skewed_samples();
+    let segments: Vec<k6_summary::Segment> = samples
+        .iter()
+        .map(|s| {
+            let json = summary_json(s, true);
+            assert!(
+                json.len() <= loadtest::TERMINATION_MESSAGE_LIMIT,
+                "{} bytes do not fit a termination message",
+                json.len()
+            );
+            k6_summary::parse_segment(&json).expect("summary parses")
+        })
+        .collect();
+    let merged = k6_summary::aggregate(&segments).expect("three segments");
+    assert_eq!(
+        merged.latency_aggregation,
+        Some(LatencyAggregation::Histogram)
+    );
+    let mut pooled: Vec<f64> = samples.concat();
+    pooled.sort_by(f64::total_cmp);
+    assert_eq!(merged.requests, pooled.len() as u64);
+    let l = &merged.latency_ms;
+    assert_eq!((l.min, l.max), (pooled[0], pooled[pooled.len() - 1]));
+    let old = k6_summary::aggregate_bounds(
+        &segments
+            .iter()
+            .map(|s| s.results.clone())
+            .collect::<Vec<_>>(),
+    )
+    .expect("three segments");
+    for (name, q, got, worst) in [
+        ("p50", 0.5, l.med, old.latency_ms.med),
+        ("p90", 0.9, l.p90, old.latency_ms.p90),
+        ("p95", 0.95, l.p95, old.latency_ms.p95),
+        ("p99", 0.99, l.p99, old.latency_ms.p99),
+    ] {
+        let exact = nearest_rank(&pooled, q);
+        let error = (got - exact).abs() / exact;
+        assert!(
+            error <= RELATIVE_ERROR * (1.0 + 1e-9),
+            "merged {name} {got} vs pooled {exact}: off by {:.3}%",
+            error * 100.0
+        );
+        // The worst segment's figure (and the weighted median) miss the pooled one by far more
+        // than the buckets' resolution: here they were wrong, not merely coarse.
+        let old_error = (worst - exact).abs() / exact;
+        assert!(
+            old_error > 10.0 * RELATIVE_ERROR,
+            "{name}: the worst-segment figure {worst} was close to {exact}"
+        );
+        println!("{name}: pooled {exact:.3} ms, merged {got:.3} ms, worst segment {worst:.3} ms");
+    }
+}
+
+#[test]
+fn status_merges_histograms_or_says_why_it_cannot() {
+    let lt = loadtest("scenario-gateway");
+    assert_eq!(lt.spec.parallelism, 3);
+    let samples = skewed_samples();
+    let pods = |histograms: [bool; 3]| -> Vec<Pod> {
+        (0..3)
+            .map(|i| {
+                pod(
+                    i as i32,
+                    terminated(0, &summary_json(&samples[i], histograms[i])),
+                )
+            })
+            .collect()
+    };
+    let previous = Default::default();
+    let status = status::loadtest::loadtest_status(&lt, &pods([true; 3]), &[], &previous, &now());
+    assert_eq!(status.phase, Some(LoadTestPhase::Succeeded));
+    let results = status.results.expect("results");
+    assert_eq!(
+        results.latency_aggregation,
+        Some(LatencyAggregation::Histogram)
+    );
+    assert_eq!(status.message, None);
+    // Segments keep k6's own figures, which the whole test's are not.
+    let slow = status.segments[1]
+        .results
+        .as_ref()
+        .expect("segment results");
+    assert!(results.latency_ms.p99 < slow.latency_ms.p99);
+    assert_eq!(slow.latency_aggregation, None);
+
+    let status =
+        status::loadtest::loadtest_status(&lt, &pods([true, false, true]), &[], &previous, &now());
+    let results = status.results.expect("results");
+    assert_eq!(
+        results.latency_aggregation,
+        Some(LatencyAggregation::WorstSegment)
+    );
+    assert_eq!(results.latency_ms.p99, slow.latency_ms.p99);
+    let message = status.message.expect("a message");
+    assert!(
+        message.contains("segment 1: its summary has no latency histogram"),
+        "{message}"
+    );
+}
+
+#[test]
+fn a_histogram_left_out_of_the_summary_is_reported() {
+    let samples = skewed_samples();
+    let mut json: serde_json::Value =
+        serde_json::from_str(&summary_json(&samples[0], false)).expect("JSON");
+    json["hist_dropped"] = true.into();
+    let dropped = k6_summary::parse_segment(&json.to_string()).expect("parses");
+    assert!(dropped.histogram.is_none());
+    let other = k6_summary::parse_segment(&summary_json(&samples[1], true)).expect("parses");
+    // A histogram of fewer latencies than requests is not merged either.
+    json["hist"] = serde_json::json!([0, 10]);
+    let partial = k6_summary::parse_segment(&json.to_string()).expect("parses");
+    assert!(partial.histogram.is_none());
+    let merged = k6_summary::aggregate(&[other.clone(), dropped.clone(), partial.clone()])
+        .expect("three segments");
+    assert_eq!(
+        merged.latency_aggregation,
+        Some(LatencyAggregation::WorstSegment)
+    );
+    assert_eq!(
+        k6_summary::segments_without_histogram(&[other, dropped, partial]),
+        [
+            (
+                1,
+                "its summary left the latency histogram out to fit the termination message"
+            ),
+            (2, "its latency histogram counts 10 of its 9000 requests"),
+        ]
+    );
+}
+
+#[test]
+fn a_malformed_histogram_is_an_error() {
+    let mut json: serde_json::Value =
+        serde_json::from_str(&summary_json(&[1.0, 2.0], true)).expect("JSON");
+    for bad in [
+        serde_json::json!([3]),
+        serde_json::json!([5, 1, 0, 1]),
+        serde_json::json!([100000, 1]),
+        serde_json::json!([1, -1]),
+        serde_json::json!("1,2"),
+    ] {
+        json["hist"] = bad.clone();
+        let err = k6_summary::parse_segment(&json.to_string()).expect_err("malformed");
+        assert!(err.to_string().contains("k6 summary"), "{bad}: {err}");
+    }
+}
+
+/// Two segments of one real k6 run (k6 1.8.1, scenario.js, 200 req/s for 1m0.5s split 3/4 and
+/// 1/4 over a 1–3 ms and a 40–120 ms endpoint); `real-raw-scheduled.json` is every scheduled
+/// latency of the run (`k6 --out json`, counted per value): the pooled truth.
+#[test]
+fn real_k6_segments_merge_to_the_pooled_percentiles() {
+    let raw: std::collections::BTreeMap<String, Vec<(String, u64)>> =
+        serde_json::from_str(&read("k6-summaries", "real-raw-scheduled.json")).expect("raw");
+    let mut pooled = Vec::new();
+    let mut segments = Vec::new();
+    for name in ["fast", "slow"] {
+        let segment = segment(&format!("real-{name}.json"));
+        let mut values = Vec::new();
+        for (value, count) in &raw[name] {
+            let v: f64 = value.parse().expect("a number");
+            values.extend(std::iter::repeat_n(v, *count as usize));
+        }
+        // k6's goja runtime put every value in the bucket Rust puts it in.
+        let mut rust = Histogram::new();
+        values.iter().for_each(|v| rust.record(*v));
+        assert_eq!(segment.histogram.as_ref(), Some(&rust), "{name}");
+        assert_eq!(segment.results.requests, values.len() as u64, "{name}");
+        pooled.extend(values);
+        segments.push(segment);
+    }
+    pooled.sort_by(f64::total_cmp);
+    let merged = k6_summary::aggregate(&segments).expect("two segments");
+    let old = k6_summary::aggregate_bounds(
+        &segments
+            .iter()
+            .map(|s| s.results.clone())
+            .collect::<Vec<_>>(),
+    )
+    .expect("two segments");
+    let l = &merged.latency_ms;
+    for (name, q, got, worst) in [
+        ("p50", 0.5, l.med, old.latency_ms.med),
+        ("p90", 0.9, l.p90, old.latency_ms.p90),
+        ("p95", 0.95, l.p95, old.latency_ms.p95),
+        ("p99", 0.99, l.p99, old.latency_ms.p99),
+    ] {
+        let exact = nearest_rank(&pooled, q);
+        assert!(
+            (got - exact).abs() <= exact * RELATIVE_ERROR,
+            "{name}: merged {got} vs pooled {exact}"
+        );
+        println!("{name}: pooled {exact} ms, merged {got:.2} ms, worst segment {worst:.2} ms");
+    }
+    assert_eq!(l.max, pooled[pooled.len() - 1]);
+    // The old figures: a weighted median ~9x the real one, p90 25% high.
+    assert!(old.latency_ms.med > 5.0 * l.med && old.latency_ms.p90 > 1.2 * l.p90);
+}
+
+#[test]
+fn a_bad_duration_is_a_spec_condition_not_a_panic() {
+    let mut lt = loadtest("scenario-gateway");
+    for (duration, why) in [
+        ("0s", "is zero"),
+        ("1m30x", "expected a unit h, m, s or ms at \"x\""),
+        ("1.5", "expected a unit"),
+        ("99999999999999999999h", "too long"),
+    ] {
+        lt.spec.duration = duration.to_owned();
+        let err = loadtest::jobs(&lt, DEFAULT_K6_IMAGE).expect_err(duration);
+        let status = status::loadtest::rejected_status(&err, Some(3), &now());
+        assert_eq!(status.phase, Some(LoadTestPhase::Failed));
+        let [c] = status.conditions.as_slice() else {
+            panic!("one condition: {:?}", status.conditions)
+        };
+        assert_eq!(
+            (c.type_.as_str(), c.status.as_str(), c.reason.as_str()),
+            ("SpecValid", "False", "InvalidDuration")
+        );
+        assert_eq!(c.observed_generation, Some(3));
+        assert!(
+            c.message.contains(why) && c.message.contains(duration),
+            "{duration}: {}",
+            c.message
+        );
+        // The status of a segment under such a spec is computed without a deadline, not a panic.
+        let segment = status::loadtest::segment_status(&lt, 0, &[], None, &now());
+        assert_eq!(segment.phase, LoadTestPhase::Pending);
+    }
+    lt.spec.duration = "1h2m3.5s".to_owned();
+    let job = loadtest::job(&lt, 0, DEFAULT_K6_IMAGE).expect("a decimal duration builds");
+    let deadline = job.spec.and_then(|s| s.active_deadline_seconds);
+    assert_eq!(deadline, Some(3723 + 120 + 60), "duration + margin + grace");
+}
+
+fn condition<'a>(
+    status: &'a graphfleet_operator::crd::LoadTestStatus,
+    type_: &str,
+) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// The issue's example thresholds on the skewed segments (whole-test p99 ≈ 105 ms).
+#[test]
+fn thresholds_become_the_passed_condition_of_a_finished_test() {
+    let mut lt = loadtest("scenario-gateway");
+    lt.spec.rate = 360;
+    let thresholds = |p99: &str| {
+        serde_json::from_value(serde_json::json!({
+            "latency": { "p99": p99 }, "maxErrorPercent": 0.1, "minAchievedRatePercent": 99,
+        }))
+        .expect("valid thresholds")
+    };
+    lt.spec.thresholds = Some(thresholds("50ms"));
+    let samples = skewed_samples();
+    let done: Vec<Pod> = (0..3)
+        .map(|i| pod(i as i32, terminated(0, &summary_json(&samples[i], true))))
+        .collect();
+    let previous = Default::default();
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &previous, &now());
+    assert_eq!(
+        status.phase,
+        Some(LoadTestPhase::Succeeded),
+        "ran to the end"
+    );
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("False", "ThresholdsNotMet")
+    );
+    assert!(
+        passed.message.starts_with("p99 104.85 ms >= 50ms; error rate 0.000% (0 of 11000) < 0.1%; achieved 366.7 req/s >= 99% of 360 req/s"),
+        "{}",
+        passed.message
+    );
+
+    lt.spec.thresholds = Some(thresholds("150ms"));
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &previous, &now());
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("True", "ThresholdsMet")
+    );
+
+    // Nothing to judge while running; a failed test has no results to meet them with.
+    let running = pod(0, serde_json::json!({ "phase": "Running" }));
+    let status = status::loadtest::loadtest_status(
+        &lt,
+        &[running, done[1].clone(), done[2].clone()],
+        &[],
+        &previous,
+        &now(),
+    );
+    assert_eq!(status.phase, Some(LoadTestPhase::Running));
+    assert_eq!(condition(&status, "Passed"), None);
+    let crashed = pod(0, terminated(107, "script error"));
+    let status = status::loadtest::loadtest_status(
+        &lt,
+        &[crashed, done[1].clone(), done[2].clone()],
+        &[],
+        &previous,
+        &now(),
+    );
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("False", "NoResults")
+    );
+    // Without thresholds there is no verdict.
+    lt.spec.thresholds = None;
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &previous, &now());
+    assert_eq!(condition(&status, "Passed"), None);
+}
+
+/// The example manifest's thresholds are the issue's, and read as LoadTest thresholds.
+#[test]
+fn the_example_manifest_sets_the_issues_thresholds() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/loadtest.yaml");
+    let text = std::fs::read_to_string(path).expect("manifests/loadtest.yaml");
+    let lt: LoadTest = serde_yaml_ng::from_str(&text).expect("a LoadTest");
+    let t = lt.spec.thresholds.expect("thresholds");
+    let latency = t.latency.expect("latency thresholds");
+    assert_eq!(latency.p99.as_deref(), Some("50ms"));
+    assert_eq!(t.max_error_percent, Some(0.1));
+    assert_eq!(t.min_achieved_rate_percent, Some(99.0));
 }

@@ -295,6 +295,17 @@ async fn bad_specs_are_rejected_or_failed_with_a_reason() {
             json!({ "target": { "url": "gw:4000" } }),
             "absolute http://",
         ),
+        (json!({ "duration": "1.5" }), "duration must look like"),
+        (json!({ "duration": "0s" }), "duration must be above 0"),
+        (json!({ "thresholds": {} }), "thresholds need at least one"),
+        (
+            json!({ "thresholds": { "latency": { "p99": "fast" } } }),
+            "p99 must look like",
+        ),
+        (
+            json!({ "thresholds": { "maxErrorPercent": 101 } }),
+            "spec.thresholds.maxErrorPercent",
+        ),
     ];
     for (patch, expected) in cases {
         match api
@@ -309,14 +320,43 @@ async fn bad_specs_are_rejected_or_failed_with_a_reason() {
         }
     }
 
+    // Decimal durations and the thresholds pass the CRD's rules (a dry run stores nothing).
+    let good = with(json!({
+        "duration": "1m0.5s",
+        "thresholds": { "latency": { "p99": "50ms", "max": "1.5s" }, "maxErrorPercent": 0.1, "minAchievedRatePercent": 99 },
+    }));
+    api.create(
+        &PostParams {
+            dry_run: true,
+            ..PostParams::default()
+        },
+        &good,
+    )
+    .await
+    .expect("a valid spec is accepted");
+
     // What the schema cannot know: an unknown built-in scenario fails with the list of names.
     let operator = Operator::start(&client, ns.name());
     api.create(&PostParams::default(), &with(json!({ "scenario": "nope" })))
         .await
         .expect("accepted by the API server");
     let lt = wait_phase(&api, "bad", LoadTestPhase::Failed).await;
-    let message = lt.status.and_then(|s| s.message).expect("message");
+    let message = lt
+        .status
+        .as_ref()
+        .and_then(|s| s.message.clone())
+        .expect("message");
     assert!(message.contains("unknown scenario \"nope\""), "{message}");
+    let valid = lt
+        .status
+        .iter()
+        .flat_map(|s| &s.conditions)
+        .find(|c| c.type_ == "SpecValid")
+        .expect("a SpecValid condition");
+    assert_eq!(
+        (valid.status.as_str(), valid.reason.as_str()),
+        ("False", "UnknownScenario")
+    );
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
     assert!(
         jobs.list(&ListParams::default())

@@ -48,9 +48,10 @@ pub fn parse_timings(text: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Seconds of a LoadTest duration (`30s`, `5m`, `1h30m`, `500ms`).
+/// Seconds of a LoadTest duration (`30s`, `1m30s`, `1h2m3.5s`, `500ms`), read as the operator
+/// reads it.
 fn duration_s(spec: &str) -> Option<f64> {
-    humantime::parse_duration(spec)
+    graphfleet_loadtest::duration::parse(spec)
         .ok()
         .map(|d| d.as_secs_f64())
 }
@@ -587,6 +588,9 @@ mod tests {
         assert_eq!(duration_s("30s"), Some(30.0));
         assert_eq!(duration_s("1h30m"), Some(5400.0));
         assert_eq!(duration_s("500ms"), Some(0.5));
+        assert_eq!(duration_s("1h2m3.5s"), Some(3723.5));
+        // What the CRD refuses is not read another way here (humantime took `30 sec`).
+        assert_eq!(duration_s("30 sec"), None);
         assert_eq!(
             parse_timings("images built and imported: 41 s\nnoise\nx: \n"),
             [("images built and imported".to_owned(), "41 s".to_owned())]

@@ -79,11 +79,12 @@ struct Cli {
     /// Scenarios to run (default: every loadtest/sets/*/queries/*.graphql).
     #[arg(long = "scenario", value_name = "NAME")]
     scenarios: Vec<String>,
-    /// Seconds of measured load per scenario and gateway.
-    #[arg(long, default_value_t = 30)]
+    /// Measured load per scenario and gateway: seconds (`30`) or a duration (`30s`, `1m30s`;
+    /// whole seconds).
+    #[arg(long, default_value = "30", value_parser = whole_seconds)]
     duration: u32,
-    /// Seconds of warm-up (every response checked in full) before measuring.
-    #[arg(long, default_value_t = 5)]
+    /// Warm-up (every response checked in full) before measuring: seconds or a duration.
+    #[arg(long, default_value = "5", value_parser = whole_seconds)]
     warmup: u32,
     /// Arrival rate for every scenario (default: the scenario's own).
     #[arg(long)]
@@ -106,8 +107,8 @@ struct Cli {
     /// Most capacity steps per scenario and gateway.
     #[arg(long, default_value_t = 8)]
     capacity_steps: u32,
-    /// Seconds per capacity step.
-    #[arg(long, default_value_t = 15)]
+    /// Time per capacity step: seconds or a duration (`15s`, `1m`).
+    #[arg(long, default_value = "15", value_parser = whole_seconds)]
     capacity_duration: u32,
     /// Rate multiplier between capacity steps until the first miss.
     #[arg(long, default_value_t = 1.5)]
@@ -178,8 +179,8 @@ enum Command {
         payload: PathBuf,
         #[arg(long)]
         rate: u32,
-        /// Seconds.
-        #[arg(long, default_value_t = 10)]
+        /// Seconds or a duration (`10s`, `1m30s`; whole seconds).
+        #[arg(long, default_value = "10", value_parser = whole_seconds)]
         duration: u32,
         #[arg(long, default_value_t = 100)]
         max_in_flight: u32,
@@ -204,6 +205,23 @@ enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// A time in whole seconds: a bare number of seconds (`30`), or a duration in the LoadTest
+/// CRD's grammar (`30s`, `1m30s`, `1h2m3.5s`; `graphfleet_loadtest::duration`).
+fn whole_seconds(text: &str) -> Result<u32, String> {
+    if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
+        return text
+            .parse()
+            .map_err(|_| format!("{text} seconds is too long"));
+    }
+    let d = graphfleet_loadtest::duration::parse(text).map_err(|e| e.to_string())?;
+    if d.subsec_nanos() != 0 {
+        return Err(format!(
+            "{text} is not a whole number of seconds; the runner measures in seconds"
+        ));
+    }
+    u32::try_from(d.as_secs()).map_err(|_| format!("{text} is too long"))
 }
 
 fn pairs(flag: &str, values: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -508,4 +526,38 @@ fn main() -> anyhow::Result<()> {
         .build()
         .context("starting the tokio runtime")?;
     runtime.block_on(run(cli))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_flags_take_seconds_or_durations() {
+        assert_eq!(whole_seconds("30"), Ok(30));
+        assert_eq!(whole_seconds("0"), Ok(0));
+        assert_eq!(whole_seconds("30s"), Ok(30));
+        assert_eq!(whole_seconds("1m30s"), Ok(90));
+        assert_eq!(whole_seconds("1h2m3s"), Ok(3723));
+        assert_eq!(
+            whole_seconds("1500ms"),
+            Err(
+                "1500ms is not a whole number of seconds; the runner measures in seconds"
+                    .to_owned()
+            )
+        );
+        for bad in ["", "1x", "30 s", "-1", "1m30", "99999999999"] {
+            assert!(whole_seconds(bad).is_err(), "{bad:?}");
+        }
+        let err = whole_seconds("1m30x").expect_err("bad unit");
+        assert!(err.contains("expected a unit h, m, s or ms"), "{err}");
+        let cli =
+            Cli::try_parse_from(["graphfleet-bench", "--duration", "1m30s", "--warmup", "2s"])
+                .expect("durations parse");
+        assert_eq!(
+            (cli.duration, cli.warmup, cli.capacity_duration),
+            (90, 2, 15)
+        );
+        assert!(Cli::try_parse_from(["graphfleet-bench", "--duration", "1.5s"]).is_err());
+    }
 }

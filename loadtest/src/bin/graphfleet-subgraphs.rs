@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use graphfleet_loadtest::{Mode, Options, Set, serve};
+use graphfleet_loadtest::{Mode, Options, Set, duration, serve};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -20,7 +20,8 @@ struct Cli {
     /// Address to listen on, e.g. 127.0.0.1:4200.
     #[arg(long)]
     listen: SocketAddr,
-    /// Extra latency for one subgraph, SUBGRAPH=MS (repeatable).
+    /// Extra latency for one subgraph, SUBGRAPH=MS or SUBGRAPH=DURATION (`5`, `5ms`, `1.5s`;
+    /// repeatable).
     #[arg(long = "delay", value_parser = parse_delay)]
     delays: Vec<(String, Duration)>,
     /// Serve the set's monolith oracle at /graphql instead of the subgraphs.
@@ -31,14 +32,21 @@ struct Cli {
     threads: Option<usize>,
 }
 
+/// `SUBGRAPH=MS` (a bare number: milliseconds, as before) or `SUBGRAPH=DURATION` in the
+/// LoadTest CRD's grammar (`graphfleet_loadtest::duration`).
 fn parse_delay(s: &str) -> anyhow::Result<(String, Duration)> {
-    let Some((name, ms)) = s.split_once('=') else {
-        bail!("expected SUBGRAPH=MS, got {s:?}");
+    let Some((name, delay)) = s.split_once('=') else {
+        bail!("expected SUBGRAPH=MS or SUBGRAPH=DURATION (e.g. products=5ms), got {s:?}");
     };
-    let ms: u64 = ms
-        .parse()
-        .with_context(|| format!("delay {ms:?} is not a number of milliseconds"))?;
-    Ok((name.to_owned(), Duration::from_millis(ms)))
+    let delay = if !delay.is_empty() && delay.bytes().all(|b| b.is_ascii_digit()) {
+        let ms = delay
+            .parse()
+            .with_context(|| format!("delay {delay:?} is too many milliseconds"))?;
+        Duration::from_millis(ms)
+    } else {
+        duration::parse(delay).with_context(|| format!("--delay {s}"))?
+    };
+    Ok((name.to_owned(), delay))
 }
 
 fn main() -> anyhow::Result<()> {
@@ -68,4 +76,41 @@ fn main() -> anyhow::Result<()> {
         serve(cli.set, mode, listener, Options { delays: cli.delays }).await?;
         Ok(())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delays_take_milliseconds_or_durations() {
+        let delay = |s| parse_delay(s).map(|(n, d)| (n, d.as_micros()));
+        assert_eq!(
+            delay("products=5").ok(),
+            Some(("products".to_owned(), 5_000))
+        );
+        assert_eq!(
+            delay("products=5ms").ok(),
+            Some(("products".to_owned(), 5_000))
+        );
+        assert_eq!(
+            delay("graphql=1.5s").ok(),
+            Some(("graphql".to_owned(), 1_500_000))
+        );
+        assert_eq!(delay("products=0").ok(), Some(("products".to_owned(), 0)));
+        for bad in [
+            "products",
+            "products=",
+            "products=5 ms",
+            "products=-5",
+            "products=5x",
+        ] {
+            assert!(parse_delay(bad).is_err(), "{bad:?}");
+        }
+        let err = parse_delay("products=5x").expect_err("bad unit");
+        assert!(
+            format!("{err:#}").contains("expected a unit h, m, s or ms"),
+            "{err:#}"
+        );
+    }
 }

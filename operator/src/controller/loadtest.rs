@@ -16,7 +16,7 @@ use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, 
 use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
 use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError};
 use crate::resources::{self, MANAGER};
-use crate::status::loadtest::{jobs_to_stop, loadtest_status};
+use crate::status::loadtest::{jobs_to_stop, loadtest_status, rejected_status};
 
 /// Creates the ConfigMap and the segment Jobs (once: Jobs are immutable and a load test is
 /// not rerun), then derives status from the Jobs' pods.
@@ -36,12 +36,7 @@ pub(super) async fn reconcile_loadtest(
     }
     let mut new_status = match start_loadtest(&ctx, &lt, &ns).await? {
         Ok(()) => observe_loadtest(&ctx, &lt, &ns, &previous).await?,
-        Err(e) => LoadTestStatus {
-            phase: Some(LoadTestPhase::Failed),
-            message: Some(e.to_string()),
-            completion_time: Some(now()),
-            ..LoadTestStatus::default()
-        },
+        Err(e) => rejected_status(&e, lt.metadata.generation, &now()),
     };
     new_status.observed_generation = lt.metadata.generation;
     let finished = matches!(

@@ -25,6 +25,11 @@ use super::ConfigMapKeyRef;
     printcolumn(name = "Rate", type_ = "integer", json_path = ".spec.rate"),
     printcolumn(name = "Duration", type_ = "string", json_path = ".spec.duration"),
     printcolumn(
+        name = "Passed",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Passed\")].status"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -46,9 +51,13 @@ pub struct LoadTestSpec {
     /// Arrival rate, requests per second (open model).
     #[schemars(range(min = 1))]
     pub rate: i32,
-    /// Test duration as a Go duration, e.g. `30s` or `5m`.
-    #[x_kube(validation = Rule::new("self.matches('^([0-9]+(ms|s|m|h))+$')")
-        .message("duration must look like 30s, 5m or 1h30m"))]
+    /// Test duration: `<number><unit>` parts, units `h`, `m`, `s`, `ms`, e.g. `250ms`, `30s`,
+    /// `1m30s`, `1h2m3.5s` (also a Go duration, as k6 reads it). Above zero.
+    #[x_kube(validation = Rule::new(duration_rule())
+        .message("duration must look like 250ms, 30s, 1m30s or 1h2m3.5s"))]
+    #[x_kube(validation = Rule::new(nonzero_duration_rule()).message("duration must be above 0"))]
+    // A bound keeps the CEL rules' estimated cost low.
+    #[schemars(length(min = 1, max = 64))]
     pub duration: String,
     /// Pre-allocated virtual users.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +74,75 @@ pub struct LoadTestSpec {
     /// Where load-generator pods run; defaults to the client pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+    /// Pass/fail criteria, evaluated on the whole test's merged results once every segment
+    /// finished; the outcome is the `Passed` condition (the phase says whether the test ran).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thresholds: Option<LoadTestThresholds>,
+}
+
+/// What a passing load test must show. Each bound is strict where it says "below".
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.latency) || has(self.maxErrorPercent) || has(self.minAchievedRatePercent)")
+    .message("thresholds need at least one of latency, maxErrorPercent or minAchievedRatePercent"))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestThresholds {
+    /// Latency percentiles (from the scheduled send time) that must stay below a duration,
+    /// e.g. `p99: 50ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LatencyThresholds>,
+    /// Failed requests must stay below this percentage of all requests, e.g. `0.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub max_error_percent: Option<f64>,
+    /// The achieved arrival rate must reach at least this percentage of `rate`, e.g. `99`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub min_achieved_rate_percent: Option<f64>,
+}
+
+/// Latency bounds, each a duration in the grammar of `duration` (e.g. `50ms`, `1.5s`).
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.p50) || has(self.p90) || has(self.p95) || has(self.p99) || has(self.max)")
+    .message("latency thresholds need at least one of p50, p90, p95, p99 or max"))]
+pub struct LatencyThresholds {
+    /// The median must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p50 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p50: Option<String>,
+    /// The 90th percentile must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p90 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p90: Option<String>,
+    /// The 95th percentile must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p95 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p95: Option<String>,
+    /// The 99th percentile must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("p99 must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub p99: Option<String>,
+    /// The slowest request must stay below this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new(duration_rule()).message("max must look like 50ms or 1.5s"))]
+    #[schemars(length(max = 64))]
+    pub max: Option<String>,
+}
+
+/// The CEL rule admitting `graphfleet_loadtest::duration`'s grammar.
+pub fn duration_rule() -> String {
+    format!("self.matches('{}')", graphfleet_loadtest::duration::PATTERN)
+}
+
+/// The CEL rule refusing a zero duration (`0s`, `0.0m0s`).
+pub fn nonzero_duration_rule() -> String {
+    format!(
+        "!self.matches('{}')",
+        graphfleet_loadtest::duration::ZERO_PATTERN
+    )
 }
 
 fn default_parallelism() -> i32 {
@@ -182,6 +260,24 @@ pub struct LoadTestResults {
     /// Achieved arrival rate, requests per second.
     pub achieved_rate: f64,
     pub latency_ms: LatencySummary,
+    /// How the whole test's percentiles were combined from its segments' (set on the
+    /// LoadTest's results, not on a segment's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_aggregation: Option<LatencyAggregation>,
+}
+
+/// How `latencyMs` of several segments became the whole test's.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum LatencyAggregation {
+    /// One segment: k6's own figures.
+    Exact,
+    /// The segments' latency histograms merged bucket by bucket: the whole test's
+    /// percentiles within 1%; min and max exact.
+    Histogram,
+    /// A segment had no histogram (a custom script, or a summary too big for the termination
+    /// message): p90/p95/p99/max are the worst segment's (upper bounds of the whole test's)
+    /// and the median is the request-weighted mean of the segments' medians.
+    WorstSegment,
 }
 
 /// Latency percentiles in milliseconds.

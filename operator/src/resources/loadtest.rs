@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use graphfleet_loadtest::{K6_SCENARIO_JS, sets};
+use graphfleet_loadtest::duration::DurationError;
+use graphfleet_loadtest::{K6_SCENARIO_JS, duration, sets};
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
@@ -31,6 +32,8 @@ pub const LOADTEST_LABEL: &str = "graphfleet.dev/loadtest";
 pub const SEGMENT_LABEL: &str = "graphfleet.dev/segment";
 /// Where handleSummary writes: the kubelet turns it into the termination message.
 pub const TERMINATION_LOG: &str = "/dev/termination-log";
+/// Bytes of a termination message the kubelet keeps; the script fits its summary in them.
+pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 const SCRIPT_KEY: &str = "script.js";
 const PAYLOAD_KEY: &str = "payload.json";
 const MOUNT_DIR: &str = "/etc/graphfleet/loadtest";
@@ -46,8 +49,26 @@ pub enum SpecError {
     NoTarget,
     #[error("set exactly one of scenario or script")]
     NoScript,
-    #[error("duration {0:?} is not a Go duration of sensible length (e.g. 30s, 5m, 1h30m)")]
-    Duration(String),
+    #[error("spec.duration: {0}")]
+    Duration(#[from] DurationError),
+    #[error("spec.duration {0:?} is zero; a load test needs a duration above 0")]
+    ZeroDuration(String),
+    #[error("spec.duration {0:?} is too long")]
+    DurationTooLong(String),
+}
+
+impl SpecError {
+    /// The reason of the status condition reporting this error.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            SpecError::UnknownScenario(..) => "UnknownScenario",
+            SpecError::NoTarget => "NoTarget",
+            SpecError::NoScript => "NoScript",
+            SpecError::Duration(_) | SpecError::ZeroDuration(_) | SpecError::DurationTooLong(_) => {
+                "InvalidDuration"
+            }
+        }
+    }
 }
 
 /// Built-in scenarios: name → query, every set's `queries/<name>.graphql` in set order
@@ -215,6 +236,7 @@ fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
         env("GF_RATE", spec.rate.to_string()),
         env("GF_DURATION", spec.duration.clone()),
         env("GF_SUMMARY", TERMINATION_LOG),
+        env("GF_SUMMARY_LIMIT", TERMINATION_MESSAGE_LIMIT.to_string()),
     ];
     if let Some(vus) = spec.vus {
         vars.push(env("GF_VUS", vus.to_string()));
@@ -373,24 +395,10 @@ pub const POD_ANNOTATION: &str = "graphfleet.dev/pod";
 /// Companion of [`POD_ANNOTATION`]: the node the pod was scheduled to.
 pub const NODE_ANNOTATION: &str = "graphfleet.dev/node";
 
-/// A Go duration as the CRD admits it (`30s`, `5m`, `1h30m`, `500ms`).
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    if rest.is_empty() {
-        return None;
-    }
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-        let value: u64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let (unit, millis) = [("ms", 1), ("h", 3_600_000), ("m", 60_000), ("s", 1_000)]
-            .into_iter()
-            .find(|(unit, _)| rest.starts_with(unit))?;
-        rest = &rest[unit.len()..];
-        total = total.checked_add(Duration::from_millis(value.checked_mul(millis)?))?;
-    }
-    Some(total)
+/// A duration as the CRD admits it (`250ms`, `30s`, `1m30s`, `1h2m3.5s`):
+/// `graphfleet_loadtest::duration`, the grammar scenario.js and graphfleet-bench read too.
+pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
+    duration::parse(text)
 }
 
 /// `1m30s`-style rendering of whole seconds.
@@ -413,10 +421,15 @@ pub fn format_duration(d: Duration) -> String {
 /// How long a segment may run, from its Job's start: the LoadTest's duration plus
 /// [`STARTUP_AND_SUMMARY_MARGIN`].
 pub fn time_limit(lt: &LoadTest) -> Result<Duration, SpecError> {
-    parse_duration(&lt.spec.duration)
-        .and_then(|d| d.checked_add(STARTUP_AND_SUMMARY_MARGIN))
+    let text = &lt.spec.duration;
+    let d = parse_duration(text)?;
+    if d.is_zero() {
+        return Err(SpecError::ZeroDuration(text.clone()));
+    }
+    // Job deadlines are i64 seconds; far beyond any real test anyway.
+    d.checked_add(STARTUP_AND_SUMMARY_MARGIN)
         .filter(|d| d.as_secs() < i64::MAX as u64 / 2)
-        .ok_or_else(|| SpecError::Duration(lt.spec.duration.clone()))
+        .ok_or_else(|| SpecError::DurationTooLong(text.clone()))
 }
 
 /// The annotations to record on a segment Job (`POD_ANNOTATION`, `NODE_ANNOTATION`) once its
@@ -440,17 +453,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn go_durations_parse_and_print() {
-        let secs = |s: &str| parse_duration(s).map(|d| d.as_millis());
-        assert_eq!(secs("30s"), Some(30_000));
-        assert_eq!(secs("5m"), Some(300_000));
-        assert_eq!(secs("1h30m"), Some(5_400_000));
-        assert_eq!(secs("1m500ms"), Some(60_500));
-        for bad in ["", "30", "s", "1x", "1.5s", "99999999999999999999h"] {
-            assert_eq!(parse_duration(bad), None, "{bad:?}");
+    fn durations_parse_as_the_crd_documents_and_print() {
+        let ms = |s: &str| parse_duration(s).map(|d| d.as_millis()).ok();
+        assert_eq!(ms("30s"), Some(30_000));
+        assert_eq!(ms("5m"), Some(300_000));
+        assert_eq!(ms("1h30m"), Some(5_400_000));
+        assert_eq!(ms("1m500ms"), Some(60_500));
+        assert_eq!(ms("1h2m3.5s"), Some(3_723_500));
+        assert_eq!(ms("250ms"), Some(250));
+        for bad in ["", "30", "s", "1x", "1.s", "1us", "99999999999999999999h"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
         }
         assert_eq!(format_duration(Duration::from_secs(150)), "2m30s");
         assert_eq!(format_duration(Duration::from_secs(3600)), "1h");
         assert_eq!(format_duration(Duration::ZERO), "0s");
+    }
+
+    #[test]
+    fn the_crd_validates_durations_with_the_parsers_pattern() {
+        use crate::crd::{LoadTest, duration_rule};
+        use kube::CustomResourceExt;
+        let crd = serde_json::to_value(LoadTest::crd()).expect("CRD serializes");
+        let rules = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["duration"]["x-kubernetes-validations"];
+        assert_eq!(rules[0]["rule"], duration_rule(), "{rules}");
+        assert!(duration_rule().contains(duration::PATTERN));
+        // CEL string literals have no `\.` escape: the API server would refuse the CRD.
+        assert!(!duration_rule().contains('\\'), "{rules}");
+        assert_eq!(rules[1]["rule"], crate::crd::nonzero_duration_rule());
     }
 }

@@ -8,13 +8,15 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::crd::{LoadTest, LoadTestPhase, LoadTestResults, LoadTestStatus, SegmentStatus};
+use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus};
 use crate::diagnose;
-use crate::k6_summary::{aggregate, parse_summary};
+use crate::k6_summary::{Segment, aggregate, parse_segment, segments_without_histogram};
 use crate::resources::loadtest::{
     K6_CONTAINER, NODE_ANNOTATION, POD_ANNOTATION, SEGMENT_LABEL, STARTUP_AND_SUMMARY_MARGIN,
-    execution_segment, format_duration, job_name, time_limit,
+    SpecError, execution_segment, format_duration, job_name, time_limit,
 };
+use crate::status::{PASSED, SPEC_VALID, set_condition};
+use crate::thresholds;
 
 fn finished_condition(job: &Job) -> Option<&JobCondition> {
     job.status
@@ -69,7 +71,7 @@ fn k6_exit_meaning(code: i32) -> Option<&'static str> {
 enum Seen {
     Waiting(Option<String>),
     Running,
-    Done(LoadTestResults),
+    Done(Segment),
     Failed(String),
 }
 
@@ -127,10 +129,10 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
     let state = container.and_then(|c| c.state.clone()).unwrap_or_default();
     if let Some(t) = &state.terminated {
         let message = t.message.clone().unwrap_or_default();
-        let summary = parse_summary(&message);
+        let summary = parse_segment(&message);
         if t.exit_code == 0 {
             return match summary {
-                Ok(results) => Seen::Done(results),
+                Ok(segment) => Seen::Done(segment),
                 Err(_) if message.trim().is_empty() => Seen::Failed(format!(
                     "{at} exited with code 0{deleted} and ended without a k6 summary; {log}"
                 )),
@@ -144,7 +146,7 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
         let rest = match summary {
             Ok(partial) => format!(
                 "; its partial k6 summary ({} requests) is not used",
-                partial.requests
+                partial.results.requests
             ),
             Err(_) => {
                 let output = diagnose::termination_message(t)
@@ -270,6 +272,18 @@ pub fn segment_status(
     job: Option<&Job>,
     now: &Time,
 ) -> SegmentStatus {
+    segment(lt, index, pods, job, now).0
+}
+
+/// [`segment_status`] and, once the segment succeeded, its parsed summary (the histogram the
+/// status does not keep).
+fn segment(
+    lt: &LoadTest,
+    index: i32,
+    pods: &[&Pod],
+    job: Option<&Job>,
+    now: &Time,
+) -> (SegmentStatus, Option<Segment>) {
     let ns = lt.namespace().unwrap_or_else(|| "default".to_owned());
     let job_name = job_name(&lt.name_any(), index);
     let names = Names {
@@ -307,21 +321,23 @@ pub fn segment_status(
             format_duration(STARTUP_AND_SUMMARY_MARGIN),
             current_state(&names, pods, why.as_deref())
         ));
-        return status;
+        return (status, None);
     }
+    let mut done = None;
     match seen {
         Seen::Waiting(why) => status.message = why,
         Seen::Running => status.phase = LoadTestPhase::Running,
-        Seen::Done(results) => {
+        Seen::Done(segment) => {
             status.phase = LoadTestPhase::Succeeded;
-            status.results = Some(results);
+            status.results = Some(segment.results.clone());
+            done = Some(segment);
         }
         Seen::Failed(message) => {
             status.phase = LoadTestPhase::Failed;
             status.message = Some(message);
         }
     }
-    status
+    (status, done)
 }
 
 /// Overall phase of the segments: Failed as soon as one failed, Succeeded when all did,
@@ -349,7 +365,7 @@ pub fn loadtest_status(
     previous: &LoadTestStatus,
     now: &Time,
 ) -> LoadTestStatus {
-    let mut segments: Vec<_> = (0..lt.spec.parallelism.max(1))
+    let (mut segments, summaries): (Vec<_>, Vec<_>) = (0..lt.spec.parallelism.max(1))
         .map(|i| {
             let index = i.to_string();
             let of_segment: Vec<&Pod> = pods
@@ -360,9 +376,9 @@ pub fn loadtest_status(
             let job = jobs
                 .iter()
                 .find(|j| j.metadata.name.as_deref() == Some(name.as_str()));
-            segment_status(lt, i, &of_segment, job, now)
+            segment(lt, i, &of_segment, job, now)
         })
-        .collect();
+        .unzip();
     let phase = overall_phase(&segments);
     if phase == LoadTestPhase::Failed {
         let failed: Vec<String> = segments
@@ -385,13 +401,11 @@ pub fn loadtest_status(
         }
     }
     let finished = matches!(phase, LoadTestPhase::Succeeded | LoadTestPhase::Failed);
+    let summaries: Vec<Segment> = summaries.into_iter().flatten().collect();
     let results = (phase == LoadTestPhase::Succeeded)
-        .then(|| {
-            let all: Vec<_> = segments.iter().filter_map(|s| s.results.clone()).collect();
-            aggregate(&all)
-        })
+        .then(|| aggregate(&summaries))
         .flatten();
-    let message: Vec<String> = segments
+    let mut message: Vec<String> = segments
         .iter()
         .filter_map(|s| {
             s.message
@@ -399,10 +413,29 @@ pub fn loadtest_status(
                 .map(|m| format!("segment {}: {m}", s.index))
         })
         .collect();
+    if results.is_some() && summaries.len() > 1 {
+        message.extend(histogram_notes(&summaries));
+    }
     let start_time = previous
         .start_time
         .clone()
         .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
+    let mut conditions = previous.conditions.clone();
+    if finished && let Some(limits) = &lt.spec.thresholds {
+        let verdict = match &results {
+            Some(r) => thresholds::evaluate(limits, lt.spec.rate, r),
+            None => thresholds::no_results(),
+        };
+        set_condition(
+            &mut conditions,
+            PASSED,
+            verdict.passed,
+            verdict.reason,
+            verdict.message,
+            lt.metadata.generation,
+            now,
+        );
+    }
     LoadTestStatus {
         phase: Some(phase),
         start_time,
@@ -410,8 +443,40 @@ pub fn loadtest_status(
         message: (!message.is_empty()).then(|| message.join("; ")),
         results,
         segments,
+        conditions,
         ..LoadTestStatus::default()
     }
+}
+
+/// Why the whole test's percentiles are bounds: the segments without a latency histogram.
+fn histogram_notes(summaries: &[Segment]) -> Vec<String> {
+    segments_without_histogram(summaries)
+        .into_iter()
+        .map(|(i, why)| {
+            format!("segment {i}: {why}; p90/p95/p99/max are the worst segment's (upper bounds)")
+        })
+        .collect()
+}
+
+/// The status of a LoadTest whose spec the builders reject: Failed at once (retrying will not
+/// help), with a `SpecValid=False` condition whose reason names the problem.
+pub fn rejected_status(error: &SpecError, generation: Option<i64>, now: &Time) -> LoadTestStatus {
+    let mut status = LoadTestStatus {
+        phase: Some(LoadTestPhase::Failed),
+        message: Some(error.to_string()),
+        completion_time: Some(now.clone()),
+        ..LoadTestStatus::default()
+    };
+    set_condition(
+        &mut status.conditions,
+        SPEC_VALID,
+        false,
+        error.reason(),
+        error.to_string(),
+        generation,
+        now,
+    );
+    status
 }
 
 /// Label the Job controller puts on a Job's pods.

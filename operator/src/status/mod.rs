@@ -11,6 +11,10 @@ pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
 pub const DEGRADED: &str = "Degraded";
 pub const SCHEMA_LOADED: &str = "SchemaLoaded";
+/// LoadTest: False when the spec cannot become k6 Jobs (the reason names what is wrong).
+pub const SPEC_VALID: &str = "SpecValid";
+/// LoadTest with thresholds: whether the finished test met them (`thresholds::evaluate`).
+pub const PASSED: &str = "Passed";
 
 /// Sets condition `type_`, keeping its transition time when the status did not change.
 pub fn set_condition(
