@@ -1,5 +1,5 @@
 //! Our supergraphs equal @apollo/composition's (after normalising order) for every
-//! fixture and benchmark set; failing inputs fail with the same error codes.
+//! fixture, benchmark set and gateway fixture; failing inputs fail with the same error codes.
 
 mod support;
 
@@ -97,6 +97,7 @@ fn equals_apollo_composition() {
     );
     let mut dirs = support::fixtures();
     dirs.extend(support::benchmark_sets());
+    dirs.extend(support::gateway_fixtures());
     let failures: Vec<String> = dirs.iter().filter_map(|d| compare(d).err()).collect();
     assert!(
         failures.is_empty(),

@@ -30,7 +30,17 @@ pub fn fixtures() -> Vec<PathBuf> {
 
 /// Benchmark subgraph sets (loadtest/sets/*/supergraph.yaml), when present.
 pub fn benchmark_sets() -> Vec<PathBuf> {
-    let dir = repo_root().join("loadtest/sets");
+    config_folders("loadtest/sets")
+}
+
+/// The gateway's fixtures (gateway/tests/fixtures/*/supergraph.yaml), when present.
+pub fn gateway_fixtures() -> Vec<PathBuf> {
+    config_folders("gateway/tests/fixtures")
+}
+
+/// The folders below `under` (from the repository root) holding a supergraph.yaml.
+fn config_folders(under: &str) -> Vec<PathBuf> {
+    let dir = repo_root().join(under);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
