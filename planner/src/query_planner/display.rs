@@ -84,7 +84,8 @@ impl QueryPlan {
                     .map(|s| {
                         let mut selection = String::new();
                         write_tree(&mut selection, &s.selection);
-                        let ancestor = path_string(&fetch.merge_paths[0][..s.depth]);
+                        let path = fetch.merge_paths.first().map_or(&[][..], |p| p.as_slice());
+                        let ancestor = path_string(path.get(..s.depth).unwrap_or(path));
                         format!("\"{ancestor}\" [{}] {{{selection} }}", s.matches.join(", "))
                     })
                     .collect();
