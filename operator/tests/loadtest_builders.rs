@@ -289,6 +289,26 @@ impl Rng {
     }
 }
 
+/// The old aggregate: each percentile the worst segment's (a bound, not the figure).
+fn worst_segment(segments: &[k6_summary::Segment]) -> graphfleet_operator::crd::LoadTestResults {
+    let results: Vec<_> = segments.iter().map(|s| s.results.clone()).collect();
+    k6_summary::aggregate_bounds(&results).expect("segments to bound")
+}
+
+/// `(name, quantile, merged figure, worst segment's figure)` for p50, p90, p95 and p99.
+fn merged_and_worst(
+    merged: &graphfleet_operator::crd::LoadTestResults,
+    segments: &[k6_summary::Segment],
+) -> [(&'static str, f64, f64, f64); 4] {
+    let (l, old) = (&merged.latency_ms, worst_segment(segments).latency_ms);
+    [
+        ("p50", 0.5, l.med, old.med),
+        ("p90", 0.9, l.p90, old.p90),
+        ("p95", 0.95, l.p95, old.p95),
+        ("p99", 0.99, l.p99, old.p99),
+    ]
+}
+
 /// The nearest-rank `q`-quantile of sorted samples.
 fn nearest_rank(sorted: &[f64], q: f64) -> f64 {
     let rank = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
@@ -356,19 +376,7 @@ fn skewed_segments_merge_to_the_pooled_percentiles() {
     assert_eq!(merged.requests, pooled.len() as u64);
     let l = &merged.latency_ms;
     assert_eq!((l.min, l.max), (pooled[0], pooled[pooled.len() - 1]));
-    let old = k6_summary::aggregate_bounds(
-        &segments
-            .iter()
-            .map(|s| s.results.clone())
-            .collect::<Vec<_>>(),
-    )
-    .expect("three segments");
-    for (name, q, got, worst) in [
-        ("p50", 0.5, l.med, old.latency_ms.med),
-        ("p90", 0.9, l.p90, old.latency_ms.p90),
-        ("p95", 0.95, l.p95, old.latency_ms.p95),
-        ("p99", 0.99, l.p99, old.latency_ms.p99),
-    ] {
+    for (name, q, got, worst) in merged_and_worst(&merged, &segments) {
         let exact = nearest_rank(&pooled, q);
         let error = (got - exact).abs() / exact;
         assert!(
@@ -508,20 +516,9 @@ fn real_k6_segments_merge_to_the_pooled_percentiles() {
     }
     pooled.sort_by(f64::total_cmp);
     let merged = k6_summary::aggregate(&segments).expect("two segments");
-    let old = k6_summary::aggregate_bounds(
-        &segments
-            .iter()
-            .map(|s| s.results.clone())
-            .collect::<Vec<_>>(),
-    )
-    .expect("two segments");
+    let old = worst_segment(&segments);
     let l = &merged.latency_ms;
-    for (name, q, got, worst) in [
-        ("p50", 0.5, l.med, old.latency_ms.med),
-        ("p90", 0.9, l.p90, old.latency_ms.p90),
-        ("p95", 0.95, l.p95, old.latency_ms.p95),
-        ("p99", 0.99, l.p99, old.latency_ms.p99),
-    ] {
+    for (name, q, got, worst) in merged_and_worst(&merged, &segments) {
         let exact = nearest_rank(&pooled, q);
         assert!(
             (got - exact).abs() <= exact * RELATIVE_ERROR,
