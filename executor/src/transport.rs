@@ -426,7 +426,10 @@ fn call(
             let mut message = error_chain(&e);
             // What an HTTP/1.1 client reads from an h2c-only server is not a
             // response; hyper's "invalid HTTP version" alone does not say why.
-            if http2 == Http2::Off && is_parse_error(&e) {
+            // When the server's SETTINGS frame arrives before the request is
+            // written, the connection closes first and hyper reports it as
+            // "connection was not ready" instead.
+            if http2 == Http2::Off && is_h2_server_symptom(&e) {
                 message
                     .push_str(" (if the subgraph speaks only HTTP/2, set http2: prior_knowledge)");
             }
@@ -456,14 +459,15 @@ fn call(
 }
 
 /// Whether the server sent something other than an HTTP/1.1 response: bytes hyper
-/// could not parse, or (when they arrived before the request went out) bytes on an
-/// idle connection, which hyper reports without a predicate, hence the message test.
-fn is_parse_error(e: &(dyn std::error::Error + 'static)) -> bool {
+/// could not parse, bytes on an idle connection (reported without a predicate,
+/// hence the message test), or a connection closed by them before the request was
+/// written (canceled).
+fn is_h2_server_symptom(e: &(dyn std::error::Error + 'static)) -> bool {
     let mut source = Some(e);
     while let Some(e) = source {
-        let unparsable = e
-            .downcast_ref::<hyper::Error>()
-            .is_some_and(|e| e.is_parse() || e.to_string().contains("unexpected message"));
+        let unparsable = e.downcast_ref::<hyper::Error>().is_some_and(|e| {
+            e.is_parse() || e.is_canceled() || e.to_string().contains("unexpected message")
+        });
         if unparsable {
             return true;
         }
