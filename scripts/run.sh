@@ -112,7 +112,7 @@ wait_loadtest() {
   local phase i
   for ((i = 0; i < 600; i++)); do
     phase=$(k -n "$NS" get loadtest "$1" -o jsonpath='{.status.phase}' 2>/dev/null || true)
-    case $phase in Succeeded | Failed) break ;; esac
+    case $phase in Succeeded | Failed | Aborted) break ;; esac
     sleep 1
   done
   k -n "$NS" get loadtest "$1" -o json >"$RUN/$1.json"

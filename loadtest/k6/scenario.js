@@ -6,7 +6,7 @@ import { check } from "k6";
 import crypto from "k6/crypto";
 import { SharedArray } from "k6/data";
 import exec from "k6/execution";
-import { Counter, Trend } from "k6/metrics";
+import { Counter, Rate, Trend } from "k6/metrics";
 
 function env(name, fallback) {
   const v = __ENV[name];
@@ -131,9 +131,13 @@ function scenario() {
 const histogramThresholds = {};
 for (let i = 0; i < HIST_BUCKETS; i++) histogramThresholds[`gf_hist{b:${i}}`] = ["count>=0"];
 
+// The LoadTest's bounds as k6 thresholds with abortOnFail (thresholds.abortOnFail): k6 stops
+// this segment, runs handleSummary and exits with code 99, and the operator stops the others.
+const ABORT_THRESHOLDS = JSON.parse(env("GF_THRESHOLDS", "{}"));
+
 export const options = {
   scenarios: { main: scenario() },
-  thresholds: histogramThresholds,
+  thresholds: Object.assign({}, histogramThresholds, ABORT_THRESHOLDS),
   discardResponseBodies: CHECK === "none",
   summaryTrendStats: ["min", "med", "avg", "p(90)", "p(95)", "p(99)", "max", "count"],
   // The runner reads the summary file; k6's own end-of-test text is replaced by one line.
@@ -141,6 +145,8 @@ export const options = {
 
 const ok = new Counter("gf_ok");
 const failures = new Counter("gf_failures");
+// The share of failed requests, for an error-rate threshold (GF_THRESHOLDS).
+const errorRate = new Rate("gf_error_rate");
 // Latency counted from the moment the open model scheduled the request, not from when a VU
 // got around to sending it (coordinated omission): late sends show up here.
 const scheduled = new Trend("gf_scheduled_latency", true);
@@ -197,6 +203,7 @@ export default function () {
     "status is 200": (r) => r.status === 200,
     "body matches the monolith": (r) => r.status === 200 && bodyOk(r.body, tok),
   });
+  errorRate.add(!good);
   if (good) {
     ok.add(1);
   } else {
@@ -227,6 +234,16 @@ function count(metric) {
   return metric ? metric.values.count : 0;
 }
 
+// The GF_THRESHOLDS bounds k6 found broken, as "metric expression" (the histogram's always hold).
+function brokenThresholds(metrics) {
+  const out = [];
+  for (const name of Object.keys(ABORT_THRESHOLDS)) {
+    const t = (metrics[name] || {}).thresholds || {};
+    for (const expr of Object.keys(t)) if (!t[expr].ok) out.push(`${name} ${expr}`);
+  }
+  return out;
+}
+
 export function handleSummary(data) {
   const m = data.metrics;
   const requests = count(m.http_reqs);
@@ -246,6 +263,7 @@ export function handleSummary(data) {
     latency_ms: trend(m.http_req_duration),
     scheduled_latency_ms: trend(m.gf_scheduled_latency),
     data_received_bytes: count(m.data_received),
+    thresholds_failed: brokenThresholds(m),
     hist: encodeHistogram(Array.from({ length: HIST_BUCKETS }, (_, i) => count(m[`gf_hist{b:${i}}`]))),
   };
   let text = JSON.stringify(summary);

@@ -29,6 +29,9 @@ pub struct K6Summary {
     /// The script left the histogram out to fit the termination message.
     #[serde(default)]
     pub hist_dropped: bool,
+    /// The abort thresholds (`GF_THRESHOLDS`) k6 found broken: `metric expression`.
+    #[serde(default)]
+    pub thresholds_failed: Vec<String>,
 }
 
 /// A k6 trend in milliseconds.
@@ -58,6 +61,8 @@ pub struct Segment {
     pub histogram: Option<Histogram>,
     /// Why `histogram` is `None`.
     pub no_histogram: Option<String>,
+    /// The abort thresholds this segment broke.
+    pub thresholds_failed: Vec<String>,
 }
 
 /// Parses one k6 summary. Latency counts from the scheduled send time when the script
@@ -122,6 +127,7 @@ pub fn parse_segment(message: &str) -> Result<Segment, SummaryError> {
         },
         histogram,
         no_histogram,
+        thresholds_failed: s.thresholds_failed,
     })
 }
 

@@ -10,6 +10,15 @@ pub const MET: &str = "ThresholdsMet";
 pub const NOT_MET: &str = "ThresholdsNotMet";
 pub const INVALID: &str = "InvalidThreshold";
 pub const NO_RESULTS: &str = "NoResults";
+pub const ABORTED: &str = "AbortedOnThreshold";
+
+/// The k6 metrics scenario.js records that the abort thresholds watch.
+pub const K6_LATENCY_METRIC: &str = "gf_scheduled_latency";
+pub const K6_ERROR_RATE_METRIC: &str = "gf_error_rate";
+pub const K6_DROPPED_METRIC: &str = "dropped_iterations";
+/// The longest a segment waits before its thresholds may abort it: the first seconds' few
+/// samples would otherwise stop a test on one slow request.
+pub const MAX_ABORT_DELAY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The outcome for the `Passed` condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +157,85 @@ pub fn evaluate(
     }
 }
 
+/// The k6 `thresholds` option (metric → `[{threshold, abortOnFail, delayAbortEval}]`) that
+/// makes each segment stop itself once it breaks a bound on its own share of the load, or
+/// `None` without `abortOnFail`. scenario.js reads it from `GF_THRESHOLDS`. `duration` is the
+/// test's; `parallelism` the number of segments sharing `rate`.
+pub fn k6_abort_thresholds(
+    thresholds: &LoadTestThresholds,
+    rate: i32,
+    duration: std::time::Duration,
+    parallelism: i32,
+) -> Result<Option<serde_json::Value>, ThresholdError> {
+    if !thresholds.abort_on_fail {
+        return Ok(None);
+    }
+    let delay = MAX_ABORT_DELAY.min(duration / 5);
+    let delay = format!("{}ms", delay.as_millis());
+    let rule = |expr: String, delay: Option<&str>| {
+        let mut rule = serde_json::json!({ "threshold": expr, "abortOnFail": true });
+        if let Some(d) = delay {
+            rule["delayAbortEval"] = d.into();
+        }
+        rule
+    };
+    let mut out = serde_json::Map::new();
+    if let Some(latency) = &thresholds.latency {
+        let mut rules = Vec::new();
+        for (name, bound) in latency_bounds(latency) {
+            let Some(text) = bound else { continue };
+            let ms = duration::parse(text)
+                .map_err(|error| ThresholdError { name, error })?
+                .as_secs_f64()
+                * 1e3;
+            let stat = match name {
+                "p50" => "med".to_owned(),
+                "max" => "max".to_owned(),
+                p => format!("p({})", &p[1..]),
+            };
+            rules.push(rule(format!("{stat}<{ms}"), Some(&delay)));
+        }
+        if !rules.is_empty() {
+            out.insert(K6_LATENCY_METRIC.to_owned(), rules.into());
+        }
+    }
+    if let Some(max) = thresholds.max_error_percent {
+        let expr = format!("rate<{}", max / 100.0);
+        out.insert(
+            K6_ERROR_RATE_METRIC.to_owned(),
+            vec![rule(expr, Some(&delay))].into(),
+        );
+    }
+    if let Some(min) = thresholds.min_achieved_rate_percent {
+        // A segment's planned arrivals; once more were dropped than the bound allows, its
+        // achieved rate can no longer reach it, so no delay.
+        let planned = f64::from(rate) * duration.as_secs_f64() / f64::from(parallelism.max(1));
+        let allowed = (planned * (100.0 - min) / 100.0).floor();
+        out.insert(
+            K6_DROPPED_METRIC.to_owned(),
+            vec![rule(format!("count<={allowed}"), None)].into(),
+        );
+    }
+    Ok((!out.is_empty()).then_some(serde_json::Value::Object(out)))
+}
+
+/// The verdict of a test a segment stopped early: `segment` broke `failed` (k6's words,
+/// e.g. `gf_scheduled_latency p(99)<50`) on its own share of the load.
+pub fn aborted(segment: i32, failed: &[String], detail: &str) -> Verdict {
+    let what = if failed.is_empty() {
+        "a threshold".to_owned()
+    } else {
+        failed.join(", ")
+    };
+    Verdict {
+        passed: false,
+        reason: ABORTED,
+        message: format!(
+            "segment {segment} broke {what} on its share of the load and stopped the test (thresholds.abortOnFail){detail}"
+        ),
+    }
+}
+
 /// The verdict when the test ended without whole-test results (a segment failed).
 pub fn no_results() -> Verdict {
     Verdict {
@@ -190,7 +278,52 @@ mod tests {
             }),
             max_error_percent: Some(0.1),
             min_achieved_rate_percent: Some(99.0),
+            abort_on_fail: false,
         }
+    }
+
+    #[test]
+    fn abort_thresholds_are_k6_thresholds_on_each_segments_share() {
+        let mut t = issue_example();
+        let minute = std::time::Duration::from_secs(60);
+        assert_eq!(k6_abort_thresholds(&t, 600, minute, 4), Ok(None));
+        t.abort_on_fail = true;
+        let got = k6_abort_thresholds(&t, 600, minute, 4)
+            .expect("valid")
+            .expect("thresholds");
+        assert_eq!(
+            got,
+            serde_json::json!({
+                "gf_scheduled_latency": [
+                    { "threshold": "p(99)<50", "abortOnFail": true, "delayAbortEval": "10000ms" }
+                ],
+                "gf_error_rate": [
+                    { "threshold": "rate<0.001", "abortOnFail": true, "delayAbortEval": "10000ms" }
+                ],
+                // 600 req/s × 60 s / 4 segments = 9,000 arrivals each; 1% may drop.
+                "dropped_iterations": [{ "threshold": "count<=90", "abortOnFail": true }],
+            })
+        );
+        // A short test waits a fifth of its duration; p50 and max use k6's names.
+        let t = LoadTestThresholds {
+            latency: Some(LatencyThresholds {
+                p50: Some("2.5ms".to_owned()),
+                max: Some("1s".to_owned()),
+                ..LatencyThresholds::default()
+            }),
+            abort_on_fail: true,
+            ..LoadTestThresholds::default()
+        };
+        let got = k6_abort_thresholds(&t, 10, std::time::Duration::from_secs(20), 1)
+            .expect("valid")
+            .expect("thresholds");
+        assert_eq!(
+            got["gf_scheduled_latency"],
+            serde_json::json!([
+                { "threshold": "med<2.5", "abortOnFail": true, "delayAbortEval": "4000ms" },
+                { "threshold": "max<1000", "abortOnFail": true, "delayAbortEval": "4000ms" },
+            ])
+        );
     }
 
     #[test]

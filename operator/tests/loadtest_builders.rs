@@ -8,6 +8,7 @@ use graphfleet_operator::k6_summary;
 use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE, SpecError};
 use graphfleet_operator::status;
 use k8s_openapi::api::core::v1::Pod;
+use kube::ResourceExt;
 
 use graphfleet_loadtest::K6_SCENARIO_JS as SCENARIO_JS;
 use graphfleet_loadtest::latency_histogram::{Histogram, RELATIVE_ERROR};
@@ -657,4 +658,99 @@ fn the_example_manifest_sets_the_issues_thresholds() {
     assert_eq!(latency.p99.as_deref(), Some("50ms"));
     assert_eq!(t.max_error_percent, Some(0.1));
     assert_eq!(t.min_achieved_rate_percent, Some(99.0));
+}
+
+/// With `abortOnFail`, the LoadTest's bounds go to every segment as k6 thresholds; a segment
+/// k6 stopped on one (exit code 99) aborts the test: the others' Jobs are stopped, the phase is
+/// Aborted and `Passed` is False with reason AbortedOnThreshold, naming what broke.
+#[test]
+fn a_segment_breaking_an_abort_threshold_stops_the_test() {
+    let mut lt = loadtest("scenario-gateway");
+    lt.spec.thresholds = Some(
+        serde_json::from_value(serde_json::json!({
+            "latency": { "p99": "50ms" }, "maxErrorPercent": 0.1, "abortOnFail": true,
+        }))
+        .expect("valid thresholds"),
+    );
+    let job = loadtest::job(&lt, 1, DEFAULT_K6_IMAGE).expect("builds");
+    let env = job
+        .spec
+        .as_ref()
+        .expect("spec")
+        .template
+        .spec
+        .as_ref()
+        .expect("pod spec")
+        .containers[0]
+        .env
+        .clone()
+        .unwrap_or_default();
+    let thresholds = env
+        .iter()
+        .find(|e| e.name == loadtest::THRESHOLDS_ENV)
+        .and_then(|e| e.value.as_deref())
+        .expect("GF_THRESHOLDS set");
+    let thresholds: serde_json::Value = serde_json::from_str(thresholds).expect("JSON");
+    assert_eq!(
+        thresholds["gf_scheduled_latency"][0]["threshold"],
+        "p(99)<50"
+    );
+    assert_eq!(thresholds["gf_error_rate"][0]["threshold"], "rate<0.001");
+    assert!(SCENARIO_JS.contains("GF_THRESHOLDS"));
+
+    // Segment 1's k6 broke p99 after 12 s and exited 99 with its partial summary.
+    let mut partial: serde_json::Value =
+        serde_json::from_str(&read("k6-summaries", "segment-1.json")).expect("JSON");
+    partial["thresholds_failed"] = serde_json::json!(["gf_scheduled_latency p(99)<50"]);
+    let pods = vec![
+        pod(0, serde_json::json!({ "phase": "Running" })),
+        pod(1, terminated(99, &partial.to_string())),
+        pod(2, serde_json::json!({ "phase": "Running" })),
+    ];
+    let jobs: Vec<k8s_openapi::api::batch::v1::Job> = (0..3)
+        .map(|i| loadtest::job(&lt, i, DEFAULT_K6_IMAGE).expect("builds"))
+        .collect();
+    let mut pods = pods;
+    for (i, p) in pods.iter_mut().enumerate() {
+        p.labels_mut().insert(
+            "batch.kubernetes.io/job-name".to_owned(),
+            format!("fed-query-{i}"),
+        );
+    }
+    let status = status::loadtest::loadtest_status(&lt, &pods, &jobs, &Default::default(), &now());
+    assert_eq!(status.phase, Some(LoadTestPhase::Aborted));
+    assert!(status.completion_time.is_some());
+    let phases: Vec<_> = status.segments.iter().map(|s| s.phase).collect();
+    assert_eq!(phases, [LoadTestPhase::Aborted; 3]);
+    assert_eq!(
+        status.segments[0].message.as_deref(),
+        Some("stopped because segment 1 broke a threshold")
+    );
+    assert_eq!(
+        status.segments[1].results.as_ref().map(|r| r.requests),
+        Some(2970),
+        "the aborting segment keeps its partial figures"
+    );
+    let passed = condition(&status, "Passed").expect("a Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("False", "AbortedOnThreshold")
+    );
+    assert!(
+        passed.message.starts_with(
+            "segment 1 broke gf_scheduled_latency p(99)<50 on its share of the load and stopped the test"
+        ),
+        "{}",
+        passed.message
+    );
+    assert_eq!(
+        status::loadtest::jobs_to_stop(&status, &jobs, &pods),
+        ["fed-query-0", "fed-query-2"],
+        "the segments still running are stopped; the aborted one has ended"
+    );
+
+    // Without abortOnFail, exit code 99 stays a failed segment (a custom script's thresholds).
+    lt.spec.thresholds.as_mut().expect("set").abort_on_fail = false;
+    let status = status::loadtest::loadtest_status(&lt, &pods, &jobs, &Default::default(), &now());
+    assert_eq!(status.phase, Some(LoadTestPhase::Failed));
 }

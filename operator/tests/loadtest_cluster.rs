@@ -267,6 +267,84 @@ async fn results_of_every_segment_are_aggregated_and_objects_collected_on_delete
     operator.stop().await;
 }
 
+/// `thresholds.abortOnFail`: a segment whose k6 stopped on a threshold (exit code 99) ends
+/// the test Aborted, and the operator stops the other segment's Job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_segment_aborting_on_a_threshold_stops_the_others() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "lt-abort").await;
+    let operator = Operator::start(&client, ns.name());
+    let api: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    api.create(
+        &PostParams::default(),
+        &loadtest(
+            "abort",
+            json!({
+                "target": { "url": "http://gateway.example/graphql" },
+                "scenario": "query", "rate": 300, "duration": "5m", "parallelism": 2,
+                "thresholds": { "maxErrorPercent": 0.1, "abortOnFail": true },
+                "placement": {
+                    "nodeSelector": { "graphfleet.dev/pool": "nowhere" },
+                    "tolerations": [{ "operator": "Exists" }],
+                },
+            }),
+        ),
+    )
+    .await
+    .expect("create LoadTest");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let listed = pods_of(&client, ns.name(), "abort", 2).await;
+    let pod_of = |i: &str| {
+        listed
+            .iter()
+            .find(|p| p.labels().get(SEGMENT_LABEL).map(String::as_str) == Some(i))
+            .expect("a pod per segment")
+            .name_any()
+    };
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    let job = jobs.get("abort-1").await.expect("job");
+    let thresholds = env_of(&job)
+        .into_iter()
+        .find(|(k, _)| k == "GF_THRESHOLDS")
+        .map(|(_, v)| v)
+        .expect("GF_THRESHOLDS");
+    assert!(thresholds.contains("rate<0.001"), "{thresholds}");
+
+    let running = json!({ "running": { "startedAt": "2026-01-01T00:00:00Z" } });
+    set_pod_status(&pods, &pod_of("0"), "Running", running).await;
+    let mut partial: serde_json::Value =
+        serde_json::from_str(&summary("segment-1.json")).expect("JSON");
+    partial["thresholds_failed"] = json!(["gf_error_rate rate<0.001"]);
+    let aborted = json!({ "terminated": {
+        "exitCode": 99, "reason": "Error", "message": partial.to_string(),
+        "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:12Z",
+    }});
+    set_pod_status(&pods, &pod_of("1"), "Failed", aborted).await;
+    let lt = wait_phase(&api, "abort", LoadTestPhase::Aborted).await;
+    let status = lt.status.expect("status");
+    let passed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Passed")
+        .expect("Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("False", "AbortedOnThreshold")
+    );
+    assert!(
+        passed.message.contains("gf_error_rate rate<0.001"),
+        "{}",
+        passed.message
+    );
+    let stopped = jobs.get("abort-0").await.expect("job");
+    assert_eq!(
+        stopped.spec.and_then(|s| s.active_deadline_seconds),
+        Some(1),
+        "the running segment's Job is stopped"
+    );
+    operator.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_specs_are_rejected_or_failed_with_a_reason() {
     let client = cluster_client().await;

@@ -145,6 +145,12 @@ fn gateway_run(lt: &LoadTest, resources: &[Resources]) -> GatewayRun {
                 status.message.as_deref().unwrap_or("no message")
             ),
         },
+        (LoadTestPhase::Aborted, _) => Outcome::Failed {
+            error: format!(
+                "LoadTest aborted on a threshold: {}",
+                status.message.as_deref().unwrap_or("no message")
+            ),
+        },
         (p, _) => Outcome::Failed {
             error: format!("LoadTest not finished (phase {p:?})"),
         },

@@ -28,10 +28,7 @@ pub(super) async fn reconcile_loadtest(
     let started = Instant::now();
     let ns = lt.namespace().ok_or(Error::NoNamespace)?;
     let previous = lt.status.clone().unwrap_or_default();
-    if matches!(
-        previous.phase,
-        Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed)
-    ) {
+    if previous.phase.is_some_and(LoadTestPhase::is_finished) {
         return Ok(Action::await_change());
     }
     let mut new_status = match start_loadtest(&ctx, &lt, &ns).await? {
@@ -39,10 +36,7 @@ pub(super) async fn reconcile_loadtest(
         Err(e) => rejected_status(&e, lt.metadata.generation, &now()),
     };
     new_status.observed_generation = lt.metadata.generation;
-    let finished = matches!(
-        new_status.phase,
-        Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed)
-    );
+    let finished = new_status.phase.is_some_and(LoadTestPhase::is_finished);
     if lt.status.as_ref() != Some(&new_status) {
         if finished {
             tracing::info!(phase = ?new_status.phase, message = ?new_status.message, "load test finished");
@@ -132,7 +126,7 @@ async fn observe_loadtest(
     // The Job controller stops the pods of a Job past its deadline (DeadlineExceeded).
     let stop = serde_json::json!({ "spec": { "activeDeadlineSeconds": 1 } });
     for name in jobs_to_stop(&status, &jobs, &pods) {
-        tracing::info!(job = %name, "stopping the k6 job of a failed load test");
+        tracing::info!(job = %name, phase = ?status.phase, "stopping the k6 job of a failed or aborted load test");
         job_api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&stop))
             .await?;

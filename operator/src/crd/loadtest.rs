@@ -98,6 +98,13 @@ pub struct LoadTestThresholds {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 100.0))]
     pub min_achieved_rate_percent: Option<f64>,
+    /// Stop the whole test as soon as a segment breaks one of these bounds on its own share
+    /// of the load (k6 thresholds with `abortOnFail`, judged by each segment every few
+    /// seconds after a short delay): the remaining segments are stopped, the phase becomes
+    /// `Aborted` and `Passed` is False with reason `AbortedOnThreshold`. A segment's figures
+    /// are a sample of the whole test's, so an early verdict may differ from the merged one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub abort_on_fail: bool,
 }
 
 /// Latency bounds, each a duration in the grammar of `duration` (e.g. `50ms`, `1.5s`).
@@ -205,6 +212,15 @@ pub enum LoadTestPhase {
     Running,
     Succeeded,
     Failed,
+    /// Stopped early: a segment broke a threshold while `thresholds.abortOnFail` was set.
+    Aborted,
+}
+
+impl LoadTestPhase {
+    /// Whether the test has ended (it is never rerun).
+    pub fn is_finished(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::Aborted)
+    }
 }
 
 /// Observed state of a LoadTest.

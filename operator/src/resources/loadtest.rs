@@ -55,6 +55,8 @@ pub enum SpecError {
     ZeroDuration(String),
     #[error("spec.duration {0:?} is too long")]
     DurationTooLong(String),
+    #[error("spec.{0}")]
+    Threshold(#[from] crate::thresholds::ThresholdError),
 }
 
 impl SpecError {
@@ -67,6 +69,7 @@ impl SpecError {
             SpecError::Duration(_) | SpecError::ZeroDuration(_) | SpecError::DurationTooLong(_) => {
                 "InvalidDuration"
             }
+            SpecError::Threshold(_) => crate::thresholds::INVALID,
         }
     }
 }
@@ -266,7 +269,7 @@ fn resources() -> ResourceRequirements {
     }
 }
 
-fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
+fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Container {
     let n = lt.spec.parallelism;
     Container {
         name: K6_CONTAINER.to_owned(),
@@ -281,7 +284,7 @@ fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
             execution_segment_sequence(n),
             format!("{MOUNT_DIR}/{SCRIPT_KEY}"),
         ]),
-        env: Some(k6_env(lt, url)),
+        env: Some(env),
         resources: Some(resources()),
         security_context: Some(container_security_context()),
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
@@ -292,7 +295,7 @@ fn container(lt: &LoadTest, index: i32, url: String, image: &str) -> Container {
     }
 }
 
-fn pod_spec(lt: &LoadTest, index: i32, url: String, image: &str) -> PodSpec {
+fn pod_spec(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> PodSpec {
     let placement = lt.spec.placement.clone().unwrap_or_default();
     let node_selector = placement
         .node_selector
@@ -307,7 +310,7 @@ fn pod_spec(lt: &LoadTest, index: i32, url: String, image: &str) -> PodSpec {
         ),
         affinity: placement.affinity,
         security_context: Some(pod_security_context()),
-        containers: vec![container(lt, index, url, image)],
+        containers: vec![container(lt, index, env, image)],
         volumes: Some(vec![script_volume(lt), super::tmp_volume()]),
         ..PodSpec::default()
     }
@@ -344,7 +347,10 @@ fn pod_failure_policy() -> PodFailurePolicy {
 /// rerun would send its share of the load again, at a different time than the others. Its
 /// deadline stops a k6 that outlives `time_limit` even when the operator is not running.
 pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
-    let url = target_url(lt)?;
+    let mut env = k6_env(lt, target_url(lt)?);
+    if let Some(thresholds) = abort_thresholds(lt)? {
+        env.push(self::env(THRESHOLDS_ENV, thresholds.to_string()));
+    }
     let deadline = time_limit(lt)? + JOB_DEADLINE_GRACE;
     let mut labels = labels(lt);
     labels.insert(SEGMENT_LABEL.to_owned(), index.to_string());
@@ -368,12 +374,30 @@ pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
                     labels: Some(labels),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod_spec(lt, index, url, image)),
+                spec: Some(pod_spec(lt, index, env, image)),
             },
             ..JobSpec::default()
         }),
         status: None,
     })
+}
+
+/// The variable carrying k6 thresholds that abort a segment (`thresholds.abortOnFail`);
+/// scenario.js adds them to its options, a custom script may read it too.
+pub const THRESHOLDS_ENV: &str = "GF_THRESHOLDS";
+
+/// The k6 thresholds of `thresholds.abortOnFail`, if set.
+pub fn abort_thresholds(lt: &LoadTest) -> Result<Option<serde_json::Value>, SpecError> {
+    let Some(t) = &lt.spec.thresholds else {
+        return Ok(None);
+    };
+    let d = parse_duration(&lt.spec.duration)?;
+    Ok(crate::thresholds::k6_abort_thresholds(
+        t,
+        lt.spec.rate,
+        d,
+        lt.spec.parallelism,
+    )?)
 }
 
 /// Every Job of a LoadTest, one per segment.

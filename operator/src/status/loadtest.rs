@@ -51,6 +51,9 @@ fn job_start(job: &Job) -> Option<Timestamp> {
         .map(|t| t.0)
 }
 
+/// k6's exit code when thresholds failed (or aborted the test).
+const K6_THRESHOLDS_FAILED: i32 = 99;
+
 /// What a k6 exit code means (k6's own codes), if it is one of k6's.
 fn k6_exit_meaning(code: i32) -> Option<&'static str> {
     Some(match code {
@@ -73,11 +76,16 @@ enum Seen {
     Running,
     Done(Segment),
     Failed(String),
+    /// k6 stopped on an abort threshold (exit code 99 with `thresholds.abortOnFail`): where,
+    /// and the partial summary when it wrote one.
+    Aborted(String, Option<Segment>),
 }
 
 struct Names<'a> {
     ns: &'a str,
     job: &'a str,
+    /// `thresholds.abortOnFail`: k6's exit code 99 is an abort, not a failure.
+    abort_on_fail: bool,
 }
 
 impl Names<'_> {
@@ -138,6 +146,9 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
                 )),
                 Err(e) => Seen::Failed(format!("{at}: {e}; {log}")),
             };
+        }
+        if t.exit_code == K6_THRESHOLDS_FAILED && names.abort_on_fail {
+            return Seen::Aborted(at, summary.ok());
         }
         let mut what = diagnose::describe_exit(t);
         if let Some(meaning) = k6_exit_meaning(t.exit_code) {
@@ -289,6 +300,7 @@ fn segment(
     let names = Names {
         ns: &ns,
         job: &job_name,
+        abort_on_fail: lt.spec.thresholds.as_ref().is_some_and(|t| t.abort_on_fail),
     };
     let mut status = SegmentStatus {
         index,
@@ -336,15 +348,31 @@ fn segment(
             status.phase = LoadTestPhase::Failed;
             status.message = Some(message);
         }
+        Seen::Aborted(at, partial) => {
+            status.phase = LoadTestPhase::Aborted;
+            let broke = match partial.as_ref().map(|p| p.thresholds_failed.join(", ")) {
+                Some(t) if !t.is_empty() => t,
+                _ => "a threshold".to_owned(),
+            };
+            status.message = Some(format!(
+                "{at} broke {broke} (thresholds.abortOnFail) and stopped; its results are partial"
+            ));
+            status.results = partial.as_ref().map(|p| p.results.clone());
+            done = partial;
+        }
     }
     (status, done)
 }
 
-/// Overall phase of the segments: Failed as soon as one failed, Succeeded when all did,
+/// Overall phase of the segments: Aborted as soon as one stopped on an abort threshold,
+/// Failed as soon as one failed, Succeeded when all did,
 /// Running once any started.
 pub fn overall_phase(segments: &[SegmentStatus]) -> LoadTestPhase {
     let any = |p: LoadTestPhase| segments.iter().any(|s| s.phase == p);
-    if any(LoadTestPhase::Failed) {
+    // An abort stops the others, which may then fail (killed): the abort is the cause.
+    if any(LoadTestPhase::Aborted) {
+        LoadTestPhase::Aborted
+    } else if any(LoadTestPhase::Failed) {
         LoadTestPhase::Failed
     } else if !segments.is_empty() && segments.iter().all(|s| s.phase == LoadTestPhase::Succeeded) {
         LoadTestPhase::Succeeded
@@ -380,27 +408,38 @@ pub fn loadtest_status(
         })
         .unzip();
     let phase = overall_phase(&segments);
-    if phase == LoadTestPhase::Failed {
+    // The first segment that stopped on an abort threshold, with its partial summary.
+    let aborted_by = segments
+        .iter()
+        .zip(&summaries)
+        .find(|(s, _)| s.phase == LoadTestPhase::Aborted)
+        .map(|(s, partial)| (s.index, partial.clone()));
+    if matches!(phase, LoadTestPhase::Failed | LoadTestPhase::Aborted) {
         let failed: Vec<String> = segments
             .iter()
-            .filter(|s| s.phase == LoadTestPhase::Failed)
+            .filter(|s| s.phase == phase)
             .map(|s| s.index.to_string())
             .collect();
         let s = if failed.len() == 1 { "" } else { "s" };
+        let why = if phase == LoadTestPhase::Aborted {
+            "broke a threshold"
+        } else {
+            "failed"
+        };
         for segment in &mut segments {
             if matches!(
                 segment.phase,
                 LoadTestPhase::Pending | LoadTestPhase::Running
             ) {
-                segment.phase = LoadTestPhase::Failed;
+                segment.phase = phase;
                 segment.message = Some(format!(
-                    "stopped because segment{s} {} failed",
+                    "stopped because segment{s} {} {why}",
                     failed.join(", ")
                 ));
             }
         }
     }
-    let finished = matches!(phase, LoadTestPhase::Succeeded | LoadTestPhase::Failed);
+    let finished = phase.is_finished();
     let summaries: Vec<Segment> = summaries.into_iter().flatten().collect();
     let results = (phase == LoadTestPhase::Succeeded)
         .then(|| aggregate(&summaries))
@@ -422,9 +461,20 @@ pub fn loadtest_status(
         .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
     let mut conditions = previous.conditions.clone();
     if finished && let Some(limits) = &lt.spec.thresholds {
-        let verdict = match &results {
-            Some(r) => thresholds::evaluate(limits, lt.spec.rate, r),
-            None => thresholds::no_results(),
+        let verdict = match (&results, aborted_by) {
+            (_, Some((index, partial))) => {
+                let broke = partial.as_ref().map(|p| p.thresholds_failed.clone());
+                let detail = match &partial {
+                    Some(p) => format!(
+                        "; its partial figures: {} requests, {} failures, p99 {:.2} ms",
+                        p.results.requests, p.results.failures, p.results.latency_ms.p99
+                    ),
+                    None => String::new(),
+                };
+                thresholds::aborted(index, &broke.unwrap_or_default(), &detail)
+            }
+            (Some(r), None) => thresholds::evaluate(limits, lt.spec.rate, r),
+            (None, None) => thresholds::no_results(),
         };
         set_condition(
             &mut conditions,
@@ -491,12 +541,15 @@ fn k6_ended(pod: &Pod) -> bool {
             .is_some_and(|s| s.terminated.is_some())
 }
 
-/// The Jobs to stop once the LoadTest has failed (none before): those with a k6 still
+/// The Jobs to stop once the LoadTest has failed or aborted (none before): those with a k6 still
 /// running or waiting to start, or with no pod at all. A Job whose k6 has ended is left
 /// alone, finished or not: stopping it (a passed deadline) would make the Job controller
 /// delete the pod, and the log with it.
 pub fn jobs_to_stop(status: &LoadTestStatus, jobs: &[Job], pods: &[Pod]) -> Vec<String> {
-    if status.phase != Some(LoadTestPhase::Failed) {
+    if !matches!(
+        status.phase,
+        Some(LoadTestPhase::Failed | LoadTestPhase::Aborted)
+    ) {
         return Vec::new();
     }
     jobs.iter()
