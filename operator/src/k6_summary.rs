@@ -32,6 +32,9 @@ pub struct K6Summary {
     /// The abort thresholds (`GF_THRESHOLDS`) k6 found broken: `metric expression`.
     #[serde(default)]
     pub thresholds_failed: Vec<String>,
+    /// When k6 started the scenario, Unix milliseconds by the pod's clock.
+    #[serde(default)]
+    pub started_at_ms: Option<f64>,
 }
 
 /// A k6 trend in milliseconds.
@@ -63,6 +66,8 @@ pub struct Segment {
     pub no_histogram: Option<String>,
     /// The abort thresholds this segment broke.
     pub thresholds_failed: Vec<String>,
+    /// When k6 started the scenario, Unix milliseconds by the pod's clock.
+    pub started_at_ms: Option<f64>,
 }
 
 /// Parses one k6 summary. Latency counts from the scheduled send time when the script
@@ -128,6 +133,7 @@ pub fn parse_segment(message: &str) -> Result<Segment, SummaryError> {
         histogram,
         no_histogram,
         thresholds_failed: s.thresholds_failed,
+        started_at_ms: s.started_at_ms,
     })
 }
 

@@ -198,8 +198,21 @@ fn segment_phases_follow_the_pods() {
         (none.phase, none.segment.as_str(), none.job.as_str()),
         (LoadTestPhase::Pending, "1/3:2/3", "fed-query-1")
     );
+    // A synchronized segment's k6 waits paused until the operator starts every segment.
     let running = pod(1, serde_json::json!({ "phase": "Running" }));
-    assert_eq!(status(&running).phase, LoadTestPhase::Running);
+    let paused = status(&running);
+    assert_eq!(paused.phase, LoadTestPhase::Pending);
+    assert!(
+        paused
+            .message
+            .as_deref()
+            .is_some_and(|m| m.contains("waits paused until every segment's k6 is ready")),
+        "{paused:?}"
+    );
+    let mut unsynchronized = lt.clone();
+    unsynchronized.spec.synchronized_start = Some(false);
+    let running_now = status::loadtest::segment_status(&unsynchronized, 1, &[&running], None, &now);
+    assert_eq!(running_now.phase, LoadTestPhase::Running);
     let done = pod(1, terminated(0, &read("k6-summaries", "segment-1.json")));
     let done = status(&done);
     assert_eq!(done.phase, LoadTestPhase::Succeeded);
@@ -753,4 +766,103 @@ fn a_segment_breaking_an_abort_threshold_stops_the_test() {
     lt.spec.thresholds.as_mut().expect("set").abort_on_fail = false;
     let status = status::loadtest::loadtest_status(&lt, &pods, &jobs, &Default::default(), &now());
     assert_eq!(status.phase, Some(LoadTestPhase::Failed));
+}
+
+fn running_k6(index: i32, ip: Option<&str>) -> Pod {
+    pod(
+        index,
+        serde_json::json!({
+            "phase": "Running",
+            "podIP": ip,
+            "containerStatuses": [{
+                "name": "k6", "image": "k6", "imageID": "", "ready": true, "restartCount": 0,
+                "state": { "running": { "startedAt": "2026-01-01T00:00:00Z" } },
+            }],
+        }),
+    )
+}
+
+/// Synchronized start: the operator resumes the segments only once every segment's k6 runs;
+/// the resumes recorded in status make them Running; each k6's own start time (from its
+/// summary) gives the skew between segments.
+#[test]
+fn segments_start_together_once_every_k6_runs() {
+    use status::loadtest::StartStep;
+    let lt = loadtest("scenario-gateway");
+    let previous = graphfleet_operator::crd::LoadTestStatus::default();
+    let two = [
+        running_k6(0, Some("10.0.0.1")),
+        running_k6(1, Some("10.0.0.2")),
+    ];
+    assert!(matches!(
+        status::loadtest::start_step(&lt, &two, &previous),
+        StartStep::Wait(why) if why == "segment 2 has 0 pods"
+    ));
+    let mut three = two.to_vec();
+    three.push(running_k6(2, None));
+    assert!(matches!(
+        status::loadtest::start_step(&lt, &three, &previous),
+        StartStep::Wait(why) if why == "segment 2's k6 is not running yet"
+    ));
+    three[2] = running_k6(2, Some("10.0.0.3"));
+    assert_eq!(
+        status::loadtest::start_step(&lt, &three, &previous),
+        StartStep::Start(vec![
+            (0, "10.0.0.1".to_owned()),
+            (1, "10.0.0.2".to_owned()),
+            (2, "10.0.0.3".to_owned()),
+        ])
+    );
+    let mut unsynchronized = lt.clone();
+    unsynchronized.spec.synchronized_start = Some(false);
+    assert_eq!(
+        status::loadtest::start_step(&unsynchronized, &three, &previous),
+        StartStep::Nothing
+    );
+
+    // Before the resume every segment waits (Pending); after it, they run.
+    let waiting = status::loadtest::loadtest_status(&lt, &three, &[], &previous, &now());
+    assert_eq!(waiting.phase, Some(LoadTestPhase::Pending));
+    assert_eq!(waiting.start_time, None, "the test has not started");
+    let mut resumed = previous.clone();
+    resumed.segments = (0..3)
+        .map(|i| graphfleet_operator::crd::SegmentStatus {
+            index: i,
+            resumed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+                k8s_openapi::jiff::Timestamp::now(),
+            )),
+            ..Default::default()
+        })
+        .collect();
+    assert_eq!(
+        status::loadtest::start_step(&lt, &three, &resumed),
+        StartStep::Nothing,
+        "started once"
+    );
+    let running = status::loadtest::loadtest_status(&lt, &three, &[], &resumed, &now());
+    assert_eq!(running.phase, Some(LoadTestPhase::Running));
+    assert!(running.segments.iter().all(|s| s.resumed_at.is_some()));
+
+    // Each k6 reports when it started its scenario; the skew is max - min.
+    let started = |i: i32, at_ms: f64| {
+        let mut summary: serde_json::Value =
+            serde_json::from_str(&read("k6-summaries", "segment-1.json")).expect("JSON");
+        summary["started_at_ms"] = at_ms.into();
+        pod(i, terminated(0, &summary.to_string()))
+    };
+    let done = [
+        started(0, 1_795_540_000_000.0),
+        started(1, 1_795_540_000_003.0),
+        started(2, 1_795_540_000_001.0),
+    ];
+    let status = status::loadtest::loadtest_status(&lt, &done, &[], &running, &now());
+    assert_eq!(status.phase, Some(LoadTestPhase::Succeeded));
+    assert_eq!(status.start_skew_ms, Some(3.0));
+    assert_eq!(
+        status.segments[1]
+            .started_at
+            .as_ref()
+            .map(|t| t.0.as_millisecond()),
+        Some(1_795_540_000_003)
+    );
 }

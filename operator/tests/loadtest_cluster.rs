@@ -189,6 +189,8 @@ async fn results_of_every_segment_are_aggregated_and_objects_collected_on_delete
             json!({
                 "target": { "url": "http://gateway.example/graphql" },
                 "scenario": "query", "rate": 300, "duration": "30s", "parallelism": 2,
+                // kwok runs no k6 to resume; this test is about the results.
+                "synchronizedStart": false,
                 "placement": {
                     "nodeSelector": { "graphfleet.dev/pool": "nowhere" },
                     "tolerations": [{ "operator": "Exists" }],

@@ -232,10 +232,12 @@ struct Segments {
 
 fn segments(docs: &[Value]) -> Segments {
     let now: Time = serde_json::from_value(docs[0]["now"].clone()).expect("first doc has `now`");
-    let lt: LoadTest = of_kind(docs, "LoadTest")
+    let mut lt: LoadTest = of_kind(docs, "LoadTest")
         .into_iter()
         .next()
         .expect("a LoadTest");
+    // Recorded from k6 pods that started on their own, before synchronized starts.
+    lt.spec.synchronized_start.get_or_insert(false);
     let jobs: Vec<Job> = of_kind(docs, "Job");
     let pods: Vec<Pod> = of_kind(docs, "Pod");
     let status =

@@ -3,7 +3,7 @@
 //! the Jobs of a failed load test.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
@@ -12,11 +12,18 @@ use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
+use super::k6_api::K6Api;
 use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, now};
-use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
+use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus};
 use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError};
 use crate::resources::{self, MANAGER};
-use crate::status::loadtest::{jobs_to_stop, loadtest_status, rejected_status};
+use crate::status::loadtest::{
+    StartStep, jobs_to_stop, loadtest_status, rejected_status, start_step,
+};
+
+/// Re-check period while the segments' k6 initialize before a synchronized start (no pod
+/// event says when k6 is ready).
+const START_RECHECK: Duration = Duration::from_secs(1);
 
 /// Creates the ConfigMap and the segment Jobs (once: Jobs are immutable and a load test is
 /// not rerun), then derives status from the Jobs' pods.
@@ -31,9 +38,9 @@ pub(super) async fn reconcile_loadtest(
     if previous.phase.is_some_and(LoadTestPhase::is_finished) {
         return Ok(Action::await_change());
     }
-    let mut new_status = match start_loadtest(&ctx, &lt, &ns).await? {
+    let (mut new_status, starting) = match start_loadtest(&ctx, &lt, &ns).await? {
         Ok(()) => observe_loadtest(&ctx, &lt, &ns, &previous).await?,
-        Err(e) => rejected_status(&e, lt.metadata.generation, &now()),
+        Err(e) => (rejected_status(&e, lt.metadata.generation, &now()), false),
     };
     new_status.observed_generation = lt.metadata.generation;
     let finished = new_status.phase.is_some_and(LoadTestPhase::is_finished);
@@ -58,6 +65,8 @@ pub(super) async fn reconcile_loadtest(
         .reconciled(LOADTEST_CONTROLLER, started.elapsed());
     Ok(if finished {
         Action::await_change()
+    } else if starting {
+        Action::requeue(START_RECHECK)
     } else {
         Action::requeue(NOT_READY_RECHECK)
     })
@@ -93,14 +102,16 @@ async fn start_loadtest(
 }
 
 /// Status from the segment Jobs and their pods. Records where each segment's pod runs on its
-/// Job (so a deleted pod can still be named) and, once the LoadTest failed, stops the Jobs
-/// still running: a failed load test must not keep loading its target.
+/// Job (so a deleted pod can still be named), starts a synchronized test's segments together
+/// once every k6 is ready and, once the LoadTest failed or aborted, stops the Jobs still
+/// running: such a load test must not keep loading its target. Also says whether the start
+/// is under way (so the next check comes soon).
 async fn observe_loadtest(
     ctx: &Context,
     lt: &LoadTest,
     ns: &str,
     previous: &LoadTestStatus,
-) -> Result<LoadTestStatus, Error> {
+) -> Result<(LoadTestStatus, bool), Error> {
     let params = ListParams::default().labels(&format!("{LOADTEST_LABEL}={}", lt.name_any()));
     let pods = api::<Pod>(ctx, ns).list(&params).await?.items;
     let jobs = api::<Job>(ctx, ns).list(&params).await?.items;
@@ -122,7 +133,33 @@ async fn observe_loadtest(
                 .await?;
         }
     }
-    let status = loadtest_status(lt, &pods, &jobs, previous, &now());
+    let mut previous = previous.clone();
+    let mut starting = false;
+    let mut start_error = None;
+    if let StartStep::Start(ips) = start_step(lt, &pods, &previous) {
+        match K6Api::new().start(&ips).await {
+            Ok(Some(resumed)) => {
+                for (index, at) in resumed {
+                    tracing::info!(segment = index, at = %at.0, "resumed k6");
+                    record_resume(&mut previous, index, at);
+                }
+            }
+            Ok(None) => starting = true,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not start the segments");
+                start_error = Some(e.to_string());
+                starting = true;
+            }
+        }
+    }
+    let mut status = loadtest_status(lt, &pods, &jobs, &previous, &now());
+    if let Some(e) = start_error {
+        let note = format!("starting the segments together: {e}");
+        status.message = Some(match status.message.take() {
+            Some(m) => format!("{m}; {note}"),
+            None => note,
+        });
+    }
     // The Job controller stops the pods of a Job past its deadline (DeadlineExceeded).
     let stop = serde_json::json!({ "spec": { "activeDeadlineSeconds": 1 } });
     for name in jobs_to_stop(&status, &jobs, &pods) {
@@ -131,7 +168,23 @@ async fn observe_loadtest(
             .patch(&name, &PatchParams::default(), &Patch::Merge(&stop))
             .await?;
     }
-    Ok(status)
+    Ok((status, starting))
+}
+
+/// Records in `status` that segment `index` was resumed `at` (status derivation keeps it).
+fn record_resume(
+    status: &mut LoadTestStatus,
+    index: i32,
+    at: k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+) {
+    match status.segments.iter_mut().find(|s| s.index == index) {
+        Some(s) => s.resumed_at = Some(at),
+        None => status.segments.push(SegmentStatus {
+            index,
+            resumed_at: Some(at),
+            ..SegmentStatus::default()
+        }),
+    }
 }
 
 /// The LoadTest a k6 pod belongs to (from its label).

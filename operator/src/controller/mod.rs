@@ -31,6 +31,7 @@ use crate::resources::{self, MANAGER};
 use crate::subgraph_sdl::Introspector;
 
 pub mod gateway;
+mod k6_api;
 mod loadtest;
 mod subgraph;
 

@@ -1,7 +1,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Affinity, Toleration};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -74,6 +74,14 @@ pub struct LoadTestSpec {
     /// Where load-generator pods run; defaults to the client pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+    /// Start every segment at once (default true): each k6 starts paused (`k6 run --paused`,
+    /// its REST API on port 6565); once every segment's k6 has initialized, the operator runs
+    /// the script's `setup()` once (in segment 0, through the REST API), hands its data to
+    /// the other segments and resumes them all together. `teardown()` runs once, in segment 0
+    /// at the end of its share. False: each segment starts when its pod does and runs its own
+    /// `setup()` and `teardown()`. The operator must reach the pods' IPs on port 6565.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub synchronized_start: Option<bool>,
     /// Pass/fail criteria, evaluated on the whole test's merged results once every segment
     /// finished; the outcome is the `Passed` condition (the phase says whether the test ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,6 +251,10 @@ pub struct LoadTestStatus {
     /// One entry per k6 execution segment (Job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<SegmentStatus>,
+    /// Milliseconds between the first and the last segment's start (each k6's own
+    /// `startedAt`), once every segment reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_skew_ms: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
 }
@@ -262,6 +274,19 @@ pub struct SegmentStatus {
     pub message: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub results: Option<LoadTestResults>,
+    /// When the operator's resume of this segment's paused k6 returned (synchronized start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_at: Option<MicroTime>,
+    /// When this segment's k6 started its scenario, by the pod's clock (from its summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<MicroTime>,
+}
+
+impl LoadTestSpec {
+    /// Whether segments start together (`synchronizedStart`, default true).
+    pub fn synchronized(&self) -> bool {
+        self.synchronized_start.unwrap_or(true)
+    }
 }
 
 /// Measured outcome; latency is from the scheduled send time (no coordinated omission).

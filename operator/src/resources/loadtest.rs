@@ -12,8 +12,8 @@ use k8s_openapi::api::batch::v1::{
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, ConfigMapVolumeSource, Container, EnvVar, KeyToPath, Pod, PodSpec, PodTemplateSpec,
-    ResourceRequirements, Toleration, Volume,
+    ConfigMap, ConfigMapVolumeSource, Container, ContainerPort, EnvVar, KeyToPath, Pod, PodSpec,
+    PodTemplateSpec, ResourceRequirements, Toleration, Volume,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::{Resource, ResourceExt};
@@ -37,6 +37,8 @@ pub const TERMINATION_MESSAGE_LIMIT: usize = 4096;
 const SCRIPT_KEY: &str = "script.js";
 const PAYLOAD_KEY: &str = "payload.json";
 const MOUNT_DIR: &str = "/etc/graphfleet/loadtest";
+/// Port of k6's REST API in a synchronized segment's pod (k6's default).
+pub const K6_API_PORT: i32 = 6565;
 /// Name of the k6 container in the segment pods.
 pub const K6_CONTAINER: &str = "k6";
 
@@ -269,21 +271,53 @@ fn resources() -> ResourceRequirements {
     }
 }
 
-fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Container {
+/// The k6 arguments of segment `index`. Synchronized: k6 waits paused with its REST API on
+/// [`K6_API_PORT`] for the operator, which runs `setup()` once through it; `teardown()` runs
+/// in segment 0 only.
+pub fn k6_args(lt: &LoadTest, index: i32) -> Vec<String> {
     let n = lt.spec.parallelism;
+    let mut args: Vec<String> = [
+        "run",
+        "--quiet",
+        "--no-color",
+        "--execution-segment",
+        &execution_segment(index, n),
+        "--execution-segment-sequence",
+        &execution_segment_sequence(n),
+    ]
+    .map(str::to_owned)
+    .into();
+    if lt.spec.synchronized() {
+        args.extend(
+            [
+                "--paused",
+                "--address",
+                &format!("0.0.0.0:{K6_API_PORT}"),
+                "--no-setup",
+            ]
+            .map(str::to_owned),
+        );
+        if index != 0 {
+            args.push("--no-teardown".to_owned());
+        }
+    }
+    args.push(format!("{MOUNT_DIR}/{SCRIPT_KEY}"));
+    args
+}
+
+fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Container {
     Container {
         name: K6_CONTAINER.to_owned(),
         image: Some(image.to_owned()),
-        args: Some(vec![
-            "run".to_owned(),
-            "--quiet".to_owned(),
-            "--no-color".to_owned(),
-            "--execution-segment".to_owned(),
-            execution_segment(index, n),
-            "--execution-segment-sequence".to_owned(),
-            execution_segment_sequence(n),
-            format!("{MOUNT_DIR}/{SCRIPT_KEY}"),
-        ]),
+        args: Some(k6_args(lt, index)),
+        ports: lt.spec.synchronized().then(|| {
+            vec![ContainerPort {
+                name: Some("k6-api".to_owned()),
+                container_port: K6_API_PORT,
+                protocol: Some("TCP".to_owned()),
+                ..ContainerPort::default()
+            }]
+        }),
         env: Some(env),
         resources: Some(resources()),
         security_context: Some(container_security_context()),

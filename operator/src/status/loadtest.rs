@@ -4,7 +4,7 @@
 
 use k8s_openapi::api::batch::v1::{Job, JobCondition};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
@@ -283,7 +283,7 @@ pub fn segment_status(
     job: Option<&Job>,
     now: &Time,
 ) -> SegmentStatus {
-    segment(lt, index, pods, job, now).0
+    segment(lt, index, pods, job, None, now).0
 }
 
 /// [`segment_status`] and, once the segment succeeded, its parsed summary (the histogram the
@@ -293,6 +293,7 @@ fn segment(
     index: i32,
     pods: &[&Pod],
     job: Option<&Job>,
+    previous: Option<&SegmentStatus>,
     now: &Time,
 ) -> (SegmentStatus, Option<Segment>) {
     let ns = lt.namespace().unwrap_or_else(|| "default".to_owned());
@@ -309,8 +310,20 @@ fn segment(
         phase: LoadTestPhase::Pending,
         message: None,
         results: None,
+        resumed_at: previous.and_then(|p| p.resumed_at.clone()),
+        started_at: None,
     };
-    let seen = seen(&names, pods, job);
+    let mut seen = seen(&names, pods, job);
+    // A synchronized segment's k6 runs paused until the operator resumes every segment.
+    if let (Seen::Running, [pod]) = (&seen, pods)
+        && lt.spec.synchronized()
+        && status.resumed_at.is_none()
+    {
+        seen = Seen::Waiting(Some(format!(
+            "{} waits paused until every segment's k6 is ready, then all start together",
+            names.pod(pod)
+        )));
+    }
     let waiting = match &seen {
         Seen::Waiting(why) => Some(why.clone()),
         Seen::Running => Some(None),
@@ -342,6 +355,7 @@ fn segment(
         Seen::Done(segment) => {
             status.phase = LoadTestPhase::Succeeded;
             status.results = Some(segment.results.clone());
+            status.started_at = segment.started_at_ms.and_then(micro_time);
             done = Some(segment);
         }
         Seen::Failed(message) => {
@@ -358,6 +372,10 @@ fn segment(
                 "{at} broke {broke} (thresholds.abortOnFail) and stopped; its results are partial"
             ));
             status.results = partial.as_ref().map(|p| p.results.clone());
+            status.started_at = partial
+                .as_ref()
+                .and_then(|p| p.started_at_ms)
+                .and_then(micro_time);
             done = partial;
         }
     }
@@ -404,7 +422,8 @@ pub fn loadtest_status(
             let job = jobs
                 .iter()
                 .find(|j| j.metadata.name.as_deref() == Some(name.as_str()));
-            segment(lt, i, &of_segment, job, now)
+            let before = previous.segments.iter().find(|s| s.index == i);
+            segment(lt, i, &of_segment, job, before, now)
         })
         .unzip();
     let phase = overall_phase(&segments);
@@ -486,8 +505,10 @@ pub fn loadtest_status(
             now,
         );
     }
+    let start_skew_ms = start_skew_ms(&segments);
     LoadTestStatus {
         phase: Some(phase),
+        start_skew_ms,
         start_time,
         completion_time: finished.then(|| now.clone()),
         message: (!message.is_empty()).then(|| message.join("; ")),
@@ -496,6 +517,74 @@ pub fn loadtest_status(
         conditions,
         ..LoadTestStatus::default()
     }
+}
+
+/// A Unix-milliseconds instant as a MicroTime (`None` when out of range).
+fn micro_time(ms: f64) -> Option<MicroTime> {
+    let us = (ms * 1e3).round();
+    Timestamp::from_microsecond(us as i64).ok().map(MicroTime)
+}
+
+/// How far apart the segments started (by each k6's own clock), once all reported it.
+pub fn start_skew_ms(segments: &[SegmentStatus]) -> Option<f64> {
+    let starts: Vec<i64> = segments
+        .iter()
+        .map(|s| s.started_at.as_ref().map(|t| t.0.as_microsecond()))
+        .collect::<Option<_>>()?;
+    let (min, max) = (starts.iter().min()?, starts.iter().max()?);
+    Some((max - min) as f64 / 1e3)
+}
+
+/// What the operator does next to start a synchronized LoadTest's segments together.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StartStep {
+    /// Not synchronized, already started, or a segment ended before it was started.
+    Nothing,
+    /// A segment's k6 is not running yet: why.
+    Wait(String),
+    /// Every segment's k6 runs: the pod IP of each (segment order), to check that k6
+    /// is paused and ready and then resume them all.
+    Start(Vec<(i32, String)>),
+}
+
+/// The next start step from the pods and the previous status (which records the resumes).
+pub fn start_step(lt: &LoadTest, pods: &[Pod], previous: &LoadTestStatus) -> StartStep {
+    if !lt.spec.synchronized() || previous.phase.is_some_and(LoadTestPhase::is_finished) {
+        return StartStep::Nothing;
+    }
+    let n = lt.spec.parallelism.max(1);
+    let resumed = |i: i32| {
+        previous
+            .segments
+            .iter()
+            .any(|s| s.index == i && s.resumed_at.is_some())
+    };
+    if (0..n).all(resumed) {
+        return StartStep::Nothing;
+    }
+    let mut ips = Vec::new();
+    for i in 0..n {
+        let index = i.to_string();
+        let of_segment: Vec<&Pod> = pods
+            .iter()
+            .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
+            .collect();
+        let [pod] = of_segment[..] else {
+            return StartStep::Wait(format!("segment {i} has {} pods", of_segment.len()));
+        };
+        if k6_ended(pod) {
+            return StartStep::Nothing;
+        }
+        let running = diagnose::container_status(pod, K6_CONTAINER)
+            .and_then(|c| c.state.as_ref())
+            .is_some_and(|s| s.running.is_some());
+        let ip = pod.status.as_ref().and_then(|s| s.pod_ip.clone());
+        match (running, ip) {
+            (true, Some(ip)) => ips.push((i, ip)),
+            _ => return StartStep::Wait(format!("segment {i}'s k6 is not running yet")),
+        }
+    }
+    StartStep::Start(ips)
 }
 
 /// Why the whole test's percentiles are bounds: the segments without a latency histogram.
