@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, Toleration};
+use k8s_openapi::api::core::v1::{Affinity, ResourceRequirements, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, MicroTime, Time};
 use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
@@ -71,6 +71,10 @@ pub struct LoadTestSpec {
     #[serde(default = "default_parallelism")]
     #[schemars(range(min = 1, max = 100))]
     pub parallelism: i32,
+    /// Resources of each load-generator (k6) container; default: 1 CPU requested and
+    /// limited, 256Mi requested, 1Gi limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
     /// Where load-generator pods run; defaults to the client pool.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,

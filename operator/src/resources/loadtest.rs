@@ -319,7 +319,7 @@ fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Contai
             }]
         }),
         env: Some(env),
-        resources: Some(resources()),
+        resources: Some(lt.spec.resources.clone().unwrap_or_else(resources)),
         security_context: Some(container_security_context()),
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
         // The summary when k6 wrote one; the last log lines when it failed without one.

@@ -1,0 +1,173 @@
+//! LoadTests with real k6 pods on client-0, the operator running as a pod (`helm install`):
+//! four segments started together (each k6 paused until all are ready, then resumed at
+//! once) against four started on their own, with the start skew each k6 measured; and a
+//! test that `thresholds.abortOnFail` stops early. The target is an address nothing listens
+//! on, so every request fails fast: these tests are about starting and stopping the load,
+//! not about what it measures.
+
+use std::time::{Duration, Instant};
+
+use graphfleet_deploy_tests::{POOL_LABEL, chart_dir, eventually, helm, run_ok};
+use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
+use serde_json::Value;
+
+const DONE: Duration = Duration::from_secs(240);
+
+fn kubectl(cluster: &RealCluster, ns: &str) -> std::process::Command {
+    let mut cmd = cluster.kubectl();
+    cmd.args(["-n", ns]);
+    cmd
+}
+
+fn loadtest_json(cluster: &RealCluster, ns: &str, name: &str) -> Value {
+    let out = run_ok(
+        kubectl(cluster, ns).args(["get", "loadtest", name, "-o", "json"]),
+        None,
+    );
+    serde_json::from_str(&out).expect("kubectl -o json prints JSON")
+}
+
+async fn install_operator(cluster: &RealCluster, ns: &str) {
+    let values = format!(
+        "watchNamespaces: [{ns}]\nimage: {{pullPolicy: Never}}\n\
+         nodeSelector: {{{POOL_LABEL}: client}}\n\
+         tolerations: [{{key: {POOL_LABEL}, operator: Equal, value: client, effect: NoSchedule}}]\n"
+    );
+    let values_file = graphfleet_deploy_tests::write_temp(&values);
+    run_ok(
+        helm()
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .args(["install", &format!("gf-{ns}")])
+            .arg(chart_dir())
+            .args(["--namespace", ns, "--wait", "--timeout", "180s", "--values"])
+            .arg(values_file.path()),
+        None,
+    );
+}
+
+/// Applies a LoadTest of `parallelism` small k6 pods (a quarter CPU each, so four fit on
+/// client-0 beside the operator) with `extra` spec fields.
+fn apply_loadtest(cluster: &RealCluster, ns: &str, name: &str, parallelism: u32, extra: &str) {
+    let yaml = format!(
+        "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: {name}}}\n\
+         spec:\n  target: {{url: \"http://127.0.0.1:9/graphql\"}}\n  scenario: query\n\
+         \x20 rate: 40\n  vus: 4\n  maxVus: 20\n  parallelism: {parallelism}\n\
+         \x20 resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 500m, memory: 256Mi}}}}\n\
+         {extra}"
+    );
+    run_ok(kubectl(cluster, ns).args(["apply", "-f", "-"]), Some(&yaml));
+}
+
+async fn finished(cluster: &RealCluster, ns: &str, name: &str) -> Value {
+    eventually(&format!("LoadTest {name} finished"), DONE, || async {
+        let lt = loadtest_json(cluster, ns, name);
+        match lt["status"]["phase"].as_str() {
+            Some("Succeeded" | "Failed" | "Aborted") => Ok(lt),
+            _ => Err(lt["status"].to_string()),
+        }
+    })
+    .await
+}
+
+fn skew_ms(lt: &Value) -> f64 {
+    lt["status"]["startSkewMs"]
+        .as_f64()
+        .unwrap_or_else(|| panic!("startSkewMs in {}", lt["status"]))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
+    let cluster = real_cluster();
+    let client = cluster.client().await;
+    let namespace = TestNamespace::create(&client, "lt-sync").await;
+    let ns = namespace.name().to_owned();
+    install_operator(cluster, &ns).await;
+
+    // Four segments on their own (as before synchronized starts), then four together.
+    apply_loadtest(
+        cluster,
+        &ns,
+        "apart",
+        4,
+        "  duration: 10s\n  synchronizedStart: false\n",
+    );
+    let apart = finished(cluster, &ns, "apart").await;
+    assert_eq!(apart["status"]["phase"], "Succeeded", "{}", apart["status"]);
+    apply_loadtest(cluster, &ns, "together", 4, "  duration: 10s\n");
+    let together = finished(cluster, &ns, "together").await;
+    assert_eq!(
+        together["status"]["phase"], "Succeeded",
+        "{}",
+        together["status"]
+    );
+    let segments = together["status"]["segments"].as_array().expect("segments");
+    assert_eq!(segments.len(), 4);
+    for s in segments {
+        assert!(s["resumedAt"].is_string(), "resumed: {s}");
+        assert!(s["startedAt"].is_string(), "k6 reported its start: {s}");
+    }
+    // Every segment sent its share: 40 req/s × 10 s.
+    let requests = together["status"]["results"]["requests"]
+        .as_u64()
+        .expect("requests");
+    assert!((380..=420).contains(&requests), "{requests} requests");
+    let (before, after) = (skew_ms(&apart), skew_ms(&together));
+    println!(
+        "MEASURED start skew of 4 segments: {before:.1} ms on their own, {after:.1} ms together"
+    );
+    // Pods of one node created at once may also start close together on their own, so only
+    // the synchronized figure is bounded.
+    assert!(after <= 50.0, "segments started {after} ms apart");
+
+    // Every request fails, so the error-rate bound breaks as soon as it may be judged.
+    let started = Instant::now();
+    apply_loadtest(
+        cluster,
+        &ns,
+        "abort",
+        2,
+        "  duration: 3m\n  thresholds: {maxErrorPercent: 1, abortOnFail: true}\n",
+    );
+    let abort = finished(cluster, &ns, "abort").await;
+    let took = started.elapsed();
+    let status = &abort["status"];
+    assert_eq!(status["phase"], "Aborted", "{status}");
+    let passed = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Passed")
+        .unwrap_or_else(|| panic!("a Passed condition: {status}"));
+    assert_eq!(passed["status"], "False");
+    assert_eq!(passed["reason"], "AbortedOnThreshold");
+    assert!(
+        passed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("gf_error_rate rate<0.01")),
+        "{passed}"
+    );
+    println!(
+        "MEASURED abortOnFail: a 3m LoadTest Aborted after {took:?}: {}",
+        passed["message"]
+    );
+    assert!(
+        took < Duration::from_secs(120),
+        "aborted early, not after 3m"
+    );
+
+    run_ok(
+        helm()
+            .arg("--kubeconfig")
+            .arg(cluster.kubeconfig_path())
+            .args([
+                "uninstall",
+                &format!("gf-{ns}"),
+                "--namespace",
+                &ns,
+                "--wait",
+            ]),
+        None,
+    );
+    namespace.delete(&client).await;
+}
