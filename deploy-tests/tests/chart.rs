@@ -160,6 +160,7 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         ("", "services", "create"),
         ("events.k8s.io", "events", "create"),
         ("graphfleet.dev", "graphgateways/finalizers", "update"),
+        ("", "pods/log", "get"),
     ] {
         assert!(
             rule_grants(rules, group, resource, verb),

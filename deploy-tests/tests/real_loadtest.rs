@@ -28,6 +28,15 @@ fn loadtest_json(cluster: &RealCluster, ns: &str, name: &str) -> Value {
 }
 
 async fn install_operator(cluster: &RealCluster, ns: &str) {
+    // Helm installs CRDs only when they are missing: a cluster reused across checkouts keeps
+    // older ones, so apply this checkout's, as the README says to on an upgrade.
+    run_ok(
+        cluster
+            .kubectl()
+            .args(["apply", "--server-side", "--force-conflicts", "-f"])
+            .arg(chart_dir().join("crds")),
+        None,
+    );
     let values = format!(
         "watchNamespaces: [{ns}]\nimage: {{pullPolicy: Never}}\n\
          nodeSelector: {{{POOL_LABEL}: client}}\n\
@@ -106,6 +115,42 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
     for s in segments {
         assert!(s["resumedAt"].is_string(), "resumed: {s}");
         assert!(s["startedAt"].is_string(), "k6 reported its start: {s}");
+        assert_eq!(
+            s["summarySource"], "PodLog",
+            "summary read from the log: {s}"
+        );
+    }
+    assert_eq!(
+        together["status"]["results"]["latencyAggregation"], "Histogram",
+        "{}",
+        together["status"]
+    );
+    // The full report, as kubectl users read it.
+    let report_cm = together["status"]["reportConfigMap"]
+        .as_str()
+        .expect("reportConfigMap");
+    assert_eq!(report_cm, "together-report");
+    let report = run_ok(
+        kubectl(cluster, &ns).args([
+            "get",
+            "configmap",
+            report_cm,
+            "-o",
+            "jsonpath={.data.REPORT\\.md}",
+        ]),
+        None,
+    );
+    println!("{report}");
+    for part in [
+        "## Whole test",
+        "## Latency distribution",
+        "## Segments",
+        "| pod log |",
+    ] {
+        assert!(
+            report.contains(part),
+            "{part:?} missing from the report:\n{report}"
+        );
     }
     // Every segment sent its share: 40 req/s × 10 s.
     let requests = together["status"]["results"]["requests"]

@@ -100,6 +100,9 @@ const SUMMARY = env("GF_SUMMARY", "summary.json");
 // termination-message limit. Past it the histogram is left out (and `hist_dropped` set), as a
 // cut-off summary would not parse at all.
 const SUMMARY_LIMIT = int("GF_SUMMARY_LIMIT", 0);
+const SUMMARY_STDOUT = env("GF_SUMMARY_STDOUT", "0") === "1";
+// Starts the log line carrying the whole summary (graphfleet_operator::k6_summary::LOG_MARKER).
+const SUMMARY_MARKER = "graphfleet-summary ";
 // No-cache scenarios: the payload carries ZERO_TOKEN (operation name, root-field alias); each
 // iteration sends its own token of the same width ("gfnc" + 6-digit nonce + 9-digit
 // iteration), so every document is new to the gateway and the answer keeps its length.
@@ -275,7 +278,8 @@ export function handleSummary(data) {
     started_at_ms: m.gf_started_at_ms ? m.gf_started_at_ms.values.min : null,
     hist: encodeHistogram(Array.from({ length: HIST_BUCKETS }, (_, i) => count(m[`gf_hist{b:${i}}`]))),
   };
-  let text = JSON.stringify(summary);
+  const full = JSON.stringify(summary);
+  let text = full;
   if (SUMMARY_LIMIT > 0 && text.length > SUMMARY_LIMIT) {
     delete summary.hist;
     summary.hist_dropped = true;
@@ -285,5 +289,8 @@ export function handleSummary(data) {
   const line =
     `k6: ${requests} requests, ${summary.failures} failures, ${summary.dropped_iterations} dropped, ` +
     `${(summary.achieved_rate || 0).toFixed(1)} req/s, p99 ${(l.p99 || 0).toFixed(2)} ms\n`;
-  return { [SUMMARY]: text, stdout: line };
+  // The whole summary, histogram included, also as one marked line of the log, where the
+  // operator reads it (GF_SUMMARY_STDOUT=1): a log line has no 4 KiB ceiling.
+  const logged = SUMMARY_STDOUT ? `${SUMMARY_MARKER}${full}\n` : "";
+  return { [SUMMARY]: text, stdout: line + logged };
 }

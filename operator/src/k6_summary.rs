@@ -1,11 +1,23 @@
-//! k6 results: the JSON summary `scenario.js` writes to a segment pod's termination message,
-//! parsed into `LoadTestResults` plus the segment's latency histogram, and the segments'
-//! results combined into the whole test's.
+//! k6 results: the JSON summary `scenario.js` prints on a marked line of a segment pod's log
+//! (and writes to its termination message, which may lack the histogram), parsed into
+//! `LoadTestResults` plus the segment's latency histogram, and the segments' results combined
+//! into the whole test's.
 
 use graphfleet_loadtest::latency_histogram::{Histogram, HistogramError};
 use serde::Deserialize;
 
 use crate::crd::{LatencyAggregation, LatencySummary, LoadTestResults};
+
+/// Starts the log line on which scenario.js prints its whole summary (`GF_SUMMARY_STDOUT=1`).
+pub const LOG_MARKER: &str = "graphfleet-summary ";
+
+/// The summary a k6 pod's log carries: the last line starting with [`LOG_MARKER`].
+pub fn summary_from_log(log: &str) -> Option<&str> {
+    log.lines()
+        .rev()
+        .find_map(|line| line.strip_prefix(LOG_MARKER))
+        .map(str::trim_end)
+}
 
 /// The part of scenario.js's JSON summary the operator reads.
 #[derive(Debug, Deserialize)]
@@ -68,6 +80,8 @@ pub struct Segment {
     pub thresholds_failed: Vec<String>,
     /// When k6 started the scenario, Unix milliseconds by the pod's clock.
     pub started_at_ms: Option<f64>,
+    /// Read from the pod's log (else from its termination message).
+    pub from_log: bool,
 }
 
 /// Parses one k6 summary. Latency counts from the scheduled send time when the script
@@ -134,6 +148,7 @@ pub fn parse_segment(message: &str) -> Result<Segment, SummaryError> {
         no_histogram,
         thresholds_failed: s.thresholds_failed,
         started_at_ms: s.started_at_ms,
+        from_log: false,
     })
 }
 
@@ -170,7 +185,7 @@ pub fn aggregate(segments: &[Segment]) -> Option<LoadTestResults> {
 }
 
 /// Every segment's histogram added up, or `None` when one has none (or all are empty).
-fn merge_histograms(segments: &[Segment]) -> Option<Histogram> {
+pub fn merge_histograms(segments: &[Segment]) -> Option<Histogram> {
     let mut merged = Histogram::new();
     for s in segments {
         merged.merge(s.histogram.as_ref()?).ok()?;

@@ -3,8 +3,8 @@
 //! Kubernetes I/O happens only in `controller` (one reconciler per file), `subgraph_sdl`
 //! (ConfigMaps, introspection) and `lease` (leader election). What to write is computed by
 //! pure, unit-tested modules: `resources` (desired objects), `status` (conditions and
-//! phases), `diagnose` (why pods fail), `k6_summary` (load-test results) and `thresholds`
-//! (their pass/fail). Dependencies
+//! phases), `diagnose` (why pods fail), `k6_summary` (load-test results), `thresholds`
+//! (their pass/fail) and `report` (a finished load test's report). Dependencies
 //! point one way: `controller` uses the pure modules, never the reverse.
 
 pub mod admin_server;
@@ -14,6 +14,7 @@ pub mod diagnose;
 pub mod k6_summary;
 pub mod lease;
 pub mod metrics;
+pub mod report;
 pub mod resources;
 pub mod status;
 pub mod subgraph_sdl;

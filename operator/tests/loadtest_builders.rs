@@ -866,3 +866,123 @@ fn segments_start_together_once_every_k6_runs() {
         Some(1_795_540_000_003)
     );
 }
+
+/// A segment whose latencies span hundreds of buckets: its histogram does not fit the 4 KiB
+/// termination message (scenario.js leaves it out there) but the marked log line carries it,
+/// so the operator, reading the log, merges the exact histograms; the report ConfigMap has
+/// the tables and the merged histogram.
+#[test]
+fn summaries_from_the_pod_log_keep_the_histogram_a_termination_message_cannot() {
+    use graphfleet_operator::crd::SummarySource;
+    use graphfleet_operator::report;
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    // Log-uniform from 0.011 ms to 66 s: about 790 non-empty buckets per segment.
+    let samples: Vec<Vec<f64>> = (0..2)
+        .map(|_| {
+            (0..100_000)
+                .map(|_| 0.011 * (6e6f64).powf(rng.uniform()))
+                .collect()
+        })
+        .collect();
+    let full: Vec<String> = samples.iter().map(|s| summary_json(s, true)).collect();
+    assert!(
+        full.iter().all(|f| f.len() > 4096),
+        "too big for a termination message"
+    );
+    let cut: Vec<String> = samples
+        .iter()
+        .map(|s| {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&summary_json(s, false)).expect("JSON");
+            v["hist_dropped"] = true.into();
+            v.to_string()
+        })
+        .collect();
+    assert!(cut.iter().all(|c| c.len() <= 4096));
+    let log = |i: usize| {
+        format!(
+            "k6: 100000 requests, 0 failures\n{}{}\ntime=\"...\" level=info msg=\"done\"\n",
+            k6_summary::LOG_MARKER,
+            full[i]
+        )
+    };
+    assert_eq!(
+        k6_summary::summary_from_log(&log(1)),
+        Some(full[1].as_str())
+    );
+    assert_eq!(k6_summary::summary_from_log("k6: 1 requests\n"), None);
+    assert!(SCENARIO_JS.contains(&format!("\"{}\"", k6_summary::LOG_MARKER)));
+
+    let mut lt = loadtest("scenario-gateway");
+    lt.spec.parallelism = 2;
+    lt.spec.synchronized_start = Some(false);
+    let pods: Vec<Pod> = (0..2)
+        .map(|i| pod(i as i32, terminated(0, &cut[i])))
+        .collect();
+    let previous = Default::default();
+    let none = status::loadtest::LoggedSummaries::new();
+    let from_messages = status::loadtest::observe(&lt, &pods, &[], &previous, &none, &now());
+    let results = from_messages.status.results.expect("results");
+    assert_eq!(
+        results.latency_aggregation,
+        Some(LatencyAggregation::WorstSegment)
+    );
+    assert_eq!(
+        from_messages.status.segments[0].summary_source,
+        Some(SummarySource::TerminationMessage)
+    );
+
+    let logged: status::loadtest::LoggedSummaries = (0..2)
+        .map(|i| {
+            let line = log(i);
+            let text = k6_summary::summary_from_log(&line).expect("marked line");
+            (format!("p{i}"), text.to_owned())
+        })
+        .collect();
+    let observed = status::loadtest::observe(&lt, &pods, &[], &previous, &logged, &now());
+    let results = observed.status.results.clone().expect("results");
+    assert_eq!(
+        results.latency_aggregation,
+        Some(LatencyAggregation::Histogram)
+    );
+    assert!(
+        observed
+            .status
+            .segments
+            .iter()
+            .all(|s| s.summary_source == Some(SummarySource::PodLog))
+    );
+    // The merged p99 is the pooled samples' within the buckets' resolution.
+    let mut pooled: Vec<f64> = samples.concat();
+    pooled.sort_by(f64::total_cmp);
+    let want = nearest_rank(&pooled, 0.99);
+    assert!(
+        (results.latency_ms.p99 - want).abs() <= want * RELATIVE_ERROR * 1.0001,
+        "p99 {} vs pooled {want}",
+        results.latency_ms.p99
+    );
+
+    let cm = report::config_map(&lt, &observed.status, &observed.summaries);
+    assert_eq!(cm.metadata.name.as_deref(), Some("fed-query-report"));
+    let data = cm.data.expect("data");
+    let md = &data[report::REPORT_KEY];
+    for part in [
+        "# LoadTest ",
+        "## Whole test",
+        "| 200000 | 0 | 0 |",
+        "## Latency distribution",
+        "All 200000 requests' latency",
+        "## Segments",
+        "| 0 | `0:1/2` | Succeeded | 100000 |",
+        "| pod log |",
+    ] {
+        assert!(md.contains(part), "{part:?} missing from\n{md}");
+    }
+    let hist: serde_json::Value = serde_json::from_str(&data[report::HISTOGRAM_KEY]).expect("JSON");
+    assert_eq!(hist["total"], 200000);
+    let merged = Histogram::decode(
+        &serde_json::from_value::<Vec<u64>>(hist["encoded"].clone()).expect("pairs"),
+    )
+    .expect("decodes");
+    assert_eq!(merged.total(), 200000);
+}

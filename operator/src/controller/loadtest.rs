@@ -8,17 +8,20 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::{ListParams, LogParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
 use super::k6_api::K6Api;
 use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, now};
 use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus};
+use crate::k6_summary::summary_from_log;
+use crate::report;
+use crate::resources::loadtest::K6_CONTAINER;
 use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError};
 use crate::resources::{self, MANAGER};
 use crate::status::loadtest::{
-    StartStep, jobs_to_stop, loadtest_status, rejected_status, start_step,
+    LoggedSummaries, StartStep, jobs_to_stop, observe, rejected_status, start_step,
 };
 
 /// Re-check period while the segments' k6 initialize before a synchronized start (no pod
@@ -152,7 +155,19 @@ async fn observe_loadtest(
             }
         }
     }
-    let mut status = loadtest_status(lt, &pods, &jobs, &previous, &now());
+    let logged = logged_summaries(ctx, ns, &pods).await;
+    let observed = observe(lt, &pods, &jobs, &previous, &logged, &now());
+    let mut status = observed.status;
+    if status.phase.is_some_and(LoadTestPhase::is_finished) {
+        let cm = report::config_map(lt, &status, &observed.summaries);
+        apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
+        status.report_config_map = cm.metadata.name;
+        // Finished tests are not observed again.
+        let mut cache = ctx.k6_summaries.lock().expect("summary cache lock");
+        for pod in &pods {
+            cache.remove(&pod.uid().unwrap_or_default());
+        }
+    }
     if let Some(e) = start_error {
         let note = format!("starting the segments together: {e}");
         status.message = Some(match status.message.take() {
@@ -170,6 +185,57 @@ async fn observe_loadtest(
     }
     Ok((status, starting))
 }
+
+/// The summaries on the marked line of each finished k6 pod's log (read once per pod). A log
+/// that cannot be read (the node is gone, a kubelet without logs) is left out: the status then
+/// uses the pod's termination message, whose 4 KiB may lack the histogram.
+async fn logged_summaries(ctx: &Context, ns: &str, pods: &[Pod]) -> LoggedSummaries {
+    let pod_api = api::<Pod>(ctx, ns);
+    let mut out = LoggedSummaries::new();
+    for pod in pods {
+        let terminated = crate::diagnose::container_status(pod, K6_CONTAINER)
+            .and_then(|c| c.state.as_ref())
+            .is_some_and(|s| s.terminated.is_some());
+        let Some(uid) = pod.uid().filter(|_| terminated) else {
+            continue;
+        };
+        let cached = ctx
+            .k6_summaries
+            .lock()
+            .expect("summary cache lock")
+            .get(&uid)
+            .cloned();
+        if let Some(summary) = cached {
+            out.insert(pod.name_any(), summary);
+            continue;
+        }
+        let params = LogParams {
+            container: Some(K6_CONTAINER.to_owned()),
+            // The summary is the last thing k6 prints, give or take its exit messages.
+            tail_lines: Some(LOG_TAIL_LINES),
+            ..LogParams::default()
+        };
+        match pod_api.logs(&pod.name_any(), &params).await {
+            Ok(log) => match summary_from_log(&log) {
+                Some(summary) => {
+                    ctx.k6_summaries
+                        .lock()
+                        .expect("summary cache lock")
+                        .insert(uid, summary.to_owned());
+                    out.insert(pod.name_any(), summary.to_owned());
+                }
+                None => tracing::debug!(pod = %pod.name_any(), "no summary line in the k6 log"),
+            },
+            Err(e) => {
+                tracing::debug!(pod = %pod.name_any(), error = %e, "k6 log unavailable; the termination message serves")
+            }
+        }
+    }
+    out
+}
+
+/// Lines of a finished k6 pod's log searched for the summary.
+const LOG_TAIL_LINES: i64 = 200;
 
 /// Records in `status` that segment `index` was resumed `at` (status derivation keeps it).
 fn record_resume(

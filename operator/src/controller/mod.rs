@@ -79,6 +79,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
+    /// k6 summaries read from finished segment pods' logs, by pod uid (a log is read once).
+    pub k6_summaries: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// A failed reconcile (retried with a short backoff).
@@ -173,6 +175,7 @@ pub async fn run(
         metrics,
         recorder: Recorder::new(client.clone(), reporter),
         settings: settings.clone(),
+        k6_summaries: Default::default(),
     });
     let ns = settings.namespace.as_deref();
     let config = ControllerConfig::default()

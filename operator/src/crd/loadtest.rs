@@ -255,6 +255,10 @@ pub struct LoadTestStatus {
     /// One entry per k6 execution segment (Job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<SegmentStatus>,
+    /// The ConfigMap holding the full report (`REPORT.md`: the tables the local runner
+    /// prints; `histogram.json`: the merged latency histogram), once the test finished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_config_map: Option<String>,
     /// Milliseconds between the first and the last segment's start (each k6's own
     /// `startedAt`), once every segment reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -284,6 +288,19 @@ pub struct SegmentStatus {
     /// When this segment's k6 started its scenario, by the pod's clock (from its summary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<MicroTime>,
+    /// Where the operator read this segment's k6 summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_source: Option<SummarySource>,
+}
+
+/// Where a segment's k6 summary came from.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum SummarySource {
+    /// The marked line of the pod's log: the whole summary, histogram included.
+    PodLog,
+    /// The pod's termination message (the log was unavailable): at most 4 KiB, so a large
+    /// histogram is left out.
+    TerminationMessage,
 }
 
 impl LoadTestSpec {

@@ -242,6 +242,8 @@ fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
         env("GF_DURATION", spec.duration.clone()),
         env("GF_SUMMARY", TERMINATION_LOG),
         env("GF_SUMMARY_LIMIT", TERMINATION_MESSAGE_LIMIT.to_string()),
+        // The whole summary also on a marked log line, which the operator reads first.
+        env("GF_SUMMARY_STDOUT", "1"),
     ];
     if let Some(vus) = spec.vus {
         vars.push(env("GF_VUS", vus.to_string()));

@@ -8,7 +8,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::ResourceExt;
 
-use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus};
+use std::collections::BTreeMap;
+
+use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus, SummarySource};
 use crate::diagnose;
 use crate::k6_summary::{Segment, aggregate, parse_segment, segments_without_histogram};
 use crate::resources::loadtest::{
@@ -123,7 +125,10 @@ impl Names<'_> {
     }
 }
 
-fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
+/// What the operator read from the k6 pods' logs: pod name → the summary on the marked line.
+pub type LoggedSummaries = BTreeMap<String, String>;
+
+fn seen_in_pod(names: &Names<'_>, pod: &Pod, logged: &LoggedSummaries) -> Seen {
     let at = names.pod(pod);
     let (deleted, log) = if pod.metadata.deletion_timestamp.is_some() {
         (
@@ -136,8 +141,14 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
     let container = diagnose::container_status(pod, K6_CONTAINER);
     let state = container.and_then(|c| c.state.clone()).unwrap_or_default();
     if let Some(t) = &state.terminated {
-        let message = t.message.clone().unwrap_or_default();
-        let summary = parse_segment(&message);
+        let from_log = logged.get(&pod.name_any());
+        let message = from_log
+            .cloned()
+            .unwrap_or_else(|| t.message.clone().unwrap_or_default());
+        let summary = parse_segment(&message).map(|mut s| {
+            s.from_log = from_log.is_some();
+            s
+        });
         if t.exit_code == 0 {
             return match summary {
                 Ok(segment) => Seen::Done(segment),
@@ -210,7 +221,7 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod) -> Seen {
     }
 }
 
-fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>) -> Seen {
+fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>, logged: &LoggedSummaries) -> Seen {
     let seen = match pods {
         [] => match job {
             Some(job) if job_finished(job) => {
@@ -226,7 +237,7 @@ fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>) -> Seen {
             Some(job) if job.annotations().contains_key(POD_ANNOTATION) => Seen::Running,
             _ => Seen::Waiting(None),
         },
-        [pod] => seen_in_pod(names, pod),
+        [pod] => seen_in_pod(names, pod, logged),
         more => {
             let mut names_of: Vec<String> = more.iter().map(|p| p.name_any()).collect();
             names_of.sort();
@@ -283,7 +294,7 @@ pub fn segment_status(
     job: Option<&Job>,
     now: &Time,
 ) -> SegmentStatus {
-    segment(lt, index, pods, job, None, now).0
+    segment(lt, index, pods, job, None, &LoggedSummaries::new(), now).0
 }
 
 /// [`segment_status`] and, once the segment succeeded, its parsed summary (the histogram the
@@ -294,6 +305,7 @@ fn segment(
     pods: &[&Pod],
     job: Option<&Job>,
     previous: Option<&SegmentStatus>,
+    logged: &LoggedSummaries,
     now: &Time,
 ) -> (SegmentStatus, Option<Segment>) {
     let ns = lt.namespace().unwrap_or_else(|| "default".to_owned());
@@ -312,8 +324,9 @@ fn segment(
         results: None,
         resumed_at: previous.and_then(|p| p.resumed_at.clone()),
         started_at: None,
+        summary_source: None,
     };
-    let mut seen = seen(&names, pods, job);
+    let mut seen = seen(&names, pods, job, logged);
     // A synchronized segment's k6 runs paused until the operator resumes every segment.
     if let (Seen::Running, [pod]) = (&seen, pods)
         && lt.spec.synchronized()
@@ -356,6 +369,7 @@ fn segment(
             status.phase = LoadTestPhase::Succeeded;
             status.results = Some(segment.results.clone());
             status.started_at = segment.started_at_ms.and_then(micro_time);
+            status.summary_source = Some(source_of(&segment));
             done = Some(segment);
         }
         Seen::Failed(message) => {
@@ -376,6 +390,7 @@ fn segment(
                 .as_ref()
                 .and_then(|p| p.started_at_ms)
                 .and_then(micro_time);
+            status.summary_source = partial.as_ref().map(source_of);
             done = partial;
         }
     }
@@ -401,9 +416,22 @@ pub fn overall_phase(segments: &[SegmentStatus]) -> LoadTestPhase {
     }
 }
 
-/// The LoadTest's status from its pods and Jobs (every one carrying `LOADTEST_LABEL`).
-/// Once a segment failed, the unfinished ones are reported stopped: the controller stops
-/// their Jobs ([`jobs_to_stop`]), as a failed load test must not keep loading the target.
+fn source_of(segment: &Segment) -> SummarySource {
+    if segment.from_log {
+        SummarySource::PodLog
+    } else {
+        SummarySource::TerminationMessage
+    }
+}
+
+/// A LoadTest's status and the k6 summaries it was built from (segment order, those read).
+pub struct Observed {
+    pub status: LoadTestStatus,
+    pub summaries: Vec<Segment>,
+}
+
+/// The LoadTest's status from its pods and Jobs, with the summaries from the pods' logs
+/// (termination messages for the pods missing from `logged`).
 pub fn loadtest_status(
     lt: &LoadTest,
     pods: &[Pod],
@@ -411,6 +439,20 @@ pub fn loadtest_status(
     previous: &LoadTestStatus,
     now: &Time,
 ) -> LoadTestStatus {
+    observe(lt, pods, jobs, previous, &LoggedSummaries::new(), now).status
+}
+
+/// The LoadTest's status from its pods and Jobs (every one carrying `LOADTEST_LABEL`).
+/// Once a segment failed, the unfinished ones are reported stopped: the controller stops
+/// their Jobs ([`jobs_to_stop`]), as a failed load test must not keep loading the target.
+pub fn observe(
+    lt: &LoadTest,
+    pods: &[Pod],
+    jobs: &[Job],
+    previous: &LoadTestStatus,
+    logged: &LoggedSummaries,
+    now: &Time,
+) -> Observed {
     let (mut segments, summaries): (Vec<_>, Vec<_>) = (0..lt.spec.parallelism.max(1))
         .map(|i| {
             let index = i.to_string();
@@ -423,7 +465,7 @@ pub fn loadtest_status(
                 .iter()
                 .find(|j| j.metadata.name.as_deref() == Some(name.as_str()));
             let before = previous.segments.iter().find(|s| s.index == i);
-            segment(lt, i, &of_segment, job, before, now)
+            segment(lt, i, &of_segment, job, before, logged, now)
         })
         .unzip();
     let phase = overall_phase(&segments);
@@ -506,7 +548,7 @@ pub fn loadtest_status(
         );
     }
     let start_skew_ms = start_skew_ms(&segments);
-    LoadTestStatus {
+    let status = LoadTestStatus {
         phase: Some(phase),
         start_skew_ms,
         start_time,
@@ -515,8 +557,10 @@ pub fn loadtest_status(
         results,
         segments,
         conditions,
+        report_config_map: previous.report_config_map.clone(),
         ..LoadTestStatus::default()
-    }
+    };
+    Observed { status, summaries }
 }
 
 /// A Unix-milliseconds instant as a MicroTime (`None` when out of range).
