@@ -165,6 +165,8 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
     // the synchronized figure is bounded.
     assert!(after <= 50.0, "segments started {after} ms apart");
 
+    setup_and_teardown_run_once(cluster, &ns).await;
+
     // Every request fails, so the error-rate bound breaks as soon as it may be judged.
     let started = Instant::now();
     apply_loadtest(
@@ -215,4 +217,68 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         None,
     );
     namespace.delete(&client).await;
+}
+
+/// A script with `setup()` and `teardown()` over three synchronized segments: each runs once
+/// in the whole test (the operator runs `setup()` in segment 0 through k6's REST API and
+/// hands its data to the others; only segment 0 runs `teardown()`), and every iteration of
+/// every segment sees the data.
+async fn setup_and_teardown_run_once(cluster: &RealCluster, ns: &str) {
+    let script = r#"
+import { Counter } from "k6/metrics";
+const withData = new Counter("with_data");
+export const options = { scenarios: { main: {
+  executor: "constant-arrival-rate", rate: 30, timeUnit: "1s", duration: "5s", preAllocatedVUs: 3,
+}}};
+export function setup() { console.log("GF-SETUP-RAN"); return { token: `t-${Date.now()}` }; }
+export default function (data) { if (data && data.token) withData.add(1); }
+export function teardown(data) { console.log(`GF-TEARDOWN-RAN ${data.token}`); }
+export function handleSummary(d) {
+  const requests = d.metrics.iterations ? d.metrics.iterations.values.count : 0;
+  const seen = d.metrics.with_data ? d.metrics.with_data.values.count : 0;
+  const s = JSON.stringify({ requests, failures: requests - seen, run_duration_s: 5 });
+  return { stdout: `graphfleet-summary ${s}
+`, "/dev/termination-log": s };
+}
+"#;
+    let lt = serde_json::json!({
+        "apiVersion": "graphfleet.dev/v1alpha1", "kind": "LoadTest",
+        "metadata": { "name": "setup-once" },
+        "spec": {
+            "target": { "url": "http://127.0.0.1:9/graphql" },
+            "script": { "inline": script },
+            "rate": 30, "duration": "5s", "parallelism": 3,
+            "resources": { "requests": { "cpu": "250m", "memory": "64Mi" },
+                           "limits": { "cpu": "500m", "memory": "256Mi" } },
+        },
+    });
+    run_ok(
+        kubectl(cluster, ns).args(["apply", "-f", "-"]),
+        Some(&lt.to_string()),
+    );
+    let done = finished(cluster, ns, "setup-once").await;
+    let status = &done["status"];
+    assert_eq!(status["phase"], "Succeeded", "{status}");
+    let requests = status["results"]["requests"].as_u64().expect("requests");
+    assert!((140..=160).contains(&requests), "{requests} iterations");
+    assert_eq!(
+        status["results"]["failures"], 0,
+        "every iteration of every segment saw setup()'s data: {status}"
+    );
+    let logs = run_ok(
+        kubectl(cluster, ns).args([
+            "logs",
+            "-l",
+            "graphfleet.dev/loadtest=setup-once",
+            "--tail=-1",
+            "--prefix",
+        ]),
+        None,
+    );
+    assert_eq!(logs.matches("GF-SETUP-RAN").count(), 1, "{logs}");
+    assert_eq!(logs.matches("GF-TEARDOWN-RAN t-").count(), 1, "{logs}");
+    println!(
+        "MEASURED setup()/teardown() over 3 segments: once each; {requests} iterations all saw setup data; start skew {} ms",
+        status["startSkewMs"]
+    );
 }
