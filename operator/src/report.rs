@@ -1,6 +1,7 @@
 //! A finished LoadTest's full report (pure), kept in the ConfigMap `<name>-report`: markdown
 //! tables (the whole test, its latency distribution from the merged histogram, each segment)
-//! and the merged histogram itself, so `kubectl` users get what the local runner prints.
+//! the merged histogram itself and an SVG chart of latency by percentile, so `kubectl` users
+//! get what the local runner prints.
 
 use std::collections::BTreeMap;
 
@@ -146,7 +147,7 @@ pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -
             &["P50", "P75", "P90", "P95", "P99", "P99.9", "P99.99"],
             &[row],
         ));
-        out.push('\n');
+        out.push_str(&format!("\n![latency by percentile]({CHART_KEY})\n\n"));
     }
     if !status.segments.is_empty() {
         out.push_str("## Segments\n\n");
@@ -233,11 +234,83 @@ pub fn histogram_json(summaries: &[Segment]) -> Option<String> {
     Some(v.to_string())
 }
 
+/// The chart's key: latency by percentile from the merged histogram.
+pub const CHART_KEY: &str = "latency.svg";
+
+/// Latency (ms, linear) by percentile on a "nines" axis (0, 90, 99, 99.9, 99.99%), the way
+/// HDR histograms are plotted: the tail gets as much room as the body.
+pub fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
+    const W: f64 = 640.0;
+    const H: f64 = 320.0;
+    const LEFT: f64 = 60.0;
+    const BOTTOM: f64 = 40.0;
+    const TOP: f64 = 20.0;
+    const RIGHT: f64 = 20.0;
+    const NINES: f64 = 4.0;
+    let quantile = |nines: f64| 1.0 - 10f64.powf(-nines);
+    let points: Vec<(f64, f64)> = (0..=80)
+        .map(|i| f64::from(i) * NINES / 80.0)
+        .map(|x| h.quantile(quantile(x)).map(|ms| (x, ms)))
+        .collect::<Option<_>>()?;
+    let top = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-3) * 1.05;
+    let px = |x: f64| LEFT + x / NINES * (W - LEFT - RIGHT);
+    let py = |ms: f64| H - BOTTOM - ms / top * (H - BOTTOM - TOP);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"11\">\n\
+         <rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>\n"
+    );
+    for (x, label) in [
+        (0.0, "0%"),
+        (1.0, "90%"),
+        (2.0, "99%"),
+        (3.0, "99.9%"),
+        (4.0, "99.99%"),
+    ] {
+        let at = px(x);
+        svg.push_str(&format!(
+            "<line x1=\"{at:.1}\" y1=\"{TOP}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/>\n\
+             <text x=\"{at:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>\n",
+            H - BOTTOM,
+            H - BOTTOM + 15.0
+        ));
+    }
+    for i in 0..=4 {
+        let ms = top * f64::from(i) / 4.0;
+        let at = py(ms);
+        svg.push_str(&format!(
+            "<line x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" stroke=\"#ddd\"/>\n\
+             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{ms:.1}</text>\n",
+            W - RIGHT,
+            LEFT - 5.0,
+            at + 4.0
+        ));
+    }
+    let line: Vec<String> = points
+        .iter()
+        .map(|(x, ms)| format!("{:.1},{:.1}", px(*x), py(*ms)))
+        .collect();
+    svg.push_str(&format!(
+        "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>\n\
+         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">percentile (all {} requests, merged histogram)</text>\n\
+         <text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">latency, ms</text>\n</svg>\n",
+        line.join(" "),
+        (LEFT + W - RIGHT) / 2.0,
+        H - 5.0,
+        h.total(),
+        (TOP + H - BOTTOM) / 2.0,
+        (TOP + H - BOTTOM) / 2.0,
+    ));
+    Some(svg)
+}
+
 /// The report ConfigMap, owned by the LoadTest.
 pub fn config_map(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -> ConfigMap {
     let mut data = BTreeMap::from([(REPORT_KEY.to_owned(), markdown(lt, status, summaries))]);
     if let Some(h) = histogram_json(summaries) {
         data.insert(HISTOGRAM_KEY.to_owned(), h);
+    }
+    if let Some(svg) = merge_histograms(summaries).and_then(|h| latency_svg(&h)) {
+        data.insert(CHART_KEY.to_owned(), svg);
     }
     ConfigMap {
         metadata: ObjectMeta {

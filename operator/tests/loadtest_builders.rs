@@ -978,6 +978,19 @@ fn summaries_from_the_pod_log_keep_the_histogram_a_termination_message_cannot() 
     ] {
         assert!(md.contains(part), "{part:?} missing from\n{md}");
     }
+    let svg = &data[report::CHART_KEY];
+    assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
+    let points = svg
+        .split("points=\"")
+        .nth(1)
+        .and_then(|p| p.split('"').next())
+        .expect("a polyline");
+    assert_eq!(
+        points.split(' ').count(),
+        81,
+        "one point per 1/20 of a nine"
+    );
+    assert!(md.contains("![latency by percentile](latency.svg)"));
     let hist: serde_json::Value = serde_json::from_str(&data[report::HISTOGRAM_KEY]).expect("JSON");
     assert_eq!(hist["total"], 200000);
     let merged = Histogram::decode(

@@ -256,7 +256,8 @@ pub struct LoadTestStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segments: Vec<SegmentStatus>,
     /// The ConfigMap holding the full report (`REPORT.md`: the tables the local runner
-    /// prints; `histogram.json`: the merged latency histogram), once the test finished.
+    /// prints; `latency.svg`: latency by percentile; `histogram.json`: the merged latency
+    /// histogram), once the test finished.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_config_map: Option<String>,
     /// Milliseconds between the first and the last segment's start (each k6's own
