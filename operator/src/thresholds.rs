@@ -42,14 +42,22 @@ struct Check {
     text: String,
 }
 
-fn latency_bounds(l: &LatencyThresholds) -> Vec<(&'static str, &Option<String>)> {
-    vec![
+/// The latency bounds that are set: name, the bound as written, and its limit in ms.
+fn latency_bounds(l: &LatencyThresholds) -> Result<Vec<(&'static str, &str, f64)>, ThresholdError> {
+    let all = [
         ("p50", &l.p50),
         ("p90", &l.p90),
         ("p95", &l.p95),
         ("p99", &l.p99),
         ("max", &l.max),
-    ]
+    ];
+    all.into_iter()
+        .filter_map(|(name, bound)| bound.as_deref().map(|text| (name, text)))
+        .map(|(name, text)| {
+            let limit = duration::parse(text).map_err(|error| ThresholdError { name, error })?;
+            Ok((name, text, limit.as_secs_f64() * 1e3))
+        })
+        .collect()
 }
 
 fn latency_checks(
@@ -65,12 +73,7 @@ fn latency_checks(
         _ => l.max,
     };
     let mut checks = Vec::new();
-    for (name, bound) in latency_bounds(bounds) {
-        let Some(text) = bound else { continue };
-        let limit = duration::parse(text)
-            .map_err(|error| ThresholdError { name, error })?
-            .as_secs_f64()
-            * 1e3;
+    for (name, text, limit) in latency_bounds(bounds)? {
         let got = measured(name);
         let ok = got < limit;
         let op = if ok { "<" } else { ">=" };
@@ -182,12 +185,7 @@ pub fn k6_abort_thresholds(
     let mut out = serde_json::Map::new();
     if let Some(latency) = &thresholds.latency {
         let mut rules = Vec::new();
-        for (name, bound) in latency_bounds(latency) {
-            let Some(text) = bound else { continue };
-            let ms = duration::parse(text)
-                .map_err(|error| ThresholdError { name, error })?
-                .as_secs_f64()
-                * 1e3;
+        for (name, _, ms) in latency_bounds(latency)? {
             let stat = match name {
                 "p50" => "med".to_owned(),
                 "max" => "max".to_owned(),
