@@ -6,6 +6,7 @@ pub mod dedup;
 pub mod error;
 mod fetch;
 pub mod headers;
+mod incremental;
 pub mod metrics;
 mod propagation;
 pub mod response;
@@ -19,6 +20,8 @@ use graphfleet_federation::Supergraph;
 use graphfleet_planner::operation::PreparedOperation;
 use graphfleet_planner::query_planner::{PlanNode, QueryPlan};
 use transport::{SubgraphRequest, Transport};
+
+pub use incremental::{Part, execute_incremental};
 
 /// Everything one request needs besides the store.
 pub struct ExecutionContext<'a, T: Transport> {
@@ -50,9 +53,17 @@ pub struct Executed {
 /// Execute the plan and write the final response body.
 pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut store = Store::with_root();
-    let mut errors = Vec::new();
     let mut received = 0usize;
-    run_as_ready(ctx, &mut store, &mut errors, &mut received).await;
+    let mut fetch_errors = vec![Vec::new(); ctx.plan.fetches.len()];
+    run_as_ready(
+        ctx,
+        &mut store,
+        &mut fetch_errors,
+        &mut received,
+        |_, _, _| true,
+    )
+    .await;
+    let mut errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     introspection(ctx, &mut store, &mut errors);
     let body = Writer::new(
         &store,
@@ -72,13 +83,16 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
 
 /// The plan's fetches, each sent as soon as the fetches it depends on are merged (not
 /// level by level: a fetch waits only for its own inputs; a mutation's root fields wait
-/// for the ones before them). Results merge in the order they arrive; their errors are
-/// reported in plan order, so the answer does not depend on which subgraph was quicker.
+/// for the ones before them). Results merge in the order they arrive, their errors go
+/// to `fetch_errors` (by fetch: callers report them in plan order, so the answer does
+/// not depend on which subgraph was quicker). `on_done` hears of each fetch once all
+/// of it is merged; when it answers false, the rest is abandoned.
 async fn run_as_ready<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     store: &mut Store,
-    errors: &mut Vec<ResponseError>,
+    fetch_errors: &mut [Vec<ResponseError>],
     received: &mut usize,
+    mut on_done: impl FnMut(usize, &mut Store, &mut [Vec<ResponseError>]) -> bool,
 ) {
     let fetches = &ctx.plan.fetches;
     let mut waiting: Vec<usize> = fetches.iter().map(|f| f.depends_on.len()).collect();
@@ -91,7 +105,6 @@ async fn run_as_ready<T: Transport>(
     let mut ready: Vec<usize> = (0..fetches.len()).filter(|i| waiting[*i] == 0).collect();
     // Requests of each fetch still in flight (several for contextual arguments).
     let mut parts_left: Vec<usize> = vec![0; fetches.len()];
-    let mut fetch_errors: Vec<Vec<ResponseError>> = vec![Vec::new(); fetches.len()];
     let mut in_flight = futures::stream::FuturesUnordered::new();
     let done = |i: usize, waiting: &mut Vec<usize>, ready: &mut Vec<usize>| {
         for d in &dependents[i] {
@@ -121,6 +134,9 @@ async fn run_as_ready<T: Transport>(
             // wait for either.
             if prepared.is_empty() {
                 done(i, &mut waiting, &mut ready);
+                if !on_done(i, store, fetch_errors) {
+                    return;
+                }
             }
             parts_left[i] = prepared.len();
             for p in prepared {
@@ -138,15 +154,28 @@ async fn run_as_ready<T: Transport>(
         parts_left[i] -= 1;
         if parts_left[i] == 0 {
             done(i, &mut waiting, &mut ready);
+            if !on_done(i, store, fetch_errors) {
+                return;
+            }
         }
     }
-    let mut order = Vec::with_capacity(fetches.len());
-    if let Some(root) = &ctx.plan.root {
+}
+
+/// The errors of the fetches `wanted` picks, taken in the order the plan lists them.
+fn in_plan_order(
+    plan: &QueryPlan,
+    fetch_errors: &mut [Vec<ResponseError>],
+    wanted: impl Fn(usize) -> bool,
+) -> Vec<ResponseError> {
+    let mut order = Vec::with_capacity(plan.fetches.len());
+    if let Some(root) = &plan.root {
         plan_order(root, &mut order);
     }
-    for i in order {
+    let mut errors = Vec::new();
+    for i in order.into_iter().filter(|i| wanted(*i)) {
         errors.append(&mut fetch_errors[i]);
     }
+    errors
 }
 
 /// The fetches of `node` in the order the plan lists them.

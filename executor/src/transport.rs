@@ -35,7 +35,7 @@ pub struct SubgraphRequest<'a> {
     pub budget_bytes: usize,
 }
 
-pub trait Transport: Send + Sync {
+pub trait Transport: Send + Sync + 'static {
     fn fetch(
         &self,
         request: SubgraphRequest<'_>,

@@ -85,9 +85,26 @@ pub(super) fn build(
             ExtendedType::Scalar(s) => strip(&mut s.make_mut().directives),
         }
     }
+    add_defer(&mut schema);
     schema
         .validate()
         .map_err(|e| SupergraphError::InvalidApiSchema(e.errors.to_string()))
+}
+
+/// `@defer` (incremental delivery), which clients may use on any fragment, as Apollo
+/// Router's API schema declares it; a supergraph that defines its own keeps that one.
+fn add_defer(schema: &mut Schema) {
+    const DEFER: &str =
+        "directive @defer(label: String, if: Boolean! = true) on FRAGMENT_SPREAD | INLINE_FRAGMENT";
+    if schema.directive_definitions.contains_key("defer") {
+        return;
+    }
+    let doc = ast::Document::parse(DEFER, "defer.graphql").expect("the @defer definition parses");
+    for def in doc.definitions {
+        if let ast::Definition::DirectiveDefinition(d) = def {
+            schema.directive_definitions.insert(d.name.clone(), d);
+        }
+    }
 }
 
 fn clean_field(

@@ -15,7 +15,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::Transport;
 use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
-use graphfleet_gateway::http::{HttpLayers, csrf_blocked};
+use graphfleet_gateway::http::{HandlerBody, HttpLayers, csrf_blocked};
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_loadtest::{Mode, Options, Set, spawn};
 use http_body_util::{BodyExt, Full};
@@ -249,7 +249,7 @@ fn http_layers<T: Transport>(
                         } else {
                             answer.clone()
                         };
-                        http::Response::new(Full::new(body))
+                        http::Response::new(HandlerBody::from(Full::new(body)))
                     })
                     .await;
                 let body = response.into_body().collect().await;

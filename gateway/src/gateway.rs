@@ -4,7 +4,7 @@ use crate::auth::authz::AuthMask;
 use crate::config::{Config, LimitsConfig};
 use crate::executor::metrics::FetchMetrics;
 use crate::executor::transport::{HttpTransport, Transport};
-use crate::executor::{ExecutionContext, execute};
+use crate::executor::{ExecutionContext, Part, execute, execute_incremental};
 use crate::lifecycle::{Lifecycle, NOT_LOADED, Readiness};
 use crate::operation::shape::Shapes;
 use crate::operation::{self, ConditionValues, PreparedOperation, RequestErrors};
@@ -55,6 +55,16 @@ pub enum Outcome {
     MutationNotAllowed(Vec<u8>),
     /// No supergraph has been loaded yet (the gateway waits for its file).
     NotReady(Vec<u8>),
+    /// `@defer` honoured: the initial payload, and the later ones as they are written.
+    Incremental(Incremental),
+}
+
+/// An incremental response under way (see [`crate::executor::execute_incremental`]).
+#[derive(Debug)]
+pub struct Incremental {
+    pub first: Part,
+    /// The later payloads; closed after the last one (or when execution ends early).
+    pub rest: tokio::sync::mpsc::UnboundedReceiver<Part>,
 }
 
 impl Outcome {
@@ -64,15 +74,18 @@ impl Outcome {
             | Outcome::RequestError(body)
             | Outcome::MutationNotAllowed(body)
             | Outcome::NotReady(body) => body,
+            Outcome::Incremental(i) => &i.first.body,
         }
     }
 
+    /// The body; of an incremental response, only its initial payload.
     pub fn into_body(self) -> Vec<u8> {
         match self {
             Outcome::Executed { body, .. }
             | Outcome::RequestError(body)
             | Outcome::MutationNotAllowed(body)
             | Outcome::NotReady(body) => body,
+            Outcome::Incremental(i) => i.first.body,
         }
     }
 
@@ -83,6 +96,8 @@ impl Outcome {
                 field_errors: true, ..
             } => RequestOutcome::FieldErrors,
             Outcome::Executed { .. } => RequestOutcome::Ok,
+            Outcome::Incremental(i) if i.first.field_errors => RequestOutcome::FieldErrors,
+            Outcome::Incremental(_) => RequestOutcome::Ok,
             Outcome::RequestError(_) | Outcome::MutationNotAllowed(_) => {
                 RequestOutcome::RequestError
             }
@@ -102,6 +117,9 @@ pub struct RequestMeta {
     pub trace_context: http::HeaderMap,
     /// The claims of the request's validated JWT, when it carried one (`authentication`).
     pub claims: Option<Arc<serde_json::Map<String, serde_json::Value>>>,
+    /// The client takes incremental delivery (`multipart/mixed`): `@defer` is honoured
+    /// by [`Gateway::execute_shared`].
+    pub incremental: bool,
 }
 
 pub type PlanResult = Result<QueryPlan, PlanError>;
@@ -577,14 +595,34 @@ impl<T: Transport> Gateway<T> {
         }
     }
 
-    /// Run one request.
+    /// Run one request (`@defer` is not honoured: see [`Self::execute_shared`]).
     pub async fn execute(&self, request: &GraphQLRequest, meta: &RequestMeta) -> Outcome {
+        self.execute_with(request, meta, None).await
+    }
+
+    /// Run one request; one that takes incremental delivery (`meta.incremental`) and
+    /// defers fragments gets [`Outcome::Incremental`] once its initial payload is
+    /// written, the rest following from a task of its own.
+    pub async fn execute_shared(
+        self: &Arc<Self>,
+        request: &GraphQLRequest,
+        meta: &RequestMeta,
+    ) -> Outcome {
+        self.execute_with(request, meta, Some(self)).await
+    }
+
+    async fn execute_with(
+        &self,
+        request: &GraphQLRequest,
+        meta: &RequestMeta,
+        shared: Option<&Arc<Self>>,
+    ) -> Outcome {
         let timeout = self.config.traffic.request_timeout;
         let mut recorder = RequestRecorder::start(&self.metrics, timeout);
         let span = crate::otel_span!("request", graphql.operation.name = tracing::field::Empty);
         crate::telemetry::tracing::set_remote_parent(&span, &meta.trace_context);
         let outcome = self
-            .run(request, meta, &mut recorder)
+            .run(request, meta, &mut recorder, shared)
             .instrument(span)
             .await;
         recorder.finish(outcome.classify());
@@ -596,6 +634,7 @@ impl<T: Transport> Gateway<T> {
         request: &GraphQLRequest,
         meta: &RequestMeta,
         recorder: &mut RequestRecorder<'_>,
+        shared: Option<&Arc<Self>>,
     ) -> Outcome {
         let allow_mutation = meta.allow_mutation;
         let query = match crate::persisted::query_of(self.persisted.as_deref(), request) {
@@ -637,7 +676,10 @@ impl<T: Transport> Gateway<T> {
             Ok(v) => v,
             Err(e) => return request_error(e),
         };
-        let values = ConditionValues::of(&cached.prepared.ir, &variables);
+        let mut values = ConditionValues::of(&cached.prepared.ir, &variables);
+        if meta.incremental && shared.is_some() && cached.prepared.ir.can_defer() {
+            values = values.with_incremental();
+        }
         let dc = &self.config.demand_control;
         let ops = cached.metrics.get().map(|m| &**m);
         let cost = match crate::demand::check(dc, &state, &cached, &variables, values, ops) {
@@ -673,6 +715,17 @@ impl<T: Transport> Gateway<T> {
             Ok(plan) => plan,
             Err(e) => return request_error(plan_error(e)),
         };
+        if let Some(shared) = shared.filter(|_| values.incremental()) {
+            let started = Started {
+                state: state.clone(),
+                cached: cached.clone(),
+                variant: variant.clone(),
+                variables,
+                headers: meta.forward_headers.clone(),
+                deadline,
+            };
+            return shared.incremental(started, cost).await;
+        }
         let ctx = ExecutionContext {
             supergraph: &state.supergraph,
             prepared: &cached.prepared,
@@ -691,6 +744,84 @@ impl<T: Transport> Gateway<T> {
                 None => executed.body,
             },
             field_errors: executed.field_errors,
+        }
+    }
+}
+
+/// What an incremental response's task owns: the request ready to execute.
+struct Started {
+    state: Arc<State>,
+    cached: Arc<CachedOperation>,
+    variant: Arc<Variant>,
+    variables: apollo_compiler::validation::Valid<JsonMap>,
+    headers: crate::executor::headers::SubgraphHeaders,
+    deadline: Instant,
+}
+
+impl<T: Transport> Gateway<T> {
+    /// Executes `started` in a task of its own, which sends its payloads as they are
+    /// written; answers once the initial payload is. The task stops when the client
+    /// is gone (the receiver dropped) or at the request deadline, ending the response
+    /// with a last payload saying so.
+    async fn incremental(self: &Arc<Self>, started: Started, cost: Option<f64>) -> Outcome {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Part>();
+        let gateway = self.clone();
+        let task = async move {
+            let Started {
+                state,
+                cached,
+                variant,
+                variables,
+                headers,
+                deadline,
+            } = started;
+            let Ok(plan) = &variant.plan else { return };
+            let ctx = ExecutionContext {
+                supergraph: &state.supergraph,
+                prepared: &cached.prepared,
+                shapes: variant.shapes(&cached.prepared),
+                plan,
+                variables: &variables,
+                transport: &gateway.transport,
+                headers: &headers,
+                fetch_metrics: &state.fetch_metrics,
+                max_response_bytes: gateway.config.limits.max_response_bytes,
+            };
+            let mut first = true;
+            let mut sink = |mut part: Part| {
+                if std::mem::take(&mut first)
+                    && let Some(cost) = cost
+                {
+                    part.body = crate::demand::expose(part.body, cost);
+                }
+                tx.send(part).is_ok()
+            };
+            let until = tokio::time::Instant::from_std(deadline);
+            let run = execute_incremental(&ctx, &mut sink);
+            if tokio::time::timeout_at(until, run).await.is_err() {
+                let timeout = gateway.config.traffic.request_timeout;
+                let error = serde_json::json!({
+                    "incremental": [],
+                    "errors": [{
+                        "message": format!("the request did not complete within {timeout:?}"),
+                        "extensions": { "code": "GATEWAY_TIMEOUT" },
+                    }],
+                    "hasNext": false,
+                });
+                let body = serde_json::to_vec(&error).expect("static JSON serializes");
+                let _ = tx.send(Part {
+                    body,
+                    field_errors: true,
+                    last: true,
+                });
+            }
+        };
+        tokio::spawn(task.instrument(tracing::Span::current()));
+        match rx.recv().await {
+            Some(first) => Outcome::Incremental(Incremental { first, rest: rx }),
+            None => request_error(RequestErrors::message(
+                "the gateway failed to execute this operation",
+            )),
         }
     }
 }

@@ -47,7 +47,7 @@ fn too_many_condition_variables_are_refused() {
         panic!("an operation with too many condition variables was accepted");
     };
     let e = &err.0[0];
-    assert!(e.message.contains("at most 64"), "{}", e.message);
+    assert!(e.message.contains("at most 63"), "{}", e.message);
     assert_eq!(
         e.extensions.get("code").and_then(|c| c.as_str()),
         Some("TOO_MANY_CONDITION_VARIABLES")

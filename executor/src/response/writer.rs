@@ -5,6 +5,7 @@ use super::keys::KeyTable;
 use super::store::{ObjId, Store, Value};
 use apollo_compiler::ast::Type;
 use apollo_compiler::response::JsonMap;
+use graphfleet_planner::operation::DeferId;
 use graphfleet_planner::operation::shape::{ShapeObjectId, ShapeSetId, Shapes};
 use serde::Serialize;
 use std::rc::Rc;
@@ -155,6 +156,18 @@ fn raw_integer(text: &[u8]) -> Option<i128> {
 /// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
 struct NullBubble;
 
+/// An object written in a payload whose deferred fragment `defer` is still to be sent:
+/// where it is, and the fragment's shape for it.
+#[derive(Debug, Clone)]
+pub struct DeferPoint {
+    pub defer: DeferId,
+    pub path: Vec<PathSeg>,
+    pub obj: ObjId,
+    pub shape: ShapeObjectId,
+    /// Output length when recorded: a null bubbling over the object drops the point.
+    at: usize,
+}
+
 /// What writing one field of a shape needs beyond the shape itself, worked out the first
 /// time the shape is written (a big response writes the same shape thousands of times).
 struct FieldPlan {
@@ -181,6 +194,10 @@ pub struct Writer<'a> {
     too_large: bool,
     /// Per shape object, by id.
     field_plans: Vec<Option<Rc<[FieldPlan]>>>,
+    /// Where the written object is in the whole response (deferred payloads).
+    base: Vec<PathSeg>,
+    /// Deferred fragments met on objects that stay in the payload.
+    points: Vec<DeferPoint>,
 }
 
 impl<'a> Writer<'a> {
@@ -197,21 +214,37 @@ impl<'a> Writer<'a> {
             shapes,
             variables,
             errors,
-            // About as large as the subgraph bodies it comes from: sized once, so a big
-            // response is not copied over and over while it grows.
-            out: Vec::with_capacity(
-                store
-                    .buffers
-                    .iter()
-                    .map(|b| b.len())
-                    .sum::<usize>()
-                    .clamp(16 * 1024, 64 * 1024 * 1024),
-            ),
+            out: Vec::new(),
             path: Vec::new(),
             typename_key: keys.get("__typename"),
             max_bytes: usize::MAX,
             too_large: false,
             field_plans: Vec::new(),
+            base: Vec::new(),
+            points: Vec::new(),
+        }
+    }
+
+    /// About as large as the subgraph bodies it comes from: sized once, so a big
+    /// response is not copied over and over while it grows.
+    fn reserve_for_store(&mut self) {
+        let size = self.store.buffers.iter().map(|b| b.len()).sum::<usize>();
+        self.out.reserve(size.clamp(16 * 1024, 64 * 1024 * 1024));
+    }
+
+    /// The path the writer is at, from the response root.
+    fn current_path(&self) -> Vec<PathSeg> {
+        let mut path = self.base.clone();
+        path.extend(self.path.iter().map(PathRef::owned));
+        path
+    }
+
+    /// Cuts the output back to `len` (a null replaces what was written from there):
+    /// deferred fragments on objects written since are gone with them.
+    fn truncate(&mut self, len: usize) {
+        self.out.truncate(len);
+        if self.points.last().is_some_and(|p| p.at >= len) {
+            self.points.retain(|p| p.at < len);
         }
     }
 
@@ -256,20 +289,58 @@ impl<'a> Writer<'a> {
 
     /// The complete response body: `{"data":…,"errors":[…]}`.
     pub fn write_response(mut self, root: Option<ObjId>) -> Vec<u8> {
+        self.reserve_for_store();
+        self.write_data(root);
+        if self.too_large {
+            return self.cut();
+        }
+        self.close()
+    }
+
+    /// The initial payload of an incremental response, `{"data":…,"errors":[…]` still
+    /// open (the caller adds `hasNext`), and the deferred fragments to send later.
+    pub fn write_initial(mut self, root: Option<ObjId>) -> (Vec<u8>, Vec<DeferPoint>) {
+        self.reserve_for_store();
+        self.write_data(root);
+        if self.too_large {
+            let mut body = self.cut();
+            body.pop();
+            return (body, Vec::new());
+        }
+        let points = std::mem::take(&mut self.points);
+        let mut body = self.close();
+        body.pop();
+        (body, points)
+    }
+
+    /// The data of deferred fragment `point` (`{…}`, or `null` when a non-null field in
+    /// it is null; the errors say why, with paths from the response root), and the
+    /// deferred fragments nested in it.
+    pub fn write_deferred(mut self, point: &DeferPoint) -> (Vec<u8>, Vec<DeferPoint>) {
+        self.base = point.path.clone();
+        if self.write_object(point.obj, point.shape).is_err() || self.too_large {
+            self.truncate(0);
+            self.out.extend_from_slice(b"null");
+        }
+        (self.out, self.points)
+    }
+
+    fn write_data(&mut self, root: Option<ObjId>) {
         self.out.extend_from_slice(b"{\"data\":");
         match (root, self.shapes.root) {
             (Some(root), Some(shape)) => {
                 let start = self.out.len();
                 if self.write_object(root, shape).is_err() {
-                    self.out.truncate(start);
+                    self.truncate(start);
                     self.out.extend_from_slice(b"null");
                 }
             }
             _ => self.out.extend_from_slice(b"null"),
         }
-        if self.too_large {
-            return self.cut();
-        }
+    }
+
+    /// The errors, if any, and the closing brace.
+    fn close(mut self) -> Vec<u8> {
         if !self.errors.is_empty() {
             // Error paths name only positions a response can have (issue 14's invariants).
             debug_assert!(
@@ -365,11 +436,21 @@ impl<'a> Writer<'a> {
                 if field.ty.is_non_null() {
                     return Err(NullBubble);
                 }
-                self.out.truncate(start);
+                self.truncate(start);
                 self.out.extend_from_slice(b"null");
             }
         }
         self.out.push(b'}');
+        for (defer, block) in &shape.defers {
+            let point = DeferPoint {
+                defer: *defer,
+                path: self.current_path(),
+                obj,
+                shape: *block,
+                at: self.out.len(),
+            };
+            self.points.push(point);
+        }
         Ok(())
     }
 
@@ -407,7 +488,7 @@ impl<'a> Writer<'a> {
                         if inner.is_non_null() {
                             return Err(NullBubble);
                         }
-                        self.out.truncate(start);
+                        self.truncate(start);
                         self.out.extend_from_slice(b"null");
                     }
                 }
@@ -464,7 +545,12 @@ impl<'a> Writer<'a> {
         // A subgraph error at or above this path already explains the null.
         let explained = self.errors.iter().any(|e| match &e.path {
             None => true,
-            Some(p) => p.len() <= self.path.len() && p.iter().zip(&self.path).all(|(a, b)| b.is(a)),
+            Some(p) => {
+                let (base, rest) = p.split_at(p.len().min(self.base.len()));
+                base == self.base.as_slice()
+                    && rest.len() <= self.path.len()
+                    && rest.iter().zip(&self.path).all(|(a, b)| b.is(a))
+            }
         });
         if !explained {
             self.push_error(format!(
@@ -476,7 +562,7 @@ impl<'a> Writer<'a> {
     /// A field the request may not read (authorization), at the current path.
     fn push_unauthorized(&mut self) {
         self.errors.push(ResponseError {
-            path: Some(self.path.iter().map(PathRef::owned).collect()),
+            path: Some(self.current_path()),
             extensions: Some(serde_json::json!({ "code": UNAUTHORIZED_CODE })),
             ..ResponseError::new("Unauthorized field or type")
         });
@@ -484,7 +570,7 @@ impl<'a> Writer<'a> {
 
     fn push_error(&mut self, message: String) {
         self.errors.push(ResponseError {
-            path: Some(self.path.iter().map(PathRef::owned).collect()),
+            path: Some(self.current_path()),
             ..ResponseError::new(message)
         });
     }

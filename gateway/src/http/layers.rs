@@ -10,11 +10,11 @@
 //! requests are served whatever their origin; only allowed origins get the CORS headers
 //! that let a browser script read the answer.
 
+use super::HandlerBody;
 use crate::config::{CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig};
-use bytes::Bytes;
 use http::header::HeaderValue;
 use http::{HeaderName, Method, Request, Response};
-use http_body_util::{Either, Full};
+use http_body_util::Either;
 use std::convert::Infallible;
 use std::sync::Arc;
 use tower::{Layer, ServiceExt};
@@ -25,11 +25,11 @@ use tower_http::cors::{
 };
 
 /// A response as the listener writes it: the handler's body, or that body compressed.
-pub type ResponseBody = Either<Full<Bytes>, CompressionBody<Full<Bytes>>>;
+pub type ResponseBody = Either<HandlerBody, CompressionBody<HandlerBody>>;
 
-/// Compress responses at least `min_size` long, except event streams (none today; a
-/// stream must not be held back by a compressor's buffer).
-type Compress = And<SizeAbove, NotForContentType>;
+/// Compress responses at least `min_size` long, except streams (event streams and
+/// incremental `multipart/mixed` answers): a part must not wait in a compressor's buffer.
+type Compress = And<And<SizeAbove, NotForContentType>, NotForContentType>;
 
 /// The configured layers; `None` for each one that is off.
 #[derive(Clone, Default)]
@@ -69,7 +69,7 @@ impl HttpLayers {
     ) -> Response<ResponseBody>
     where
         F: FnMut(Request<B>) -> Fut,
-        Fut: Future<Output = Response<Full<Bytes>>>,
+        Fut: Future<Output = Response<HandlerBody>>,
     {
         if self.is_off() {
             return handler(request).await.map(Either::Left);
@@ -132,7 +132,7 @@ impl Origins {
 
 /// The 403 answer to a CORS preflight (`OPTIONS` with `Origin` and
 /// `Access-Control-Request-Method`) from an origin that is not allowed.
-fn refused_preflight<B>(origins: &Origins, request: &Request<B>) -> Option<Response<Full<Bytes>>> {
+fn refused_preflight<B>(origins: &Origins, request: &Request<B>) -> Option<Response<HandlerBody>> {
     let headers = request.headers();
     if request.method() != Method::OPTIONS
         || !headers.contains_key(http::header::ACCESS_CONTROL_REQUEST_METHOD)
@@ -209,7 +209,9 @@ fn cors_layer(config: &CorsConfig, allowed: &Arc<Origins>) -> CorsLayer {
 fn compression_layer(config: &CompressionConfig) -> CompressionLayer<Compress> {
     let on = |a| config.algorithms.contains(&a);
     // `SizeAbove` compresses bodies of at least its size (every body has an exact size).
-    let predicate = SizeAbove::new(config.min_size as u64).and(NotForContentType::SSE);
+    let predicate = SizeAbove::new(config.min_size as u64)
+        .and(NotForContentType::SSE)
+        .and(NotForContentType::const_new("multipart/mixed"));
     CompressionLayer::new()
         .no_deflate()
         .gzip(on(CompressionAlgorithm::Gzip))

@@ -6,17 +6,20 @@ use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use crate::lifecycle::Readiness;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
+use std::sync::Arc;
 
 pub mod headers;
 mod idle;
 mod layers;
+mod multipart;
 mod server;
 
 pub use layers::{HttpLayers, ResponseBody};
+pub use multipart::HandlerBody;
 pub use server::{serve, serve_blocking};
 
 const GRAPHQL_RESPONSE: &str = "application/graphql-response+json";
@@ -26,8 +29,8 @@ fn response(
     status: StatusCode,
     content_type: &str,
     body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    let mut r = Response::new(Full::new(body.into()));
+) -> Response<HandlerBody> {
+    let mut r = Response::new(HandlerBody::full(body));
     *r.status_mut() = status;
     r.headers_mut().insert(
         CONTENT_TYPE,
@@ -50,7 +53,7 @@ fn coded_error_body(code: &str, message: &str) -> Vec<u8> {
 /// 200 once a supergraph is loaded, 503 before that and from a shutdown signal on. The
 /// body says which supergraph serves and why the file on disk does not, when a reload
 /// failed (still ready: the last good supergraph keeps serving).
-fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<Full<Bytes>> {
+fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<HandlerBody> {
     let readiness = gateway.readiness();
     let (status, word) = match readiness {
         Readiness::Ready => (StatusCode::OK, "UP"),
@@ -136,9 +139,9 @@ fn media_range(part: &str) -> Option<(&str, f32)> {
 
 /// Answer one request; generic over the transport so fuzzing can run without network.
 pub async fn handle<T: Transport>(
-    gateway: &Gateway<T>,
+    gateway: &Arc<Gateway<T>>,
     req: Request<Incoming>,
-) -> Response<Full<Bytes>> {
+) -> Response<HandlerBody> {
     let telemetry = &gateway.config.telemetry;
     if telemetry.metrics && req.uri().path() == telemetry.metrics_path {
         let text = gateway.render_metrics();
@@ -203,6 +206,7 @@ pub async fn handle<T: Transport>(
         forward_headers: Default::default(),
         trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
         claims,
+        incremental: multipart::accepts_defer(req.headers().get(ACCEPT)),
     };
     meta.forward_headers = gateway
         .header_rules
@@ -288,8 +292,8 @@ pub async fn handle<T: Transport>(
             return r;
         }
     };
-    let Ok(outcome) = tokio::time::timeout_at(deadline, gateway.execute(&request, &meta)).await
-    else {
+    let executed = gateway.execute_shared(&request, &meta);
+    let Ok(outcome) = tokio::time::timeout_at(deadline, executed).await else {
         let message = format!("the request did not complete within {timeout:?}");
         return response(
             StatusCode::GATEWAY_TIMEOUT,
@@ -305,6 +309,9 @@ pub async fn handle<T: Transport>(
         r.headers_mut()
             .insert(ALLOW, HeaderValue::from_static("POST"));
         return r;
+    }
+    if let Outcome::Incremental(incremental) = outcome {
+        return multipart::response(incremental);
     }
     let status = match (&outcome, media) {
         (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,

@@ -232,6 +232,7 @@ impl Compiler<'_> {
                     type_condition,
                     conditions,
                     selection,
+                    ..
                 } => {
                     let Some(cond) = self.cond(conditions) else {
                         continue;

@@ -6,7 +6,10 @@ mod ir;
 pub mod limits;
 pub mod shape;
 
-pub use ir::{Condition, ConditionValues, Conditions, OpField, OpFieldId, OpIr, OpSel, SelSetId};
+pub use ir::{
+    Condition, ConditionValues, Conditions, Defer, DeferId, DeferIf, DeferMask, MAX_DEFERS,
+    OpField, OpFieldId, OpIr, OpSel, PRIMARY, SelSetId,
+};
 
 use crate::limits::OperationLimits;
 use apollo_compiler::executable::ExecutableDocument;
@@ -61,7 +64,7 @@ pub fn prepare_with_limits(
         return Err(RequestErrors(vec![limits::error(
             "TOO_MANY_CONDITION_VARIABLES",
             format!(
-                "the operation reads {} variables in @skip/@include; at most {} are supported",
+                "the operation reads {} variables in @skip/@include/@defer(if:); at most {} are supported",
                 ir.condition_variables.len(),
                 ConditionValues::MAX
             ),

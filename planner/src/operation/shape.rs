@@ -1,7 +1,7 @@
 //! Response shapes: the operation's fields collected (CollectFields) once per
 //! concrete type at prepare time, so writing a response is a walk over plain `Vec`s.
 
-use super::ir::{ConditionValues, Conditions, OpIr, OpSel, SelSetId};
+use super::ir::{ConditionValues, Conditions, DeferId, OpIr, OpSel, SelSetId};
 use apollo_compiler::collections::HashMap;
 use apollo_compiler::schema::{ExtendedType, Implementers};
 use apollo_compiler::{Name, Schema, ast};
@@ -21,6 +21,9 @@ pub struct ShapeObject {
     /// Whether `typename` is an object type, i.e. a valid `__typename` to write.
     pub concrete: bool,
     pub fields: Vec<ShapeField>,
+    /// Fragments deferred in this request that apply to the object: each is written
+    /// later, in its own payload, with its own shape.
+    pub defers: Vec<(DeferId, ShapeObjectId)>,
 }
 
 #[derive(Debug)]
@@ -150,6 +153,9 @@ struct Builder<'a> {
 
 type Collected = IndexMap<Name, (Vec<super::OpFieldId>, Vec<Conditions>, bool)>;
 
+/// The deferred fragments met while collecting, and their selection sets.
+type Deferred = Vec<(DeferId, Vec<SelSetId>)>;
+
 impl Builder<'_> {
     /// `cond` and `more`, as far as the request can still decide them: with the
     /// condition values known every condition left is true (the false ones excluded
@@ -174,7 +180,7 @@ impl Builder<'_> {
         set: SelSetId,
         typename: &Name,
         cond: &Conditions,
-        out: &mut Collected,
+        out: &mut (Collected, Deferred),
         seen: &mut FxHashSet<(SelSetId, Conditions)>,
     ) {
         if !seen.insert((set, cond.clone())) {
@@ -189,6 +195,7 @@ impl Builder<'_> {
                     }
                     let c = self.live(cond, &f.conditions);
                     let entry = out
+                        .0
                         .entry(f.response_key.clone())
                         .or_insert_with(|| (Vec::new(), Vec::new(), false));
                     entry.0.push(*fid);
@@ -202,12 +209,28 @@ impl Builder<'_> {
                     type_condition,
                     conditions,
                     selection,
+                    defer,
                 } => {
-                    if self.applies(type_condition.as_ref(), typename)
-                        && !conditions.excluded(self.ir, self.values)
+                    if !self.applies(type_condition.as_ref(), typename)
+                        || conditions.excluded(self.ir, self.values)
                     {
-                        let c = self.live(cond, conditions);
-                        self.collect(*selection, typename, &c, out, seen);
+                        continue;
+                    }
+                    match defer {
+                        // Conditions are all decided when defers are honoured.
+                        Some(d) if self.ir.defer_active(Some(*d), self.values) => {
+                            match out.1.iter_mut().find(|(id, _)| id == d) {
+                                Some((_, sets)) if !sets.contains(selection) => {
+                                    sets.push(*selection)
+                                }
+                                Some(_) => {}
+                                None => out.1.push((*d, vec![*selection])),
+                            }
+                        }
+                        _ => {
+                            let c = self.live(cond, conditions);
+                            self.collect(*selection, typename, &c, out, seen);
+                        }
                     }
                 }
             }
@@ -219,17 +242,12 @@ impl Builder<'_> {
         if let Some(id) = self.memo.get(&memo_key) {
             return *id;
         }
-        let mut collected = Collected::default();
+        let mut out = (Collected::default(), Deferred::new());
         let mut seen = FxHashSet::default();
         for set in sets {
-            self.collect(
-                *set,
-                typename,
-                &Conditions::default(),
-                &mut collected,
-                &mut seen,
-            );
+            self.collect(*set, typename, &Conditions::default(), &mut out, &mut seen);
         }
+        let (collected, deferred) = out;
         let mut fields = Vec::with_capacity(collected.len());
         for (key, (fids, conditions, always)) in collected {
             let first = self.ir.field(fids[0]);
@@ -258,6 +276,10 @@ impl Builder<'_> {
                 unauthorized,
             });
         }
+        let defers = deferred
+            .into_iter()
+            .map(|(d, sets)| (d, self.object(&sets, typename)))
+            .collect();
         let id = ShapeObjectId(self.shapes.objects.len() as u32);
         self.shapes.objects.push(ShapeObject {
             typename: typename.clone(),
@@ -266,6 +288,7 @@ impl Builder<'_> {
                 Some(ExtendedType::Object(_))
             ),
             fields,
+            defers,
         });
         self.memo.insert(memo_key, id);
         id

@@ -69,6 +69,9 @@ impl QueryPlan {
         let pad = "  ".repeat(depth);
         let fetch = &self.fetches[i];
         writeln!(f, "{pad}Fetch(service: \"{}\") {{", fetch.subgraph_name)?;
+        if fetch.payloads != crate::operation::PRIMARY {
+            writeln!(f, "{pad}  payloads: [{}]", payload_names(fetch.payloads))?;
+        }
         if let Some(entity) = &fetch.entity {
             let mut reps = String::new();
             for rep in &entity.reps {
@@ -95,6 +98,20 @@ impl QueryPlan {
         writeln!(f, "{pad}  {}", fetch.operation)?;
         writeln!(f, "{pad}}}")
     }
+}
+
+/// `initial` for the initial payload, the defer's index for each deferred one.
+fn payload_names(mask: crate::operation::DeferMask) -> String {
+    let mut names = Vec::new();
+    for bit in 0..64 {
+        if mask & (1 << bit) != 0 {
+            names.push(match bit {
+                0 => "initial".to_owned(),
+                n => format!("defer {}", n - 1),
+            });
+        }
+    }
+    names.join(", ")
 }
 
 fn write_tree(out: &mut String, tree: &graphfleet_federation::meta::SelTree) {

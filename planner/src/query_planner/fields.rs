@@ -9,7 +9,7 @@ use super::plan::PathElem;
 use super::selection::{
     Normalizer, SelectedField, Selection, fields_applying_to, list_depth, narrow_provided,
 };
-use crate::operation::{ConditionValues, OpIr};
+use crate::operation::{ConditionValues, OpIr, PRIMARY};
 use apollo_compiler::Name;
 use apollo_compiler::ast::OperationType;
 use graphfleet_federation::meta::{Resolution, SelTree, SubgraphId, TypeKind};
@@ -24,7 +24,7 @@ impl<'a> Planner<'a> {
     ) -> Result<(), PlanError> {
         let root_type = ir.root_type().clone();
         let sels = Normalizer::new(self.meta, ir, values, self.budget)
-            .selections(&[ir.root()], &root_type)?;
+            .root_selections(ir.root(), &root_type)?;
         let mut fields = Vec::new();
         fields_applying_to(self.meta, &sels, &root_type, &mut fields);
         // One root field per response key, its selections merged (the spec's field
@@ -32,7 +32,10 @@ impl<'a> Planner<'a> {
         let mut merged: Vec<SelectedField> = Vec::with_capacity(fields.len());
         for f in fields.into_iter().filter(|f| !f.name.starts_with("__")) {
             match merged.iter_mut().find(|m| m.key == f.key) {
-                Some(m) => m.children.extend(f.children.iter().cloned()),
+                Some(m) => {
+                    m.children.extend(f.children.iter().cloned());
+                    m.defer |= f.defer;
+                }
                 None => merged.push(f.clone()),
             }
         }
@@ -51,6 +54,13 @@ impl<'a> Planner<'a> {
                     field: f.name.to_string(),
                 });
             }
+            // A root field only deferred fragments select is fetched apart from the
+            // initial payload's fields: by the first payload selecting it.
+            let tag = if f.defer & PRIMARY != 0 || f.defer == 0 {
+                PRIMARY
+            } else {
+                1 << f.defer.trailing_zeros()
+            };
             let existing_of = |this: &Self, sg: SubgraphId| {
                 if mutation {
                     // Mutations run in order: only the latest root fetch may be extended.
@@ -62,7 +72,7 @@ impl<'a> Planner<'a> {
                     this.root_groups
                         .iter()
                         .copied()
-                        .find(|g| this.groups[*g].subgraph == sg)
+                        .find(|g| this.groups[*g].subgraph == sg && this.groups[*g].tag == tag)
                 }
             };
             // Order the candidates by the further fetches planning there would need
@@ -101,6 +111,7 @@ impl<'a> Planner<'a> {
                     Some(g) => g,
                     None => {
                         let g = self.new_group(*sg, Vec::new(), false, None);
+                        self.group_mut(g).tag = tag;
                         self.root_groups.push(g);
                         g
                     }
@@ -361,6 +372,7 @@ impl<'a> Planner<'a> {
                     name: f.name.clone(),
                     args: f.args.clone(),
                     children: Vec::new(),
+                    defer: f.defer,
                 },
                 response_path: rpath.to_vec(),
                 provided,

@@ -52,6 +52,7 @@ impl<'a> Planner<'a> {
                 }
             })
             .collect();
+        self.payloads(&mut fetches);
         // A group's fetch keeps its position in the plan's fetch list.
         let node_of = |g: GroupId| {
             if self.groups[g].is_entity {
@@ -116,6 +117,35 @@ impl<'a> Planner<'a> {
             fetches,
             root,
             keys,
+        }
+    }
+}
+
+impl Planner<'_> {
+    /// Each fetch's [`Fetch::payloads`]: what its own fields serve, and what every fetch
+    /// depending on it waits for (dependencies are acyclic: this settles within as many
+    /// rounds as the plan is deep). A fetch serving nothing counts for the initial one.
+    fn payloads(&self, fetches: &mut [Fetch]) {
+        for (fetch, group) in fetches.iter_mut().zip(self.groups.iter()) {
+            fetch.payloads = match group.serves {
+                0 => group.tag,
+                serves => serves,
+            };
+        }
+        loop {
+            let mut changed = false;
+            for i in 0..fetches.len() {
+                let wanted = fetches[i].payloads;
+                for d in fetches[i].depends_on.clone() {
+                    if wanted & !fetches[d].payloads != 0 {
+                        fetches[d].payloads |= wanted;
+                        changed = true;
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
         }
     }
 }

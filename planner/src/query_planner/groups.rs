@@ -95,6 +95,11 @@ pub(super) struct Group {
     pub(super) parent: Option<GroupId>,
     /// Contextual arguments of its fields, passed as variables (entity groups).
     pub(super) contexts: Vec<ContextVariable>,
+    /// The payloads whose fields it fetches (`@defer`; see [`super::plan::Fetch::payloads`]).
+    pub(super) serves: crate::operation::DeferMask,
+    /// The payload a root group was made for: fields only a deferred fragment selects
+    /// get root fetches of their own, so the initial payload never waits for them.
+    pub(super) tag: crate::operation::DeferMask,
 }
 
 /// A selection in a subgraph query being built.
@@ -249,6 +254,8 @@ impl<'a> Planner<'a> {
             depends_on: parent.into_iter().collect(),
             parent,
             contexts: Vec::new(),
+            serves: 0,
+            tag: crate::operation::PRIMARY,
         })
     }
 
@@ -297,6 +304,9 @@ impl<'a> Planner<'a> {
         f: &SelectedField,
         composite: bool,
     ) {
+        if f.defer & !self.groups[g].serves != 0 {
+            self.group_mut(g).serves |= f.defer;
+        }
         let sel = self.selection_at(g, steps);
         let exists = sel
             .iter()

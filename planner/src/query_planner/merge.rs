@@ -60,10 +60,13 @@ impl<'a> Planner<'a> {
                         depends_on: Vec::new(),
                         parent: None,
                         contexts: Vec::new(),
+                        serves: 0,
+                        tag: 0,
                     },
                 );
                 alive[j.index()] = false;
                 self.groups[i].selection = selection;
+                self.groups[i].serves |= b.serves;
                 self.groups[i].merge_paths.extend(b.merge_paths);
                 for rep in b.representations {
                     self.add_rep_matching(

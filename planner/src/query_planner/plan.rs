@@ -106,6 +106,10 @@ pub struct Fetch {
     /// first: its representations' sources and `@requires` inputs. A query's fetch may
     /// start as soon as these are merged.
     pub depends_on: Vec<usize>,
+    /// The payloads waiting for it (`@defer`; [`crate::operation::PRIMARY`]: the
+    /// initial one): those whose fields it fetches, and those of every fetch that needs
+    /// its results. A payload is sent once all its fetches are merged.
+    pub payloads: crate::operation::DeferMask,
 }
 
 #[derive(Debug)]

@@ -80,6 +80,7 @@ impl<'a> Planner<'a> {
             }),
             renames: Vec::new(),
             depends_on: Vec::new(),
+            payloads: 0,
         }
     }
 }

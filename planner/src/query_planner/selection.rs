@@ -4,7 +4,7 @@
 
 use super::PlanBudget;
 use super::error::PlanError;
-use crate::operation::{ConditionValues, OpFieldId, OpIr, OpSel, SelSetId};
+use crate::operation::{ConditionValues, DeferMask, OpFieldId, OpIr, OpSel, PRIMARY, SelSetId};
 use apollo_compiler::ast::{Argument, Type};
 use apollo_compiler::{Name, Node, name};
 use graphfleet_federation::meta::{FederationMeta, SelTree, SelTreeItem};
@@ -17,6 +17,9 @@ pub(super) struct SelectedField {
     pub(super) name: Name,
     pub(super) args: Vec<Node<Argument>>,
     pub(super) children: Vec<Selection>,
+    /// The payloads selecting it (`@defer`); 0 for fields the planner adds (keys,
+    /// `@requires`), which serve whatever needs them.
+    pub(super) defer: DeferMask,
 }
 
 /// A selection to plan: a field, or the selections under an optional type condition.
@@ -33,6 +36,7 @@ impl SelectedField {
             name: name!("__typename"),
             args: Vec::new(),
             children: Vec::new(),
+            defer: 0,
         }
     }
 }
@@ -59,7 +63,7 @@ pub(super) struct Normalizer<'a> {
 struct Collected {
     entries: Vec<Entry>,
     index: FxHashMap<EntryKey, usize>,
-    seen: FxHashSet<SelSetId>,
+    seen: FxHashSet<(SelSetId, DeferMask)>,
 }
 
 #[derive(PartialEq, Eq, Hash)]
@@ -68,10 +72,14 @@ enum EntryKey {
     Fragment(Name),
 }
 
+/// A selection set reached under the payloads of a mask.
+type Reached = (SelSetId, DeferMask);
+
 enum Entry {
-    /// The first field with this response key, and every sub-selection set of it.
-    Field(OpFieldId, Vec<SelSetId>),
-    Fragment(Name, Vec<SelSetId>),
+    /// The first field with this response key, the payloads selecting it, and every
+    /// sub-selection set of it.
+    Field(OpFieldId, DeferMask, Vec<Reached>),
+    Fragment(Name, Vec<Reached>),
 }
 
 impl<'a> Normalizer<'a> {
@@ -90,20 +98,25 @@ impl<'a> Normalizer<'a> {
         }
     }
 
-    /// The merged selections of `sets`, all selected on `scope`.
-    pub(super) fn selections(
+    /// The merged selections of the operation's root selection set.
+    pub(super) fn root_selections(
         &mut self,
-        sets: &[SelSetId],
+        root: SelSetId,
         scope: &Name,
     ) -> Result<Vec<Selection>, PlanError> {
+        self.selections(&[(root, PRIMARY)], scope)
+    }
+
+    /// The merged selections of `sets`, all selected on `scope`.
+    fn selections(&mut self, sets: &[Reached], scope: &Name) -> Result<Vec<Selection>, PlanError> {
         let mut collected = Collected::default();
-        for set in sets {
-            self.collect(*set, scope, &mut collected);
+        for (set, mask) in sets {
+            self.collect(*set, *mask, scope, &mut collected);
         }
         let mut out = Vec::with_capacity(collected.entries.len());
         for entry in collected.entries {
             out.push(match entry {
-                Entry::Field(fid, sets) => Selection::Field(self.field(fid, &sets)?),
+                Entry::Field(fid, mask, sets) => Selection::Field(self.field(fid, mask, &sets)?),
                 Entry::Fragment(tc, sets) => {
                     let children = self.selections(&sets, &tc)?;
                     Selection::Fragment(Some(tc), children)
@@ -113,7 +126,12 @@ impl<'a> Normalizer<'a> {
         Ok(out)
     }
 
-    fn field(&mut self, fid: OpFieldId, sets: &[SelSetId]) -> Result<SelectedField, PlanError> {
+    fn field(
+        &mut self,
+        fid: OpFieldId,
+        defer: DeferMask,
+        sets: &[Reached],
+    ) -> Result<SelectedField, PlanError> {
         self.fields += 1;
         self.budget.check(self.fields)?;
         let f = self.ir.field(fid);
@@ -131,11 +149,14 @@ impl<'a> Normalizer<'a> {
             name: f.name.clone(),
             args: f.arguments.clone(),
             children,
+            defer,
         })
     }
 
-    fn collect(&self, set: SelSetId, scope: &Name, out: &mut Collected) {
-        if !out.seen.insert(set) {
+    /// Collects `set`, selected by the payloads of `mask`, into `out`; the fields of a
+    /// fragment deferred in this request are selected by its payload instead.
+    fn collect(&self, set: SelSetId, mask: DeferMask, scope: &Name, out: &mut Collected) {
+        if !out.seen.insert((set, mask)) {
             return; // merging a selection set twice adds nothing
         }
         for sel in self.ir.selset(set) {
@@ -147,23 +168,31 @@ impl<'a> Normalizer<'a> {
                     }
                     let key = EntryKey::Field(f.response_key.clone());
                     let at = *out.index.entry(key).or_insert_with(|| {
-                        out.entries.push(Entry::Field(*fid, Vec::new()));
+                        out.entries.push(Entry::Field(*fid, 0, Vec::new()));
                         out.entries.len() - 1
                     });
-                    if let (Some(sub), Entry::Field(_, sets)) = (f.selection, &mut out.entries[at])
-                        && !sets.contains(&sub)
-                    {
-                        sets.push(sub);
+                    if let Entry::Field(_, reached, sets) = &mut out.entries[at] {
+                        *reached |= mask;
+                        if let Some(sub) = f.selection
+                            && !sets.contains(&(sub, mask))
+                        {
+                            sets.push((sub, mask));
+                        }
                     }
                 }
                 OpSel::Fragment {
                     type_condition,
                     conditions,
                     selection,
+                    defer,
                 } => {
                     if conditions.excluded(self.ir, self.values) {
                         continue;
                     }
+                    let mask = match defer {
+                        Some(d) if self.ir.defer_active(Some(*d), self.values) => d.bit(),
+                        _ => mask,
+                    };
                     match type_condition {
                         Some(tc) if !self.meta.is_subtype_or_same(tc, scope) => {
                             let key = EntryKey::Fragment(tc.clone());
@@ -172,13 +201,13 @@ impl<'a> Normalizer<'a> {
                                 out.entries.len() - 1
                             });
                             if let Entry::Fragment(_, sets) = &mut out.entries[at]
-                                && !sets.contains(selection)
+                                && !sets.contains(&(*selection, mask))
                             {
-                                sets.push(*selection);
+                                sets.push((*selection, mask));
                             }
                         }
                         // Applies to every value of `scope`: its selections are ours.
-                        _ => self.collect(*selection, scope, out),
+                        _ => self.collect(*selection, mask, scope, out),
                     }
                 }
             }
@@ -201,6 +230,7 @@ pub(super) fn selections_from_tree(tree: &SelTree) -> Vec<Selection> {
                 name: name.clone(),
                 args: args.clone(),
                 children: selections_from_tree(sub),
+                defer: 0,
             }),
             SelTreeItem::Fragment {
                 type_condition,

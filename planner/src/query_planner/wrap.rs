@@ -51,6 +51,7 @@ impl<'a> Planner<'a> {
             name: ctx.field.name.clone(),
             args: ctx.field.args.clone(),
             children: inner,
+            defer: f.defer,
         };
         let from = self.groups[g].subgraph;
         let entity_root = matches!(ctx.steps.as_slice(),
