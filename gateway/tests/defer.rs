@@ -201,8 +201,20 @@ async fn the_initial_payload_does_not_wait_for_a_deferred_slow_subgraph() {
         assert!(item["data"]["reviews"].is_array(), "{item}");
     }
 
-    let (_, plain) = ask(&url, "application/json", PLAIN, json!({})).await;
-    assert_eq!(merged(&parts), plain[0].json);
+    // The oracle: the fed monolith answers the operation without @defer.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind an ephemeral loopback port");
+    let monolith = graphfleet_loadtest::spawn(
+        graphfleet_loadtest::Set::Fed,
+        graphfleet_loadtest::Mode::Monolith,
+        listener,
+        Default::default(),
+    )
+    .expect("the fed monolith starts");
+    let oracle = format!("{}/graphql", monolith.base_url());
+    let (_, expected) = ask(&oracle, "application/json", PLAIN, json!({})).await;
+    assert_eq!(merged(&parts), expected[0].json);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -270,4 +282,110 @@ async fn nested_defers_and_fields_of_the_same_subgraph() {
             .unwrap_or_else(|| panic!("no {label:?} item in {labels:?}"))
     };
     assert!(first("outer") < first("inner"), "{labels:?}");
+}
+
+/// Real clients: Apollo Client (@apollo/client 3.14.1, which sends the multipart Accept
+/// header for operations with `@defer` and merges the parts itself) and the meros
+/// multipart reader, pinned by tools/defer-client/package-lock.json.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn apollo_client_and_meros_read_the_deferred_parts() {
+    if std::process::Command::new("npm")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        println!("skipped: npm is not installed, so Apollo Client cannot run");
+        return;
+    }
+    let (_subgraphs, url) = gateway(&[("reviews", Duration::from_millis(300))]).await;
+    let (_, plain) = ask(&url, "application/json", PLAIN, json!({})).await;
+    let expected = plain[0].json["data"].clone();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/node-tool.sh");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(script)
+            .args(["defer-client", &url, DEFERRED, "reviews"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run scripts/node-tool.sh defer-client")
+    })
+    .await
+    .expect("the client's thread");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the clients failed:\n{stderr}");
+    let out: Value = serde_json::from_slice(&output.stdout).expect("the client prints JSON");
+
+    let apollo = out["apollo"].as_array().expect("Apollo Client's results");
+    assert!(
+        apollo.len() >= 2,
+        "the initial result, then the merged one: {out}"
+    );
+    let first = &apollo[0]["data"]["topProducts"];
+    assert_eq!(first.as_array().map(Vec::len), Some(5), "{out}");
+    assert!(first[0].get("reviews").is_none(), "{out}");
+    let last = apollo.last().expect("a last result");
+    assert_eq!(last["data"], expected, "Apollo Client's merged result");
+    assert_eq!(last["errors"], Value::Null);
+
+    let meros = &out["meros"];
+    assert_eq!(
+        meros["contentType"],
+        json!("multipart/mixed;boundary=\"graphql\";deferSpec=20220824")
+    );
+    let parts = meros["parts"].as_array().expect("parts");
+    assert_eq!(parts.len(), 2, "{meros}");
+    assert!(parts.iter().all(|p| p["json"] == json!(true)), "{meros}");
+    assert_eq!(parts[0]["body"]["hasNext"], json!(true));
+    assert_eq!(parts[1]["body"]["hasNext"], json!(false));
+    assert_eq!(
+        parts[1]["body"]["incremental"][4]["path"],
+        json!(["topProducts", 4])
+    );
+}
+
+/// Errors in a deferred fragment go with its item, at paths from the response root; a
+/// non-null field's null bubbles up to the fragment (the item's data is null), not into
+/// the payload already sent. Strict JSON subgraphs (tests/fixtures/errors).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_and_nulls_in_deferred_fragments_stay_in_their_items() {
+    let (_subgraphs, text) = support::fixture_subgraphs("errors").await;
+    let supergraph = Supergraph::parse(&text).expect("the fixture supergraph loads");
+    let url = support::start_gateway(supergraph).await;
+    let query = r#"{ products { name ... @defer(label: "r") { topReview rating } } }"#;
+    let (_, parts) = ask(&url, MULTIPART, query, json!({})).await;
+    assert_eq!(parts.len(), 2);
+    let initial = &parts[0].json;
+    assert_eq!(
+        initial,
+        &json!({ "data": { "products": [{ "name": "Table" }, { "name": "Couch" }] }, "hasNext": true })
+    );
+    let items = parts[1].json["incremental"].as_array().expect("items");
+    assert_eq!(items.len(), 2, "{}", parts[1].json);
+    let item = |i: usize| {
+        items
+            .iter()
+            .find(|it| it["path"] == json!(["products", i]))
+            .unwrap_or_else(|| panic!("no item at products.{i}: {items:?}"))
+    };
+    assert_eq!(
+        item(0)["data"],
+        json!({ "topReview": "Solid", "rating": 5 })
+    );
+    assert!(item(0).get("errors").is_none(), "{:?}", item(0));
+    // rating is non-null: its null takes the whole fragment with it, for that product.
+    assert_eq!(item(1)["data"], Value::Null);
+    let paths: Vec<&Value> = item(1)["errors"]
+        .as_array()
+        .expect("the item's errors")
+        .iter()
+        .map(|e| &e["path"])
+        .collect();
+    assert!(
+        paths.contains(&&json!(["products", 1, "rating"])),
+        "{paths:?}"
+    );
+    assert!(
+        paths.contains(&&json!(["products", 1, "topReview"])),
+        "{paths:?}"
+    );
+    assert_eq!(item(1)["label"], json!("r"));
 }

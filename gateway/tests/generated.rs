@@ -554,6 +554,10 @@ async fn run(per_suite: usize) {
         if reason.starts_with("differential") && !differential_ran {
             continue;
         }
+        // Seen failing on other machines but not reproduced on every run: a pass is no news.
+        if reason.starts_with("sometimes") {
+            continue;
+        }
         let still = failures
             .iter()
             .any(|f| *entry == f.suite || *entry == format!("{}/{}", f.suite, f.id));

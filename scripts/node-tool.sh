@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Test clients only: runs tools/<TOOL>/client.mjs with the npm packages its
+# package-lock.json pins, installed once into the tool cache (keyed by the lock).
+# Usage: scripts/node-tool.sh TOOL [ARGS...]
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+tool=${1:?usage: scripts/node-tool.sh TOOL [ARGS...]}
+shift
+src=$GF_ROOT/tools/$tool
+[ -f "$src/package-lock.json" ] || die "tool $tool: no $src/package-lock.json"
+key=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -c1-12)
+dir=$GF_TOOLS/$tool-$key
+if [ ! -f "$dir/.installed" ]; then
+  command -v npm >/dev/null || die "tool $tool: npm not found on PATH"
+  mkdir -p "$dir"
+  cp "$src/package.json" "$src/package-lock.json" "$dir/"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >"$dir/install.log" 2>&1) ||
+    { tail -n 20 "$dir/install.log" >&2; die "tool $tool: npm ci failed; see $dir/install.log"; }
+  touch "$dir/.installed"
+fi
+cp "$src/client.mjs" "$dir/client.mjs"
+exec node "$dir/client.mjs" "$@"
