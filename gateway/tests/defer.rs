@@ -389,3 +389,44 @@ async fn errors_and_nulls_in_deferred_fragments_stay_in_their_items() {
     );
     assert_eq!(item(1)["label"], json!("r"));
 }
+
+/// Deferred fragments on the possible types of an interface and a union (named and
+/// inline), with fields from another subgraph: only objects of the fragment's type get
+/// an item, and the parts merged equal the plain answer (tests/fixtures/abstract-types).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn defer_on_abstract_types() {
+    let (_subgraphs, text) = support::fixture_subgraphs("abstract-types").await;
+    let supergraph = Supergraph::parse(&text).expect("the fixture supergraph loads");
+    let url = support::start_gateway(supergraph).await;
+    let query = r#"
+      query Feed {
+        feed { __typename title ... on Book @defer(label: "book") { pages stars } ... on Movie { minutes } }
+        search { ...Rated @defer(label: "rated") ... on Person { name } }
+      }
+      fragment Rated on SearchResult { ... on Book { stars } ... on Person { followers } }"#;
+    let plain = r#"
+      query Feed {
+        feed { __typename title ... on Book { pages stars } ... on Movie { minutes } }
+        search { ... on Book { stars } ... on Person { followers } ... on Person { name } }
+      }"#;
+    let (_, parts) = ask(&url, MULTIPART, query, json!({})).await;
+    let (_, expected) = ask(&url, "application/json", plain, json!({})).await;
+    assert!(expected[0].json.get("errors").is_none(), "{}", expected[0].json);
+    assert!(parts.len() >= 2, "deferred parts follow");
+    assert_eq!(merged(&parts), expected[0].json);
+    let feed = expected[0].json["data"]["feed"].as_array().expect("feed").clone();
+    let books: Vec<Value> = feed
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| m["__typename"] == json!("Book"))
+        .map(|(i, _)| json!(["feed", i]))
+        .collect();
+    let book_items: Vec<Value> = parts
+        .iter()
+        .flat_map(|p| p.json["incremental"].as_array().cloned().unwrap_or_default())
+        .filter(|i| i["label"] == json!("book"))
+        .map(|i| i["path"].clone())
+        .collect();
+    assert!(!books.is_empty());
+    assert_eq!(book_items, books, "one item per Book, none for Movies");
+}
