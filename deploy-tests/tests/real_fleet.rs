@@ -9,7 +9,6 @@
 //! on the real-node cluster of this run (`graphfleet_testkit::real_cluster()`).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use graphfleet_deploy_tests::real::{

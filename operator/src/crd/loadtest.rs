@@ -218,6 +218,8 @@ pub struct NamedTarget {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.matches('^https?://[^/?#\\\\s]+')")
         .message("url must be an absolute http:// or https:// URL"))]
+    // A bound keeps the CEL rule's estimated cost, times the list's items, within budget.
+    #[schemars(length(max = 2048))]
     pub url: Option<String>,
 }
 
