@@ -93,6 +93,14 @@ pub fn uninstall_operator(cluster: &RealCluster, ns: &str) {
     );
 }
 
+/// A status time (RFC 3339) as an instant, to compare two of them.
+pub fn time_of(value: &Value) -> k8s_openapi::jiff::Timestamp {
+    value
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or_else(|| panic!("an RFC 3339 time: {value}"))
+}
+
 /// The LoadTest `name` once its phase is `Succeeded`, `Failed` or `Aborted`.
 pub async fn loadtest_finished(
     cluster: &RealCluster,

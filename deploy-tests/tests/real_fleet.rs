@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use graphfleet_deploy_tests::real::{
-    apply, install_operator, json_of, kubectl, loadtest_finished, uninstall_operator,
+    apply, install_operator, json_of, kubectl, loadtest_finished, time_of, uninstall_operator,
 };
 use graphfleet_deploy_tests::{POOL_LABEL, eventually, manifests_dir, read, run_ok};
 use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
@@ -208,10 +208,8 @@ async fn two_targets_side_by_side(cluster: &RealCluster, ns: &str, url: &str) {
         assert!((15.0..=25.0).contains(&rate), "achieved {rate} req/s");
     }
     // The second target started only after the first had finished.
-    let first_done = targets[0]["completionTime"]
-        .as_str()
-        .expect("completionTime");
-    let second_start = targets[1]["startTime"].as_str().expect("startTime");
+    let first_done = time_of(&targets[0]["completionTime"]);
+    let second_start = time_of(&targets[1]["startTime"]);
     assert!(
         second_start >= first_done,
         "targets overlapped: {first_done} > {second_start}"

@@ -8,7 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use graphfleet_deploy_tests::real::{install_operator, kubectl, uninstall_operator};
+use graphfleet_deploy_tests::real::{install_operator, kubectl, time_of, uninstall_operator};
 use graphfleet_deploy_tests::run_ok;
 use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
 use serde_json::Value;
@@ -153,10 +153,8 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         assert_eq!(t["passedReason"], "AbortedOnThreshold", "{t}");
     }
     let (first_done, second_start) = (
-        targets[0]["completionTime"]
-            .as_str()
-            .expect("completionTime"),
-        targets[1]["startTime"].as_str().expect("startTime"),
+        time_of(&targets[0]["completionTime"]),
+        time_of(&targets[1]["startTime"]),
     );
     assert!(
         second_start >= first_done,
