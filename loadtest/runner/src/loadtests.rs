@@ -594,6 +594,36 @@ mod tests {
         );
     }
 
+    /// A LoadTest over several targets: a row per target, with that target's results.
+    #[test]
+    fn each_target_of_a_loadtest_is_a_row() {
+        let mut lt: serde_json::Value = serde_json::from_str(QUERY).expect("JSON");
+        let target = lt["spec"]["target"].take();
+        lt["spec"]
+            .as_object_mut()
+            .expect("spec")
+            .remove("target");
+        lt["spec"]["targets"] = serde_json::json!([
+            { "name": "graphfleet", "gatewayRef": target["gatewayRef"] },
+            { "name": "other", "url": "http://other.graphfleet-demo.svc:4000/graphql" },
+        ]);
+        let mut slower = lt["status"]["results"].clone();
+        slower["latencyMs"]["p99"] = 30.0.into();
+        lt["status"]["targets"] = serde_json::json!([
+            { "name": "graphfleet", "url": "http://fed.graphfleet-demo.svc:80/graphql",
+              "phase": "Succeeded", "results": lt["status"]["results"].clone() },
+            { "name": "other", "url": "http://other.graphfleet-demo.svc:4000/graphql",
+              "phase": "Succeeded", "results": slower },
+        ]);
+        let lts = parse(&lt.to_string()).expect("parse");
+        let md = crate::report::markdown(&report(&lts, &[], &known(), vec![], "x"));
+        let lat = rows(&md, "query", "Latencies (ms)");
+        assert_eq!(lat.len(), 2, "{md}");
+        assert!(lat[0].starts_with("| graphfleet (fed-query) |"), "{md}");
+        assert!(lat[1].starts_with("| other (fed-query)      |"), "{md}");
+        assert!(lat[1].contains("| 30.0 |"), "{md}");
+    }
+
     #[test]
     fn without_resources_the_rows_say_not_sampled() {
         let lts = parse(QUERY).expect("parse");
