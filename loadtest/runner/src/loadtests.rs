@@ -599,10 +599,7 @@ mod tests {
     fn each_target_of_a_loadtest_is_a_row() {
         let mut lt: serde_json::Value = serde_json::from_str(QUERY).expect("JSON");
         let target = lt["spec"]["target"].take();
-        lt["spec"]
-            .as_object_mut()
-            .expect("spec")
-            .remove("target");
+        lt["spec"].as_object_mut().expect("spec").remove("target");
         lt["spec"]["targets"] = serde_json::json!([
             { "name": "graphfleet", "gatewayRef": target["gatewayRef"] },
             { "name": "other", "url": "http://other.graphfleet-demo.svc:4000/graphql" },
