@@ -6,7 +6,8 @@ use crate::latency_histogram::Histogram;
 /// A markdown table with aligned columns; `right[i]` right-aligns column i (a missing entry
 /// left-aligns). Rows shorter than the header are padded with empty cells.
 pub fn table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    // At least 2: an alignment rule (`:-`, `-:`) takes two characters.
+    let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count().max(2)).collect();
     for row in rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -34,7 +35,7 @@ pub fn table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
         .iter()
         .enumerate()
         .map(|(i, &w)| {
-            let dashes = "-".repeat(w.max(2) - 1);
+            let dashes = "-".repeat(w - 1);
             if right_at(i) {
                 format!("{dashes}:")
             } else {
@@ -192,7 +193,7 @@ mod tests {
         // Short rows get empty cells; unlisted columns are left-aligned.
         assert_eq!(
             table(&["a", "b"], &[], &[vec!["x".into()]]),
-            "| a | b |\n| :- | :- |\n| x |   |\n"
+            "| a  | b  |\n| :- | :- |\n| x  |    |\n"
         );
     }
 

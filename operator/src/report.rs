@@ -340,9 +340,10 @@ pub fn targets_markdown(
     out.push('\n');
     for (k, t) in status.targets.iter().enumerate() {
         out.push_str(&format!("## Target `{}`\n\n`{}`", t.name, t.url));
+        // Whole seconds, as the API server keeps status times.
         let span = match (&t.start_time, &t.completion_time) {
-            (Some(a), Some(b)) => format!(", {} → {}", a.0, b.0),
-            (Some(a), None) => format!(", from {}", a.0),
+            (Some(a), Some(b)) => format!(", {:.0} → {:.0}", a.0, b.0),
+            (Some(a), None) => format!(", from {:.0}", a.0),
             _ => String::new(),
         };
         out.push_str(&format!("{span}. Phase: **{:?}**.", t.phase));

@@ -393,7 +393,7 @@ fn an_abort_stops_its_target_and_the_next_one_still_runs() {
     assert!(
         passed
             .message
-            .contains("target graphfleet: segment 1 broke gf_scheduled_latency"),
+            .contains("target graphfleet: segment 1 broke gf_scheduled_latency p(99)<10 on its share of the load and stopped this target"),
         "{}",
         passed.message
     );

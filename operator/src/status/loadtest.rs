@@ -712,7 +712,10 @@ fn observe_targets(
             segments: run.segments,
             passed: run.verdict.as_ref().map(|v| v.passed),
             passed_reason: run.verdict.as_ref().map(|v| v.reason.to_owned()),
-            passed_message: run.verdict.map(|v| v.message),
+            // An abort stops this target only; the next ones still run.
+            passed_message: run
+                .verdict
+                .map(|v| v.message.replace("stopped the test", "stopped this target")),
         });
         target_summaries.push(run.summaries);
     }
