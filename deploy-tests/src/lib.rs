@@ -17,6 +17,8 @@ use serde_json::Value;
 
 pub use graphfleet_testkit::{POOL_LABEL, POOLS, TestNamespace, cluster, workspace_root};
 
+pub mod real;
+
 /// Name of the chart (and its directory under `charts/`).
 pub const CHART: &str = "graphfleet";
 /// Names of the generated CRDs, as `crds/<stem>.yaml` holds them.

@@ -9,12 +9,12 @@
 //! on the real-node cluster of this run (`graphfleet_testkit::real_cluster()`).
 
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use graphfleet_deploy_tests::{
-    POOL_LABEL, chart_dir, eventually, helm, manifests_dir, read, run_ok,
+use graphfleet_deploy_tests::real::{
+    apply, install_operator, json_of, kubectl, loadtest_finished, time_of, uninstall_operator,
 };
+use graphfleet_deploy_tests::{POOL_LABEL, eventually, manifests_dir, read, run_ok};
 use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
@@ -23,27 +23,6 @@ use serde_json::{Value, json};
 /// The monolith's answer to the fed TestQuery is this many bytes (loadtest/README.md).
 const TEST_QUERY_BYTES: usize = 87_599;
 const READY: Duration = Duration::from_secs(180);
-
-fn kubectl(cluster: &RealCluster, ns: &str) -> Command {
-    let mut cmd = cluster.kubectl();
-    cmd.args(["-n", ns]);
-    cmd
-}
-
-fn apply(cluster: &RealCluster, ns: &str, yaml: &str) {
-    run_ok(kubectl(cluster, ns).args(["apply", "-f", "-"]), Some(yaml));
-}
-
-fn json_of(cluster: &RealCluster, ns: &str, what: &[&str]) -> Value {
-    let out = run_ok(
-        kubectl(cluster, ns)
-            .args(["get"])
-            .args(what)
-            .args(["-o", "json"]),
-        None,
-    );
-    serde_json::from_str(&out).expect("kubectl -o json prints JSON")
-}
 
 /// The fed subgraphs as users apply them, minus the ConfigMap schema source, so the
 /// operator (another namespace) introspects `_service { sdl }` through cluster DNS.
@@ -91,40 +70,6 @@ fn post(cluster: &RealCluster, url: &str, query: &str) -> Result<String, String>
     } else {
         Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
     }
-}
-
-async fn install_operator(cluster: &RealCluster, ns: &str) {
-    let release = format!("gf-{ns}");
-    let values = format!(
-        "watchNamespaces: [{ns}]\nimage: {{pullPolicy: Never}}\n\
-         nodeSelector: {{{POOL_LABEL}: client}}\n\
-         tolerations: [{{key: {POOL_LABEL}, operator: Equal, value: client, effect: NoSchedule}}]\n"
-    );
-    let values_file = graphfleet_deploy_tests::write_temp(&values);
-    run_ok(
-        helm()
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .args(["install", &release])
-            .arg(chart_dir())
-            .args(["--namespace", ns, "--wait", "--timeout", "180s", "--values"])
-            .arg(values_file.path()),
-        None,
-    );
-    let pods = json_of(
-        cluster,
-        ns,
-        &["pods", "-l", "app.kubernetes.io/name=graphfleet"],
-    );
-    let pod = &pods["items"][0];
-    assert_eq!(
-        pod["spec"]["nodeName"], "client-0",
-        "operator pod on the client pool"
-    );
-    assert_eq!(
-        pod["status"]["phase"], "Running",
-        "the operator container runs"
-    );
 }
 
 /// Every pod of the namespace runs on the node of the pool it selects.
@@ -208,14 +153,99 @@ async fn loadtest_running(cluster: &RealCluster, ns: &str, name: &str) {
     .await;
 }
 
-async fn loadtest_done(cluster: &RealCluster, ns: &str, name: &str, timeout: Duration) -> Value {
-    eventually(&format!("LoadTest {name} finished"), timeout, || async {
-        match loadtest_phase(cluster, ns, name).await {
-            (phase, lt) if phase == "Succeeded" || phase == "Failed" => Ok(lt),
-            (_, lt) => Err(lt["status"].to_string()),
-        }
-    })
-    .await
+/// One LoadTest over two targets in turn, the GraphGateway (by reference: its Service's DNS
+/// name) and the same gateway by its Service's ClusterIP: each gets the whole load, one after
+/// the other (never overlapping), with results and a verdict per target and a comparison
+/// table in the report.
+async fn two_targets_side_by_side(cluster: &RealCluster, ns: &str, url: &str) {
+    apply(
+        cluster,
+        ns,
+        &json!({
+            "apiVersion": "graphfleet.dev/v1alpha1", "kind": "LoadTest",
+            "metadata": { "name": "smoke" },
+            "spec": {
+                "targets": [
+                    { "name": "graphgateway", "gatewayRef": { "name": "fed" } },
+                    { "name": "cluster-ip", "url": url },
+                ],
+                "scenario": "query", "rate": 20, "duration": "10s", "vus": 20, "maxVus": 200,
+                "thresholds": { "maxErrorPercent": 0.1 },
+            },
+        })
+        .to_string(),
+    );
+    let lt = loadtest_finished(cluster, ns, "smoke", Duration::from_secs(240)).await;
+    let status = &lt["status"];
+    assert_eq!(status["phase"], "Succeeded", "{status}");
+    let targets = status["targets"].as_array().expect("status.targets");
+    let names: Vec<&str> = targets.iter().filter_map(|t| t["name"].as_str()).collect();
+    assert_eq!(names, ["graphgateway", "cluster-ip"]);
+    for t in targets {
+        let results = &t["results"];
+        println!(
+            "MEASURED LoadTest smoke target {}: {} requests, {} failures, {} req/s, p50 {} ms, p99 {} ms, max {} ms ({})",
+            t["name"],
+            results["requests"],
+            results["failures"],
+            results["achievedRate"],
+            results["latencyMs"]["med"],
+            results["latencyMs"]["p99"],
+            results["latencyMs"]["max"],
+            results["latencyAggregation"]
+        );
+        assert_eq!(t["phase"], "Succeeded", "{t}");
+        assert_eq!(t["passed"], true, "{t}");
+        let requests = results["requests"].as_u64().expect("requests");
+        assert!(
+            (180..=220).contains(&requests),
+            "20 req/s for 10 s sent {requests}: {t}"
+        );
+        assert_eq!(results["failures"], 0, "{t}");
+        let p99 = results["latencyMs"]["p99"].as_f64().expect("p99");
+        assert!(p99 > 0.0 && p99 < 10_000.0, "p99 {p99} ms");
+        let rate = results["achievedRate"].as_f64().expect("achievedRate");
+        assert!((15.0..=25.0).contains(&rate), "achieved {rate} req/s");
+    }
+    // The second target started only after the first had finished.
+    let first_done = time_of(&targets[0]["completionTime"]);
+    let second_start = time_of(&targets[1]["startTime"]);
+    assert!(
+        second_start >= first_done,
+        "targets overlapped: {first_done} > {second_start}"
+    );
+    let passed = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Passed")
+        .unwrap_or_else(|| panic!("a Passed condition: {status}"));
+    assert_eq!(passed["status"], "True", "{passed}");
+    let report = run_ok(
+        kubectl(cluster, ns).args([
+            "get",
+            "configmap",
+            "smoke-report",
+            "-o",
+            "jsonpath={.data.REPORT\\.md}",
+        ]),
+        None,
+    );
+    println!("{report}");
+    for part in [
+        "## Comparison",
+        "| Target ",
+        "## Target `graphgateway`",
+        "## Target `cluster-ip`",
+        "### Latency distribution",
+    ] {
+        assert!(report.contains(part), "{part:?} missing from\n{report}");
+    }
+    let rows = report
+        .lines()
+        .filter(|l| l.starts_with("| graphgateway ") || l.starts_with("| cluster-ip "))
+        .count();
+    assert_eq!(rows, 2, "a comparison row per target:\n{report}");
 }
 
 /// The pod's cgroup directory in `controller` (cgroup v1, cgroupfs driver).
@@ -307,7 +337,7 @@ async fn cpu_limit_holds(cluster: &RealCluster, ns: &str) {
         cores >= 0.2,
         "the overload did not saturate the limit ({cores:.3} cores): the check proves nothing"
     );
-    loadtest_done(cluster, ns, "overload", Duration::from_secs(180)).await;
+    loadtest_finished(cluster, ns, "overload", Duration::from_secs(180)).await;
 }
 
 /// The reviews schema gains a description: a new supergraph the operator composes and
@@ -376,7 +406,7 @@ async fn changes_under_load(cluster: &RealCluster, ns: &str) {
         None,
     );
 
-    let lt = loadtest_done(cluster, ns, "rollout", Duration::from_secs(240)).await;
+    let lt = loadtest_finished(cluster, ns, "rollout", Duration::from_secs(240)).await;
     let results = &lt["status"]["results"];
     println!("LoadTest rollout results: {results}");
     assert_eq!(lt["status"]["phase"], "Succeeded", "{}", lt["status"]);
@@ -398,7 +428,7 @@ async fn the_fleet_runs_on_real_nodes() {
     let ns = TestNamespace::create(&client, "real-fleet").await;
     let ns = ns.name().to_owned();
 
-    install_operator(cluster, &ns).await;
+    install_operator(cluster, &ns);
 
     apply(cluster, &ns, &fed_subgraphs_by_introspection());
     run_ok(
@@ -431,21 +461,7 @@ async fn the_fleet_runs_on_real_nodes() {
     );
     assert!(!answer.contains("\"errors\""));
 
-    loadtest(cluster, &ns, "smoke", 20, 10).await;
-    let lt = loadtest_done(cluster, &ns, "smoke", Duration::from_secs(180)).await;
-    let results = &lt["status"]["results"];
-    println!("LoadTest smoke results: {results}");
-    assert_eq!(lt["status"]["phase"], "Succeeded", "{}", lt["status"]);
-    let requests = results["requests"].as_u64().expect("requests");
-    assert!(
-        (180..=220).contains(&requests),
-        "20 req/s for 10 s sent {requests}"
-    );
-    assert_eq!(results["failures"], 0);
-    let p99 = results["latencyMs"]["p99"].as_f64().expect("p99");
-    assert!(p99 > 0.0 && p99 < 10_000.0, "p99 {p99} ms");
-    let rate = results["achievedRate"].as_f64().expect("achievedRate");
-    assert!((15.0..=25.0).contains(&rate), "achieved {rate} req/s");
+    two_targets_side_by_side(cluster, &ns, &url).await;
     let jobs = json_of(cluster, &ns, &["pods", "-l", "job-name"]);
     for pod in jobs["items"].as_array().expect("items") {
         assert_eq!(
@@ -458,17 +474,5 @@ async fn the_fleet_runs_on_real_nodes() {
     cpu_limit_holds(cluster, &ns).await;
     pods_on_their_pools(&client, &ns).await;
 
-    run_ok(
-        helm()
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .args([
-                "uninstall",
-                &format!("gf-{ns}"),
-                "--namespace",
-                &ns,
-                "--wait",
-            ]),
-        None,
-    );
+    uninstall_operator(cluster, &ns);
 }

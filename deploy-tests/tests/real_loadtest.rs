@@ -1,66 +1,29 @@
 //! LoadTests with real k6 pods on client-0, the operator running as a pod (`helm install`):
 //! four segments started together (each k6 paused until all are ready, then resumed at
 //! once) against four started on their own, with the start skew each k6 measured; and a
-//! test that `thresholds.abortOnFail` stops early. The target is an address nothing listens
+//! test that `thresholds.abortOnFail` stops early, over two targets in turn: each target is
+//! stopped on its own and the next one still runs. The targets are addresses nothing listens
 //! on, so every request fails fast: these tests are about starting and stopping the load,
-//! not about what it measures.
+//! not about what it measures (real_fleet.rs compares two real targets).
 
 use std::time::{Duration, Instant};
 
-use graphfleet_deploy_tests::{POOL_LABEL, chart_dir, eventually, helm, run_ok};
+use graphfleet_deploy_tests::real::{install_operator, kubectl, time_of, uninstall_operator};
+use graphfleet_deploy_tests::run_ok;
 use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
 use serde_json::Value;
 
 const DONE: Duration = Duration::from_secs(240);
 
-fn kubectl(cluster: &RealCluster, ns: &str) -> std::process::Command {
-    let mut cmd = cluster.kubectl();
-    cmd.args(["-n", ns]);
-    cmd
-}
-
-fn loadtest_json(cluster: &RealCluster, ns: &str, name: &str) -> Value {
-    let out = run_ok(
-        kubectl(cluster, ns).args(["get", "loadtest", name, "-o", "json"]),
-        None,
-    );
-    serde_json::from_str(&out).expect("kubectl -o json prints JSON")
-}
-
-async fn install_operator(cluster: &RealCluster, ns: &str) {
-    // Helm installs CRDs only when they are missing: a cluster reused across checkouts keeps
-    // older ones, so apply this checkout's, as the README says to on an upgrade.
-    run_ok(
-        cluster
-            .kubectl()
-            .args(["apply", "--server-side", "--force-conflicts", "-f"])
-            .arg(chart_dir().join("crds")),
-        None,
-    );
-    let values = format!(
-        "watchNamespaces: [{ns}]\nimage: {{pullPolicy: Never}}\n\
-         nodeSelector: {{{POOL_LABEL}: client}}\n\
-         tolerations: [{{key: {POOL_LABEL}, operator: Equal, value: client, effect: NoSchedule}}]\n"
-    );
-    let values_file = graphfleet_deploy_tests::write_temp(&values);
-    run_ok(
-        helm()
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .args(["install", &format!("gf-{ns}")])
-            .arg(chart_dir())
-            .args(["--namespace", ns, "--wait", "--timeout", "180s", "--values"])
-            .arg(values_file.path()),
-        None,
-    );
-}
+/// One target nothing listens on.
+const NOWHERE: &str = "  target: {url: \"http://127.0.0.1:9/graphql\"}\n";
 
 /// Applies a LoadTest of `parallelism` small k6 pods (a quarter CPU each, so four fit on
-/// client-0 beside the operator) with `extra` spec fields.
+/// client-0 beside the operator) with `extra` spec fields (the target among them).
 fn apply_loadtest(cluster: &RealCluster, ns: &str, name: &str, parallelism: u32, extra: &str) {
     let yaml = format!(
         "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: {name}}}\n\
-         spec:\n  target: {{url: \"http://127.0.0.1:9/graphql\"}}\n  scenario: query\n\
+         spec:\n  scenario: query\n\
          \x20 rate: 40\n  vus: 4\n  maxVus: 20\n  parallelism: {parallelism}\n\
          \x20 resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 500m, memory: 256Mi}}}}\n\
          {extra}"
@@ -69,14 +32,7 @@ fn apply_loadtest(cluster: &RealCluster, ns: &str, name: &str, parallelism: u32,
 }
 
 async fn finished(cluster: &RealCluster, ns: &str, name: &str) -> Value {
-    eventually(&format!("LoadTest {name} finished"), DONE, || async {
-        let lt = loadtest_json(cluster, ns, name);
-        match lt["status"]["phase"].as_str() {
-            Some("Succeeded" | "Failed" | "Aborted") => Ok(lt),
-            _ => Err(lt["status"].to_string()),
-        }
-    })
-    .await
+    graphfleet_deploy_tests::real::loadtest_finished(cluster, ns, name, DONE).await
 }
 
 fn skew_ms(lt: &Value) -> f64 {
@@ -91,7 +47,7 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
     let client = cluster.client().await;
     let namespace = TestNamespace::create(&client, "lt-sync").await;
     let ns = namespace.name().to_owned();
-    install_operator(cluster, &ns).await;
+    install_operator(cluster, &ns);
 
     // Four segments on their own (as before synchronized starts), then four together.
     apply_loadtest(
@@ -99,11 +55,17 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         &ns,
         "apart",
         4,
-        "  duration: 10s\n  synchronizedStart: false\n",
+        &format!("{NOWHERE}  duration: 10s\n  synchronizedStart: false\n"),
     );
     let apart = finished(cluster, &ns, "apart").await;
     assert_eq!(apart["status"]["phase"], "Succeeded", "{}", apart["status"]);
-    apply_loadtest(cluster, &ns, "together", 4, "  duration: 10s\n");
+    apply_loadtest(
+        cluster,
+        &ns,
+        "together",
+        4,
+        &format!("{NOWHERE}  duration: 10s\n"),
+    );
     let together = finished(cluster, &ns, "together").await;
     assert_eq!(
         together["status"]["phase"], "Succeeded",
@@ -145,7 +107,7 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         "## Whole test",
         "## Latency distribution",
         "## Segments",
-        "| pod log |",
+        "| pod log ",
     ] {
         assert!(
             report.contains(part),
@@ -167,19 +129,41 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
 
     setup_and_teardown_run_once(cluster, &ns).await;
 
-    // Every request fails, so the error-rate bound breaks as soon as it may be judged.
+    // Every request fails, so the error-rate bound breaks as soon as it may be judged: the
+    // first target is stopped, then the second runs and is stopped too.
     let started = Instant::now();
     apply_loadtest(
         cluster,
         &ns,
         "abort",
         2,
-        "  duration: 3m\n  thresholds: {maxErrorPercent: 1, abortOnFail: true}\n",
+        "  targets:\n  - {name: first, url: \"http://127.0.0.1:9/graphql\"}\n\
+         \x20 - {name: second, url: \"http://127.0.0.1:10/graphql\"}\n\
+         \x20 duration: 3m\n  thresholds: {maxErrorPercent: 1, abortOnFail: true}\n",
     );
     let abort = finished(cluster, &ns, "abort").await;
     let took = started.elapsed();
     let status = &abort["status"];
     assert_eq!(status["phase"], "Aborted", "{status}");
+    let targets = status["targets"].as_array().expect("status.targets");
+    assert_eq!(targets.len(), 2, "{status}");
+    for t in targets {
+        assert_eq!(t["phase"], "Aborted", "each target stopped on its own: {t}");
+        assert_eq!(t["passed"], false, "{t}");
+        assert_eq!(t["passedReason"], "AbortedOnThreshold", "{t}");
+    }
+    let (first_done, second_start) = (
+        time_of(&targets[0]["completionTime"]),
+        time_of(&targets[1]["startTime"]),
+    );
+    assert!(
+        second_start >= first_done,
+        "the second target started before the first ended: {first_done} > {second_start}"
+    );
+    println!(
+        "MEASURED abortOnFail over 2 targets: first {} → {}, second {} → {}",
+        targets[0]["startTime"], first_done, second_start, targets[1]["completionTime"]
+    );
     let passed = status["conditions"]
         .as_array()
         .into_iter()
@@ -195,27 +179,15 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         "{passed}"
     );
     println!(
-        "MEASURED abortOnFail: a 3m LoadTest Aborted after {took:?}: {}",
+        "MEASURED abortOnFail: a LoadTest of two 3m targets Aborted after {took:?}: {}",
         passed["message"]
     );
     assert!(
-        took < Duration::from_secs(120),
-        "aborted early, not after 3m"
+        took < Duration::from_secs(150),
+        "both targets aborted early, not after 3m each"
     );
 
-    run_ok(
-        helm()
-            .arg("--kubeconfig")
-            .arg(cluster.kubeconfig_path())
-            .args([
-                "uninstall",
-                &format!("gf-{ns}"),
-                "--namespace",
-                &ns,
-                "--wait",
-            ]),
-        None,
-    );
+    uninstall_operator(cluster, &ns);
     namespace.delete(&client).await;
 }
 

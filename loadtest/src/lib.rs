@@ -19,6 +19,8 @@
 pub mod duration;
 pub mod engine;
 pub mod latency_histogram;
+pub mod report;
+pub mod scenarios;
 mod server;
 pub mod sets;
 

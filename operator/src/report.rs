@@ -1,18 +1,25 @@
 //! A finished LoadTest's full report (pure), kept in the ConfigMap `<name>-report`: markdown
-//! tables (the whole test, its latency distribution from the merged histogram, each segment)
-//! the merged histogram itself and an SVG chart of latency by percentile, so `kubectl` users
-//! get what the local runner prints.
+//! tables (the whole test, its latency distribution from the merged histogram, each segment;
+//! with `spec.targets` a side-by-side comparison and the same per target) the merged
+//! histograms themselves and an SVG chart of latency by percentile, so `kubectl` users get
+//! what the local runner prints. Tables and chart are `graphfleet_loadtest::report`'s, the
+//! runner's too.
 
 use std::collections::BTreeMap;
 
 use graphfleet_loadtest::latency_histogram;
+use graphfleet_loadtest::report::{latency_by_percentile_svg, table as aligned_table};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use crate::crd::{LatencySummary, LoadTest, LoadTestStatus, SummarySource};
+use crate::crd::{
+    LatencySummary, LoadTest, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
+    TargetStatus,
+};
 use crate::k6_summary::{Segment, merge_histograms};
 use crate::status::PASSED;
+use crate::status::loadtest::Observed;
 
 /// The report's key in its ConfigMap.
 pub const REPORT_KEY: &str = "REPORT.md";
@@ -24,21 +31,16 @@ pub fn config_map_name(lt: &str) -> String {
     format!("{lt}-report")
 }
 
-/// A markdown table; numbers right-aligned.
+/// A markdown table: columns of numbers right-aligned, text left-aligned.
 fn table(header: &[&str], rows: &[Vec<String>]) -> String {
-    let line = |cells: Vec<String>| format!("| {} |\n", cells.join(" | "));
-    let mut out = line(header.iter().map(|h| (*h).to_owned()).collect());
-    out.push_str(&line(
-        header
-            .iter()
-            .enumerate()
-            .map(|(i, _)| if i == 0 { ":--" } else { "--:" }.to_owned())
-            .collect(),
-    ));
-    for row in rows {
-        out.push_str(&line(row.clone()));
-    }
-    out
+    let numeric = |i: usize| {
+        rows.iter().all(|r| {
+            r.get(i)
+                .is_none_or(|c| c.is_empty() || c == "-" || c.parse::<f64>().is_ok())
+        })
+    };
+    let right: Vec<bool> = (0..header.len()).map(numeric).collect();
+    aligned_table(header, &right, rows)
 }
 
 fn ms(v: f64) -> String {
@@ -52,25 +54,38 @@ fn latency_cells(l: &LatencySummary) -> Vec<String> {
         .collect()
 }
 
-/// The report's markdown.
-pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -> String {
+/// What the test loaded, for the report's first line.
+fn target_words(lt: &LoadTest) -> String {
+    let spec = &lt.spec;
+    match (&spec.target, &spec.targets) {
+        (Some(t), _) => match (&t.gateway_ref, &t.url) {
+            (Some(gw), _) => format!("GraphGateway `{}`", gw.name),
+            (None, Some(url)) => format!("`{url}`"),
+            _ => "?".to_owned(),
+        },
+        (None, Some(ts)) => {
+            let names: Vec<String> = ts.iter().map(|t| format!("`{}`", t.name)).collect();
+            format!("{} targets in turn ({})", ts.len(), names.join(", "))
+        }
+        (None, None) => "?".to_owned(),
+    }
+}
+
+/// The heading, the load and the verdict.
+fn header(lt: &LoadTest, status: &LoadTestStatus) -> String {
     let spec = &lt.spec;
     let mut out = format!(
         "# LoadTest {}/{}\n\n",
         lt.namespace().unwrap_or_default(),
         lt.name_any()
     );
-    let what = match (&spec.scenario, &spec.target.url, &spec.target.gateway_ref) {
-        (Some(s), _, _) => format!("scenario `{s}`"),
-        _ => "a custom script".to_owned(),
-    };
-    let target = match (&spec.target.gateway_ref, &spec.target.url) {
-        (Some(gw), _) => format!("GraphGateway `{}`", gw.name),
-        (None, Some(url)) => format!("`{url}`"),
-        _ => "?".to_owned(),
+    let what = match &spec.scenario {
+        Some(s) => format!("scenario `{s}`"),
+        None => "a custom script".to_owned(),
     };
     out.push_str(&format!(
-        "{what} against {target}: {} req/s (open model) for {}, {} segment{}, {} start. Phase: **{:?}**.\n\n",
+        "{what} against {}: {} req/s (open model) for {}, {} segment{}, {} start. Phase: **{:?}**.\n\n",
+        target_words(lt),
         spec.rate,
         spec.duration,
         spec.parallelism,
@@ -90,18 +105,35 @@ pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -
             c.message
         ));
     }
-    if let Some(skew) = status.start_skew_ms {
+    out
+}
+
+/// One run's figures (the whole test's, or one target's): results, latency distribution,
+/// segments. `h` is the heading prefix (`##`, `###`), `chart` the chart's key if drawn.
+struct RunReport<'a> {
+    h: &'a str,
+    results: Option<&'a LoadTestResults>,
+    summaries: &'a [Segment],
+    segments: &'a [SegmentStatus],
+    start_skew_ms: Option<f64>,
+    message: Option<&'a str>,
+    chart: Option<&'a str>,
+}
+
+fn run_sections(out: &mut String, run: &RunReport<'_>) {
+    let h = run.h;
+    if let Some(skew) = run.start_skew_ms {
         out.push_str(&format!(
             "The segments started within {skew:.1} ms of each other (each k6's own clock).\n\n"
         ));
     }
-    if let Some(m) = &status.message {
+    if let Some(m) = run.message {
         out.push_str(&format!("Note: {m}\n\n"));
     }
-    if let Some(r) = &status.results {
-        out.push_str(
-            "## Whole test\n\nLatency in ms, from each request's scheduled send time.\n\n",
-        );
+    if let Some(r) = run.results {
+        out.push_str(&format!(
+            "{h} Whole test\n\nLatency in ms, from each request's scheduled send time.\n\n"
+        ));
         let mut row = vec![
             r.requests.to_string(),
             r.failures.to_string(),
@@ -132,65 +164,29 @@ pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -
         ));
         out.push('\n');
     }
-    if let Some(h) = merge_histograms(summaries) {
+    if let Some(hist) = merge_histograms(run.summaries) {
         out.push_str(&format!(
-            "## Latency distribution\n\nAll {} requests' latency (ms) from the segments' merged histogram (within {:.1}%).\n\n",
-            h.total(),
+            "{h} Latency distribution\n\nAll {} requests' latency (ms) from the segments' merged histogram (within {:.1}%).\n\n",
+            hist.total(),
             latency_histogram::RELATIVE_ERROR * 100.0
         ));
         let qs = [0.5, 0.75, 0.9, 0.95, 0.99, 0.999, 0.9999];
         let row: Vec<String> = qs
             .iter()
-            .map(|q| h.quantile(*q).map(ms).unwrap_or_default())
+            .map(|q| hist.quantile(*q).map(ms).unwrap_or_default())
             .collect();
         out.push_str(&table(
             &["P50", "P75", "P90", "P95", "P99", "P99.9", "P99.99"],
             &[row],
         ));
-        out.push_str(&format!("\n![latency by percentile]({CHART_KEY})\n\n"));
+        match run.chart {
+            Some(chart) => out.push_str(&format!("\n![latency by percentile]({chart})\n\n")),
+            None => out.push('\n'),
+        }
     }
-    if !status.segments.is_empty() {
-        out.push_str("## Segments\n\n");
-        let rows: Vec<Vec<String>> = status
-            .segments
-            .iter()
-            .map(|s| {
-                let mut row = vec![
-                    s.index.to_string(),
-                    format!("`{}`", s.segment),
-                    format!("{:?}", s.phase),
-                ];
-                match &s.results {
-                    Some(r) => {
-                        row.extend([
-                            r.requests.to_string(),
-                            r.failures.to_string(),
-                            r.dropped_iterations.to_string(),
-                            format!("{:.1}", r.achieved_rate),
-                            ms(r.latency_ms.med),
-                            ms(r.latency_ms.p99),
-                            ms(r.latency_ms.max),
-                        ]);
-                    }
-                    None => row.extend(std::iter::repeat_n(String::new(), 7)),
-                }
-                row.push(
-                    s.started_at
-                        .as_ref()
-                        .map(|t| t.0.to_string())
-                        .unwrap_or_default(),
-                );
-                row.push(
-                    match s.summary_source {
-                        Some(SummarySource::PodLog) => "pod log",
-                        Some(SummarySource::TerminationMessage) => "termination message",
-                        None => "",
-                    }
-                    .to_owned(),
-                );
-                row
-            })
-            .collect();
+    if !run.segments.is_empty() {
+        out.push_str(&format!("{h} Segments\n\n"));
+        let rows: Vec<Vec<String>> = run.segments.iter().map(segment_row).collect();
         out.push_str(&table(
             &[
                 "#",
@@ -208,13 +204,170 @@ pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -
             ],
             &rows,
         ));
-        for s in status.segments.iter().filter(|s| s.message.is_some()) {
+        for s in run.segments.iter().filter(|s| s.message.is_some()) {
             out.push_str(&format!(
                 "\nSegment {}: {}\n",
                 s.index,
                 s.message.as_deref().unwrap_or_default()
             ));
         }
+    }
+}
+
+fn segment_row(s: &SegmentStatus) -> Vec<String> {
+    let mut row = vec![
+        s.index.to_string(),
+        format!("`{}`", s.segment),
+        format!("{:?}", s.phase),
+    ];
+    match &s.results {
+        Some(r) => {
+            row.extend([
+                r.requests.to_string(),
+                r.failures.to_string(),
+                r.dropped_iterations.to_string(),
+                format!("{:.1}", r.achieved_rate),
+                ms(r.latency_ms.med),
+                ms(r.latency_ms.p99),
+                ms(r.latency_ms.max),
+            ]);
+        }
+        None => row.extend(std::iter::repeat_n(String::new(), 7)),
+    }
+    row.push(
+        s.started_at
+            .as_ref()
+            .map(|t| t.0.to_string())
+            .unwrap_or_default(),
+    );
+    row.push(
+        match s.summary_source {
+            Some(SummarySource::PodLog) => "pod log",
+            Some(SummarySource::TerminationMessage) => "termination message",
+            None => "",
+        }
+        .to_owned(),
+    );
+    row
+}
+
+/// The report's markdown (`spec.target`).
+pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -> String {
+    let mut out = header(lt, status);
+    let chart = merge_histograms(summaries).map(|_| CHART_KEY);
+    run_sections(
+        &mut out,
+        &RunReport {
+            h: "##",
+            results: status.results.as_ref(),
+            summaries,
+            segments: &status.segments,
+            start_skew_ms: status.start_skew_ms,
+            message: status.message.as_deref(),
+            chart,
+        },
+    );
+    out
+}
+
+/// The side-by-side table of `spec.targets`, as graphfleet-bench prints several gateways:
+/// one row per target, the measured ones by p99 (best first), then those without results.
+pub fn comparison_table(targets: &[TargetStatus]) -> String {
+    let mut measured: Vec<(&TargetStatus, &LoadTestResults)> = targets
+        .iter()
+        .filter_map(|t| t.results.as_ref().map(|r| (t, r)))
+        .collect();
+    measured.sort_by(|a, b| a.1.latency_ms.p99.total_cmp(&b.1.latency_ms.p99));
+    let verdict = |t: &TargetStatus| match t.passed {
+        Some(true) => "passed".to_owned(),
+        Some(false) => format!("failed ({})", t.passed_reason.as_deref().unwrap_or("?")),
+        None => "-".to_owned(),
+    };
+    let mut rows: Vec<Vec<String>> = measured
+        .iter()
+        .map(|(t, r)| {
+            let mut row = vec![format!("{}", t.name), format!("{:?}", t.phase), verdict(t)];
+            row.extend(latency_cells(&r.latency_ms));
+            row.extend([
+                r.requests.to_string(),
+                r.failures.to_string(),
+                r.dropped_iterations.to_string(),
+                format!("{:.1}", r.achieved_rate),
+            ]);
+            row
+        })
+        .collect();
+    for t in targets.iter().filter(|t| t.results.is_none()) {
+        let mut row = vec![t.name.clone(), format!("{:?}", t.phase), verdict(t)];
+        row.extend(std::iter::repeat_n("-".to_owned(), 10));
+        rows.push(row);
+    }
+    table(
+        &[
+            "Target",
+            "Phase",
+            "Thresholds",
+            "Min",
+            "Med",
+            "P90",
+            "P95",
+            "P99",
+            "Max",
+            "Requests",
+            "Failures",
+            "Dropped",
+            "Achieved req/s",
+        ],
+        &rows,
+    )
+}
+
+/// The report's markdown with `spec.targets`: the comparison, then each target's sections
+/// in the order they ran. `summaries` are the targets' (same order as `status.targets`).
+pub fn targets_markdown(
+    lt: &LoadTest,
+    status: &LoadTestStatus,
+    summaries: &[Vec<Segment>],
+) -> String {
+    let mut out = header(lt, status);
+    out.push_str(
+        "## Comparison\n\nThe targets ran one after another with the same load; latency in ms from each request's scheduled send time, best p99 first.\n\n",
+    );
+    out.push_str(&comparison_table(&status.targets));
+    if summaries.iter().any(|s| merge_histograms(s).is_some()) {
+        out.push_str(&format!("\n![latency by percentile]({CHART_KEY})\n"));
+    }
+    out.push('\n');
+    for (k, t) in status.targets.iter().enumerate() {
+        out.push_str(&format!("## Target `{}`\n\n`{}`", t.name, t.url));
+        // Whole seconds, as the API server keeps status times.
+        let span = match (&t.start_time, &t.completion_time) {
+            (Some(a), Some(b)) => format!(", {:.0} → {:.0}", a.0, b.0),
+            (Some(a), None) => format!(", from {:.0}", a.0),
+            _ => String::new(),
+        };
+        out.push_str(&format!("{span}. Phase: **{:?}**.", t.phase));
+        if let (Some(passed), Some(m)) = (t.passed, &t.passed_message) {
+            out.push_str(&format!(
+                " Thresholds: **{}**: {m}",
+                if passed { "passed" } else { "failed" }
+            ));
+        }
+        out.push_str("\n\n");
+        let none = Vec::new();
+        let of = summaries.get(k).unwrap_or(&none);
+        run_sections(
+            &mut out,
+            &RunReport {
+                h: "###",
+                results: t.results.as_ref(),
+                summaries: of,
+                segments: &t.segments,
+                start_skew_ms: t.start_skew_ms,
+                message: t.message.as_deref(),
+                chart: None,
+            },
+        );
     }
     out
 }
@@ -234,76 +387,29 @@ pub fn histogram_json(summaries: &[Segment]) -> Option<String> {
     Some(v.to_string())
 }
 
-/// The chart's key: latency by percentile from the merged histogram.
+/// The chart's key: latency by percentile from the merged histogram(s).
 pub const CHART_KEY: &str = "latency.svg";
 
-/// Latency (ms, linear) by percentile on a "nines" axis (0, 90, 99, 99.9, 99.99%), the way
-/// HDR histograms are plotted: the tail gets as much room as the body.
-pub fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
-    const W: f64 = 640.0;
-    const H: f64 = 320.0;
-    const LEFT: f64 = 60.0;
-    const BOTTOM: f64 = 40.0;
-    const TOP: f64 = 20.0;
-    const RIGHT: f64 = 20.0;
-    const NINES: f64 = 4.0;
-    let quantile = |nines: f64| 1.0 - 10f64.powf(-nines);
-    let points: Vec<(f64, f64)> = (0..=80)
-        .map(|i| f64::from(i) * NINES / 80.0)
-        .map(|x| h.quantile(quantile(x)).map(|ms| (x, ms)))
-        .collect::<Option<_>>()?;
-    let top = points.iter().map(|p| p.1).fold(0.0, f64::max).max(1e-3) * 1.05;
-    let px = |x: f64| LEFT + x / NINES * (W - LEFT - RIGHT);
-    let py = |ms: f64| H - BOTTOM - ms / top * (H - BOTTOM - TOP);
-    let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{W}\" height=\"{H}\" font-family=\"sans-serif\" font-size=\"11\">\n\
-         <rect width=\"{W}\" height=\"{H}\" fill=\"white\"/>\n"
-    );
-    for (x, label) in [
-        (0.0, "0%"),
-        (1.0, "90%"),
-        (2.0, "99%"),
-        (3.0, "99.9%"),
-        (4.0, "99.99%"),
-    ] {
-        let at = px(x);
-        svg.push_str(&format!(
-            "<line x1=\"{at:.1}\" y1=\"{TOP}\" x2=\"{at:.1}\" y2=\"{:.1}\" stroke=\"#ddd\"/>\n\
-             <text x=\"{at:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{label}</text>\n",
-            H - BOTTOM,
-            H - BOTTOM + 15.0
-        ));
-    }
-    for i in 0..=4 {
-        let ms = top * f64::from(i) / 4.0;
-        let at = py(ms);
-        svg.push_str(&format!(
-            "<line x1=\"{LEFT}\" y1=\"{at:.1}\" x2=\"{:.1}\" y2=\"{at:.1}\" stroke=\"#ddd\"/>\n\
-             <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{ms:.1}</text>\n",
-            W - RIGHT,
-            LEFT - 5.0,
-            at + 4.0
-        ));
-    }
-    let line: Vec<String> = points
-        .iter()
-        .map(|(x, ms)| format!("{:.1},{:.1}", px(*x), py(*ms)))
-        .collect();
-    svg.push_str(&format!(
-        "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"{}\"/>\n\
-         <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">percentile (all {} requests, merged histogram)</text>\n\
-         <text x=\"14\" y=\"{:.1}\" transform=\"rotate(-90 14 {:.1})\" text-anchor=\"middle\">latency, ms</text>\n</svg>\n",
-        line.join(" "),
-        (LEFT + W - RIGHT) / 2.0,
-        H - 5.0,
-        h.total(),
-        (TOP + H - BOTTOM) / 2.0,
-        (TOP + H - BOTTOM) / 2.0,
-    ));
-    Some(svg)
+/// Key of one target's merged histogram (`spec.targets`).
+pub fn target_histogram_key(target: &str) -> String {
+    format!("histogram-{target}.json")
 }
 
-/// The report ConfigMap, owned by the LoadTest.
+/// Latency (ms, linear) by percentile on a "nines" axis: `graphfleet_loadtest::report`'s.
+pub fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
+    latency_by_percentile_svg(&[("all", h)])
+}
+
+/// The report ConfigMap of an observed, finished LoadTest (either kind of target).
+pub fn config_map_of(lt: &LoadTest, status: &LoadTestStatus, observed: &Observed) -> ConfigMap {
+    if status.targets.is_empty() {
+        config_map(lt, status, &observed.summaries)
+    } else {
+        targets_config_map(lt, status, &observed.target_summaries)
+    }
+}
+
+/// The report ConfigMap, owned by the LoadTest (`spec.target`).
 pub fn config_map(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -> ConfigMap {
     let mut data = BTreeMap::from([(REPORT_KEY.to_owned(), markdown(lt, status, summaries))]);
     if let Some(h) = histogram_json(summaries) {
@@ -312,6 +418,38 @@ pub fn config_map(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment])
     if let Some(svg) = merge_histograms(summaries).and_then(|h| latency_svg(&h)) {
         data.insert(CHART_KEY.to_owned(), svg);
     }
+    report_config_map(lt, data)
+}
+
+/// The report ConfigMap with `spec.targets`: REPORT.md, one chart with a line per target
+/// and each target's merged histogram (`histogram-<target>.json`).
+pub fn targets_config_map(
+    lt: &LoadTest,
+    status: &LoadTestStatus,
+    summaries: &[Vec<Segment>],
+) -> ConfigMap {
+    let mut data = BTreeMap::from([(
+        REPORT_KEY.to_owned(),
+        targets_markdown(lt, status, summaries),
+    )]);
+    let mut merged = Vec::new();
+    for (t, s) in status.targets.iter().zip(summaries) {
+        if let Some(h) = histogram_json(s) {
+            data.insert(target_histogram_key(&t.name), h);
+        }
+        if let Some(h) = merge_histograms(s) {
+            merged.push((t.name.as_str(), h));
+        }
+    }
+    let series: Vec<(&str, &latency_histogram::Histogram)> =
+        merged.iter().map(|(n, h)| (*n, h)).collect();
+    if let Some(svg) = latency_by_percentile_svg(&series) {
+        data.insert(CHART_KEY.to_owned(), svg);
+    }
+    report_config_map(lt, data)
+}
+
+fn report_config_map(lt: &LoadTest, data: BTreeMap<String, String>) -> ConfigMap {
     ConfigMap {
         metadata: ObjectMeta {
             name: Some(config_map_name(&lt.name_any())),

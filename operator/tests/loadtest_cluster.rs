@@ -386,6 +386,26 @@ async fn bad_specs_are_rejected_or_failed_with_a_reason() {
             json!({ "thresholds": { "maxErrorPercent": 101 } }),
             "spec.thresholds.maxErrorPercent",
         ),
+        (
+            json!({ "targets": [{ "name": "a", "url": "http://a/graphql" }] }),
+            "set exactly one of target or targets",
+        ),
+        (
+            json!({ "target": null, "targets": [
+                { "name": "a", "url": "http://a/graphql" },
+                { "name": "a", "gatewayRef": { "name": "g" } },
+            ] }),
+            "target names must be unique",
+        ),
+        (
+            json!({ "target": null, "targets": [{ "name": "Not_A_Label", "url": "http://a/graphql" }] }),
+            "spec.targets[0].name",
+        ),
+        (
+            json!({ "target": null, "targets": [{ "name": "a" }] }),
+            "each of targets needs exactly one of gatewayRef or url",
+        ),
+        (json!({ "target": null, "targets": [] }), "spec.targets"),
     ];
     for (patch, expected) in cases {
         match api
@@ -444,6 +464,132 @@ async fn bad_specs_are_rejected_or_failed_with_a_reason() {
             .expect("jobs")
             .items
             .is_empty()
+    );
+    operator.stop().await;
+}
+
+/// `spec.targets` on the API server: the second target's Job is created only once the first
+/// target's k6 pod has ended; each target gets its results and the report compares them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn targets_run_one_after_another() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "lt-targets").await;
+    let operator = Operator::start(&client, ns.name());
+    let api: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    api.create(
+        &PostParams::default(),
+        &loadtest(
+            "cmp",
+            json!({
+                "targets": [
+                    { "name": "first", "gatewayRef": { "name": "shop" } },
+                    { "name": "second", "url": "http://gateway.example/graphql" },
+                ],
+                "scenario": "query", "rate": 300, "duration": "30s",
+                // kwok runs no k6 to resume; this test is about the order of the targets.
+                "synchronizedStart": false,
+                "thresholds": { "maxErrorPercent": 0.1 },
+                "placement": {
+                    "nodeSelector": { "graphfleet.dev/pool": "nowhere" },
+                    "tolerations": [{ "operator": "Exists" }],
+                },
+            }),
+        ),
+    )
+    .await
+    .expect("create LoadTest");
+    let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());
+    let first = wait_for("job cmp-first-0", WAIT, || async {
+        jobs.get_opt("cmp-first-0").await.ok().flatten()
+    })
+    .await;
+    let env = env_of(&first);
+    assert!(env.contains(&(
+        "GF_URL".to_owned(),
+        format!("http://shop.{}.svc:80/graphql", ns.name())
+    )));
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let listed = pods_of(&client, ns.name(), "cmp", 1).await;
+    let first_pod = listed[0].name_any();
+    assert_eq!(
+        listed[0]
+            .labels()
+            .get("graphfleet.dev/target")
+            .map(String::as_str),
+        Some("first")
+    );
+    let running = json!({ "running": { "startedAt": "2026-01-01T00:00:00Z" } });
+    set_pod_status(&pods, &first_pod, "Running", running.clone()).await;
+    let lt = wait_phase(&api, "cmp", LoadTestPhase::Running).await;
+    let targets = lt.status.expect("status").targets;
+    assert_eq!(targets[0].phase, LoadTestPhase::Running);
+    assert_eq!(targets[1].phase, LoadTestPhase::Pending);
+    // While the first target runs, the second has no Job.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(jobs.get_opt("cmp-second-0").await.expect("get").is_none());
+
+    let done = |file: &str| {
+        json!({ "terminated": {
+            "exitCode": 0, "reason": "Completed", "message": summary(file),
+            "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:31Z",
+        }})
+    };
+    let ended = Instant::now();
+    set_pod_status(&pods, &first_pod, "Succeeded", done("segment-0.json")).await;
+    let second = wait_for("job cmp-second-0", WAIT, || async {
+        jobs.get_opt("cmp-second-0").await.ok().flatten()
+    })
+    .await;
+    println!(
+        "MEASURED first target's k6 ended → second target's Job: {:.0} ms",
+        ended.elapsed().as_secs_f64() * 1e3
+    );
+    assert!(env_of(&second).contains(&(
+        "GF_URL".to_owned(),
+        "http://gateway.example/graphql".to_owned()
+    )));
+    let listed = pods_of(&client, ns.name(), "cmp", 2).await;
+    let second_pod = listed
+        .iter()
+        .find(|p| p.labels().get("graphfleet.dev/target").map(String::as_str) == Some("second"))
+        .expect("the second target's pod")
+        .name_any();
+    set_pod_status(&pods, &second_pod, "Succeeded", done("segment-1.json")).await;
+    let lt = wait_phase(&api, "cmp", LoadTestPhase::Succeeded).await;
+    let status = lt.status.expect("status");
+    let per_target: Vec<_> = status
+        .targets
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                t.results.as_ref().map(|r| r.requests),
+                t.passed,
+            )
+        })
+        .collect();
+    assert_eq!(
+        per_target,
+        [
+            ("first", Some(3000), Some(true)),
+            ("second", Some(2970), Some(true))
+        ]
+    );
+    let passed = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Passed")
+        .expect("Passed condition");
+    assert_eq!(
+        (passed.status.as_str(), passed.reason.as_str()),
+        ("True", "ThresholdsMet")
+    );
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
+    let report = cms.get("cmp-report").await.expect("report ConfigMap");
+    let md = report.data.expect("data")["REPORT.md"].clone();
+    assert!(
+        md.contains("## Comparison") && md.contains("## Target `second`"),
+        "{md}"
     );
     operator.stop().await;
 }

@@ -60,9 +60,19 @@ fn unix(t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> f64 {
     t.0.as_millisecond() as f64 / 1000.0
 }
 
-/// What the LoadTest loaded: the GraphGateway's name, else the URL's host.
+/// What the LoadTest loaded: the GraphGateway's name, else the URL's host; with
+/// `spec.targets`, the targets' names.
 fn target(lt: &LoadTest) -> String {
-    let t = &lt.spec.target;
+    let Some(t) = &lt.spec.target else {
+        let names: Vec<&str> = lt
+            .spec
+            .targets
+            .iter()
+            .flatten()
+            .map(|t| t.name.as_str())
+            .collect();
+        return names.join(", ");
+    };
     if let Some(gw) = &t.gateway_ref {
         return gw.name.clone();
     }
@@ -75,7 +85,14 @@ fn target(lt: &LoadTest) -> String {
 }
 
 fn target_url(lt: &LoadTest) -> String {
-    graphfleet_operator::resources::loadtest::target_url(lt).unwrap_or_else(|e| e.to_string())
+    match graphfleet_operator::resources::loadtest::targets(lt) {
+        Ok(all) => all
+            .iter()
+            .map(|t| t.url.as_str())
+            .collect::<Vec<_>>()
+            .join("`, `"),
+        Err(e) => e.to_string(),
+    }
 }
 
 fn label(lt: &LoadTest) -> String {
@@ -94,11 +111,60 @@ fn phase(lt: &LoadTest) -> LoadTestPhase {
         .unwrap_or(LoadTestPhase::Pending)
 }
 
-/// The run of one LoadTest, with its pods' resources when a file covers its window.
-fn gateway_run(lt: &LoadTest, resources: &[Resources]) -> GatewayRun {
-    let label = label(lt);
+/// The runs of one LoadTest: itself, or each of its `spec.targets` (a row each, side by
+/// side), with the gateway pods' resources when a file covers the run's window.
+fn gateway_runs(lt: &LoadTest, resources: &[Resources]) -> Vec<GatewayRun> {
     let status = lt.status.clone().unwrap_or_default();
-    let outcome = match (phase(lt), &status.results) {
+    if lt.spec.targets.is_none() {
+        let run = Run {
+            label: label(lt),
+            phase: phase(lt),
+            results: status.results.clone(),
+            message: status.message.clone(),
+            start: status.start_time.clone(),
+            end: status.completion_time.clone(),
+            namespace: gateway_namespace(lt),
+        };
+        return vec![gateway_run(lt, &run, resources)];
+    }
+    let mut out = Vec::new();
+    for t in lt.spec.targets.iter().flatten() {
+        let seen = status.targets.iter().find(|s| s.name == t.name);
+        let namespace = t
+            .gateway_ref
+            .as_ref()
+            .and_then(|g| g.namespace.clone())
+            .or_else(|| lt.namespace())
+            .unwrap_or_else(|| "default".into());
+        let run = Run {
+            label: format!("{} ({})", t.name, lt.name_any()),
+            phase: seen.map_or(LoadTestPhase::Pending, |s| s.phase),
+            results: seen.and_then(|s| s.results.clone()),
+            message: seen.and_then(|s| s.message.clone()),
+            start: seen.and_then(|s| s.start_time.clone()),
+            end: seen.and_then(|s| s.completion_time.clone()),
+            namespace,
+        };
+        out.push(gateway_run(lt, &run, resources));
+    }
+    out
+}
+
+/// One LoadTest's (or one of its targets') outcome as the report reads it.
+struct Run {
+    label: String,
+    phase: LoadTestPhase,
+    results: Option<graphfleet_operator::crd::LoadTestResults>,
+    message: Option<String>,
+    start: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    end: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+    /// Namespace of the target gateway's pods (where sample-pods should have looked).
+    namespace: String,
+}
+
+fn gateway_run(lt: &LoadTest, run: &Run, resources: &[Resources]) -> GatewayRun {
+    let label = run.label.clone();
+    let outcome = match (run.phase, &run.results) {
         (LoadTestPhase::Succeeded, Some(r)) => {
             let planned = duration_s(&lt.spec.duration).unwrap_or(0.0);
             let l = &r.latency_ms;
@@ -122,10 +188,10 @@ fn gateway_run(lt: &LoadTest, resources: &[Resources]) -> GatewayRun {
                 }),
                 scheduled_latency_ms: None,
             };
-            let usage = match (&status.start_time, &status.completion_time) {
+            let usage = match (&run.start, &run.end) {
                 (Some(start), Some(end)) => resources
                     .iter()
-                    .filter(|res| res.namespace == gateway_namespace(lt))
+                    .filter(|res| res.namespace == run.namespace)
                     .find_map(|res| crate::podsample::usage_in(&res.ticks, unix(start), unix(end))),
                 _ => None,
             };
@@ -142,13 +208,13 @@ fn gateway_run(lt: &LoadTest, resources: &[Resources]) -> GatewayRun {
         (LoadTestPhase::Failed, _) => Outcome::Failed {
             error: format!(
                 "LoadTest failed: {}",
-                status.message.as_deref().unwrap_or("no message")
+                run.message.as_deref().unwrap_or("no message")
             ),
         },
         (LoadTestPhase::Aborted, _) => Outcome::Failed {
             error: format!(
                 "LoadTest aborted on a threshold: {}",
-                status.message.as_deref().unwrap_or("no message")
+                run.message.as_deref().unwrap_or("no message")
             ),
         },
         (p, _) => Outcome::Failed {
@@ -166,8 +232,8 @@ fn gateway_run(lt: &LoadTest, resources: &[Resources]) -> GatewayRun {
 fn gateway_namespace(lt: &LoadTest) -> String {
     lt.spec
         .target
-        .gateway_ref
         .as_ref()
+        .and_then(|t| t.gateway_ref.as_ref())
         .and_then(|g| g.namespace.clone())
         .or_else(|| lt.namespace())
         .unwrap_or_else(|| "default".into())
@@ -254,7 +320,7 @@ pub fn report(
                 generator: "k6".into(),
                 response_bytes: None,
                 error: None,
-                gateways: lts.iter().map(|lt| gateway_run(lt, resources)).collect(),
+                gateways: lts.iter().flat_map(|lt| gateway_runs(lt, resources)).collect(),
             }
         })
         .collect();
@@ -526,6 +592,33 @@ mod tests {
             "{}",
             g.status
         );
+    }
+
+    /// A LoadTest over several targets: a row per target, with that target's results.
+    #[test]
+    fn each_target_of_a_loadtest_is_a_row() {
+        let mut lt: serde_json::Value = serde_json::from_str(QUERY).expect("JSON");
+        let target = lt["spec"]["target"].take();
+        lt["spec"].as_object_mut().expect("spec").remove("target");
+        lt["spec"]["targets"] = serde_json::json!([
+            { "name": "graphfleet", "gatewayRef": target["gatewayRef"] },
+            { "name": "other", "url": "http://other.graphfleet-demo.svc:4000/graphql" },
+        ]);
+        let mut slower = lt["status"]["results"].clone();
+        slower["latencyMs"]["p99"] = 30.0.into();
+        lt["status"]["targets"] = serde_json::json!([
+            { "name": "graphfleet", "url": "http://fed.graphfleet-demo.svc:80/graphql",
+              "phase": "Succeeded", "results": lt["status"]["results"].clone() },
+            { "name": "other", "url": "http://other.graphfleet-demo.svc:4000/graphql",
+              "phase": "Succeeded", "results": slower },
+        ]);
+        let lts = parse(&lt.to_string()).expect("parse");
+        let md = crate::report::markdown(&report(&lts, &[], &known(), vec![], "x"));
+        let lat = rows(&md, "query", "Latencies (ms)");
+        assert_eq!(lat.len(), 2, "{md}");
+        assert!(lat[0].starts_with("| graphfleet (fed-query) |"), "{md}");
+        assert!(lat[1].starts_with("| other (fed-query)      |"), "{md}");
+        assert!(lat[1].contains("| 30.0 |"), "{md}");
     }
 
     #[test]

@@ -5,52 +5,11 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
+use graphfleet_loadtest::report::table;
 
 use crate::results::{GatewayRun, Measured, Outcome, Report, ScenarioRun};
 
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// A markdown table with aligned columns; `right[i]` right-aligns column i.
-fn table(headers: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = headers.iter().map(|h| h.len()).collect();
-    for row in rows {
-        for (w, cell) in widths.iter_mut().zip(row) {
-            *w = (*w).max(cell.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .zip(right)
-            .map(|((c, &w), &r)| {
-                if r {
-                    format!("{c:>w$}")
-                } else {
-                    format!("{c:<w$}")
-                }
-            })
-            .collect();
-        format!("| {} |\n", padded.join(" | "))
-    };
-    let mut out = line(headers.iter().map(|h| h.to_string()).collect());
-    let rule: Vec<String> = widths
-        .iter()
-        .zip(right)
-        .map(|(&w, &r)| {
-            if r {
-                format!("{}:", "-".repeat(w.max(2) - 1))
-            } else {
-                format!(":{}", "-".repeat(w.max(2) - 1))
-            }
-        })
-        .collect();
-    out.push_str(&format!("| {} |\n", rule.join(" | ")));
-    for row in rows {
-        out.push_str(&line(row.clone()));
-    }
-    out
-}
 
 fn f1(x: f64) -> String {
     format!("{x:.1}")
@@ -387,22 +346,6 @@ pub fn write(report: &Report, dir: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn tables_align_like_the_reference_reports() {
-        let t = table(
-            &["Gateway", "Min"],
-            &[false, true],
-            &[
-                vec!["Hive Router".into(), "21.1".into()],
-                vec!["x".into(), "125.0".into()],
-            ],
-        );
-        assert_eq!(
-            t,
-            "| Gateway     |   Min |\n| :---------- | ----: |\n| Hive Router |  21.1 |\n| x           | 125.0 |\n"
-        );
-    }
 
     #[test]
     fn three_significant_digits() {

@@ -6,16 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-/// How k6 drives one scenario.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Load {
-    /// Arrival rate (requests per second, open model).
-    pub rate: u32,
-    /// Pre-allocated VUs.
-    pub vus: u32,
-    /// The most VUs k6 may use to keep the arrival rate.
-    pub max_vus: u32,
-}
+use graphfleet_loadtest::scenarios::{DEFAULT_LOAD, NO_CACHE_OF, known};
+pub use graphfleet_loadtest::scenarios::{Load, TOKEN_ZERO, unique_query};
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -29,80 +21,6 @@ pub struct Scenario {
     /// operation name and the first root field's alias carry a per-request token.
     pub unique: bool,
 }
-
-struct Known {
-    name: &'static str,
-    description: &'static str,
-    load: Load,
-}
-
-const fn load(rate: u32, vus: u32, max_vus: u32) -> Load {
-    Load { rate, vus, max_vus }
-}
-
-/// Profiles of the scenarios from the seeds; rates are for a 1-core gateway budget.
-const KNOWN: &[Known] = &[
-    Known {
-        name: "query",
-        description: "The classic TestQuery over accounts/inventory/products/reviews: a fragment-heavy query needing a dozen subgraph requests, ~85.5 KiB response, at a constant arrival rate.",
-        load: load(100, 10, 100),
-    },
-    Known {
-        name: "deduplication",
-        description: "A query whose plan repeats identical subgraph requests, at a constant arrival rate; shows how well a gateway deduplicates and holds latency under load.",
-        load: load(100, 10, 100),
-    },
-    Known {
-        name: "big-response",
-        description: "A ~8 MiB response mixing lists, objects, strings, floats and ints; measures the cost of moving large payloads.",
-        load: load(5, 2, 20),
-    },
-    Known {
-        name: "long-lived-big-response",
-        description: "Like big-response plus an extra subgraph request that takes 100 ms, so every response stays in memory longer.",
-        load: load(5, 4, 30),
-    },
-    Known {
-        name: "many-plans",
-        description: "Seven overlapping subgraphs and a large, deep query: many candidate plans, so planning cost and subgraph request count dominate.",
-        load: load(20, 2, 40),
-    },
-    Known {
-        name: "many-plans-no-cache",
-        description: "many-plans with every request's document new to the gateway (a unique operation name and root-field alias per request, as the no-cache gateways of the published benchmark): planning cost under load, no plan cache hits.",
-        load: load(20, 2, 40),
-    },
-    Known {
-        name: "small",
-        description: "Apollo's base case: a one-field query answered by a single subgraph; measures the gateway's own overhead.",
-        load: load(200, 10, 100),
-    },
-    Known {
-        name: "small-delayed",
-        description: "The one-field query against a subgraph that takes 40 ms: the gateway must hold many requests in flight.",
-        load: load(200, 20, 200),
-    },
-    Known {
-        name: "large-delayed",
-        description: "A 100-field query against one subgraph that takes 40 ms: more data to parse and serialise per request.",
-        load: load(100, 10, 100),
-    },
-    Known {
-        name: "chain",
-        description: "A 100-field query needing 6 sequential subgraph fetches (40 ms each, linked by @requires): at least 240 ms per request.",
-        load: load(50, 20, 200),
-    },
-];
-
-const DEFAULT_LOAD: Load = load(50, 10, 100);
-
-/// Scenarios that also get a `<name>-no-cache` variant (see [`Scenario::unique`]).
-const NO_CACHE_OF: &[&str] = &["many-plans"];
-
-/// The token a no-cache payload carries; each request replaces every occurrence with its
-/// own of the same width ([`request_token`]), so the expected answer keeps its length and
-/// a response is compared after putting this token back.
-pub const TOKEN_ZERO: &str = "gfnc000000000000000";
 
 /// `gfnc` + 6 digits of the run's nonce + 9 digits of the request index; the nonce differs
 /// per run so warm-up, measured run and capacity steps never repeat a document.
@@ -120,51 +38,6 @@ pub fn next_nonce() -> u32 {
         .map_or(1, |d| d.subsec_micros());
     let _ = NEXT.compare_exchange(0, seed % 999_999 + 1, Ordering::Relaxed, Ordering::Relaxed);
     NEXT.fetch_add(1, Ordering::Relaxed) % 999_999 + 1
-}
-
-/// The query with [`TOKEN_ZERO`] in the operation's name and as an alias of the first root
-/// field (`query Q_<token> { f_<token>: f ... }`). The alias changes the planned operation
-/// and the response, so a plan cache keyed by normalised documents (names dropped) misses
-/// too; the response carries the token only as that one key.
-pub fn unique_query(query: &str) -> anyhow::Result<String> {
-    let open = query.find('{').context("the query has no selection set")?;
-    let header = query[..open].trim();
-    let header = match header.strip_prefix("query") {
-        Some("") => format!("query Q_{TOKEN_ZERO}"),
-        Some(rest) => {
-            let rest = rest.trim_start();
-            let name_end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            if name_end == 0 {
-                format!("query Q_{TOKEN_ZERO}{rest}")
-            } else {
-                format!(
-                    "query {}_{TOKEN_ZERO}{}",
-                    &rest[..name_end],
-                    &rest[name_end..]
-                )
-            }
-        }
-        None if header.is_empty() => format!("query Q_{TOKEN_ZERO}"),
-        None => bail!("only a query operation can be made unique, found {header:?}"),
-    };
-    let body = &query[open + 1..];
-    let field_at = body
-        .find(|c: char| !c.is_whitespace())
-        .context("empty selection set")?;
-    let field = &body[field_at..];
-    let name_len = field
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(field.len());
-    if name_len == 0 || field[name_len..].trim_start().starts_with(':') {
-        bail!("the first root selection must be a plain field without an alias");
-    }
-    let name = &field[..name_len];
-    Ok(format!(
-        "{header} {{{}{name}_{TOKEN_ZERO}: {field}",
-        &body[..field_at]
-    ))
 }
 
 /// Every scenario under `sets_dir`, sorted by name.
@@ -192,13 +65,13 @@ pub fn discover(sets_dir: &Path) -> anyhow::Result<Vec<Scenario>> {
                 .with_context(|| format!("{} has no UTF-8 name", path.display()))?
                 .to_owned();
             let variables = path.with_extension("variables.json");
-            let known = KNOWN.iter().find(|k| k.name == name);
+            let known = known(&name);
             out.push(Scenario {
                 description: known.map_or_else(
                     || format!("Scenario `{name}` of the `{set_name}` set."),
-                    |k| k.description.to_owned(),
+                    |(d, _)| d.to_owned(),
                 ),
-                load: known.map_or(DEFAULT_LOAD, |k| k.load),
+                load: known.map_or(DEFAULT_LOAD, |(_, l)| l),
                 name,
                 set: set_name.clone(),
                 variables_file: variables.is_file().then_some(variables),
@@ -209,11 +82,10 @@ pub fn discover(sets_dir: &Path) -> anyhow::Result<Vec<Scenario>> {
     }
     let variants: Vec<Scenario> = out
         .iter()
-        .filter(|s| NO_CACHE_OF.contains(&s.name.as_str()))
-        .map(|s| {
-            let name = format!("{}-no-cache", s.name);
-            let known = KNOWN.iter().find(|k| k.name == name);
-            Scenario {
+        .filter_map(|s| {
+            let (_, name) = NO_CACHE_OF.iter().find(|(of, _)| *of == s.name)?;
+            let known = known(name);
+            Some(Scenario {
                 description: known.map_or_else(
                     || {
                         format!(
@@ -221,13 +93,13 @@ pub fn discover(sets_dir: &Path) -> anyhow::Result<Vec<Scenario>> {
                             s.name
                         )
                     },
-                    |k| k.description.to_owned(),
+                    |(d, _)| d.to_owned(),
                 ),
-                load: known.map_or(s.load, |k| k.load),
-                name,
+                load: known.map_or(s.load, |(_, l)| l),
+                name: (*name).to_owned(),
                 unique: true,
                 ..s.clone()
-            }
+            })
         })
         .collect();
     out.extend(variants);
@@ -301,7 +173,7 @@ mod tests {
         let all = discover(&sets_dir()).expect("discover");
         let query = all.iter().find(|s| s.name == "query").expect("query");
         assert_eq!(query.set, "fed");
-        assert_eq!(query.load, KNOWN[0].load);
+        assert_eq!(Some(query.load), known("query").map(|(_, l)| l));
         let payload: Value =
             serde_json::from_str(&query.payload().expect("payload")).expect("json");
         assert!(
@@ -348,20 +220,25 @@ mod tests {
         assert_eq!(restored, base_query);
     }
 
+    /// The bench and the operator (`LoadTest.spec.scenario`) know the same scenarios: the
+    /// query files under `loadtest/sets` plus the no-cache variants are the library's list.
     #[test]
-    fn unique_query_handles_anonymous_operations_and_refuses_aliases() {
-        assert_eq!(
-            unique_query("{ me { id } }").expect("anonymous"),
-            format!("query Q_{TOKEN_ZERO} {{ me_{TOKEN_ZERO}: me {{ id }} }}")
-        );
-        assert_eq!(
-            unique_query("query Q($n: Int) {\n  top(n: $n) { id }\n}").expect("variables"),
-            format!(
-                "query Q_{TOKEN_ZERO}($n: Int) {{\n  top_{TOKEN_ZERO}: top(n: $n) {{ id }}\n}}"
-            )
-        );
-        assert!(unique_query("{ a: me { id } }").is_err());
-        assert!(unique_query("mutation M { x }").is_err());
+    fn the_discovered_scenarios_are_the_librarys_list() {
+        let all = discover(&sets_dir()).expect("discover");
+        let discovered: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(discovered, graphfleet_loadtest::scenarios::names());
+        for s in &all {
+            let lib = graphfleet_loadtest::scenarios::find(&s.name).expect("listed");
+            assert_eq!(
+                (s.set.as_str(), s.unique, s.load, s.description.as_str()),
+                (lib.set.name(), lib.unique, lib.load, lib.description),
+                "{}",
+                s.name
+            );
+            let payload: Value =
+                serde_json::from_str(&s.payload().expect("payload")).expect("json");
+            assert_eq!(payload["query"], lib.query().expect("query"), "{}", s.name);
+        }
     }
 
     #[test]

@@ -14,14 +14,15 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::k6_api::K6Api;
 use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, now};
-use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus};
+use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
 use crate::k6_summary::summary_from_log;
 use crate::report;
 use crate::resources::loadtest::K6_CONTAINER;
-use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError};
+use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError, TARGET_LABEL};
 use crate::resources::{self, MANAGER};
 use crate::status::loadtest::{
-    LoggedSummaries, StartStep, jobs_to_stop, observe, rejected_status, start_step,
+    LoggedSummaries, StartStep, jobs_to_stop, next_target, observe, record_resume, rejected_status,
+    start_step,
 };
 
 /// Re-check period while the segments' k6 initialize before a synchronized start (no pod
@@ -75,7 +76,9 @@ pub(super) async fn reconcile_loadtest(
     })
 }
 
-/// Applies the ConfigMap and creates missing Jobs; `Ok(Err(_))` is a spec the builders reject.
+/// Applies the ConfigMap and creates the missing Jobs of `spec.target` (those of
+/// `spec.targets` come one target at a time, see [`observe_loadtest`]); `Ok(Err(_))` is a
+/// spec the builders reject.
 async fn start_loadtest(
     ctx: &Context,
     lt: &LoadTest,
@@ -90,6 +93,14 @@ async fn start_loadtest(
     if let Some(cm) = config_map {
         apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
     }
+    if lt.spec.targets.is_none() {
+        create_jobs(ctx, ns, jobs).await?;
+    }
+    Ok(Ok(()))
+}
+
+/// Creates the Jobs that do not exist yet (Jobs are immutable: never updated).
+async fn create_jobs(ctx: &Context, ns: &str, jobs: Vec<Job>) -> Result<(), Error> {
     let job_api = api::<Job>(ctx, ns);
     for job in jobs {
         let name = job.metadata.name.clone().unwrap_or_default();
@@ -101,7 +112,7 @@ async fn start_loadtest(
             }
         }
     }
-    Ok(Ok(()))
+    Ok(())
 }
 
 /// Status from the segment Jobs and their pods. Records where each segment's pod runs on its
@@ -121,9 +132,11 @@ async fn observe_loadtest(
     let job_api = api::<Job>(ctx, ns);
     for job in &jobs {
         let segment = job.labels().get(SEGMENT_LABEL);
+        let target = job.labels().get(TARGET_LABEL);
         let of_segment: Vec<&Pod> = pods
             .iter()
             .filter(|p| p.labels().get(SEGMENT_LABEL) == segment)
+            .filter(|p| p.labels().get(TARGET_LABEL) == target)
             .collect();
         if let Some(annotations) = resources::loadtest::placement_to_record(job, &of_segment) {
             let patch = serde_json::json!({ "metadata": { "annotations": annotations } });
@@ -144,7 +157,7 @@ async fn observe_loadtest(
             Ok(Some(resumed)) => {
                 for (index, at) in resumed {
                     tracing::info!(segment = index, at = %at.0, "resumed k6");
-                    record_resume(&mut previous, index, at);
+                    record_resume(lt, &mut previous, index, at);
                 }
             }
             Ok(None) => starting = true,
@@ -157,9 +170,23 @@ async fn observe_loadtest(
     }
     let logged = logged_summaries(ctx, ns, &pods).await;
     let observed = observe(lt, &pods, &jobs, &previous, &logged, &now());
-    let mut status = observed.status;
+    // `spec.targets` run one at a time: the next one's Jobs once the last one's k6 ended.
+    if let Some(k) = next_target(lt, &observed.status, &jobs, &pods, &now())
+        && let Ok(all) = resources::loadtest::targets(lt)
+        && let Some(target) = all.get(k)
+    {
+        match resources::loadtest::target_jobs(lt, target, &ctx.settings.k6_image) {
+            Ok(jobs) => {
+                tracing::info!(target = ?target.name, url = %target.url, "starting the next target");
+                create_jobs(ctx, ns, jobs).await?;
+                starting = true;
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot build the next target's Jobs"),
+        }
+    }
+    let mut status = observed.status.clone();
     if status.phase.is_some_and(LoadTestPhase::is_finished) {
-        let cm = report::config_map(lt, &status, &observed.summaries);
+        let cm = report::config_map_of(lt, &status, &observed);
         apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
         status.report_config_map = cm.metadata.name;
         // Finished tests are not observed again.
@@ -236,22 +263,6 @@ async fn logged_summaries(ctx: &Context, ns: &str, pods: &[Pod]) -> LoggedSummar
 
 /// Lines of a finished k6 pod's log searched for the summary.
 const LOG_TAIL_LINES: i64 = 200;
-
-/// Records in `status` that segment `index` was resumed `at` (status derivation keeps it).
-fn record_resume(
-    status: &mut LoadTestStatus,
-    index: i32,
-    at: k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
-) {
-    match status.segments.iter_mut().find(|s| s.index == index) {
-        Some(s) => s.resumed_at = Some(at),
-        None => status.segments.push(SegmentStatus {
-            index,
-            resumed_at: Some(at),
-            ..SegmentStatus::default()
-        }),
-    }
-}
 
 /// The LoadTest a k6 pod belongs to (from its label).
 pub(super) fn loadtest_of(pod: &Pod) -> Option<ObjectRef<LoadTest>> {

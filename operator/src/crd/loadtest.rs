@@ -37,11 +37,28 @@ use super::ConfigMapKeyRef;
 )]
 #[x_kube(validation = Rule::new("has(self.scenario) != has(self.script)")
     .message("set exactly one of scenario or script"))]
+#[x_kube(validation = Rule::new("has(self.target) != has(self.targets)")
+    .message("set exactly one of target or targets"))]
 #[serde(rename_all = "camelCase")]
 pub struct LoadTestSpec {
-    /// What receives the load.
-    pub target: LoadTestTarget,
-    /// A built-in benchmark scenario (e.g. `query`, `big-response`).
+    /// What receives the load (or `targets`: several, in turn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<LoadTestTarget>,
+    /// Several targets loaded one after another, never at once (so they do not share the
+    /// client nodes), each with the same scenario, rate, duration, segments and thresholds:
+    /// a side-by-side comparison. The next target starts once every k6 pod of the previous
+    /// one has ended, whatever its outcome. Status keeps each target's results
+    /// (`status.targets`) and the report a comparison table. Instead of `target`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 10))]
+    #[x_kube(validation = Rule::new("self.all(t, self.exists_one(u, u.name == t.name))")
+        .message("target names must be unique"))]
+    pub targets: Option<Vec<NamedTarget>>,
+    /// A built-in benchmark scenario, one of graphfleet-bench's: `big-response`, `chain`,
+    /// `deduplication`, `large-delayed`, `long-lived-big-response`, `many-plans`,
+    /// `many-plans-no-cache` (each request a new document: no plan-cache hits), `query`,
+    /// `small`, `small-delayed` (`graphfleet_loadtest::scenarios`; the target must serve
+    /// the scenario's set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub scenario: Option<String>,
@@ -115,6 +132,8 @@ pub struct LoadTestThresholds {
     /// seconds after a short delay): the remaining segments are stopped, the phase becomes
     /// `Aborted` and `Passed` is False with reason `AbortedOnThreshold`. A segment's figures
     /// are a sample of the whole test's, so an early verdict may differ from the merged one.
+    /// With `targets`, only the target that broke a bound is stopped: the next targets
+    /// still run (the comparison stays complete), and the test ends `Aborted`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abort_on_fail: bool,
 }
@@ -180,6 +199,38 @@ pub struct LoadTestTarget {
     #[x_kube(validation = Rule::new("self.matches('^https?://[^/?#\\\\s]+')")
         .message("url must be an absolute http:// or https:// URL"))]
     pub url: Option<String>,
+}
+
+/// One of several targets: a name and exactly one of a GraphGateway reference or a URL.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.gatewayRef) != has(self.url)")
+    .message("each of targets needs exactly one of gatewayRef or url"))]
+#[serde(rename_all = "camelCase")]
+pub struct NamedTarget {
+    /// Names the target in status and the report, and its Jobs (`<loadtest>-<name>-<i>`).
+    #[schemars(
+        length(min = 1, max = 20),
+        regex(pattern = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+    )]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_ref: Option<GatewayRef>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.matches('^https?://[^/?#\\\\s]+')")
+        .message("url must be an absolute http:// or https:// URL"))]
+    // A bound keeps the CEL rule's estimated cost, times the list's items, within budget.
+    #[schemars(length(max = 2048))]
+    pub url: Option<String>,
+}
+
+impl NamedTarget {
+    /// The target without its name.
+    pub fn target(&self) -> LoadTestTarget {
+        LoadTestTarget {
+            gateway_ref: self.gateway_ref.clone(),
+            url: self.url.clone(),
+        }
+    }
 }
 
 /// A GraphGateway, by default in the LoadTest's namespace.
@@ -264,8 +315,44 @@ pub struct LoadTestStatus {
     /// `startedAt`), once every segment reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_skew_ms: Option<f64>,
+    /// With `spec.targets`: each target's run, in the order they run (`results`, `segments`
+    /// and `startSkewMs` above are then unset: they are per target).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetStatus>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
+}
+
+/// Progress and outcome of one of `spec.targets`.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TargetStatus {
+    pub name: String,
+    /// The GraphQL endpoint loaded.
+    pub url: String,
+    pub phase: LoadTestPhase,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_time: Option<Time>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Aggregate over this target's segments (merged latency histogram).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<LoadTestResults>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segments: Vec<SegmentStatus>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_skew_ms: Option<f64>,
+    /// Whether this target met `spec.thresholds` (once it finished); the test passes only if
+    /// every target does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed: Option<bool>,
+    /// The verdict's reason and message, as the `Passed` condition words them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub passed_message: Option<String>,
 }
 
 /// Progress and outcome of one k6 execution segment.

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use graphfleet_loadtest::duration::DurationError;
-use graphfleet_loadtest::{K6_SCENARIO_JS, duration, sets};
+use graphfleet_loadtest::scenarios::{self, UniqueQueryError};
+use graphfleet_loadtest::{K6_SCENARIO_JS, duration};
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
@@ -19,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::{Resource, ResourceExt};
 
 use super::{MANAGER, container_security_context, pod_security_context, short_hash};
-use crate::crd::{LoadTest, POOL_LABEL};
+use crate::crd::{LoadTest, LoadTestTarget, POOL_LABEL};
 use crate::diagnose;
 
 /// Default load-generator image (k6 plus graphfleet's scripts).
@@ -30,6 +31,8 @@ pub const CLIENT_POOL: &str = "client";
 pub const LOADTEST_LABEL: &str = "graphfleet.dev/loadtest";
 /// Label on every Job and pod of a LoadTest: the segment index.
 pub const SEGMENT_LABEL: &str = "graphfleet.dev/segment";
+/// Label on the Jobs and pods of one of `spec.targets`: the target's name.
+pub const TARGET_LABEL: &str = "graphfleet.dev/target";
 /// Where handleSummary writes: the kubelet turns it into the termination message.
 pub const TERMINATION_LOG: &str = "/dev/termination-log";
 /// Bytes of a termination message the kubelet keeps; the script fits its summary in them.
@@ -47,8 +50,12 @@ pub const K6_CONTAINER: &str = "k6";
 pub enum SpecError {
     #[error("unknown scenario {0:?}; built-in scenarios: {1}")]
     UnknownScenario(String, String),
-    #[error("target needs exactly one of gatewayRef or url")]
+    #[error("scenario {0:?}: {1}")]
+    BadScenario(String, UniqueQueryError),
+    #[error("set exactly one of target or targets, each with exactly one of gatewayRef or url")]
     NoTarget,
+    #[error("spec.targets names {0:?} twice; target names must be unique")]
+    DuplicateTarget(String),
     #[error("set exactly one of scenario or script")]
     NoScript,
     #[error("spec.duration: {0}")]
@@ -65,8 +72,9 @@ impl SpecError {
     /// The reason of the status condition reporting this error.
     pub fn reason(&self) -> &'static str {
         match self {
-            SpecError::UnknownScenario(..) => "UnknownScenario",
+            SpecError::UnknownScenario(..) | SpecError::BadScenario(..) => "UnknownScenario",
             SpecError::NoTarget => "NoTarget",
+            SpecError::DuplicateTarget(_) => "DuplicateTarget",
             SpecError::NoScript => "NoScript",
             SpecError::Duration(_) | SpecError::ZeroDuration(_) | SpecError::DurationTooLong(_) => {
                 "InvalidDuration"
@@ -76,29 +84,73 @@ impl SpecError {
     }
 }
 
-/// Built-in scenarios: name → query, every set's `queries/<name>.graphql` in set order
-/// (the loadtest crate owns the files).
-fn scenarios() -> impl Iterator<Item = (&'static str, &'static str)> {
-    sets::ALL
-        .into_iter()
-        .flat_map(|set| set.scenarios().iter().copied())
-}
-
-/// Names of the built-in scenarios.
+/// Names of the built-in scenarios: graphfleet-bench's (`graphfleet_loadtest::scenarios`).
 pub fn scenario_names() -> Vec<&'static str> {
-    scenarios().map(|(name, _)| name).collect()
+    scenarios::names()
 }
 
-fn scenario_query(name: &str) -> Result<&'static str, SpecError> {
-    scenarios()
-        .find(|(n, _)| *n == name)
-        .map(|(_, q)| q)
+fn scenario(name: &str) -> Result<scenarios::Scenario, SpecError> {
+    scenarios::find(name)
         .ok_or_else(|| SpecError::UnknownScenario(name.to_owned(), scenario_names().join(", ")))
 }
 
-/// The GraphQL endpoint under load: the URL, or a GraphGateway's Service (port 80).
+/// One target of a LoadTest, resolved: `spec.target`, or one of `spec.targets`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// `None` for `spec.target`: its Jobs are `<loadtest>-<i>` without a target label, as
+    /// before `targets` existed.
+    pub name: Option<String>,
+    /// The GraphQL endpoint under load.
+    pub url: String,
+}
+
+impl Target {
+    /// The label value its Jobs and pods carry under [`TARGET_LABEL`], if any.
+    pub fn label(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    /// Whether a Job or pod with these labels belongs to this target.
+    pub fn owns(&self, labels: &BTreeMap<String, String>) -> bool {
+        labels.get(TARGET_LABEL).map(String::as_str) == self.label()
+    }
+}
+
+/// Every target in the order they run: `spec.target` alone, or each of `spec.targets`.
+pub fn targets(lt: &LoadTest) -> Result<Vec<Target>, SpecError> {
+    match (&lt.spec.target, &lt.spec.targets) {
+        (Some(t), None) => Ok(vec![Target {
+            name: None,
+            url: resolve_url(lt, t)?,
+        }]),
+        (None, Some(many)) if !many.is_empty() => {
+            let mut out: Vec<Target> = Vec::with_capacity(many.len());
+            for t in many {
+                if out
+                    .iter()
+                    .any(|o| o.name.as_deref() == Some(t.name.as_str()))
+                {
+                    return Err(SpecError::DuplicateTarget(t.name.clone()));
+                }
+                out.push(Target {
+                    name: Some(t.name.clone()),
+                    url: resolve_url(lt, &t.target())?,
+                });
+            }
+            Ok(out)
+        }
+        _ => Err(SpecError::NoTarget),
+    }
+}
+
+/// The GraphQL endpoint under load with `spec.target`: the URL, or a GraphGateway's Service
+/// (port 80). With `spec.targets`, see [`targets`].
 pub fn target_url(lt: &LoadTest) -> Result<String, SpecError> {
-    let target = &lt.spec.target;
+    resolve_url(lt, lt.spec.target.as_ref().ok_or(SpecError::NoTarget)?)
+}
+
+/// The endpoint of one target: the URL, or a GraphGateway's Service (port 80).
+pub fn resolve_url(lt: &LoadTest, target: &LoadTestTarget) -> Result<String, SpecError> {
     match (&target.gateway_ref, &target.url) {
         (Some(gw), None) => {
             let ns = gw
@@ -118,9 +170,18 @@ pub fn config_map_name(lt: &str) -> String {
     format!("{lt}-k6")
 }
 
-/// Name of the Job of segment `index`.
+/// Name of the Job of segment `index` (of `spec.target`).
 pub fn job_name(lt: &str, index: i32) -> String {
     format!("{lt}-{index}")
+}
+
+/// Name of the Job of segment `index` of `target`: `<lt>-<i>`, or `<lt>-<target>-<i>` for
+/// one of `spec.targets`.
+pub fn target_job_name(lt: &str, target: &Target, index: i32) -> String {
+    match target.label() {
+        Some(name) => format!("{lt}-{name}-{index}"),
+        None => job_name(lt, index),
+    }
 }
 
 /// The k6 `--execution-segment` of segment `index` out of `n`, e.g. `1/4:2/4`.
@@ -174,8 +235,11 @@ fn meta(lt: &LoadTest, name: String, labels: BTreeMap<String, String>) -> Object
 /// `None` when the script comes from the user's own ConfigMap.
 pub fn config_map(lt: &LoadTest) -> Result<Option<ConfigMap>, SpecError> {
     let data = match (&lt.spec.scenario, &lt.spec.script) {
-        (Some(scenario), None) => {
-            let body = serde_json::json!({ "query": scenario_query(scenario)? });
+        (Some(name), None) => {
+            let query = scenario(name)?
+                .query()
+                .map_err(|e| SpecError::BadScenario(name.clone(), e))?;
+            let body = serde_json::json!({ "query": query });
             BTreeMap::from([
                 (SCRIPT_KEY.to_owned(), K6_SCENARIO_JS.to_owned()),
                 (PAYLOAD_KEY.to_owned(), body.to_string()),
@@ -252,6 +316,20 @@ fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
         vars.push(env("GF_MAX_VUS", max_vus.to_string()));
     }
     vars
+}
+
+/// A no-cache scenario's nonce for one target (scenario.js's `GF_UNIQUE`, 1..=999999): from
+/// the LoadTest's uid and the target, so two targets (maybe one gateway twice) and two
+/// LoadTests never send the same document, and the Jobs rebuild identically.
+pub fn unique_nonce(lt: &LoadTest, target: &Target) -> u32 {
+    let seed = format!(
+        "{}/{}",
+        lt.metadata.uid.as_deref().unwrap_or_default(),
+        target.label().unwrap_or_default()
+    );
+    let hash = short_hash(seed.as_bytes());
+    let n = u32::from_str_radix(&hash[..8], 16).unwrap_or(0);
+    n % 999_999 + 1
 }
 
 fn client_pool_tolerations() -> Vec<Toleration> {
@@ -379,18 +457,39 @@ fn pod_failure_policy() -> PodFailurePolicy {
     }
 }
 
-/// The Job running segment `index` of `parallelism`. A failed segment is never retried: a
-/// rerun would send its share of the load again, at a different time than the others. Its
-/// deadline stops a k6 that outlives `time_limit` even when the operator is not running.
+/// The Job running segment `index` of `parallelism` against the first (or only) target.
 pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
-    let mut env = k6_env(lt, target_url(lt)?);
+    let first = targets(lt)?.into_iter().next().ok_or(SpecError::NoTarget)?;
+    target_job(lt, &first, index, image)
+}
+
+/// The Job running segment `index` of `parallelism` against `target`. A failed segment is
+/// never retried: a rerun would send its share of the load again, at a different time than
+/// the others. Its deadline stops a k6 that outlives `time_limit` even when the operator is
+/// not running.
+pub fn target_job(
+    lt: &LoadTest,
+    target: &Target,
+    index: i32,
+    image: &str,
+) -> Result<Job, SpecError> {
+    let mut env = k6_env(lt, target.url.clone());
+    if let Some(s) = &lt.spec.scenario
+        && scenario(s)?.unique
+    {
+        env.push(self::env("GF_UNIQUE", unique_nonce(lt, target).to_string()));
+    }
     if let Some(thresholds) = abort_thresholds(lt)? {
         env.push(self::env(THRESHOLDS_ENV, thresholds.to_string()));
     }
     let deadline = time_limit(lt)? + JOB_DEADLINE_GRACE;
     let mut labels = labels(lt);
     labels.insert(SEGMENT_LABEL.to_owned(), index.to_string());
-    let mut meta = meta(lt, job_name(&lt.name_any(), index), labels.clone());
+    if let Some(name) = target.label() {
+        labels.insert(TARGET_LABEL.to_owned(), name.to_owned());
+    }
+    let name = target_job_name(&lt.name_any(), target, index);
+    let mut meta = meta(lt, name, labels.clone());
     // The spec the Jobs were built from: Jobs are immutable, so a changed spec is visible here.
     let spec_json = serde_json::to_vec(&lt.spec).expect("LoadTestSpec always serializes");
     meta.annotations = Some(BTreeMap::from([(
@@ -436,10 +535,19 @@ pub fn abort_thresholds(lt: &LoadTest) -> Result<Option<serde_json::Value>, Spec
     )?)
 }
 
-/// Every Job of a LoadTest, one per segment.
+/// Every Job of a LoadTest: one per segment and target, targets in order.
 pub fn jobs(lt: &LoadTest, image: &str) -> Result<Vec<Job>, SpecError> {
+    let mut out = Vec::new();
+    for target in targets(lt)? {
+        out.extend(target_jobs(lt, &target, image)?);
+    }
+    Ok(out)
+}
+
+/// The Jobs of one target, one per segment.
+pub fn target_jobs(lt: &LoadTest, target: &Target, image: &str) -> Result<Vec<Job>, SpecError> {
     (0..lt.spec.parallelism.max(1))
-        .map(|i| job(lt, i, image))
+        .map(|i| target_job(lt, target, i, image))
         .collect()
 }
 

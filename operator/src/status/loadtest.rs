@@ -10,12 +10,16 @@ use kube::ResourceExt;
 
 use std::collections::BTreeMap;
 
-use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus, SegmentStatus, SummarySource};
+use crate::crd::{
+    LoadTest, LoadTestPhase, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
+    TargetStatus,
+};
 use crate::diagnose;
 use crate::k6_summary::{Segment, aggregate, parse_segment, segments_without_histogram};
 use crate::resources::loadtest::{
     K6_CONTAINER, NODE_ANNOTATION, POD_ANNOTATION, SEGMENT_LABEL, STARTUP_AND_SUMMARY_MARGIN,
-    SpecError, execution_segment, format_duration, job_name, time_limit,
+    SpecError, TARGET_LABEL, Target, execution_segment, format_duration, job_name, target_job_name,
+    targets, time_limit,
 };
 use crate::status::{PASSED, SPEC_VALID, set_condition};
 use crate::thresholds;
@@ -294,13 +298,26 @@ pub fn segment_status(
     job: Option<&Job>,
     now: &Time,
 ) -> SegmentStatus {
-    segment(lt, index, pods, job, None, &LoggedSummaries::new(), now).0
+    let name = job_name(&lt.name_any(), index);
+    segment(
+        lt,
+        &name,
+        index,
+        pods,
+        job,
+        None,
+        &LoggedSummaries::new(),
+        now,
+    )
+    .0
 }
 
-/// [`segment_status`] and, once the segment succeeded, its parsed summary (the histogram the
-/// status does not keep).
+/// [`segment_status`] of the segment run by Job `job_name` and, once the segment succeeded,
+/// its parsed summary (the histogram the status does not keep).
+#[allow(clippy::too_many_arguments)]
 fn segment(
     lt: &LoadTest,
+    job_name: &str,
     index: i32,
     pods: &[&Pod],
     job: Option<&Job>,
@@ -309,7 +326,7 @@ fn segment(
     now: &Time,
 ) -> (SegmentStatus, Option<Segment>) {
     let ns = lt.namespace().unwrap_or_else(|| "default".to_owned());
-    let job_name = job_name(&lt.name_any(), index);
+    let job_name = job_name.to_owned();
     let names = Names {
         ns: &ns,
         job: &job_name,
@@ -427,7 +444,10 @@ fn source_of(segment: &Segment) -> SummarySource {
 /// A LoadTest's status and the k6 summaries it was built from (segment order, those read).
 pub struct Observed {
     pub status: LoadTestStatus,
+    /// With `spec.target`.
     pub summaries: Vec<Segment>,
+    /// With `spec.targets`: each target's, in target order.
+    pub target_summaries: Vec<Vec<Segment>>,
 }
 
 /// The LoadTest's status from its pods and Jobs, with the summaries from the pods' logs
@@ -442,30 +462,43 @@ pub fn loadtest_status(
     observe(lt, pods, jobs, previous, &LoggedSummaries::new(), now).status
 }
 
-/// The LoadTest's status from its pods and Jobs (every one carrying `LOADTEST_LABEL`).
-/// Once a segment failed, the unfinished ones are reported stopped: the controller stops
-/// their Jobs ([`jobs_to_stop`]), as a failed load test must not keep loading the target.
-pub fn observe(
+/// What the pods and Jobs of one target say: its segments, phase, merged results and the
+/// thresholds' verdict (once it finished).
+struct Run {
+    phase: LoadTestPhase,
+    segments: Vec<SegmentStatus>,
+    summaries: Vec<Segment>,
+    results: Option<LoadTestResults>,
+    message: Vec<String>,
+    verdict: Option<thresholds::Verdict>,
+}
+
+/// One target's run from its pods and Jobs. Once a segment failed, the unfinished ones are
+/// reported stopped: the controller stops their Jobs ([`jobs_to_stop`]), as a failed load
+/// test must not keep loading the target.
+fn observe_run(
     lt: &LoadTest,
+    target: &Target,
     pods: &[Pod],
     jobs: &[Job],
-    previous: &LoadTestStatus,
+    previous: &[SegmentStatus],
     logged: &LoggedSummaries,
     now: &Time,
-) -> Observed {
+) -> Run {
     let (mut segments, summaries): (Vec<_>, Vec<_>) = (0..lt.spec.parallelism.max(1))
         .map(|i| {
             let index = i.to_string();
             let of_segment: Vec<&Pod> = pods
                 .iter()
                 .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
+                .filter(|p| target.owns(p.labels()))
                 .collect();
-            let name = job_name(&lt.name_any(), i);
+            let name = target_job_name(&lt.name_any(), target, i);
             let job = jobs
                 .iter()
                 .find(|j| j.metadata.name.as_deref() == Some(name.as_str()));
-            let before = previous.segments.iter().find(|s| s.index == i);
-            segment(lt, i, &of_segment, job, before, logged, now)
+            let before = previous.iter().find(|s| s.index == i);
+            segment(lt, &name, i, &of_segment, job, before, logged, now)
         })
         .unzip();
     let phase = overall_phase(&segments);
@@ -500,7 +533,6 @@ pub fn observe(
             }
         }
     }
-    let finished = phase.is_finished();
     let summaries: Vec<Segment> = summaries.into_iter().flatten().collect();
     let results = (phase == LoadTestPhase::Succeeded)
         .then(|| aggregate(&summaries))
@@ -516,13 +548,8 @@ pub fn observe(
     if results.is_some() && summaries.len() > 1 {
         message.extend(histogram_notes(&summaries));
     }
-    let start_time = previous
-        .start_time
-        .clone()
-        .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
-    let mut conditions = previous.conditions.clone();
-    if finished && let Some(limits) = &lt.spec.thresholds {
-        let verdict = match (&results, aborted_by) {
+    let verdict = match &lt.spec.thresholds {
+        Some(limits) if phase.is_finished() => Some(match (&results, aborted_by) {
             (_, Some((index, partial))) => {
                 let broke = partial.as_ref().map(|p| p.thresholds_failed.clone());
                 let detail = match &partial {
@@ -536,7 +563,67 @@ pub fn observe(
             }
             (Some(r), None) => thresholds::evaluate(limits, lt.spec.rate, r),
             (None, None) => thresholds::no_results(),
-        };
+        }),
+        _ => None,
+    };
+    Run {
+        phase,
+        segments,
+        summaries,
+        results,
+        message,
+        verdict,
+    }
+}
+
+/// The LoadTest's status from its pods and Jobs (every one carrying `LOADTEST_LABEL`): with
+/// `spec.target` its segments and merged results; with `spec.targets` each target's
+/// (`status.targets`), the targets that have not started yet Pending.
+pub fn observe(
+    lt: &LoadTest,
+    pods: &[Pod],
+    jobs: &[Job],
+    previous: &LoadTestStatus,
+    logged: &LoggedSummaries,
+    now: &Time,
+) -> Observed {
+    let all = match targets(lt) {
+        Ok(all) => all,
+        Err(e) => {
+            return Observed {
+                status: rejected_status(&e, lt.metadata.generation, now),
+                summaries: Vec::new(),
+                target_summaries: Vec::new(),
+            };
+        }
+    };
+    if lt.spec.targets.is_none()
+        && let [only] = all.as_slice()
+    {
+        return observe_single(lt, only, pods, jobs, previous, logged, now);
+    }
+    observe_targets(lt, &all, pods, jobs, previous, logged, now)
+}
+
+/// [`observe`] with `spec.target`.
+fn observe_single(
+    lt: &LoadTest,
+    target: &Target,
+    pods: &[Pod],
+    jobs: &[Job],
+    previous: &LoadTestStatus,
+    logged: &LoggedSummaries,
+    now: &Time,
+) -> Observed {
+    let run = observe_run(lt, target, pods, jobs, &previous.segments, logged, now);
+    let phase = run.phase;
+    let finished = phase.is_finished();
+    let start_time = previous
+        .start_time
+        .clone()
+        .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
+    let mut conditions = previous.conditions.clone();
+    if let Some(verdict) = run.verdict {
         set_condition(
             &mut conditions,
             PASSED,
@@ -547,20 +634,236 @@ pub fn observe(
             now,
         );
     }
-    let start_skew_ms = start_skew_ms(&segments);
+    let start_skew_ms = start_skew_ms(&run.segments);
     let status = LoadTestStatus {
         phase: Some(phase),
         start_skew_ms,
         start_time,
         completion_time: finished.then(|| now.clone()),
-        message: (!message.is_empty()).then(|| message.join("; ")),
-        results,
-        segments,
+        message: (!run.message.is_empty()).then(|| run.message.join("; ")),
+        results: run.results,
+        segments: run.segments,
         conditions,
         report_config_map: previous.report_config_map.clone(),
         ..LoadTestStatus::default()
     };
-    Observed { status, summaries }
+    Observed {
+        status,
+        summaries: run.summaries,
+        target_summaries: Vec::new(),
+    }
+}
+
+/// Whether any Job belongs to `target`.
+fn has_jobs(target: &Target, jobs: &[Job]) -> bool {
+    jobs.iter().any(|j| target.owns(j.labels()))
+}
+
+/// [`observe`] with `spec.targets`: each target's run, and the whole test's phase and
+/// verdict from them. A target whose Jobs do not exist yet waits for the one before it.
+fn observe_targets(
+    lt: &LoadTest,
+    all: &[Target],
+    pods: &[Pod],
+    jobs: &[Job],
+    previous: &LoadTestStatus,
+    logged: &LoggedSummaries,
+    now: &Time,
+) -> Observed {
+    let mut targets = Vec::with_capacity(all.len());
+    let mut target_summaries = Vec::with_capacity(all.len());
+    for (k, target) in all.iter().enumerate() {
+        let name = target.label().unwrap_or_default().to_owned();
+        let before = previous.targets.iter().find(|t| t.name == name);
+        if !has_jobs(target, jobs) {
+            let message = k
+                .checked_sub(1)
+                .map(|p| format!("runs after target {}", all[p].label().unwrap_or_default()));
+            targets.push(TargetStatus {
+                name,
+                url: target.url.clone(),
+                phase: LoadTestPhase::Pending,
+                message,
+                ..TargetStatus::default()
+            });
+            target_summaries.push(Vec::new());
+            continue;
+        }
+        let previous_segments = before.map(|b| b.segments.as_slice()).unwrap_or_default();
+        let run = observe_run(lt, target, pods, jobs, previous_segments, logged, now);
+        let finished = run.phase.is_finished();
+        let start_time = before
+            .and_then(|b| b.start_time.clone())
+            .or_else(|| (run.phase != LoadTestPhase::Pending).then(|| now.clone()));
+        let completion_time = finished.then(|| {
+            before
+                .and_then(|b| b.completion_time.clone())
+                .unwrap_or_else(|| now.clone())
+        });
+        targets.push(TargetStatus {
+            name,
+            url: target.url.clone(),
+            phase: run.phase,
+            start_time,
+            completion_time,
+            message: (!run.message.is_empty()).then(|| run.message.join("; ")),
+            start_skew_ms: start_skew_ms(&run.segments),
+            results: run.results,
+            segments: run.segments,
+            passed: run.verdict.as_ref().map(|v| v.passed),
+            passed_reason: run.verdict.as_ref().map(|v| v.reason.to_owned()),
+            // An abort stops this target only; the next ones still run.
+            passed_message: run
+                .verdict
+                .map(|v| v.message.replace("stopped the test", "stopped this target")),
+        });
+        target_summaries.push(run.summaries);
+    }
+    let phase = targets_phase(&targets);
+    let finished = phase.is_finished();
+    let start_time = previous
+        .start_time
+        .clone()
+        .or_else(|| (phase != LoadTestPhase::Pending).then(|| now.clone()));
+    let mut conditions = previous.conditions.clone();
+    if finished && lt.spec.thresholds.is_some() {
+        let failing: Vec<&TargetStatus> =
+            targets.iter().filter(|t| t.passed != Some(true)).collect();
+        let words = |ts: &[&TargetStatus]| {
+            ts.iter()
+                .map(|t| {
+                    format!(
+                        "target {}: {}",
+                        t.name,
+                        t.passed_message.as_deref().unwrap_or("no verdict")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        let (passed, reason, message) = match failing.first() {
+            None => (
+                true,
+                thresholds::MET,
+                format!(
+                    "every target met the thresholds: {}",
+                    words(&targets.iter().collect::<Vec<_>>())
+                ),
+            ),
+            Some(first) => (
+                false,
+                reason_of(first.passed_reason.as_deref()),
+                format!(
+                    "{} of {} targets did not meet the thresholds: {}",
+                    failing.len(),
+                    targets.len(),
+                    words(&failing)
+                ),
+            ),
+        };
+        set_condition(
+            &mut conditions,
+            PASSED,
+            passed,
+            reason,
+            message,
+            lt.metadata.generation,
+            now,
+        );
+    }
+    let message: Vec<String> = targets
+        .iter()
+        .filter_map(|t| Some(format!("target {}: {}", t.name, t.message.as_ref()?)))
+        .collect();
+    let status = LoadTestStatus {
+        phase: Some(phase),
+        start_time,
+        completion_time: finished.then(|| now.clone()),
+        message: (!message.is_empty()).then(|| message.join("; ")),
+        targets,
+        conditions,
+        report_config_map: previous.report_config_map.clone(),
+        ..LoadTestStatus::default()
+    };
+    Observed {
+        status,
+        summaries: Vec::new(),
+        target_summaries,
+    }
+}
+
+/// The `Passed` reasons a target's verdict may carry, as the static strings conditions take.
+fn reason_of(reason: Option<&str>) -> &'static str {
+    [
+        thresholds::MET,
+        thresholds::NOT_MET,
+        thresholds::NO_RESULTS,
+        thresholds::ABORTED,
+        thresholds::INVALID,
+    ]
+    .into_iter()
+    .find(|r| Some(*r) == reason)
+    .unwrap_or(thresholds::NO_RESULTS)
+}
+
+/// The whole test's phase from its targets': finished once every target is (Aborted when one
+/// aborted, else Failed when one failed, else Succeeded); Pending until the first leaves
+/// Pending; Running in between.
+pub fn targets_phase(targets: &[TargetStatus]) -> LoadTestPhase {
+    let any = |p: LoadTestPhase| targets.iter().any(|t| t.phase == p);
+    if !targets.is_empty() && targets.iter().all(|t| t.phase.is_finished()) {
+        if any(LoadTestPhase::Aborted) {
+            LoadTestPhase::Aborted
+        } else if any(LoadTestPhase::Failed) {
+            LoadTestPhase::Failed
+        } else {
+            LoadTestPhase::Succeeded
+        }
+    } else if targets.iter().all(|t| t.phase == LoadTestPhase::Pending) {
+        LoadTestPhase::Pending
+    } else {
+        LoadTestPhase::Running
+    }
+}
+
+/// How long after a target finished the next one starts even if a k6 pod of it has not ended
+/// (a pod on a lost node never reports its end); until then the targets never overlap.
+pub const TARGET_STOP_GRACE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// With `spec.targets`, the target whose Jobs the controller creates now: the first without
+/// Jobs, once every earlier target has finished and its k6 pods have ended (or
+/// [`TARGET_STOP_GRACE`] passed since it finished). `None` with `spec.target` (its Jobs are
+/// created at once), while a target runs, or when every target has its Jobs.
+pub fn next_target(
+    lt: &LoadTest,
+    status: &LoadTestStatus,
+    jobs: &[Job],
+    pods: &[Pod],
+    now: &Time,
+) -> Option<usize> {
+    lt.spec.targets.as_ref()?;
+    let all = targets(lt).ok()?;
+    for (k, target) in all.iter().enumerate() {
+        if !has_jobs(target, jobs) {
+            return Some(k);
+        }
+        let name = target.label().unwrap_or_default();
+        let seen = status.targets.iter().find(|t| t.name == name)?;
+        if !seen.phase.is_finished() {
+            return None;
+        }
+        let ended = pods
+            .iter()
+            .filter(|p| target.owns(p.labels()))
+            .all(k6_ended);
+        let grace_over = seen.completion_time.as_ref().is_some_and(|t| {
+            now.0.duration_since(t.0).as_secs() >= TARGET_STOP_GRACE.as_secs() as i64
+        });
+        if !ended && !grace_over {
+            return None;
+        }
+    }
+    None
 }
 
 /// A Unix-milliseconds instant as a MicroTime (`None` when out of range).
@@ -591,15 +894,71 @@ pub enum StartStep {
     Start(Vec<(i32, String)>),
 }
 
-/// The next start step from the pods and the previous status (which records the resumes).
+/// The target whose segments run or start now and its segments in `status`: `spec.target`,
+/// or the first of `spec.targets` that has not finished. `None` once every target finished.
+pub fn active_target<'a>(
+    lt: &LoadTest,
+    status: &'a LoadTestStatus,
+) -> Option<(Target, &'a [SegmentStatus])> {
+    let all = targets(lt).ok()?;
+    if lt.spec.targets.is_none() {
+        let only = all.into_iter().next()?;
+        return Some((only, &status.segments));
+    }
+    all.into_iter().find_map(|t| {
+        let name = t.label().unwrap_or_default();
+        match status.targets.iter().find(|s| s.name == name) {
+            Some(s) if s.phase.is_finished() => None,
+            Some(s) => Some((t, s.segments.as_slice())),
+            None => Some((t, &[][..])),
+        }
+    })
+}
+
+/// Records in `status` that segment `index` of the active target ([`active_target`]) was
+/// resumed `at`; status derivation keeps it.
+pub fn record_resume(lt: &LoadTest, status: &mut LoadTestStatus, index: i32, at: MicroTime) {
+    let Some((target, _)) = active_target(lt, status) else {
+        return;
+    };
+    let segments = match target.label() {
+        None => &mut status.segments,
+        Some(name) => {
+            if !status.targets.iter().any(|t| t.name == name) {
+                status.targets.push(TargetStatus {
+                    name: name.to_owned(),
+                    url: target.url.clone(),
+                    ..TargetStatus::default()
+                });
+            }
+            match status.targets.iter_mut().find(|t| t.name == name) {
+                Some(t) => &mut t.segments,
+                None => return,
+            }
+        }
+    };
+    match segments.iter_mut().find(|s| s.index == index) {
+        Some(s) => s.resumed_at = Some(at),
+        None => segments.push(SegmentStatus {
+            index,
+            resumed_at: Some(at),
+            ..SegmentStatus::default()
+        }),
+    }
+}
+
+/// The next start step from the pods and the previous status (which records the resumes),
+/// for the active target ([`active_target`]).
 pub fn start_step(lt: &LoadTest, pods: &[Pod], previous: &LoadTestStatus) -> StartStep {
     if !lt.spec.synchronized() || previous.phase.is_some_and(LoadTestPhase::is_finished) {
         return StartStep::Nothing;
     }
+    let Some((target, segments)) = active_target(lt, previous) else {
+        return StartStep::Nothing;
+    };
     let n = lt.spec.parallelism.max(1);
     let resumed = |i: i32| {
-        previous
-            .segments
+        segments
             .iter()
             .any(|s| s.index == i && s.resumed_at.is_some())
     };
@@ -612,6 +971,7 @@ pub fn start_step(lt: &LoadTest, pods: &[Pod], previous: &LoadTestStatus) -> Sta
         let of_segment: Vec<&Pod> = pods
             .iter()
             .filter(|p| p.labels().get(SEGMENT_LABEL) == Some(&index))
+            .filter(|p| target.owns(p.labels()))
             .collect();
         let [pod] = of_segment[..] else {
             return StartStep::Wait(format!("segment {i} has {} pods", of_segment.len()));
@@ -674,18 +1034,33 @@ fn k6_ended(pod: &Pod) -> bool {
             .is_some_and(|s| s.terminated.is_some())
 }
 
-/// The Jobs to stop once the LoadTest has failed or aborted (none before): those with a k6 still
-/// running or waiting to start, or with no pod at all. A Job whose k6 has ended is left
-/// alone, finished or not: stopping it (a passed deadline) would make the Job controller
-/// delete the pod, and the log with it.
+/// The Jobs to stop once the LoadTest (or, with `spec.targets`, a target) has failed or
+/// aborted (none before): those with a k6 still running or waiting to start, or with no pod
+/// at all. A Job whose k6 has ended is left alone, finished or not: stopping it (a passed
+/// deadline) would make the Job controller delete the pod, and the log with it.
 pub fn jobs_to_stop(status: &LoadTestStatus, jobs: &[Job], pods: &[Pod]) -> Vec<String> {
-    if !matches!(
-        status.phase,
-        Some(LoadTestPhase::Failed | LoadTestPhase::Aborted)
-    ) {
-        return Vec::new();
-    }
+    let stopped = |phase: Option<LoadTestPhase>| {
+        matches!(phase, Some(LoadTestPhase::Failed | LoadTestPhase::Aborted))
+    };
+    // The target label values whose Jobs stop (`None`: every Job of a `spec.target` test).
+    let of: Vec<Option<&str>> = if status.targets.is_empty() {
+        if !stopped(status.phase) {
+            return Vec::new();
+        }
+        vec![None]
+    } else {
+        status
+            .targets
+            .iter()
+            .filter(|t| stopped(Some(t.phase)))
+            .map(|t| Some(t.name.as_str()))
+            .collect()
+    };
     jobs.iter()
+        .filter(|j| {
+            let label = j.labels().get(TARGET_LABEL).map(String::as_str);
+            of.iter().any(|o| o.is_none() || *o == label)
+        })
         .filter(|j| !job_finished(j))
         .filter_map(|j| j.metadata.name.clone())
         .filter(|name| {
