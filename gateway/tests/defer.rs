@@ -411,10 +411,17 @@ async fn defer_on_abstract_types() {
       }"#;
     let (_, parts) = ask(&url, MULTIPART, query, json!({})).await;
     let (_, expected) = ask(&url, "application/json", plain, json!({})).await;
-    assert!(expected[0].json.get("errors").is_none(), "{}", expected[0].json);
+    assert!(
+        expected[0].json.get("errors").is_none(),
+        "{}",
+        expected[0].json
+    );
     assert!(parts.len() >= 2, "deferred parts follow");
     assert_eq!(merged(&parts), expected[0].json);
-    let feed = expected[0].json["data"]["feed"].as_array().expect("feed").clone();
+    let feed = expected[0].json["data"]["feed"]
+        .as_array()
+        .expect("feed")
+        .clone();
     let books: Vec<Value> = feed
         .iter()
         .enumerate()
@@ -423,7 +430,12 @@ async fn defer_on_abstract_types() {
         .collect();
     let book_items: Vec<Value> = parts
         .iter()
-        .flat_map(|p| p.json["incremental"].as_array().cloned().unwrap_or_default())
+        .flat_map(|p| {
+            p.json["incremental"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .filter(|i| i["label"] == json!("book"))
         .map(|i| i["path"].clone())
         .collect();

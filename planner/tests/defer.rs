@@ -54,3 +54,28 @@ fn a_deferred_root_field_of_the_same_subgraph_gets_its_own_fetch() {
         "{deferred}"
     );
 }
+
+#[test]
+fn a_deferred_field_of_the_parents_subgraph_is_fetched_apart_through_the_key() {
+    let query = r#"{ topProducts { upc ... @defer { name price } } }"#;
+    let deferred = plan(query, true);
+    // The root fetch has upc (and the key); the deferred fields come from products
+    // again, through _entities, for the deferred payload alone.
+    assert!(
+        deferred.contains("query { topProducts { upc __typename } }"),
+        "{deferred}"
+    );
+    assert!(
+        deferred.contains("Fetch(service: \"products\") {\n        payloads: [defer 0]"),
+        "{deferred}"
+    );
+    assert!(
+        deferred.contains("... on Product { name price }"),
+        "{deferred}"
+    );
+    let plain = plan(query, false);
+    assert!(
+        plain.contains("query { topProducts { upc name price } }"),
+        "{plain}"
+    );
+}

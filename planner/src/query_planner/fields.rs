@@ -332,6 +332,12 @@ impl<'a> Planner<'a> {
         if !here || self.better_elsewhere(sg, ty, f, provided) {
             return self.jump(g, steps, ty, f, rpath, provided);
         }
+        // Only a later payload selects it (`@defer`): fetched apart when it can be.
+        if self.tag_of(g, f) != self.groups[g].tag
+            && self.defer_apart(g, steps, ty, f, rpath, provided)?
+        {
+            return Ok(());
+        }
         let field_meta = field_meta.ok_or_else(|| PlanError::UnknownField {
             ty: ty.to_string(),
             field: f.name.to_string(),

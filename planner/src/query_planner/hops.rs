@@ -6,6 +6,7 @@ use super::error::PlanError;
 use super::groups::{GroupId, MAX_HOPS, Planner, SelectionStep};
 use super::plan::PathElem;
 use super::selection::{SelectedField, Selection, list_depth, selections_from_tree};
+use crate::operation::DeferMask;
 use apollo_compiler::Name;
 use graphfleet_federation::meta::{
     FederationMeta, Resolution, SelTree, SelTreeItem, SubgraphId, TypeKind,
@@ -314,7 +315,8 @@ impl<'a> Planner<'a> {
             needed.extend_from_slice(&self.created_entity_groups[before..]);
         }
         // Planned after what it needs, so a group that needs none of its own results.
-        let g2 = self.entity_group(g, target, ty, mpath, &rep_fields, &needed);
+        let tag = self.tag_of(g, f);
+        let g2 = self.entity_group(g, target, ty, mpath, &rep_fields, &needed, tag);
         for d in needed {
             self.add_dependency(g2, d);
         }
@@ -344,7 +346,8 @@ impl<'a> Planner<'a> {
     /// needing groups `needed` first: not one of them nor a group they wait for (that
     /// would be a cycle: e.g. a `@requires` field fetched from the same subgraph as the
     /// field requiring it), and with a representation of `ty` compatible with `rep`.
-    /// A new group when none fits.
+    /// A new group when none fits. Only a group made for payload `tag` fits (`@defer`).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn entity_group(
         &mut self,
         g: GroupId,
@@ -353,6 +356,7 @@ impl<'a> Planner<'a> {
         rpath: &[PathElem],
         rep: &SelTree,
         needed: &[GroupId],
+        tag: DeferMask,
     ) -> GroupId {
         let child_key = (g, target, rpath.to_vec());
         let first = self.child_groups.get(&child_key).copied();
@@ -367,7 +371,8 @@ impl<'a> Planner<'a> {
         });
         let candidates: Vec<GroupId> = first.into_iter().chain(others).collect();
         let fits = |this: &Self, c: GroupId| {
-            !needed.iter().any(|n| this.waits_for(*n, c))
+            this.groups[c].tag == tag
+                && !needed.iter().any(|n| this.waits_for(*n, c))
                 && this.groups[c]
                     .representations
                     .iter()
@@ -377,8 +382,72 @@ impl<'a> Planner<'a> {
             return c;
         }
         let g2 = self.new_group(target, rpath.to_vec(), true, Some(g));
+        self.group_mut(g2).tag = tag;
         self.child_groups.entry(child_key).or_insert(g2);
         g2
+    }
+
+    /// The payload whose fetch `f` belongs in when planned from group `g`: `g`'s own
+    /// when `g`'s payload selects it (or it is a key or `@requires` field, which serve
+    /// whatever needs them), else the first payload selecting it.
+    pub(super) fn tag_of(&self, g: GroupId, f: &SelectedField) -> DeferMask {
+        let tag = self.groups[g].tag;
+        if f.defer == 0 || f.defer & tag != 0 {
+            tag
+        } else {
+            1 << f.defer.trailing_zeros()
+        }
+    }
+
+    /// Plans `f`, which group `g`'s subgraph resolves but only later payloads select
+    /// (`@defer`), in an `_entities` fetch of its own to the same subgraph through the
+    /// entity's key, so `g`'s payload does not wait for it. False (nothing planned)
+    /// where that cannot be done: no key of `ty` there, a field needing inputs, or a
+    /// mutation.
+    pub(super) fn defer_apart(
+        &mut self,
+        g: GroupId,
+        steps: &[SelectionStep],
+        ty: &Name,
+        f: &SelectedField,
+        rpath: &[PathElem],
+        provided: Option<&'a SelTree>,
+    ) -> Result<bool, PlanError> {
+        let meta = self.meta;
+        let sg = self.groups[g].subgraph;
+        if self.is_mutation || self.hop_depth >= MAX_HOPS {
+            return Ok(false);
+        }
+        if let Resolution::Resolvable(Some(r)) = meta.resolution(ty, &f.name, sg)
+            && r.needs_inputs()
+        {
+            return Ok(false);
+        }
+        let Some(key) = self.usable_key(ty, sg, sg, provided) else {
+            return Ok(false);
+        };
+        let mpath = trim_type_conds(rpath);
+        self.add_typename(g, steps);
+        self.hop_depth += 1;
+        let planned_key =
+            self.plan_selections(g, steps, ty, &selections_from_tree(key), rpath, provided);
+        self.hop_depth -= 1;
+        planned_key?;
+        let tag = self.tag_of(g, f);
+        let g2 = self.entity_group(g, sg, ty, mpath, key, &[], tag);
+        self.add_rep(g2, ty, sg, key.clone());
+        self.add_fragment(g2, &[], ty);
+        self.plan_field(
+            g2,
+            &[SelectionStep::Fragment(ty.clone())],
+            ty,
+            f,
+            rpath,
+            None,
+            false,
+        )?;
+        self.created_entity_groups.push(g2);
+        Ok(true)
     }
 }
 
