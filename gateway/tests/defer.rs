@@ -191,6 +191,10 @@ async fn the_initial_payload_does_not_wait_for_a_deferred_slow_subgraph() {
         parts[0].at
     );
     assert!(parts[1].at >= delay);
+    println!(
+        "initial payload after {:?}, the deferred reviews after {:?} (reviews delay {delay:?})",
+        parts[0].at, parts[1].at
+    );
     let later = &parts[1].json;
     assert_eq!(later["hasNext"], json!(false));
     let items = later["incremental"].as_array().expect("incremental items");
