@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Test clients only: runs tools/<TOOL>/client.mjs with the npm packages its
-# package-lock.json pins, installed once into the tool cache (keyed by the lock).
-# Usage: scripts/node-tool.sh TOOL [ARGS...]
+# Test tools only (oracles and real clients): runs tools/<TOOL>/<SCRIPT> (default
+# client.mjs) with the npm packages its package-lock.json pins, installed once into the
+# tool cache (keyed by the lock).
+# Usage: scripts/node-tool.sh TOOL[/SCRIPT.mjs] [ARGS...]
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-tool=${1:?usage: scripts/node-tool.sh TOOL [ARGS...]}
+spec=${1:?usage: scripts/node-tool.sh TOOL[/SCRIPT.mjs] [ARGS...]}
 shift
+tool=${spec%%/*}
+script=client.mjs
+[ "$spec" = "$tool" ] || script=${spec#*/}
 src=$GF_ROOT/tools/$tool
 [ -f "$src/package-lock.json" ] || die "tool $tool: no $src/package-lock.json"
+[ -f "$src/$script" ] || die "tool $tool: no $src/$script"
 key=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -c1-12)
 dir=$GF_TOOLS/$tool-$key
 if [ ! -f "$dir/.installed" ]; then
@@ -18,5 +23,5 @@ if [ ! -f "$dir/.installed" ]; then
     { tail -n 20 "$dir/install.log" >&2; die "tool $tool: npm ci failed; see $dir/install.log"; }
   touch "$dir/.installed"
 fi
-cp "$src/client.mjs" "$dir/client.mjs"
-exec node "$dir/client.mjs" "$@"
+cp "$src/$script" "$dir/$script"
+exec node "$dir/$script" "$@"

@@ -154,22 +154,20 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
         errors.extend(in_plan_order(ctx.plan, fetch_errors, |i| {
             done[i] && payloads_of(ctx, i) & PRIMARY != 0
         }));
-        let writer = Writer::new(
-            store,
-            &ctx.plan.keys,
-            ctx.shapes,
-            ctx.variables,
-            &mut errors,
-        )
-        .max_bytes(ctx.max_response_bytes);
-        let (mut body, points) = writer.write_initial(Some(Store::ROOT));
+        let (mut body, points) = writer(ctx, store, &mut errors).write_initial(Some(Store::ROOT));
         self.field_errors |= !errors.is_empty();
         self.points = points;
+        body.push(b',');
+        self.finish(body)
+    }
+
+    /// `body` closed with `"hasNext":…}`: false once no deferred fragment is left.
+    fn finish(&self, mut body: Vec<u8>) -> Part {
         let last = self.points.is_empty();
         body.extend_from_slice(if last {
-            b",\"hasNext\":false}"
+            b"\"hasNext\":false}"
         } else {
-            b",\"hasNext\":true}"
+            b"\"hasNext\":true}"
         });
         Part {
             body,
@@ -195,25 +193,13 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
         let mut items = Vec::with_capacity(now.len());
         for point in now {
             let mut errors = Vec::new();
-            let writer = Writer::new(
-                store,
-                &ctx.plan.keys,
-                ctx.shapes,
-                ctx.variables,
-                &mut errors,
-            )
-            .max_bytes(ctx.max_response_bytes);
-            let (data, nested) = writer.write_deferred(point);
+            let (data, nested) = writer(ctx, store, &mut errors).write_deferred(point);
             self.points.extend(nested);
-            let mine = loose
-                .iter()
-                .map(|e| under(e, &point.path))
-                .collect::<Vec<_>>();
-            let mut kept = Vec::new();
-            for (e, mine) in std::mem::take(&mut loose).into_iter().zip(mine) {
-                if mine { errors.push(e) } else { kept.push(e) }
-            }
-            loose = kept;
+            let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut loose)
+                .into_iter()
+                .partition(|e| under(e, &point.path));
+            errors.extend(mine);
+            loose = rest;
             items.push((point, data, errors));
         }
         if let Some((_, _, errors)) = items.first_mut() {
@@ -227,18 +213,19 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
             self.field_errors |= !errors.is_empty();
             write_item(&mut body, ctx, point, data, errors);
         }
-        let last = self.points.is_empty();
-        body.extend_from_slice(if last {
-            b"],\"hasNext\":false}"
-        } else {
-            b"],\"hasNext\":true}"
-        });
-        Part {
-            body,
-            field_errors: self.field_errors,
-            last,
-        }
+        body.extend_from_slice(b"],");
+        self.finish(body)
     }
+}
+
+/// A writer of one payload of `ctx`'s response, its errors going to `errors`.
+fn writer<'w, T: Transport>(
+    ctx: &'w ExecutionContext<'_, T>,
+    store: &'w Store,
+    errors: &'w mut Vec<ResponseError>,
+) -> Writer<'w> {
+    Writer::new(store, &ctx.plan.keys, ctx.shapes, ctx.variables, errors)
+        .max_bytes(ctx.max_response_bytes)
 }
 
 /// `{"data":…,"path":[…],"label":…,"errors":[…]}`.

@@ -293,27 +293,13 @@ async fn nested_defers_and_fields_of_the_same_subgraph() {
 /// multipart reader, pinned by tools/defer-client/package-lock.json.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apollo_client_and_meros_read_the_deferred_parts() {
-    if std::process::Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        println!("skipped: npm is not installed, so Apollo Client cannot run");
-        return;
-    }
     let (_subgraphs, url) = gateway(&[("reviews", Duration::from_millis(300))]).await;
     let (_, plain) = ask(&url, "application/json", PLAIN, json!({})).await;
     let expected = plain[0].json["data"].clone();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/node-tool.sh");
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(script)
-            .args(["defer-client", &url, DEFERRED, "reviews"])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run scripts/node-tool.sh defer-client")
-    })
-    .await
-    .expect("the client's thread");
+    let args = ["defer-client", &url, DEFERRED, "reviews"].map(str::to_owned);
+    let Some(output) = support::node_tool(args.to_vec()).await else {
+        return;
+    };
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "the clients failed:\n{stderr}");
     let out: Value = serde_json::from_slice(&output.stdout).expect("the client prints JSON");

@@ -568,29 +568,14 @@ async fn a_bad_list_fails_the_start_naming_the_key_and_the_place() {
 /// good after PERSISTED_QUERY_NOT_SUPPORTED.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn apollo_clients_persisted_query_link() {
-    if std::process::Command::new("npm")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        println!("skipped: npm is not installed, so Apollo Client cannot run");
-        return;
-    }
     let on = env("apq-apollo-client", None, Config::default()).await;
     let mut config = Config::default();
     config.apq.enabled = false;
     let off = env("apq-apollo-client-off", None, config).await;
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/apq-client.sh");
-    let (url, off_url) = (on.url.clone(), off.url.clone());
-    let output = tokio::task::spawn_blocking(move || {
-        std::process::Command::new(script)
-            .args([&url, &off_url])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("run scripts/apq-client.sh")
-    })
-    .await
-    .expect("the client's thread");
+    let args = vec!["apq-client".to_owned(), on.url.clone(), off.url.clone()];
+    let Some(output) = support::node_tool(args).await else {
+        return;
+    };
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "Apollo Client failed:\n{stderr}");
     let out: Value = serde_json::from_slice(&output.stdout).expect("the client prints JSON");

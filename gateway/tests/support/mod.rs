@@ -144,3 +144,24 @@ pub async fn post_graphql(
     )
     .await
 }
+
+/// Runs `scripts/node-tool.sh` with `args` (a real npm client or oracle, pinned by its
+/// package-lock.json) off the async threads; `None` when npm is not installed.
+pub async fn node_tool(args: Vec<String>) -> Option<std::process::Output> {
+    let npm = std::process::Command::new("npm").arg("--version").output();
+    if npm.is_err() {
+        println!("skipped: npm is not installed, so the client cannot run");
+        return None;
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/node-tool.sh");
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(script)
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("run scripts/node-tool.sh")
+    })
+    .await
+    .expect("the client's thread");
+    Some(output)
+}
