@@ -61,6 +61,7 @@ pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -
         lt.name_any()
     );
     let what = match (&spec.scenario, &spec.target.url, &spec.target.gateway_ref) {
+        (Some(s), _, _) if !spec.executor.is_k6() => format!("scenario `{s}` (Gatling)"),
         (Some(s), _, _) => format!("scenario `{s}`"),
         _ => "a custom script".to_owned(),
     };

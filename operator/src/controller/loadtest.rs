@@ -81,8 +81,13 @@ async fn start_loadtest(
     lt: &LoadTest,
     ns: &str,
 ) -> Result<Result<(), SpecError>, Error> {
+    let image = resources::loadtest::executor_image(
+        lt,
+        &ctx.settings.k6_image,
+        &ctx.settings.gatling_image,
+    );
     let (config_map, jobs) = match resources::loadtest::config_map(lt)
-        .and_then(|cm| Ok((cm, resources::loadtest::jobs(lt, &ctx.settings.k6_image)?)))
+        .and_then(|cm| Ok((cm, resources::loadtest::jobs(lt, image)?)))
     {
         Ok(built) => built,
         Err(e) => return Ok(Err(e)),
@@ -95,7 +100,9 @@ async fn start_loadtest(
         let name = job.metadata.name.clone().unwrap_or_default();
         if job_api.get_opt(&name).await?.is_none() {
             match job_api.create(&PostParams::default(), &job).await {
-                Ok(_) => tracing::info!(job = %name, "created k6 job"),
+                Ok(_) => {
+                    tracing::info!(job = %name, executor = ?lt.spec.executor, "created load-generator job")
+                }
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => return Err(e.into()),
             }
