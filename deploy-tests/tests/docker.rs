@@ -338,7 +338,8 @@ fn gatling_image_builds_the_pinned_simulation_on_a_java_17_runtime() {
         "Gatling is pinned in the pom"
     );
     assert!(
-        all.iter().any(|i| i.starts_with("FROM ${MAVEN_IMAGE} AS builder"))
+        all.iter()
+            .any(|i| i.starts_with("FROM ${MAVEN_IMAGE} AS builder"))
             && all.iter().any(|i| i.starts_with("ARG MAVEN_IMAGE=maven:")),
         "a Maven builder stage"
     );
@@ -364,7 +365,10 @@ fn gatling_image_builds_the_pinned_simulation_on_a_java_17_runtime() {
     );
     let ignore = read(&docker_dir().join("graphfleet-gatling.Dockerfile.dockerignore"));
     for source in ["loadtest/gatling/", "loadtest/sets/"] {
-        assert!(ignore.lines().any(|l| l == format!("!{source}")), "{source}");
+        assert!(
+            ignore.lines().any(|l| l == format!("!{source}")),
+            "{source}"
+        );
     }
 }
 
