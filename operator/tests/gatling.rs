@@ -1,6 +1,9 @@
-//! `executor: gatling`: the Jobs built for Gatling segments, what Gatling refuses, and real
-//! Gatling summaries (fixtures printed by loadtest/gatling's simulation, two segments of
-//! 40 req/s for 3 s) merged, judged and reported as k6's are. No cluster needed.
+//! `executor: gatling`: the Jobs built for Gatling segments, what Gatling refuses (in the
+//! builders and, on the local control plane, in the CRD's rules), and real Gatling summaries
+//! (fixtures printed by loadtest/gatling's simulation, two segments of 40 req/s for 3 s)
+//! merged, judged and reported as k6's are.
+
+mod common;
 
 use std::path::PathBuf;
 
@@ -12,6 +15,8 @@ use graphfleet_operator::{k6_summary, report, status};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Container, Pod};
 use kube::CustomResourceExt;
+use kube::api::{Api, PostParams};
+use serde_json::json;
 
 fn fixture(dir: &str, file: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -279,4 +284,77 @@ fn real_gatling_summaries_merge_and_are_judged_like_k6s() {
     ] {
         assert!(md.contains(part), "{part:?} missing from\n{md}");
     }
+}
+
+/// The API server applies the CRD's rules: Gatling without a scenario, with a synchronized
+/// start or with abortOnFail is refused with the rule's words; a Gatling spec without them is
+/// admitted and keeps its executor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_server_refuses_k6_only_fields_with_gatling() {
+    let client = common::cluster_client().await;
+    let ns = graphfleet_testkit::TestNamespace::create(&client, "lt-gatling").await;
+    let api: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
+    let base = json!({
+        "target": { "url": "http://gw/graphql" }, "scenario": "query", "executor": "gatling",
+        "rate": 10, "duration": "10s",
+    });
+    let with = |patch: serde_json::Value| -> LoadTest {
+        let mut spec = base.clone();
+        for (k, v) in patch.as_object().expect("object") {
+            spec[k] = v.clone();
+        }
+        serde_json::from_value(json!({
+            "apiVersion": "graphfleet.dev/v1alpha1", "kind": "LoadTest",
+            "metadata": { "name": "g" }, "spec": spec,
+        }))
+        .expect("a LoadTest")
+    };
+    let cases = [
+        (
+            json!({ "scenario": null, "script": { "inline": "export default function () {}" } }),
+            "executor gatling runs the built-in scenarios only",
+        ),
+        (
+            json!({ "synchronizedStart": true }),
+            "synchronizedStart is k6-only",
+        ),
+        (
+            json!({ "thresholds": { "maxErrorPercent": 1, "abortOnFail": true } }),
+            "thresholds.abortOnFail is k6-only",
+        ),
+    ];
+    for (patch, expected) in cases {
+        match api
+            .create(&PostParams::default(), &with(patch.clone()))
+            .await
+        {
+            Err(kube::Error::Api(e)) => {
+                assert_eq!(e.code, 422, "{patch}: {e:?}");
+                assert!(e.message.contains(expected), "{patch}: {}", e.message);
+            }
+            other => panic!("{patch}: expected a 422 rejection, got {other:?}"),
+        }
+    }
+    let dry_run = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    for ok in [
+        json!({}),
+        json!({ "synchronizedStart": false, "thresholds": { "maxErrorPercent": 1 } }),
+    ] {
+        let stored = api
+            .create(&dry_run, &with(ok.clone()))
+            .await
+            .unwrap_or_else(|e| panic!("{ok}: {e}"));
+        assert_eq!(stored.spec.executor, LoadTestExecutor::Gatling);
+    }
+    // k6 keeps its script and abortOnFail.
+    let mut k6 = with(json!({
+        "scenario": null, "script": { "inline": "export default function () {}" },
+        "thresholds": { "maxErrorPercent": 1, "abortOnFail": true },
+    }));
+    k6.spec.executor = LoadTestExecutor::K6;
+    api.create(&dry_run, &k6).await.expect("k6 with a script");
+    ns.delete(&client).await;
 }
