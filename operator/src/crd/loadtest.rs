@@ -352,7 +352,8 @@ impl LoadTestSpec {
 pub struct LoadTestResults {
     pub requests: u64,
     pub failures: u64,
-    /// Arrivals k6 could not start because every VU was busy: the target rate was not met.
+    /// Arrivals k6 could not start because every VU was busy (Gatling: arrivals not sent or
+    /// not answered before its stop): the target rate was not met.
     #[serde(default)]
     pub dropped_iterations: u64,
     /// Achieved arrival rate, requests per second.
