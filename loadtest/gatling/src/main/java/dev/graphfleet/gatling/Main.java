@@ -11,12 +11,20 @@ import java.util.List;
  * start (whatever its settings), through the JVM's own HTTP client. Pointing that client's
  * HTTPS proxy at a closed loopback port makes the lookup fail at once, on this machine; the
  * load's requests go through Gatling's Netty client, which ignores these properties. Usage
- * analytics are off in gatling.conf. Extra arguments go to Gatling.
+ * analytics are off in gatling.conf. Extra arguments go to Gatling. Exits 2 on bad inputs.
  */
 public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
+    // Bad inputs end here with one line (the simulation would fail the same way, deep in a
+    // stack trace whose last lines, the pod's termination message, do not name the cause).
+    try {
+      Settings.fromEnv(System.getenv()).schedule();
+    } catch (Settings.Invalid e) {
+      System.err.println("graphfleet-gatling: " + e.getMessage());
+      System.exit(2);
+    }
     // Port 9 (discard) on loopback: nothing listens there, so the connection is refused.
     System.setProperty("https.proxyHost", "127.0.0.1");
     System.setProperty("https.proxyPort", "9");
