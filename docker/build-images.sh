@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds graphfleet's container images and loads them into a kind cluster.
 #
-#   docker/build-images.sh                 # build all four, load into kind cluster "graphfleet"
+#   docker/build-images.sh                 # build all five, load into kind cluster "graphfleet"
 #   docker/build-images.sh --no-load       # build only
 #   KIND_CLUSTER=dev TAG=0.1.0 docker/build-images.sh gateway operator
 #
@@ -21,13 +21,13 @@ tag=${TAG:-$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' charts/gra
 cluster=${KIND_CLUSTER:-graphfleet}
 load=1
 
-all=(gateway operator subgraphs k6)
+all=(gateway operator subgraphs k6 gatling)
 wanted=()
 for arg in "$@"; do
   case $arg in
     --no-load) load=0 ;;
     -h|--help) sed -n '2,12p' "$self"; exit 0 ;;
-    gateway|operator|subgraphs|k6) wanted+=("$arg") ;;
+    gateway|operator|subgraphs|k6|gatling) wanted+=("$arg") ;;
     *) echo "unknown argument: $arg (images: ${all[*]}; flags: --no-load)" >&2; exit 2 ;;
   esac
 done

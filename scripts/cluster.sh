@@ -204,7 +204,7 @@ images() {
   [ "$(mode)" = real ] || die "images go to real nodes; $STATE holds no real cluster"
   real_ids
   local names=("${IMAGES[@]}") pi
-  [ ${#names[@]} -gt 0 ] || names=(gateway operator subgraphs k6)
+  [ ${#names[@]} -gt 0 ] || names=(gateway operator subgraphs k6 gatling)
   "$GF_ROOT/scripts/images.sh" build "${names[@]}"
   for pi in $REAL_POOLS; do
     proc_alive "containerd-${pi%:*}" containerd || die "containerd of ${pi%:*}-0 is not running (log: $STATE/logs/containerd-${pi%:*}.log)"

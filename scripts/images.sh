@@ -8,13 +8,14 @@
 #
 # Images: pause (localhost/pause:3.10, our static tools/go/pause FROM scratch), coredns
 # (localhost/coredns:<pinned version>, the tool cache's static CoreDNS FROM scratch), gateway,
-# operator, subgraphs, k6 (ghcr.io/graphfleet/graphfleet-<name>:<chart appVersion>).
-# The last four come from docker/graphfleet-<name>.Dockerfile, built with podman from
+# operator, subgraphs, k6, gatling (ghcr.io/graphfleet/graphfleet-<name>:<chart appVersion>).
+# The last five come from docker/graphfleet-<name>.Dockerfile, built with podman from
 # prebuilt binaries (--build-arg BINARIES=prebuilt) onto a distroless/cc-like base made
 # with mmdebstrap from the host's Debian sources (--build-arg RUNTIME_BASE=...), so no
-# rust, golang or distroless image is ever pulled. The Rust binaries are built here with
+# rust, golang or distroless image is ever pulled; gatling's base adds Debian's headless
+# JRE (openjdk-17-jre-headless). The Rust binaries are built here with
 # `cargo build --release --locked` unless GRAPHFLEET_PREBUILT=1; k6 is the tool cache's
-# (scripts/tools.sh k6). Each image is saved as an OCI archive in $GF_CACHE/images/, keyed
+# (scripts/tools.sh k6); gatling's jars are scripts/gatling.sh's (Maven). Each image is saved as an OCI archive in $GF_CACHE/images/, keyed
 # by a hash of everything that goes into it: an unchanged image is neither rebuilt nor
 # re-saved, and `import` skips images a node already has at the same digest.
 # Podman runs as root with its own storage and containers.conf under $GF_CACHE/images/podman
@@ -27,7 +28,7 @@ IMAGES_DIR=$GF_CACHE/images
 REGISTRY=ghcr.io/graphfleet
 PAUSE_REF=localhost/pause:3.10
 COREDNS_REF=localhost/coredns:$COREDNS_VERSION
-ALL=(pause coredns gateway operator subgraphs k6)
+ALL=(pause coredns gateway operator subgraphs k6 gatling)
 # Bump when the way images are assembled changes, so every cached archive is rebuilt.
 RECIPE=graphfleet-images-1
 
@@ -143,29 +144,47 @@ base_sources() {
   fi
 }
 
-base_key() {
+# The JRE flavour (the gatling image): Debian's headless OpenJDK 17 on top of the cc base.
+# Extracted, not installed: no update-alternatives, so /usr/bin/java is linked here; what
+# only a JDK or a desktop uses (javac's ct.sym, the no-compressed-oops CDS archive, docs)
+# is left out.
+JRE_PACKAGES=$BASE_PACKAGES,openjdk-17-jre-headless
+JRE_HOME=/usr/lib/jvm/java-17-openjdk-amd64
+# shellcheck disable=SC2016 # expanded by the hook's shell, not here
+JRE_HOOK="$BASE_HOOK"'
+ln -sf '"$JRE_HOME"'/bin/java "$r/usr/bin/java"
+rm -rf "$r/usr/share/doc" "$r/usr/share/man" "$r/usr/share/locale" \
+  "$r'"$JRE_HOME"'/lib/ct.sym" "$r'"$JRE_HOME"'/lib/server/classes_nocoops.jsa"'
+
+# base_packages / base_hook FLAVOUR: what goes into the cc or jre base.
+base_packages() { if [ "${1:-cc}" = jre ]; then echo "$JRE_PACKAGES"; else echo "$BASE_PACKAGES"; fi; }
+base_hook() { if [ "${1:-cc}" = jre ]; then echo "$JRE_HOOK"; else echo "$BASE_HOOK"; fi; }
+
+base_key() { # [FLAVOUR], default cc
   local sources; sources=$(base_sources)
-  { echo "$RECIPE $BASE_SUITE extract $BASE_PACKAGES"; echo "$BASE_HOOK"
+  { echo "$RECIPE $BASE_SUITE extract $(base_packages "${1:-cc}")"; base_hook "${1:-cc}"
     printf '%s\n' "${BASE_CHANGES[@]}"; cat "$sources"; } | sha | cut -c1-16
 }
 
-# Prints the local base image, making it (rootfs ~5 s, import ~2 s) if it is not there.
+# Prints the local base image of FLAVOUR (cc, the default, or jre), making it (cc: rootfs
+# ~5 s, import ~2 s; jre: ~15 s, 230 MB) if it is not there.
 ensure_base() {
-  local key; key=$(base_key)
-  local ref=localhost/graphfleet-base:cc-$key tarball=$IMAGES_DIR/base/cc-$key.tar
+  local flavour=${1:-cc} key; key=$(base_key "$flavour")
+  local ref=localhost/graphfleet-base:$flavour-$key tarball=$IMAGES_DIR/base/$flavour-$key.tar
   if podman image exists "$ref"; then echo "$ref"; return 0; fi
   local start; start=$(now)
   mkdir -p "$IMAGES_DIR/base"
   if [ ! -s "$tarball" ]; then
-    local logf=$IMAGES_DIR/base/cc-$key.log sources; sources=$(base_sources)
-    log "base: mmdebstrap $BASE_SUITE ($BASE_PACKAGES) from $sources (log: $logf)"
-    if ! mmdebstrap --format=tar --variant=extract --include="$BASE_PACKAGES" --extract-hook="$BASE_HOOK" \
+    local logf=$IMAGES_DIR/base/$flavour-$key.log sources packages; sources=$(base_sources)
+    packages=$(base_packages "$flavour")
+    log "base: mmdebstrap $BASE_SUITE ($packages) from $sources (log: $logf)"
+    if ! mmdebstrap --format=tar --variant=extract --include="$packages" --extract-hook="$(base_hook "$flavour")" \
       "$BASE_SUITE" "$tarball.partial" "$sources" >"$logf" 2>&1; then
       tail -n 20 "$logf" >&2; rm -f "$tarball.partial"
       die "base image: mmdebstrap failed; see $logf"
     fi
     mv "$tarball.partial" "$tarball"
-    find "$IMAGES_DIR/base" -name 'cc-*.tar' ! -name "cc-$key.tar" -delete
+    find "$IMAGES_DIR/base" -name "$flavour-*.tar" ! -name "$flavour-$key.tar" -delete
   fi
   local changes=() c
   for c in "${BASE_CHANGES[@]}"; do changes+=(--change "$c"); done
@@ -262,6 +281,14 @@ stage() {
       cp -r "$GF_ROOT/loadtest/k6" "$GF_ROOT/loadtest/sets" "$ctx/loadtest/"
       cp "$GF_ROOT/docker/graphfleet-k6.Dockerfile" "$ctx/Containerfile"
       ;;
+    gatling)
+      local dir
+      dir=$("$GF_ROOT/scripts/gatling.sh") || die "gatling: scripts/gatling.sh failed"
+      cp -r "$dir/lib" "$ctx/lib"
+      mkdir -p "$ctx/loadtest"
+      cp -r "$GF_ROOT/loadtest/sets" "$ctx/loadtest/"
+      cp "$GF_ROOT/docker/graphfleet-gatling.Dockerfile" "$ctx/Containerfile"
+      ;;
   esac
 }
 
@@ -278,9 +305,10 @@ build_one() {
   local start; start=$(now)
   local ctx=$IMAGES_DIR/context/$name
   stage "$name" "$ctx"
-  local base='' args=()
+  local base='' flavour=cc args=()
+  [ "$name" != gatling ] || flavour=jre
   if [ "$name" != pause ] && [ "$name" != coredns ]; then
-    base=localhost/graphfleet-base:cc-$(base_key)
+    base=localhost/graphfleet-base:$flavour-$(base_key "$flavour")
     args=(--build-arg BINARIES=prebuilt --build-arg "RUNTIME_BASE=$base")
   fi
   local key
@@ -290,7 +318,7 @@ build_one() {
     log "$name: $ref cached ($(since "$start") s; $(basename "$rec_archive"), $(human "$(stat -c %s "$rec_archive")"))"
     return 0
   fi
-  [ -z "$base" ] || ensure_base >/dev/null
+  [ -z "$base" ] || ensure_base "$flavour" >/dev/null
   local bstart logf=$IMAGES_DIR/logs/build-$name.log; bstart=$(now)
   mkdir -p "$IMAGES_DIR/logs"
   # --pull=never: every FROM the build uses is local (or scratch); nothing is fetched.

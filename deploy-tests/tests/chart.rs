@@ -103,6 +103,10 @@ fn chart_version_app_version_and_images_follow_the_workspace_version() {
         env(container, "GRAPHFLEET_K6_IMAGE"),
         format!("ghcr.io/graphfleet/graphfleet-k6:{workspace_version}")
     );
+    assert_eq!(
+        env(container, "GRAPHFLEET_GATLING_IMAGE"),
+        format!("ghcr.io/graphfleet/graphfleet-gatling:{workspace_version}")
+    );
 }
 
 fn env(container: &Value, name: &str) -> String {

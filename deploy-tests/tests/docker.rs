@@ -184,6 +184,7 @@ fn every_image_is_multi_stage_small_and_non_root() {
         files.keys().map(String::as_str).collect::<Vec<_>>(),
         [
             "graphfleet-gateway",
+            "graphfleet-gatling",
             "graphfleet-k6",
             "graphfleet-operator",
             "graphfleet-subgraphs"
@@ -203,9 +204,14 @@ fn every_image_is_multi_stage_small_and_non_root() {
             last.iter().any(|i| i == "USER 65532:65532"),
             "{name}: final stage must run as uid 65532"
         );
+        // Gatling's entrypoint is the JVM of its base image (distroless java17).
+        let entry = if name == "graphfleet-gatling" {
+            "ENTRYPOINT [\"/usr/bin/java\""
+        } else {
+            "ENTRYPOINT [\"/usr/local/bin/"
+        };
         assert!(
-            last.iter()
-                .any(|i| i.starts_with("ENTRYPOINT [\"/usr/local/bin/")),
+            last.iter().any(|i| i.starts_with(entry)),
             "{name}: exec-form ENTRYPOINT expected"
         );
         assert!(
@@ -320,6 +326,50 @@ fn k6_image_builds_the_pinned_k6_with_the_scripts() {
         workspace_root().join("loadtest/k6/scenario.js").is_file(),
         "the k6 image ships loadtest/k6/scenario.js"
     );
+}
+
+#[test]
+fn gatling_image_builds_the_pinned_simulation_on_a_java_17_runtime() {
+    let text = &dockerfiles()["graphfleet-gatling"];
+    let all = instructions(text);
+    let pom = read(&workspace_root().join("loadtest/gatling/pom.xml"));
+    assert!(
+        pom.contains("<gatling.version>3.13.5</gatling.version>"),
+        "Gatling is pinned in the pom"
+    );
+    assert!(
+        all.iter()
+            .any(|i| i.starts_with("FROM ${MAVEN_IMAGE} AS builder"))
+            && all.iter().any(|i| i.starts_with("ARG MAVEN_IMAGE=maven:")),
+        "a Maven builder stage"
+    );
+    assert!(
+        all.contains(&"ARG RUNTIME_BASE=gcr.io/distroless/java17-debian12:nonroot".to_owned()),
+        "Java 17 runtime"
+    );
+    let last = final_stage(text);
+    // The operator's Jobs name the main class (resources::loadtest::GATLING_MAIN).
+    assert!(
+        last.contains(&"CMD [\"dev.graphfleet.gatling.Main\"]".to_owned()),
+        "{last:?}"
+    );
+    assert!(
+        last.iter()
+            .any(|i| i.contains("-cp\", \"/graphfleet/gatling/lib/*\"")),
+        "{last:?}"
+    );
+    assert!(
+        workspace_root()
+            .join("loadtest/gatling/src/main/java/dev/graphfleet/gatling/Main.java")
+            .is_file()
+    );
+    let ignore = read(&docker_dir().join("graphfleet-gatling.Dockerfile.dockerignore"));
+    for source in ["loadtest/gatling/", "loadtest/sets/"] {
+        assert!(
+            ignore.lines().any(|l| l == format!("!{source}")),
+            "{source}"
+        );
+    }
 }
 
 /// Every `ghcr.io/graphfleet/...` image the chart, the manifests and the operator's

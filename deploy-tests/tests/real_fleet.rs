@@ -1,8 +1,8 @@
 //! The fleet on real nodes: `helm install` starts the operator as a pod, the fed subgraphs
 //! run as pods on subgraph-0 (their schemas introspected over cluster DNS), the
 //! GraphGateway's pods run on router-0 and answer the benchmark TestQuery through their
-//! Service, a LoadTest's k6 pods run on client-0 and leave real numbers in its status, a
-//! supergraph change and a rolling restart under in-cluster load fail no request, and a
+//! Service, a LoadTest's k6 pods run on client-0 and leave real numbers in its status (and
+//! so do a Gatling LoadTest's two segments, merged and judged as k6's), a supergraph change and a rolling restart under in-cluster load fail no request, and a
 //! gateway pod cannot use more CPU than its limit.
 //!
 //! One test walks the steps in order (each builds on the last; a failure names its step),
@@ -366,6 +366,86 @@ fn every_pod_serves(cluster: &RealCluster, ns: &str, marker: &str) -> Result<(),
     Ok(())
 }
 
+/// `executor: gatling`: two Gatling segments (a JVM each) load the gateway through its
+/// Service; their summaries merge bucket by bucket, the thresholds are judged on the whole
+/// test and the report ConfigMap is written, as for k6.
+async fn gatling_smoke(cluster: &RealCluster, ns: &str) {
+    let started = Instant::now();
+    apply(
+        cluster,
+        ns,
+        "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {name: gatling-smoke}\n\
+         spec:\n  target: {gatewayRef: {name: fed}}\n  scenario: query\n  executor: gatling\n\
+         \x20 rate: 20\n  duration: 15s\n  parallelism: 2\n\
+         \x20 resources: {requests: {cpu: 250m, memory: 256Mi}, limits: {cpu: \"1\", memory: 512Mi}}\n\
+         \x20 thresholds: {latency: {p99: 10s}, maxErrorPercent: 1, minAchievedRatePercent: 90}\n",
+    );
+    let lt = loadtest_finished(cluster, ns, "gatling-smoke", Duration::from_secs(240)).await;
+    let status = &lt["status"];
+    println!(
+        "MEASURED Gatling LoadTest (2 segments, 20 req/s, 15 s) done in {:?}: {}",
+        started.elapsed(),
+        status["results"]
+    );
+    assert_eq!(status["phase"], "Succeeded", "{status}");
+    let results = &status["results"];
+    let requests = results["requests"].as_u64().expect("requests");
+    assert_eq!(
+        requests, 300,
+        "20 req/s for 15 s over two segments: {status}"
+    );
+    assert_eq!(
+        results["failures"], 0,
+        "every answer had data and no errors"
+    );
+    assert_eq!(results["latencyAggregation"], "Histogram", "{status}");
+    let rate = results["achievedRate"].as_f64().expect("achievedRate");
+    assert!((19.0..=21.0).contains(&rate), "achieved {rate} req/s");
+    let passed = status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Passed")
+        .unwrap_or_else(|| panic!("a Passed condition: {status}"));
+    assert_eq!(passed["status"], "True", "{passed}");
+    let segments = status["segments"].as_array().expect("segments");
+    assert_eq!(segments.len(), 2);
+    for s in segments {
+        assert_eq!(s["summarySource"], "PodLog", "{s}");
+        assert!(s["startedAt"].is_string(), "{s}");
+        assert_eq!(s["results"]["requests"], 150, "each segment half: {s}");
+    }
+    let pods = json_of(
+        cluster,
+        ns,
+        &["pods", "-l", "graphfleet.dev/loadtest=gatling-smoke"],
+    );
+    for pod in pods["items"].as_array().expect("items") {
+        assert_eq!(pod["spec"]["nodeName"], "client-0");
+        assert!(
+            pod["spec"]["containers"][0]["image"]
+                .as_str()
+                .is_some_and(|i| i.contains("graphfleet-gatling")),
+            "{}",
+            pod["spec"]["containers"][0]["image"]
+        );
+    }
+    let report_cm = status["reportConfigMap"].as_str().expect("reportConfigMap");
+    let report = run_ok(
+        kubectl(cluster, ns).args([
+            "get",
+            "configmap",
+            report_cm,
+            "-o",
+            "jsonpath={.data.REPORT\\.md}",
+        ]),
+        None,
+    );
+    for part in ["scenario `query` (Gatling)", "## Whole test", "| pod log |"] {
+        assert!(report.contains(part), "{part:?} missing from:\n{report}");
+    }
+}
+
 async fn changes_under_load(cluster: &RealCluster, ns: &str) {
     loadtest(cluster, ns, "rollout", 20, 60).await;
     loadtest_running(cluster, ns, "rollout").await;
@@ -470,6 +550,7 @@ async fn the_fleet_runs_on_real_nodes() {
         );
     }
 
+    gatling_smoke(cluster, &ns).await;
     changes_under_load(cluster, &ns).await;
     cpu_limit_holds(cluster, &ns).await;
     pods_on_their_pools(&client, &ns).await;

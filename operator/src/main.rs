@@ -63,6 +63,9 @@ struct Args {
     /// Image of the k6 load-generator Jobs of LoadTests.
     #[arg(long, env = "GRAPHFLEET_K6_IMAGE", default_value = graphfleet_operator::resources::loadtest::DEFAULT_K6_IMAGE)]
     k6_image: String,
+    /// Image of the Gatling load-generator Jobs of LoadTests with `executor: gatling`.
+    #[arg(long, env = "GRAPHFLEET_GATLING_IMAGE", default_value = graphfleet_operator::resources::loadtest::DEFAULT_GATLING_IMAGE)]
+    gatling_image: String,
     /// Concurrent reconciles per controller.
     #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
     concurrency: u16,
@@ -179,6 +182,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         concurrency: args.concurrency.max(1),
         default_image: args.gateway_image.clone(),
         k6_image: args.k6_image.clone(),
+        gatling_image: args.gatling_image.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controllers = tokio::spawn(controller::run(client, metrics, settings, async {

@@ -80,6 +80,7 @@ fn header(lt: &LoadTest, status: &LoadTestStatus) -> String {
         lt.name_any()
     );
     let what = match &spec.scenario {
+        Some(s) if !spec.executor.is_k6() => format!("scenario `{s}` (Gatling)"),
         Some(s) => format!("scenario `{s}`"),
         None => "a custom script".to_owned(),
     };

@@ -65,7 +65,7 @@ fn built_objects_match_snapshots() {
         }
         let objects = serde_json::json!({
             "configMap": config_map,
-            "jobs": loadtest::jobs(&lt, DEFAULT_K6_IMAGE).expect("fixture builds"),
+            "jobs": loadtest::jobs(&lt, loadtest::executor_image(&lt, DEFAULT_K6_IMAGE, loadtest::DEFAULT_GATLING_IMAGE)).expect("fixture builds"),
         });
         insta::assert_yaml_snapshot!(name, objects);
     }

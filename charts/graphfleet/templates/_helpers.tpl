@@ -99,3 +99,7 @@ LoadTests get rights when the operator grows a LoadTest controller.
 {{- define "graphfleet.k6Image" -}}
 {{- printf "%s:%s" .Values.k6Image.repository (default .Chart.AppVersion .Values.k6Image.tag) -}}
 {{- end -}}
+
+{{- define "graphfleet.gatlingImage" -}}
+{{- printf "%s:%s" .Values.gatlingImage.repository (default .Chart.AppVersion .Values.gatlingImage.tag) -}}
+{{- end -}}

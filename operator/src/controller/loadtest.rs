@@ -84,8 +84,13 @@ async fn start_loadtest(
     lt: &LoadTest,
     ns: &str,
 ) -> Result<Result<(), SpecError>, Error> {
+    let image = resources::loadtest::executor_image(
+        lt,
+        &ctx.settings.k6_image,
+        &ctx.settings.gatling_image,
+    );
     let (config_map, jobs) = match resources::loadtest::config_map(lt)
-        .and_then(|cm| Ok((cm, resources::loadtest::jobs(lt, &ctx.settings.k6_image)?)))
+        .and_then(|cm| Ok((cm, resources::loadtest::jobs(lt, image)?)))
     {
         Ok(built) => built,
         Err(e) => return Ok(Err(e)),
@@ -106,7 +111,9 @@ async fn create_jobs(ctx: &Context, ns: &str, jobs: Vec<Job>) -> Result<(), Erro
         let name = job.metadata.name.clone().unwrap_or_default();
         if job_api.get_opt(&name).await?.is_none() {
             match job_api.create(&PostParams::default(), &job).await {
-                Ok(_) => tracing::info!(job = %name, "created k6 job"),
+                Ok(_) => {
+                    tracing::info!(job = %name, "created load-generator job")
+                }
                 Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => return Err(e.into()),
             }
@@ -175,7 +182,12 @@ async fn observe_loadtest(
         && let Ok(all) = resources::loadtest::targets(lt)
         && let Some(target) = all.get(k)
     {
-        match resources::loadtest::target_jobs(lt, target, &ctx.settings.k6_image) {
+        let image = resources::loadtest::executor_image(
+            lt,
+            &ctx.settings.k6_image,
+            &ctx.settings.gatling_image,
+        );
+        match resources::loadtest::target_jobs(lt, target, image) {
             Ok(jobs) => {
                 tracing::info!(target = ?target.name, url = %target.url, "starting the next target");
                 create_jobs(ctx, ns, jobs).await?;

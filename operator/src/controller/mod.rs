@@ -57,6 +57,8 @@ pub struct Settings {
     pub default_image: String,
     /// Image of the k6 load-generator Jobs.
     pub k6_image: String,
+    /// Image of the Gatling load-generator Jobs (`executor: gatling`).
+    pub gatling_image: String,
 }
 
 impl Default for Settings {
@@ -68,6 +70,7 @@ impl Default for Settings {
             concurrency: 4,
             default_image: DEFAULT_GATEWAY_IMAGE.to_owned(),
             k6_image: resources::loadtest::DEFAULT_K6_IMAGE.to_owned(),
+            gatling_image: resources::loadtest::DEFAULT_GATLING_IMAGE.to_owned(),
         }
     }
 }

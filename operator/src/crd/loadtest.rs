@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::ConfigMapKeyRef;
 
-/// An open-model (constant arrival rate) load test run from the client node pool: one k6 Job
-/// per execution segment, results collected from the pods' termination messages.
+/// An open-model (constant arrival rate) load test run from the client node pool: one k6 (or
+/// Gatling) Job per execution segment, results collected from the pods' logs.
 // Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
 #[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
@@ -39,6 +39,12 @@ use super::ConfigMapKeyRef;
     .message("set exactly one of scenario or script"))]
 #[x_kube(validation = Rule::new("has(self.target) != has(self.targets)")
     .message("set exactly one of target or targets"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || has(self.scenario)")
+    .message("executor gatling runs the built-in scenarios only; script is a k6 script"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.synchronizedStart) || !self.synchronizedStart")
+    .message("synchronizedStart is k6-only; leave it out (or false) with executor gatling"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.thresholds) || !has(self.thresholds.abortOnFail) || !self.thresholds.abortOnFail")
+    .message("thresholds.abortOnFail is k6-only; Gatling segments run to the end and are judged on the merged results"))]
 #[serde(rename_all = "camelCase")]
 pub struct LoadTestSpec {
     /// What receives the load (or `targets`: several, in turn).
@@ -88,8 +94,8 @@ pub struct LoadTestSpec {
     #[serde(default = "default_parallelism")]
     #[schemars(range(min = 1, max = 100))]
     pub parallelism: i32,
-    /// Resources of each load-generator (k6) container; default: 1 CPU requested and
-    /// limited, 256Mi requested, 1Gi limit.
+    /// Resources of each load-generator (k6 or Gatling) container; default: 1 CPU requested
+    /// and limited, 256Mi requested, 1Gi limit (Gatling's JVM heap: 75% of the limit).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
     /// Where load-generator pods run; defaults to the client pool.
@@ -101,12 +107,40 @@ pub struct LoadTestSpec {
     /// the other segments and resumes them all together. `teardown()` runs once, in segment 0
     /// at the end of its share. False: each segment starts when its pod does and runs its own
     /// `setup()` and `teardown()`. The operator must reach the pods' IPs on port 6565.
+    /// k6 only: with `executor: gatling` it must be left out (or false).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub synchronized_start: Option<bool>,
     /// Pass/fail criteria, evaluated on the whole test's merged results once every segment
     /// finished; the outcome is the `Passed` condition (the phase says whether the test ran).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thresholds: Option<LoadTestThresholds>,
+    /// The load generator of every segment: `k6` (default) or `gatling`, graphfleet's Gatling
+    /// simulation of the built-in scenarios (open model: one user per arrival, started at its
+    /// scheduled time, latency from that time). Both print the same summary, so results,
+    /// thresholds and the report are the same. Gatling runs only `scenario` (no `script`);
+    /// it has no synchronized start (its segments start when their pods do) and no
+    /// `thresholds.abortOnFail` (Gatling judges assertions at the end, it cannot stop early);
+    /// `vus` and `maxVus` do not apply to it. Its checks are stricter than k6's here: status
+    /// 200, no GraphQL `errors` and a non-null `data` (k6: status 200).
+    #[serde(default, skip_serializing_if = "LoadTestExecutor::is_k6")]
+    pub executor: LoadTestExecutor,
+}
+
+/// The load generator of a LoadTest's segments.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadTestExecutor {
+    /// k6 running loadtest/k6/scenario.js (or the spec's script).
+    #[default]
+    K6,
+    /// Gatling running loadtest/gatling's simulation.
+    Gatling,
+}
+
+impl LoadTestExecutor {
+    pub fn is_k6(&self) -> bool {
+        *self == Self::K6
+    }
 }
 
 /// What a passing load test must show. Each bound is strict where it says "below".
@@ -134,6 +168,7 @@ pub struct LoadTestThresholds {
     /// are a sample of the whole test's, so an early verdict may differ from the merged one.
     /// With `targets`, only the target that broke a bound is stopped: the next targets
     /// still run (the comparison stays complete), and the test ends `Aborted`.
+    /// k6 only: not with `executor: gatling`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub abort_on_fail: bool,
 }
@@ -392,9 +427,9 @@ pub enum SummarySource {
 }
 
 impl LoadTestSpec {
-    /// Whether segments start together (`synchronizedStart`, default true).
+    /// Whether segments start together (`synchronizedStart`, default true; k6 only).
     pub fn synchronized(&self) -> bool {
-        self.synchronized_start.unwrap_or(true)
+        self.executor.is_k6() && self.synchronized_start.unwrap_or(true)
     }
 }
 
@@ -404,7 +439,8 @@ impl LoadTestSpec {
 pub struct LoadTestResults {
     pub requests: u64,
     pub failures: u64,
-    /// Arrivals k6 could not start because every VU was busy: the target rate was not met.
+    /// Arrivals k6 could not start because every VU was busy (Gatling: arrivals not sent or
+    /// not answered before its stop): the target rate was not met.
     #[serde(default)]
     pub dropped_iterations: u64,
     /// Achieved arrival rate, requests per second.

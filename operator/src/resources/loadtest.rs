@@ -1,6 +1,6 @@
-//! Pure builders of a LoadTest's objects: its k6 ConfigMap (script and POST body) and one
-//! Job per k6 execution segment, plus the spec rules they apply (scenarios, target URL, time
-//! limit). Status from the Jobs' pods is in `status::loadtest`; k6 summaries in `k6_summary`.
+//! Pure builders of a LoadTest's objects: its ConfigMap (k6 script and POST body) and one
+//! Job per execution segment (k6, or Gatling with `executor: gatling`), plus the spec rules
+//! they apply (scenarios, target URL, time limit, what each executor supports). Status from the Jobs' pods is in `status::loadtest`; k6 summaries in `k6_summary`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,11 +20,16 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::{Resource, ResourceExt};
 
 use super::{MANAGER, container_security_context, pod_security_context, short_hash};
-use crate::crd::{LoadTest, LoadTestTarget, POOL_LABEL};
+use crate::crd::{LoadTest, LoadTestExecutor, LoadTestTarget, POOL_LABEL};
 use crate::diagnose;
 
 /// Default load-generator image (k6 plus graphfleet's scripts).
 pub const DEFAULT_K6_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-k6:0.1.0";
+/// Default image of `executor: gatling` (a JRE, Gatling and graphfleet's simulation).
+pub const DEFAULT_GATLING_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gatling:0.1.0";
+/// The gatling image's main class: graphfleet's simulation under Gatling's runner (the
+/// image's entrypoint is the JVM with the simulation's class path).
+pub const GATLING_MAIN: &str = "dev.graphfleet.gatling.Main";
 /// Pool the k6 pods land on unless the placement says otherwise.
 pub const CLIENT_POOL: &str = "client";
 /// Label on every Job and pod of a LoadTest: the LoadTest's name.
@@ -42,7 +47,8 @@ const PAYLOAD_KEY: &str = "payload.json";
 const MOUNT_DIR: &str = "/etc/graphfleet/loadtest";
 /// Port of k6's REST API in a synchronized segment's pod (k6's default).
 pub const K6_API_PORT: i32 = 6565;
-/// Name of the k6 container in the segment pods.
+/// Name of the load-generator container in the segment pods, `k6` whatever the executor
+/// (status, logs and diagnosis read it by this name).
 pub const K6_CONTAINER: &str = "k6";
 
 /// Why a LoadTest cannot be turned into Jobs (reported in status; retrying will not help).
@@ -66,6 +72,8 @@ pub enum SpecError {
     DurationTooLong(String),
     #[error("spec.{0}")]
     Threshold(#[from] crate::thresholds::ThresholdError),
+    #[error("spec.{0} is k6-only; executor gatling does not support it")]
+    NotForGatling(&'static str),
 }
 
 impl SpecError {
@@ -80,6 +88,7 @@ impl SpecError {
                 "InvalidDuration"
             }
             SpecError::Threshold(_) => crate::thresholds::INVALID,
+            SpecError::NotForGatling(_) => "UnsupportedByExecutor",
         }
     }
 }
@@ -202,12 +211,39 @@ pub fn execution_segment_sequence(n: i32) -> String {
     bounds.join(",")
 }
 
+/// What `executor: gatling` cannot do (the CRD's rules say the same; they may be bypassed).
+fn check_executor(lt: &LoadTest) -> Result<(), SpecError> {
+    let spec = &lt.spec;
+    if spec.executor.is_k6() {
+        return Ok(());
+    }
+    if spec.script.is_some() {
+        return Err(SpecError::NotForGatling("script"));
+    }
+    if spec.synchronized_start == Some(true) {
+        return Err(SpecError::NotForGatling("synchronizedStart"));
+    }
+    if spec.thresholds.as_ref().is_some_and(|t| t.abort_on_fail) {
+        return Err(SpecError::NotForGatling("thresholds.abortOnFail"));
+    }
+    Ok(())
+}
+
+/// The image of the LoadTest's executor.
+pub fn executor_image<'a>(lt: &LoadTest, k6_image: &'a str, gatling_image: &'a str) -> &'a str {
+    match lt.spec.executor {
+        LoadTestExecutor::K6 => k6_image,
+        LoadTestExecutor::Gatling => gatling_image,
+    }
+}
+
 fn labels(lt: &LoadTest) -> BTreeMap<String, String> {
+    let name = match lt.spec.executor {
+        LoadTestExecutor::K6 => "graphfleet-k6",
+        LoadTestExecutor::Gatling => "graphfleet-gatling",
+    };
     BTreeMap::from([
-        (
-            "app.kubernetes.io/name".to_owned(),
-            "graphfleet-k6".to_owned(),
-        ),
+        ("app.kubernetes.io/name".to_owned(), name.to_owned()),
         (
             "app.kubernetes.io/managed-by".to_owned(),
             MANAGER.to_owned(),
@@ -231,19 +267,22 @@ fn meta(lt: &LoadTest, name: String, labels: BTreeMap<String, String>) -> Object
     }
 }
 
-/// The owned ConfigMap: the k6 script (built-in or inline) and, for a scenario, the POST body.
-/// `None` when the script comes from the user's own ConfigMap.
+/// The owned ConfigMap: the k6 script (built-in or inline) and, for a scenario, the POST body
+/// (Gatling's simulation is in its image: the body alone). `None` when the script comes from
+/// the user's own ConfigMap.
 pub fn config_map(lt: &LoadTest) -> Result<Option<ConfigMap>, SpecError> {
+    check_executor(lt)?;
     let data = match (&lt.spec.scenario, &lt.spec.script) {
         (Some(name), None) => {
             let query = scenario(name)?
                 .query()
                 .map_err(|e| SpecError::BadScenario(name.clone(), e))?;
             let body = serde_json::json!({ "query": query });
-            BTreeMap::from([
-                (SCRIPT_KEY.to_owned(), K6_SCENARIO_JS.to_owned()),
-                (PAYLOAD_KEY.to_owned(), body.to_string()),
-            ])
+            let mut data = BTreeMap::from([(PAYLOAD_KEY.to_owned(), body.to_string())]);
+            if lt.spec.executor.is_k6() {
+                data.insert(SCRIPT_KEY.to_owned(), K6_SCENARIO_JS.to_owned());
+            }
+            data
         }
         (None, Some(script)) => match &script.inline {
             Some(inline) => BTreeMap::from([(SCRIPT_KEY.to_owned(), inline.clone())]),
@@ -332,6 +371,34 @@ pub fn unique_nonce(lt: &LoadTest, target: &Target) -> u32 {
     n % 999_999 + 1
 }
 
+/// The Gatling simulation's environment (loadtest/gatling/README.md): scenario.js's variables
+/// where they mean the same, and this segment's place among the others. The rate is the whole
+/// test's: segment `index` of `parallelism` sends every `parallelism`-th arrival from the
+/// `index`-th, as k6's equal execution segments share it.
+pub fn gatling_env(lt: &LoadTest, url: String, index: i32) -> Vec<EnvVar> {
+    let spec = &lt.spec;
+    vec![
+        env("GF_URL", url),
+        env("GF_PAYLOAD", format!("{MOUNT_DIR}/{PAYLOAD_KEY}")),
+        env("GF_RATE", spec.rate.to_string()),
+        env("GF_DURATION", spec.duration.clone()),
+        env("GF_SEGMENT_INDEX", index.to_string()),
+        env("GF_SEGMENT_COUNT", spec.parallelism.max(1).to_string()),
+        env("GF_SUMMARY", TERMINATION_LOG),
+        env("GF_SUMMARY_LIMIT", TERMINATION_MESSAGE_LIMIT.to_string()),
+        env("GF_SUMMARY_STDOUT", "1"),
+    ]
+}
+
+/// The container arguments of segment `index`: k6's ([`k6_args`]) or the gatling image's
+/// main class (its environment says the rest).
+pub fn executor_args(lt: &LoadTest, index: i32) -> Vec<String> {
+    match lt.spec.executor {
+        LoadTestExecutor::K6 => k6_args(lt, index),
+        LoadTestExecutor::Gatling => vec![GATLING_MAIN.to_owned()],
+    }
+}
+
 fn client_pool_tolerations() -> Vec<Toleration> {
     vec![Toleration {
         key: Some(POOL_LABEL.to_owned()),
@@ -389,7 +456,7 @@ fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Contai
     Container {
         name: K6_CONTAINER.to_owned(),
         image: Some(image.to_owned()),
-        args: Some(k6_args(lt, index)),
+        args: Some(executor_args(lt, index)),
         ports: lt.spec.synchronized().then(|| {
             vec![ContainerPort {
                 name: Some("k6-api".to_owned()),
@@ -473,8 +540,14 @@ pub fn target_job(
     index: i32,
     image: &str,
 ) -> Result<Job, SpecError> {
-    let mut env = k6_env(lt, target.url.clone());
+    check_executor(lt)?;
+    let mut env = match lt.spec.executor {
+        LoadTestExecutor::K6 => k6_env(lt, target.url.clone()),
+        LoadTestExecutor::Gatling => gatling_env(lt, target.url.clone(), index),
+    };
+    // Gatling's simulation sends the scenario's document as it is (no GF_UNIQUE).
     if let Some(s) = &lt.spec.scenario
+        && lt.spec.executor.is_k6()
         && scenario(s)?.unique
     {
         env.push(self::env("GF_UNIQUE", unique_nonce(lt, target).to_string()));
