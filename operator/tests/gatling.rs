@@ -118,7 +118,7 @@ type Change = (&'static str, fn(&mut LoadTest), &'static str);
 
 #[test]
 fn gatling_refuses_what_only_k6_does() {
-    let cases: [Change; 3] = [
+    let cases: [Change; 4] = [
         (
             "script",
             |lt| {
@@ -147,6 +147,11 @@ fn gatling_refuses_what_only_k6_does() {
                     .abort_on_fail = true;
             },
             "thresholds.abortOnFail",
+        ),
+        (
+            "many-plans-no-cache",
+            |lt| lt.spec.scenario = Some("many-plans-no-cache".to_owned()),
+            "scenario many-plans-no-cache (a new document per request)",
         ),
     ];
     for (name, change, field) in cases {

@@ -118,8 +118,9 @@ pub struct LoadTestSpec {
     /// simulation of the built-in scenarios (open model: one user per arrival, started at its
     /// scheduled time, latency from that time). Both print the same summary, so results,
     /// thresholds and the report are the same. Gatling runs only `scenario` (no `script`);
-    /// it has no synchronized start (its segments start when their pods do) and no
-    /// `thresholds.abortOnFail` (Gatling judges assertions at the end, it cannot stop early);
+    /// it has no synchronized start (its segments start when their pods do), no
+    /// `thresholds.abortOnFail` (Gatling judges assertions at the end, it cannot stop early)
+    /// and no `many-plans-no-cache` (it sends the scenario's document as it is);
     /// `vus` and `maxVus` do not apply to it. Its checks are stricter than k6's here: status
     /// 200, no GraphQL `errors` and a non-null `data` (k6: status 200).
     #[serde(default, skip_serializing_if = "LoadTestExecutor::is_k6")]

@@ -226,6 +226,14 @@ fn check_executor(lt: &LoadTest) -> Result<(), SpecError> {
     if spec.thresholds.as_ref().is_some_and(|t| t.abort_on_fail) {
         return Err(SpecError::NotForGatling("thresholds.abortOnFail"));
     }
+    // The simulation sends the scenario's document as it is: no new one per request.
+    if let Some(name) = &spec.scenario
+        && scenario(name).is_ok_and(|s| s.unique)
+    {
+        return Err(SpecError::NotForGatling(
+            "scenario many-plans-no-cache (a new document per request)",
+        ));
+    }
     Ok(())
 }
 
@@ -545,9 +553,7 @@ pub fn target_job(
         LoadTestExecutor::K6 => k6_env(lt, target.url.clone()),
         LoadTestExecutor::Gatling => gatling_env(lt, target.url.clone(), index),
     };
-    // Gatling's simulation sends the scenario's document as it is (no GF_UNIQUE).
     if let Some(s) = &lt.spec.scenario
-        && lt.spec.executor.is_k6()
         && scenario(s)?.unique
     {
         env.push(self::env("GF_UNIQUE", unique_nonce(lt, target).to_string()));
