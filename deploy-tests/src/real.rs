@@ -117,3 +117,22 @@ pub async fn loadtest_finished(
     })
     .await
 }
+
+/// `REPORT.md` of the LoadTest report ConfigMap `name`, as kubectl users read it.
+pub fn report_md(cluster: &RealCluster, ns: &str, name: &str) -> String {
+    let path = "jsonpath={.data.REPORT\\.md}";
+    run_ok(
+        kubectl(cluster, ns).args(["get", "configmap", name, "-o", path]),
+        None,
+    )
+}
+
+/// The `Passed` condition of a LoadTest `status`.
+pub fn passed_condition(status: &Value) -> &Value {
+    status["conditions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["type"] == "Passed")
+        .unwrap_or_else(|| panic!("a Passed condition: {status}"))
+}

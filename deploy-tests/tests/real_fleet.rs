@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use graphfleet_deploy_tests::real::{
-    apply, install_operator, json_of, kubectl, loadtest_finished, time_of, uninstall_operator,
+    apply, install_operator, json_of, kubectl, loadtest_finished, passed_condition, report_md,
+    time_of, uninstall_operator,
 };
 use graphfleet_deploy_tests::{POOL_LABEL, eventually, manifests_dir, read, run_ok};
 use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
@@ -214,23 +215,9 @@ async fn two_targets_side_by_side(cluster: &RealCluster, ns: &str, url: &str) {
         second_start >= first_done,
         "targets overlapped: {first_done} > {second_start}"
     );
-    let passed = status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Passed")
-        .unwrap_or_else(|| panic!("a Passed condition: {status}"));
+    let passed = passed_condition(status);
     assert_eq!(passed["status"], "True", "{passed}");
-    let report = run_ok(
-        kubectl(cluster, ns).args([
-            "get",
-            "configmap",
-            "smoke-report",
-            "-o",
-            "jsonpath={.data.REPORT\\.md}",
-        ]),
-        None,
-    );
+    let report = report_md(cluster, ns, "smoke-report");
     println!("{report}");
     for part in [
         "## Comparison",
@@ -401,12 +388,7 @@ async fn gatling_smoke(cluster: &RealCluster, ns: &str) {
     assert_eq!(results["latencyAggregation"], "Histogram", "{status}");
     let rate = results["achievedRate"].as_f64().expect("achievedRate");
     assert!((19.0..=21.0).contains(&rate), "achieved {rate} req/s");
-    let passed = status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Passed")
-        .unwrap_or_else(|| panic!("a Passed condition: {status}"));
+    let passed = passed_condition(status);
     assert_eq!(passed["status"], "True", "{passed}");
     let segments = status["segments"].as_array().expect("segments");
     assert_eq!(segments.len(), 2);
@@ -431,16 +413,7 @@ async fn gatling_smoke(cluster: &RealCluster, ns: &str) {
         );
     }
     let report_cm = status["reportConfigMap"].as_str().expect("reportConfigMap");
-    let report = run_ok(
-        kubectl(cluster, ns).args([
-            "get",
-            "configmap",
-            report_cm,
-            "-o",
-            "jsonpath={.data.REPORT\\.md}",
-        ]),
-        None,
-    );
+    let report = report_md(cluster, ns, report_cm);
     // Table cells are padded to their column: the segment rows end with "pod log" then spaces.
     for part in ["scenario `query` (Gatling)", "## Whole test", "| pod log "] {
         assert!(report.contains(part), "{part:?} missing from:\n{report}");

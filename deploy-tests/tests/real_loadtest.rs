@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use graphfleet_deploy_tests::real::{install_operator, kubectl, time_of, uninstall_operator};
+use graphfleet_deploy_tests::real::{
+    install_operator, kubectl, passed_condition, report_md, time_of, uninstall_operator,
+};
 use graphfleet_deploy_tests::run_ok;
 use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
 use serde_json::Value;
@@ -92,16 +94,7 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         .as_str()
         .expect("reportConfigMap");
     assert_eq!(report_cm, "together-report");
-    let report = run_ok(
-        kubectl(cluster, &ns).args([
-            "get",
-            "configmap",
-            report_cm,
-            "-o",
-            "jsonpath={.data.REPORT\\.md}",
-        ]),
-        None,
-    );
+    let report = report_md(cluster, &ns, report_cm);
     println!("{report}");
     for part in [
         "## Whole test",
@@ -164,12 +157,7 @@ async fn segments_start_together_and_an_abort_threshold_stops_the_test() {
         "MEASURED abortOnFail over 2 targets: first {} → {}, second {} → {}",
         targets[0]["startTime"], first_done, second_start, targets[1]["completionTime"]
     );
-    let passed = status["conditions"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|c| c["type"] == "Passed")
-        .unwrap_or_else(|| panic!("a Passed condition: {status}"));
+    let passed = passed_condition(status);
     assert_eq!(passed["status"], "False");
     assert_eq!(passed["reason"], "AbortedOnThreshold");
     assert!(
