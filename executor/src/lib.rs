@@ -175,7 +175,15 @@ async fn run_as_ready<T: Transport>(
             };
             if let Some((_, event)) = supplied.take_if(|(s, _)| *s == i) {
                 for p in &prepared {
-                    absorb(ctx, i, p, Ok(event.clone()), store, &mut fetch_errors[i], received);
+                    absorb(
+                        ctx,
+                        i,
+                        p,
+                        Ok(event.clone()),
+                        store,
+                        &mut fetch_errors[i],
+                        received,
+                    );
                 }
                 done(i, &mut waiting, &mut ready);
                 if !on_done(i, store, fetch_errors) {

@@ -306,10 +306,8 @@ async fn sse_connect(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
-    let client = hyper_util::client::legacy::Client::builder(
-        hyper_util::rt::TokioExecutor::new(),
-    )
-    .build_http::<http_body_util::Full<Bytes>>();
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<http_body_util::Full<Bytes>>();
     let response = client
         .request(request)
         .await
@@ -337,7 +335,9 @@ async fn sse_run(response: http::Response<SseBody>, tx: mpsc::Sender<Result<Byte
             () = tx.closed() => return,
         };
         let last = match event {
-            None => Err(upstream_error("the subgraph ended the event stream without complete")),
+            None => Err(upstream_error(
+                "the subgraph ended the event stream without complete",
+            )),
             Some(Err(e)) => Err(upstream_error(format!("reading the event stream: {e}"))),
             Some(Ok(sse)) => match (sse.event.as_deref(), sse.data) {
                 (Some("next"), Some(data)) => {

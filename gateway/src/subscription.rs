@@ -286,13 +286,16 @@ impl<T: Transport> Gateway<T> {
         };
         let fetch = &plan.fetches[plan.subscription_fetch().expect("checked above")];
         let name = fetch.subgraph_name.clone();
-        let url = started.state.supergraph.meta.subgraph(fetch.subgraph).url.clone();
+        let url = started
+            .state
+            .supergraph
+            .meta
+            .subgraph(fetch.subgraph)
+            .url
+            .clone();
         let headers = started.headers.for_subgraph(&name).clone();
         let upstream = self.upstream(&name, &url, headers)?;
-        let key = hub
-            .config
-            .deduplicate
-            .then(|| dedup_key(&started, &body));
+        let key = hub.config.deduplicate.then(|| dedup_key(&started, &body));
         let mut sources = hub.sources.lock();
         if let Some(tx) = key.and_then(|k| sources.get(&k)) {
             return Ok(Subscription {
@@ -463,8 +466,8 @@ fn dedup_key(started: &Started, body: &[u8]) -> [u8; 32] {
     hasher.update(body);
     hasher.update(serde_json::to_vec(&*started.variables).expect("JSON maps serialize"));
     let headers = &started.headers;
-    for (name, map) in std::iter::once(("", &headers.all))
-        .chain(headers.own.iter().map(|(n, h)| (n.as_str(), h)))
+    for (name, map) in
+        std::iter::once(("", &headers.all)).chain(headers.own.iter().map(|(n, h)| (n.as_str(), h)))
     {
         hasher.update(name.as_bytes());
         hasher.update([0]);

@@ -135,7 +135,9 @@ impl Body for HandlerBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.get_mut().0 {
             Inner::Full(full) => Pin::new(full).poll_frame(cx),
-            Inner::Stream(rx) => rx.poll_recv(cx).map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
+            Inner::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
             Inner::Parts { next, rest, ended } => {
                 if let Some(bytes) = next.take() {
                     return Poll::Ready(Some(Ok(Frame::data(bytes))));

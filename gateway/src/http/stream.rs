@@ -142,7 +142,11 @@ const BODY_QUEUE: usize = 16;
 /// The streamed answer to a request that asked for `kind`: a subscription's events, or
 /// the one result of any other operation (and, over SSE, its request errors: the SSE
 /// protocol carries them as a `next` event).
-pub(super) fn response(kind: StreamKind, outcome: Outcome, heartbeat: Duration) -> Response<HandlerBody> {
+pub(super) fn response(
+    kind: StreamKind,
+    outcome: Outcome,
+    heartbeat: Duration,
+) -> Response<HandlerBody> {
     let (tx, rx) = mpsc::channel(BODY_QUEUE);
     let content_type = match kind {
         StreamKind::Sse => "text/event-stream",

@@ -98,7 +98,10 @@ pub(super) fn upgrade<T: Transport>(
         SEC_WEBSOCKET_ACCEPT,
         HeaderValue::from_str(&accept).expect("base64 is a header value"),
     );
-    headers.insert(SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(SUBPROTOCOL));
+    headers.insert(
+        SEC_WEBSOCKET_PROTOCOL,
+        HeaderValue::from_static(SUBPROTOCOL),
+    );
     r
 }
 
@@ -174,7 +177,10 @@ impl<T: Transport> Connection<T> {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break None,
                 Some(Ok(Message::Text(text))) => text,
                 Some(Ok(Message::Binary(_))) => {
-                    break Some(Close::new(4400, "binary messages are not part of the protocol"));
+                    break Some(Close::new(
+                        4400,
+                        "binary messages are not part of the protocol",
+                    ));
                 }
                 Some(Ok(_)) => continue,
             };
@@ -204,7 +210,11 @@ impl<T: Transport> Connection<T> {
         }
     }
 
-    async fn on_message(&mut self, text: &str, outbox: &mpsc::Sender<Message>) -> Result<(), Close> {
+    async fn on_message(
+        &mut self,
+        text: &str,
+        outbox: &mpsc::Sender<Message>,
+    ) -> Result<(), Close> {
         let message: ClientMessage = serde_json::from_str(text)
             .map_err(|e| Close::new(4400, format!("invalid message: {e}")))?;
         match message.kind.as_str() {
@@ -256,7 +266,10 @@ impl<T: Transport> Connection<T> {
     ) -> Result<(), Close> {
         let mut ops = self.ops.lock();
         if ops.contains_key(&id) {
-            return Err(Close::new(4409, format!("Subscriber for {id} already exists")));
+            return Err(Close::new(
+                4409,
+                format!("Subscriber for {id} already exists"),
+            ));
         }
         let max = self.gateway.config.subscriptions.max_per_connection;
         let outbox = outbox.clone();
@@ -296,7 +309,9 @@ async fn operation<T: Transport>(
     let outcome = gateway.execute_shared(&request, meta).await;
     let mut subscription = match outcome {
         Outcome::Subscribed(s) => s,
-        Outcome::RequestError(body) | Outcome::NotReady(body) | Outcome::MutationNotAllowed(body) => {
+        Outcome::RequestError(body)
+        | Outcome::NotReady(body)
+        | Outcome::MutationNotAllowed(body) => {
             let _ = outbox.send(error_message(id, &errors_of(&body))).await;
             return;
         }
@@ -311,7 +326,9 @@ async fn operation<T: Transport>(
         let message = match next {
             Next::Event(body) => next_message(id, &body),
             Next::Failed(errors) => {
-                let _ = outbox.send(next_message(id, &errors_payload(&errors))).await;
+                let _ = outbox
+                    .send(next_message(id, &errors_payload(&errors)))
+                    .await;
                 complete_message(id)
             }
             Next::Complete => complete_message(id),
