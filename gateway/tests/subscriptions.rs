@@ -452,3 +452,67 @@ async fn a_subgraph_that_cannot_be_reached_ends_the_subscription_with_an_error()
     );
     assert_eq!(end, json!({ "id": "x", "type": "complete" }));
 }
+
+/// The JSON lines a node client printed.
+fn lines(output: &std::process::Output) -> Vec<Value> {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "the client failed: {}\n{stdout}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("the client prints JSON lines"))
+        .collect()
+}
+
+#[tokio::test]
+async fn real_clients_graphql_ws_graphql_sse_and_apollo_client_get_the_oracles_events() {
+    let expected = oracle(SUBSCRIPTION).await;
+    let running = gateway().await;
+    for protocol in ["ws", "sse"] {
+        let url = if protocol == "ws" {
+            &running.ws
+        } else {
+            &running.http
+        };
+        let args = [
+            "subscription-client/client.mjs",
+            "--protocol",
+            protocol,
+            "--url",
+            url,
+            "--query",
+            SUBSCRIPTION,
+            "--timeout-ms",
+            "15000",
+        ];
+        let Some(output) = support::node_tool(args.map(str::to_owned).to_vec()).await else {
+            return;
+        };
+        let mut got = lines(&output);
+        assert_eq!(
+            got.pop(),
+            Some(json!({ "done": "complete", "by": "server" })),
+            "{protocol}"
+        );
+        assert_eq!(got, expected, "{protocol}");
+    }
+    // Apollo Client over multipart HTTP (its results have `errors` null when none).
+    let args = ["defer-client/subscription.mjs", &running.http, SUBSCRIPTION];
+    let Some(output) = support::node_tool(args.map(str::to_owned).to_vec()).await else {
+        return;
+    };
+    let mut got = lines(&output);
+    assert_eq!(got.pop(), Some(json!({ "done": "complete" })));
+    let data: Vec<Value> = got
+        .iter()
+        .map(|r| {
+            assert_eq!(r["errors"], Value::Null, "{r}");
+            json!({ "data": r["data"] })
+        })
+        .collect();
+    assert_eq!(data, expected);
+}
