@@ -227,14 +227,8 @@ impl Subscription {
             },
             Err(broadcast::error::RecvError::Lagged(missed)) => {
                 self.slot.reason = "slow_consumer";
-                let queue = self.slot.hub.config.queue_size;
-                Next::Failed(errors(
-                    SLOW_CONSUMER,
-                    &format!(
-                        "this subscription fell {missed} events behind, more than its queue of \
-                         {queue} (subscriptions.queue_size) holds; it is ended"
-                    ),
-                ))
+                let behind = usize::try_from(missed).unwrap_or(usize::MAX);
+                Next::Failed(self.cut_errors(behind))
             }
             // The source is gone without a last event (it cannot be: it sends one).
             Err(broadcast::error::RecvError::Closed) => {
@@ -247,6 +241,60 @@ impl Subscription {
         };
         self.ended = true;
         Some(next)
+    }
+}
+
+/// Why [`Subscription::deliver`] could not hand an event on.
+#[derive(Debug)]
+pub enum Undelivered {
+    /// The client is gone.
+    Gone,
+    /// The client fell too far behind: the subscription is ended with these errors.
+    Cut(Bytes),
+}
+
+impl Subscription {
+    /// Send `item` on `tx`; while the client does not take it, the subscription keeps
+    /// an eye on how far behind it falls, and past `queue_size` events it is cut (its
+    /// events are overwritten in the shared queue, so memory stays bounded either way).
+    pub async fn deliver<M>(
+        &mut self,
+        tx: &tokio::sync::mpsc::Sender<M>,
+        item: M,
+    ) -> Result<(), Undelivered> {
+        let mut check = tokio::time::interval(std::time::Duration::from_millis(20));
+        loop {
+            tokio::select! {
+                permit = tx.reserve() => {
+                    return match permit {
+                        Ok(permit) => {
+                            permit.send(item);
+                            Ok(())
+                        }
+                        Err(_) => Err(Undelivered::Gone),
+                    };
+                }
+                _ = check.tick() => {
+                    let behind = self.rx.len();
+                    if behind > self.slot.hub.config.queue_size {
+                        self.ended = true;
+                        self.slot.reason = "slow_consumer";
+                        return Err(Undelivered::Cut(self.cut_errors(behind)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn cut_errors(&self, behind: usize) -> Bytes {
+        let queue = self.slot.hub.config.queue_size;
+        errors(
+            SLOW_CONSUMER,
+            &format!(
+                "this subscription fell {behind} events behind, more than its queue of \
+                 {queue} (subscriptions.queue_size) holds; it is ended"
+            ),
+        )
     }
 }
 

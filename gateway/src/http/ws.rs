@@ -8,7 +8,7 @@ use super::multipart::HandlerBody;
 use super::stream::errors_payload;
 use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
-use crate::subscription::Next;
+use crate::subscription::{Next, Undelivered};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use hyper::header::{
@@ -322,20 +322,28 @@ async fn operation<T: Transport>(
             return;
         }
     };
-    while let Some(next) = subscription.next().await {
-        let message = match next {
-            Next::Event(body) => next_message(id, &body),
-            Next::Failed(errors) => {
-                let _ = outbox
-                    .send(next_message(id, &errors_payload(&errors)))
-                    .await;
-                complete_message(id)
+    loop {
+        let next = subscription.next().await;
+        let next = match next {
+            Some(Next::Event(body)) => {
+                match subscription.deliver(outbox, next_message(id, &body)).await {
+                    Ok(()) => continue,
+                    Err(Undelivered::Gone) => return,
+                    Err(Undelivered::Cut(errors)) => Some(Next::Failed(errors)),
+                }
             }
-            Next::Complete => complete_message(id),
+            other => other,
         };
-        if outbox.send(message).await.is_err() {
-            return;
+        // Ended: its place in the limits is freed before the last messages wait for a
+        // slow client.
+        drop(subscription);
+        if let Some(Next::Failed(errors)) = next {
+            let _ = outbox
+                .send(next_message(id, &errors_payload(&errors)))
+                .await;
         }
+        let _ = outbox.send(complete_message(id)).await;
+        return;
     }
 }
 
