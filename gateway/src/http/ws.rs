@@ -26,7 +26,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
 const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// Messages queued for the socket's writer; a full queue makes operations wait.
@@ -81,12 +81,21 @@ pub(super) fn upgrade<T: Transport>(
         );
     }
     let accept = derive_accept_key(key.as_bytes());
+    // Client messages are small: a 4 KiB read buffer instead of tungstenite's eager
+    // 128 KiB keeps an open subscription cheap; a message is a request, so it is held
+    // to the request body limit.
+    let max = gateway.config.limits.max_body_bytes;
+    let config = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max));
     let upgraded = hyper::upgrade::on(&mut req);
     let gateway = gateway.clone();
     tokio::spawn(async move {
         let Ok(upgraded) = upgraded.await else { return };
         let socket =
-            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
+                .await;
         Connection::new(gateway, meta).run(socket).await;
     });
     let mut r = Response::new(HandlerBody::default());
