@@ -55,14 +55,27 @@ pub struct Subscriptions {
     metrics: SubscriptionMetrics,
     open: AtomicUsize,
     per_client: Mutex<FxHashMap<IpAddr, usize>>,
+    /// Open WebSocket connections: in all, and per client address.
+    sockets: AtomicUsize,
+    sockets_per_client: Mutex<FxHashMap<IpAddr, usize>>,
+    /// `traffic.max_connections`: WebSockets leave hyper's connection count at their
+    /// upgrade, so they are held to it here.
+    max_sockets: usize,
     /// Shared subgraph subscriptions by key (deduplication).
     sources: Mutex<FxHashMap<[u8; 32], broadcast::Sender<Arc<Event>>>>,
     closing: watch::Sender<Closing>,
 }
 
 impl Subscriptions {
-    pub fn new(config: &SubscriptionsConfig, metrics: SubscriptionMetrics) -> Self {
+    pub fn new(
+        config: &SubscriptionsConfig,
+        max_sockets: usize,
+        metrics: SubscriptionMetrics,
+    ) -> Self {
         Self {
+            sockets: AtomicUsize::new(0),
+            sockets_per_client: Mutex::default(),
+            max_sockets,
             config: config.clone(),
             metrics,
             open: AtomicUsize::new(0),
@@ -93,6 +106,40 @@ impl Subscriptions {
     /// End every subscription and refuse new ones: the gateway is shutting down.
     pub fn shut_down(&self) {
         self.closing.send_replace(Closing::Shutdown);
+    }
+
+    /// A place for one more WebSocket connection from `client`, or why not.
+    pub fn admit_socket(self: &Arc<Self>, client: Option<IpAddr>) -> Result<SocketSlot, String> {
+        let max = self.max_sockets;
+        if self
+            .sockets
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            })
+            .is_err()
+        {
+            return Err(format!(
+                "the gateway has {max} WebSocket connections open, its limit \
+                 (traffic.max_connections)"
+            ));
+        }
+        if let Some(ip) = client {
+            let mut per_client = self.sockets_per_client.lock();
+            let count = per_client.entry(ip).or_insert(0);
+            if *count >= self.config.max_connections_per_client {
+                self.sockets.fetch_sub(1, Ordering::AcqRel);
+                return Err(format!(
+                    "this client has {} WebSocket connections open, the limit per client \
+                     (subscriptions.max_connections_per_client)",
+                    self.config.max_connections_per_client
+                ));
+            }
+            *count += 1;
+        }
+        Ok(SocketSlot {
+            hub: self.clone(),
+            client,
+        })
     }
 
     /// Resolves once the gateway shuts down (WebSocket connections close then).
@@ -136,6 +183,27 @@ impl Subscriptions {
             client,
             reason: "client",
         })
+    }
+}
+
+/// One open WebSocket connection's place in the counts; freed on drop.
+pub struct SocketSlot {
+    hub: Arc<Subscriptions>,
+    client: Option<IpAddr>,
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.hub.sockets.fetch_sub(1, Ordering::AcqRel);
+        if let Some(ip) = self.client {
+            let mut per_client = self.hub.sockets_per_client.lock();
+            if let Some(count) = per_client.get_mut(&ip) {
+                *count -= 1;
+                if *count == 0 {
+                    per_client.remove(&ip);
+                }
+            }
+        }
     }
 }
 

@@ -187,3 +187,61 @@ async fn protocol_violations_close_with_the_protocols_codes() {
     let mut socket = connect(&ws, "graphql-transport-ws").await.expect("upgrade");
     assert_eq!(receive(&mut socket).await, json!({ "close": 4408 }));
 }
+
+#[tokio::test]
+async fn a_client_holds_at_most_its_share_of_websocket_connections() {
+    let config = Config {
+        subscriptions: graphfleet_gateway::config::SubscriptionsConfig {
+            max_connections_per_client: 2,
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let (_subgraphs, ws, _) = gateway(config).await;
+    let first = initialised(&ws).await;
+    let _second = initialised(&ws).await;
+    let refused = connect(&ws, "graphql-transport-ws")
+        .await
+        .expect_err("a third is refused");
+    assert!(refused.contains("429"), "{refused}");
+    // Closing one frees its place.
+    drop(first);
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok(socket) = connect(&ws, "graphql-transport-ws").await {
+            again = Some(socket);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        again.is_some(),
+        "the place of a closed connection was not freed"
+    );
+}
+
+#[tokio::test]
+async fn with_cors_configured_only_its_origins_open_websockets() {
+    let mut config = Config::default();
+    config.cors.allow_origins = vec!["https://app.example.com".to_owned()];
+    let (_subgraphs, ws, _) = gateway(config).await;
+    let with_origin = |origin: &str| {
+        let mut request = ws.as_str().into_client_request().expect("a WebSocket URL");
+        let headers = request.headers_mut();
+        headers.insert(
+            "sec-websocket-protocol",
+            "graphql-transport-ws".parse().expect("header value"),
+        );
+        headers.insert("origin", origin.parse().expect("header value"));
+        request
+    };
+    let refused = tokio_tungstenite::connect_async(with_origin("https://evil.example"))
+        .await
+        .expect_err("another origin is refused");
+    assert!(refused.to_string().contains("403"), "{refused}");
+    tokio_tungstenite::connect_async(with_origin("https://app.example.com"))
+        .await
+        .expect("an allowed origin connects");
+    // Non-browser clients send no Origin.
+    initialised(&ws).await;
+}

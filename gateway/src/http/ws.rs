@@ -80,6 +80,10 @@ pub(super) fn upgrade<T: Transport>(
             "the WebSocket subprotocol must be graphql-transport-ws",
         );
     }
+    let slot = match gateway.admit_socket(meta.client) {
+        Ok(slot) => slot,
+        Err(message) => return refuse(StatusCode::TOO_MANY_REQUESTS, &message),
+    };
     let accept = derive_accept_key(key.as_bytes());
     // Client messages are small: a 4 KiB read buffer instead of tungstenite's eager
     // 128 KiB keeps an open subscription cheap; a message is a request, so it is held
@@ -92,6 +96,7 @@ pub(super) fn upgrade<T: Transport>(
     let upgraded = hyper::upgrade::on(&mut req);
     let gateway = gateway.clone();
     tokio::spawn(async move {
+        let _slot = slot;
         let Ok(upgraded) = upgraded.await else { return };
         let socket =
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
