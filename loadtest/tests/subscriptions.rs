@@ -1,6 +1,6 @@
 //! Subscriptions of the fed set (`reviewAdded` on the reviews subgraph and the monolith)
 //! over graphql-transport-ws and GraphQL over SSE with the real npm clients
-//! (tools/subscription-client: graphql-ws, graphql-sse), plus the protocol's strictness
+//! (tools/subscription-client: graphql-ws, graphql-sse, meros for Apollo multipart), plus the protocol's strictness
 //! with a plain WebSocket client (tokio-tungstenite) and the HTTP refusals.
 
 mod common;
@@ -146,6 +146,7 @@ async fn real_clients_receive_the_reviews_subgraph_events_over_ws_and_sse() {
     for (protocol, url) in [
         ("ws", ws_url(&server, "/reviews")),
         ("sse", http_url(&server, "/reviews")),
+        ("multipart", http_url(&server, "/reviews")),
     ] {
         let Some((code, lines)) = real_client(protocol, &url, SUBGRAPH_QUERY, &[]).await else {
             return;
@@ -182,9 +183,9 @@ async fn real_clients_receive_the_reviews_subgraph_events_over_ws_and_sse() {
     )
     .await;
     let stats = common::parse(&stats);
-    assert_eq!(stats["subscriptions"]["reviews"], 2, "{stats}");
-    assert_eq!(stats["events"]["reviews"], 26, "{stats}");
-    assert_eq!(stats["requests"]["reviews"], 2, "{stats}");
+    assert_eq!(stats["subscriptions"]["reviews"], 3, "{stats}");
+    assert_eq!(stats["events"]["reviews"], 39, "{stats}");
+    assert_eq!(stats["requests"]["reviews"], 3, "{stats}");
     assert_eq!(stats["subscriptions"]["products"], 0, "{stats}");
 }
 
@@ -195,6 +196,7 @@ async fn real_clients_receive_the_monolith_events_across_all_subgraph_fields() {
     for (protocol, url) in [
         ("ws", ws_url(&server, "/graphql")),
         ("sse", http_url(&server, "/graphql")),
+        ("multipart", http_url(&server, "/graphql")),
     ] {
         let Some((code, lines)) = real_client(
             protocol,
@@ -345,8 +347,14 @@ async fn invalid_subscriptions_are_refused_on_every_transport() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn apollo_multipart_streams_payload_parts() {
-    let server = start(Mode::Monolith, fast()).await;
+async fn apollo_multipart_streams_payload_parts_and_heartbeats() {
+    // Events every 400 ms, heartbeats every 150 ms: two heartbeats precede the first event.
+    let slow = StreamOptions {
+        event_interval: Duration::from_millis(400),
+        multipart_heartbeat: Duration::from_millis(150),
+        ..StreamOptions::default()
+    };
+    let server = start(Mode::Monolith, slow).await;
     let request = hyper::Request::builder()
         .method("POST")
         .uri(http_url(&server, "/graphql"))
@@ -373,14 +381,31 @@ async fn apollo_multipart_streams_payload_parts() {
         .expect("body")
         .to_bytes();
     let body = String::from_utf8(body.to_vec()).expect("UTF-8");
-    let part =
-        |payload: &str| format!("\r\ncontent-type: application/json\r\n\r\n{payload}\r\n--graphql");
-    let expected = format!(
-        "\r\n--graphql{}{}--\r\n",
-        part(r#"{"payload":{"data":{"reviewAdded":{"id":"1","product":{"name":"Table"}}}}}"#),
-        part(r#"{"payload":{"data":{"reviewAdded":{"id":"2","product":{"name":"Table"}}}}}"#),
+    // "\r\n--graphql" (part)* "--\r\n", each part a JSON body with its content type.
+    let inner = body
+        .strip_prefix("\r\n--graphql")
+        .and_then(|b| b.strip_suffix("--\r\n"))
+        .unwrap_or_else(|| panic!("framing: {body:?}"));
+    let parts: Vec<Value> = inner
+        .split_terminator("\r\n--graphql")
+        .map(|part| {
+            let json = part
+                .strip_prefix("\r\ncontent-type: application/json\r\n\r\n")
+                .unwrap_or_else(|| panic!("part headers: {part:?}"));
+            serde_json::from_str(json).unwrap_or_else(|e| panic!("part {json:?}: {e}"))
+        })
+        .collect();
+    let heartbeats = parts.iter().filter(|p| **p == json!({})).count();
+    let payloads: Vec<&Value> = parts.iter().filter(|p| **p != json!({})).collect();
+    assert_eq!(
+        payloads,
+        vec![
+            &json!({"payload": {"data": {"reviewAdded": {"id": "1", "product": {"name": "Table"}}}}}),
+            &json!({"payload": {"data": {"reviewAdded": {"id": "2", "product": {"name": "Table"}}}}}),
+        ]
     );
-    assert_eq!(body, expected);
+    // Two events 400 ms apart take over 400 ms: at least two 150 ms heartbeats.
+    assert!(heartbeats >= 2, "{heartbeats} heartbeats in {parts:?}");
 }
 
 // ---------------------------------------------------------------- protocol strictness
