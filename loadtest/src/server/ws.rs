@@ -34,6 +34,8 @@ use super::{App, Body, error};
 pub(super) const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// Client messages above this are refused (close 1009 by tungstenite).
 const MAX_MESSAGE: usize = 16 << 20;
+/// Initial read buffer per socket (it grows for bigger messages).
+const READ_BUFFER: usize = 4 << 10;
 /// Results queued per socket; a slow reader holds its subscriptions back (they skip
 /// clock ticks) instead of growing memory.
 const OUT_QUEUE: usize = 64;
@@ -100,6 +102,9 @@ pub(super) fn upgrade(app: Arc<App>, index: usize, mut req: Request<Incoming>) -
         let mut config = WebSocketConfig::default();
         config.max_message_size = Some(MAX_MESSAGE);
         config.max_frame_size = Some(MAX_MESSAGE);
+        // tungstenite's 128 KiB read buffer per socket would dominate the memory of a
+        // fan-out run (thousands of idle sockets); client messages are small.
+        config.read_buffer_size = READ_BUFFER;
         let socket =
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
                 .await;
