@@ -47,6 +47,7 @@ pub async fn execute_incremental<T: Transport>(
         &mut store,
         &mut fetch_errors,
         &mut received,
+        None,
         |i, store, errors| {
             delivery.fetched(i);
             open = delivery.advance(store, errors, sink);

@@ -10,11 +10,13 @@ mod incremental;
 pub mod metrics;
 mod propagation;
 pub mod response;
+pub mod subscription;
 pub mod transport;
 
 use crate::response::writer::{ResponseError, Writer};
 use crate::response::{Store, Value};
 use apollo_compiler::response::JsonMap;
+use bytes::Bytes;
 use fetch::PreparedFetch;
 use graphfleet_federation::Supergraph;
 use graphfleet_planner::operation::PreparedOperation;
@@ -60,13 +62,52 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
         &mut store,
         &mut fetch_errors,
         &mut received,
+        None,
         |_, _, _| true,
     )
     .await;
     let mut errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     introspection(ctx, &mut store, &mut errors);
+    write_final(ctx, &store, errors)
+}
+
+/// Complete one subscription event: `event` (the subgraph's `{"data":…,"errors":…}`
+/// for the plan's subscription fetch) is merged as that fetch's answer, then the other
+/// fetches run as for a query, and the event's response is written.
+pub async fn execute_event<T: Transport>(ctx: &ExecutionContext<'_, T>, event: Bytes) -> Executed {
+    let mut store = Store::with_root();
+    let mut received = 0usize;
+    let mut fetch_errors = vec![Vec::new(); ctx.plan.fetches.len()];
+    let supplied = ctx.plan.subscription_fetch().map(|i| (i, event));
+    run_as_ready(
+        ctx,
+        &mut store,
+        &mut fetch_errors,
+        &mut received,
+        supplied,
+        |_, _, _| true,
+    )
+    .await;
+    let errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
+    write_final(ctx, &store, errors)
+}
+
+/// The request body subscribing to the plan's subscription fetch (its operation and
+/// the client variables it uses), or `None` for a plan that is not a subscription's.
+pub fn subscription_request(plan: &QueryPlan, variables: &JsonMap) -> Option<Bytes> {
+    let i = plan.subscription_fetch()?;
+    let store = Store::with_root();
+    fetch::prepare(&plan.fetches[i], plan, &store, variables).map(|p| p.body)
+}
+
+/// The whole response of `store`, with `errors` and those the writer adds.
+fn write_final<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    store: &Store,
+    mut errors: Vec<ResponseError>,
+) -> Executed {
     let body = Writer::new(
-        &store,
+        store,
         &ctx.plan.keys,
         ctx.shapes,
         ctx.variables,
@@ -86,12 +127,14 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
 /// for the ones before them). Results merge in the order they arrive, their errors go
 /// to `fetch_errors` (by fetch: callers report them in plan order, so the answer does
 /// not depend on which subgraph was quicker). `on_done` hears of each fetch once all
-/// of it is merged; when it answers false, the rest is abandoned.
+/// of it is merged; when it answers false, the rest is abandoned. A `supplied` fetch
+/// is not sent: the bytes given are its answer (a subscription's event).
 async fn run_as_ready<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     store: &mut Store,
     fetch_errors: &mut [Vec<ResponseError>],
     received: &mut usize,
+    mut supplied: Option<(usize, Bytes)>,
     mut on_done: impl FnMut(usize, &mut Store, &mut [Vec<ResponseError>]) -> bool,
 ) {
     let fetches = &ctx.plan.fetches;
@@ -130,6 +173,24 @@ async fn run_as_ready<T: Transport>(
                     .into_iter()
                     .collect()
             };
+            if let Some((_, event)) = supplied.take_if(|(s, _)| *s == i) {
+                for p in &prepared {
+                    absorb(
+                        ctx,
+                        i,
+                        p,
+                        Ok(event.clone()),
+                        store,
+                        &mut fetch_errors[i],
+                        received,
+                    );
+                }
+                done(i, &mut waiting, &mut ready);
+                if !on_done(i, store, fetch_errors) {
+                    return;
+                }
+                continue;
+            }
             // Nothing to fetch (no representations): its dependents have nothing to
             // wait for either.
             if prepared.is_empty() {

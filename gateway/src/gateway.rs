@@ -57,6 +57,8 @@ pub enum Outcome {
     NotReady(Vec<u8>),
     /// `@defer` honoured: the initial payload, and the later ones as they are written.
     Incremental(Incremental),
+    /// A subscription started: its events follow.
+    Subscribed(crate::subscription::Subscription),
 }
 
 /// An incremental response under way (see [`crate::executor::execute_incremental`]).
@@ -75,6 +77,7 @@ impl Outcome {
             | Outcome::MutationNotAllowed(body)
             | Outcome::NotReady(body) => body,
             Outcome::Incremental(i) => &i.first.body,
+            Outcome::Subscribed(_) => &[],
         }
     }
 
@@ -86,6 +89,7 @@ impl Outcome {
             | Outcome::MutationNotAllowed(body)
             | Outcome::NotReady(body) => body,
             Outcome::Incremental(i) => i.first.body,
+            Outcome::Subscribed(_) => Vec::new(),
         }
     }
 
@@ -97,7 +101,7 @@ impl Outcome {
             } => RequestOutcome::FieldErrors,
             Outcome::Executed { .. } => RequestOutcome::Ok,
             Outcome::Incremental(i) if i.first.field_errors => RequestOutcome::FieldErrors,
-            Outcome::Incremental(_) => RequestOutcome::Ok,
+            Outcome::Incremental(_) | Outcome::Subscribed(_) => RequestOutcome::Ok,
             Outcome::RequestError(_) | Outcome::MutationNotAllowed(_) => {
                 RequestOutcome::RequestError
             }
@@ -120,6 +124,11 @@ pub struct RequestMeta {
     /// The client takes incremental delivery (`multipart/mixed`): `@defer` is honoured
     /// by [`Gateway::execute_shared`].
     pub incremental: bool,
+    /// The client's transport carries subscriptions (WebSocket, SSE, multipart with
+    /// `subscriptionSpec`): a subscription gets [`Outcome::Subscribed`].
+    pub stream: bool,
+    /// The client's address (the per-client subscription limit).
+    pub client: Option<std::net::IpAddr>,
 }
 
 pub type PlanResult = Result<QueryPlan, PlanError>;
@@ -442,7 +451,7 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub config: Arc<Config>,
     /// `None` until a supergraph is loaded (start with `supergraph.watch` and no valid file).
     state: ArcSwapOption<State>,
-    transport: T,
+    pub(crate) transport: T,
     /// Readiness, draining and reload bookkeeping.
     pub lifecycle: Lifecycle,
     metrics: Metrics,
@@ -457,6 +466,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub persisted: Option<Arc<crate::persisted::Persisted>>,
     /// JWT validation (`authentication`).
     pub auth: crate::auth::Auth,
+    /// Open subscriptions and their limits.
+    pub(crate) subscriptions: Arc<crate::subscription::Subscriptions>,
 }
 
 impl Gateway<HttpTransport> {
@@ -472,6 +483,7 @@ impl Gateway<HttpTransport> {
 
     /// A gateway that answers 503 until `swap_supergraph` gives it a supergraph.
     pub fn without_supergraph(config: Arc<Config>) -> Self {
+        let metrics = Metrics::new();
         let persisted = crate::persisted::Persisted::from_config(&config).map(Arc::new);
         Self {
             persisted,
@@ -483,10 +495,11 @@ impl Gateway<HttpTransport> {
                 &config.subgraphs,
             ),
             auth: crate::auth::Auth::new(&config),
-            config,
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
-            metrics: Metrics::new(),
+            subscriptions: subscriptions(&config, &metrics),
+            config,
+            metrics,
         }
     }
 }
@@ -506,6 +519,7 @@ impl<T: Transport> Gateway<T> {
                 &config.subgraphs,
             ),
             auth: crate::auth::Auth::new(&config),
+            subscriptions: subscriptions(&config, &metrics),
             config,
             transport,
             lifecycle: Lifecycle::default(),
@@ -527,6 +541,22 @@ impl<T: Transport> Gateway<T> {
     pub fn swap_supergraph(&self, supergraph: Supergraph) {
         let state = State::configured(supergraph, &self.config).with_metrics(&self.metrics);
         self.state.store(Some(Arc::new(state)));
+        self.subscriptions.reloaded();
+    }
+
+    /// End every subscription with a last error and refuse new ones (shutdown).
+    pub fn end_subscriptions(&self) {
+        self.subscriptions.shut_down();
+    }
+
+    /// Client subscriptions open now.
+    pub fn open_subscriptions(&self) -> usize {
+        self.subscriptions.open()
+    }
+
+    /// Resolves once subscriptions are ended for shutdown.
+    pub fn subscriptions_shutdown(&self) -> crate::subscription::ShutdownSignal {
+        self.subscriptions.shutdown_signal()
     }
 
     pub fn readiness(&self) -> Readiness {
@@ -658,9 +688,18 @@ impl<T: Transport> Gateway<T> {
         crate::telemetry::tracing::record_operation(name);
         let kind = cached.prepared.operation.operation_type;
         if kind.is_subscription() {
-            return request_error(RequestErrors::message(
-                "subscriptions are not supported by this gateway",
-            ));
+            if !self.config.subscriptions.enabled {
+                return request_error(RequestErrors::message(
+                    "subscriptions are disabled on this gateway (subscriptions.enabled)",
+                ));
+            }
+            if !meta.stream || shared.is_none() {
+                return request_error(RequestErrors::message(
+                    "a subscription needs a streaming transport: WebSocket (graphql-transport-ws), \
+                     SSE (Accept: text/event-stream) or multipart HTTP \
+                     (Accept: multipart/mixed;subscriptionSpec=1.0)",
+                ));
+            }
         }
         if !allow_mutation && kind.is_mutation() {
             let body = error_body(RequestErrors::message("mutations must be sent with POST"));
@@ -715,7 +754,17 @@ impl<T: Transport> Gateway<T> {
             Ok(plan) => plan,
             Err(e) => return request_error(plan_error(e)),
         };
-        if let Some(shared) = shared.filter(|_| values.incremental()) {
+        if let Some(shared) = shared.filter(|_| values.incremental() || kind.is_subscription()) {
+            // What tells this operation's plan variant from every other one.
+            let mut operation = Sha256::new();
+            operation.update((Arc::as_ptr(&state) as usize).to_le_bytes());
+            operation.update(State::cache_key_with(
+                query,
+                request.operation_name.as_deref(),
+                cached.labels,
+            ));
+            operation.update(values.0.to_le_bytes());
+            operation.update(mask.0.to_le_bytes());
             let started = Started {
                 state: state.clone(),
                 cached: cached.clone(),
@@ -723,7 +772,17 @@ impl<T: Transport> Gateway<T> {
                 variables,
                 headers: meta.forward_headers.clone(),
                 deadline,
+                operation: operation.finalize().into(),
             };
+            if kind.is_subscription() {
+                return match shared.subscribe(started, meta.client) {
+                    Ok(subscription) => Outcome::Subscribed(subscription),
+                    Err(message) => request_error(RequestErrors(vec![operation::limits::error(
+                        crate::subscription::LIMIT,
+                        message,
+                    )])),
+                };
+            }
             return shared.incremental(started, cost).await;
         }
         let ctx = ExecutionContext {
@@ -748,14 +807,18 @@ impl<T: Transport> Gateway<T> {
     }
 }
 
-/// What an incremental response's task owns: the request ready to execute.
-struct Started {
-    state: Arc<State>,
-    cached: Arc<CachedOperation>,
-    variant: Arc<Variant>,
-    variables: apollo_compiler::validation::Valid<JsonMap>,
-    headers: crate::executor::headers::SubgraphHeaders,
-    deadline: Instant,
+/// What an incremental response's or a subscription's task owns: the request ready
+/// to execute.
+pub(crate) struct Started {
+    pub(crate) state: Arc<State>,
+    pub(crate) cached: Arc<CachedOperation>,
+    pub(crate) variant: Arc<Variant>,
+    pub(crate) variables: apollo_compiler::validation::Valid<JsonMap>,
+    pub(crate) headers: crate::executor::headers::SubgraphHeaders,
+    pub(crate) deadline: Instant,
+    /// The operation and its plan variant: state, text, name, labels, condition values
+    /// and authorization (identical subscriptions share a subgraph subscription).
+    pub(crate) operation: [u8; 32],
 }
 
 impl<T: Transport> Gateway<T> {
@@ -774,6 +837,7 @@ impl<T: Transport> Gateway<T> {
                 variables,
                 headers,
                 deadline,
+                ..
             } = started;
             let Ok(plan) = &variant.plan else { return };
             let ctx = ExecutionContext {
@@ -838,6 +902,13 @@ impl<T: Transport> ReloadTarget for Gateway<T> {
     fn lifecycle(&self) -> &Lifecycle {
         &self.lifecycle
     }
+}
+
+fn subscriptions(config: &Config, metrics: &Metrics) -> Arc<crate::subscription::Subscriptions> {
+    Arc::new(crate::subscription::Subscriptions::new(
+        &config.subscriptions,
+        metrics.subscriptions.clone(),
+    ))
 }
 
 fn planning_slots(config: &Config) -> Arc<tokio::sync::Semaphore> {

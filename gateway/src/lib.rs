@@ -10,6 +10,7 @@ pub mod persisted;
 pub mod progressive_override;
 pub mod reload;
 pub mod runtime;
+pub mod subscription;
 pub mod telemetry;
 
 /// Execution and the response: their own crate, re-exported under their stage names.

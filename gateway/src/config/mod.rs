@@ -10,6 +10,7 @@ mod http;
 mod load;
 mod persisted;
 mod size;
+mod subscription;
 mod tls;
 mod validate;
 
@@ -27,6 +28,7 @@ pub use load::{
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
 pub use size::parse_size;
+pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
 
 use serde::Deserialize;
@@ -71,6 +73,8 @@ pub struct Config {
     pub progressive_override: ProgressiveOverrideConfig,
     /// Static cost estimates of operations from `@cost`/`@listSize` (off by default).
     pub demand_control: DemandControlConfig,
+    /// Subscriptions: client transports and limits.
+    pub subscriptions: SubscriptionsConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
     pub workers: Option<usize>,
 }
@@ -97,6 +101,7 @@ impl Default for Config {
             authorization: AuthorizationConfig::default(),
             progressive_override: ProgressiveOverrideConfig::default(),
             demand_control: DemandControlConfig::default(),
+            subscriptions: SubscriptionsConfig::default(),
             workers: None,
         }
     }
@@ -274,6 +279,8 @@ pub struct SubgraphConfig {
     pub accept_compressed_responses: Option<bool>,
     /// Header rules for this subgraph, applied after `headers.rules`.
     pub headers: Vec<HeaderRule>,
+    /// How subscriptions to this subgraph are sent.
+    pub subscription: SubgraphSubscriptionConfig,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]

@@ -41,6 +41,7 @@ pub(crate) fn validate(config: &Config) -> Problems {
         );
     }
     endpoint_paths(config, &mut report);
+    subscriptions(config, &mut report);
     positive(
         &mut report,
         &["supergraph", "poll_interval"],
@@ -146,6 +147,55 @@ fn endpoint_paths(config: &Config, report: &mut impl FnMut(&[&str], String)) {
             &["telemetry", "metrics_path"],
             format!("{metrics:?} is also graphql_path; the two endpoints need different paths"),
         );
+    }
+}
+
+fn subscriptions(config: &Config, report: &mut impl FnMut(&[&str], String)) {
+    let subs = &config.subscriptions;
+    if let Some(path) = &subs.websocket_path {
+        if !path.starts_with('/') {
+            report(
+                &["subscriptions", "websocket_path"],
+                format!("must start with '/', got {path:?}"),
+            );
+        } else if path.starts_with(HEALTH_PREFIX) || *path == config.telemetry.metrics_path {
+            report(
+                &["subscriptions", "websocket_path"],
+                format!("{path:?} is a path the gateway serves for health or metrics"),
+            );
+        }
+    }
+    for (key, value) in [
+        ("max_open", subs.max_open),
+        ("max_per_client", subs.max_per_client),
+        ("max_per_connection", subs.max_per_connection),
+        ("queue_size", subs.queue_size),
+    ] {
+        if value == 0 {
+            report(&["subscriptions", key], "must be at least 1".to_owned());
+        }
+    }
+    for (key, value) in [
+        ("init_timeout", subs.init_timeout),
+        ("heartbeat_interval", subs.heartbeat_interval),
+        ("subgraph_connect_timeout", subs.subgraph_connect_timeout),
+    ] {
+        positive(report, &["subscriptions", key], value);
+    }
+    for (name, sg) in &config.subgraphs {
+        let Some(url) = &sg.subscription.url else {
+            continue;
+        };
+        let schemes: &[&str] = match sg.subscription.protocol {
+            super::SubgraphProtocol::Websocket => &["ws://", "wss://"],
+            super::SubgraphProtocol::Sse => &["http://", "https://"],
+        };
+        if !schemes.iter().any(|s| url.starts_with(s)) {
+            report(
+                &["subgraphs", name, "subscription", "url"],
+                format!("must start with {}, got {url:?}", schemes.join(" or ")),
+            );
+        }
     }
 }
 

@@ -17,6 +17,12 @@ mod idle;
 mod layers;
 mod multipart;
 mod server;
+mod stream;
+mod ws;
+
+/// The client's address, put in each request's extensions by the listener.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub std::net::IpAddr);
 
 pub use layers::{HttpLayers, ResponseBody};
 pub use multipart::HandlerBody;
@@ -153,9 +159,25 @@ pub async fn handle<T: Transport>(
         }
         "/health/ready" => return readiness(gateway),
         path if path == gateway.config.graphql_path => {}
+        path if ws::is_upgrade(&req)
+            && gateway.config.subscriptions.websocket_path.as_deref() == Some(path) => {}
         _ => return response(StatusCode::NOT_FOUND, JSON, error_body("not found")),
     }
-    let Some(media) = negotiate(req.headers().get(ACCEPT)) else {
+    let subscriptions = &gateway.config.subscriptions;
+    let ws_path = subscriptions
+        .websocket_path
+        .as_deref()
+        .unwrap_or(&gateway.config.graphql_path);
+    if ws::is_upgrade(&req) && req.uri().path() == ws_path {
+        return websocket(gateway, req).await;
+    }
+    let streaming = stream::stream_kind(req.headers().get(ACCEPT));
+    let negotiated = match streaming {
+        // Errors before the stream starts are JSON.
+        Some(_) => Some(JSON),
+        None => negotiate(req.headers().get(ACCEPT)),
+    };
+    let Some(media) = negotiated else {
         return response(
             StatusCode::NOT_ACCEPTABLE,
             JSON,
@@ -206,7 +228,9 @@ pub async fn handle<T: Transport>(
         forward_headers: Default::default(),
         trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
         claims,
-        incremental: multipart::accepts_defer(req.headers().get(ACCEPT)),
+        incremental: streaming.is_none() && multipart::accepts_defer(req.headers().get(ACCEPT)),
+        stream: streaming.is_some(),
+        client: req.extensions().get::<ClientAddr>().map(|a| a.0),
     };
     meta.forward_headers = gateway
         .header_rules
@@ -301,6 +325,15 @@ pub async fn handle<T: Transport>(
             coded_error_body("GATEWAY_TIMEOUT", &message),
         );
     };
+    if let Some(kind) = streaming {
+        let subscribed = matches!(outcome, Outcome::Subscribed(_));
+        // Multipart clients (Apollo Client) read request errors as plain JSON; the SSE
+        // protocol carries them as a `next` event.
+        if subscribed || kind == stream::StreamKind::Sse {
+            let heartbeat = gateway.config.subscriptions.heartbeat_interval;
+            return stream::response(kind, outcome, heartbeat);
+        }
+    }
     if let Outcome::NotReady(body) = outcome {
         return response(StatusCode::SERVICE_UNAVAILABLE, media, body);
     }
@@ -318,6 +351,43 @@ pub async fn handle<T: Transport>(
         _ => StatusCode::OK,
     };
     response(status, media, outcome.into_body())
+}
+
+/// A WebSocket upgrade: authenticated like any request, then served by [`ws`].
+async fn websocket<T: Transport>(
+    gateway: &Arc<Gateway<T>>,
+    req: Request<Incoming>,
+) -> Response<HandlerBody> {
+    if !gateway.config.subscriptions.enabled {
+        return response(
+            StatusCode::NOT_FOUND,
+            JSON,
+            error_body("subscriptions are disabled on this gateway (subscriptions.enabled)"),
+        );
+    }
+    let claims = match gateway.auth.authenticate(req.headers()).await {
+        Ok(claims) => claims,
+        Err(e) => {
+            let body = coded_error_body(e.code(), &e.to_string());
+            let mut r = response(StatusCode::UNAUTHORIZED, JSON, body);
+            r.headers_mut()
+                .insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return r;
+        }
+    };
+    let mut meta = RequestMeta {
+        allow_mutation: true,
+        forward_headers: Default::default(),
+        trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
+        claims,
+        incremental: false,
+        stream: true,
+        client: req.extensions().get::<ClientAddr>().map(|a| a.0),
+    };
+    meta.forward_headers = gateway
+        .header_rules
+        .apply(req.headers(), meta.claims.as_deref());
+    ws::upgrade(gateway, req, meta)
 }
 
 /// Content types a browser sends cross-origin without a CORS preflight.

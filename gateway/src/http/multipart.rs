@@ -97,11 +97,18 @@ enum Inner {
         /// The closing boundary is written (or was, with the last part).
         ended: bool,
     },
+    /// Chunks written by a task (subscriptions); ends when the task drops its sender.
+    Stream(tokio::sync::mpsc::Receiver<Bytes>),
 }
 
 impl HandlerBody {
     pub fn full(body: impl Into<Bytes>) -> Self {
         Self(Inner::Full(Full::new(body.into())))
+    }
+
+    /// A body of the chunks sent on `rx`, as they come.
+    pub fn stream(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Self {
+        Self(Inner::Stream(rx))
     }
 }
 
@@ -128,6 +135,9 @@ impl Body for HandlerBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match &mut self.get_mut().0 {
             Inner::Full(full) => Pin::new(full).poll_frame(cx),
+            Inner::Stream(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|c| Ok(Frame::data(c)))),
             Inner::Parts { next, rest, ended } => {
                 if let Some(bytes) = next.take() {
                     return Poll::Ready(Some(Ok(Frame::data(bytes))));
@@ -161,6 +171,7 @@ impl Body for HandlerBody {
     fn is_end_stream(&self) -> bool {
         match &self.0 {
             Inner::Full(full) => full.is_end_stream(),
+            Inner::Stream(_) => false,
             Inner::Parts { next, rest, .. } => next.is_none() && rest.is_none(),
         }
     }
@@ -168,7 +179,7 @@ impl Body for HandlerBody {
     fn size_hint(&self) -> SizeHint {
         match &self.0 {
             Inner::Full(full) => full.size_hint(),
-            Inner::Parts { .. } => SizeHint::default(),
+            Inner::Parts { .. } | Inner::Stream(_) => SizeHint::default(),
         }
     }
 }

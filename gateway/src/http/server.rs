@@ -136,6 +136,8 @@ async fn serve_until_signal(
     let started = Instant::now();
     let shutdown = &gateway.config.shutdown;
     gateway.lifecycle.begin_drain();
+    // Subscriptions end now with a last message; their clients resubscribe elsewhere.
+    gateway.end_subscriptions();
     tracing::info!(
         "{signal} received: readiness fails now, listener closes in {:?}",
         shutdown.readiness_delay
@@ -157,6 +159,13 @@ async fn serve_until_signal(
     );
     tokio::select! {
         () = graceful.shutdown() => {
+            // WebSocket connections left hyper at their upgrade: give their last
+            // messages and close frames the time to go out.
+            let until = started + shutdown.grace_period;
+            while gateway.open_subscriptions() > 0 && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
             tracing::info!(elapsed = ?started.elapsed(), "drained, exiting");
             Ok(())
         }
@@ -220,6 +229,7 @@ fn spawn_connection(
     tls: Option<&TlsAcceptor>,
 ) {
     let _ = stream.set_nodelay(true);
+    let client = stream.peer_addr().ok().map(|a| super::ClientAddr(a.ip()));
     let gateway = &served.0;
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
     let idle_timeout = gateway.config.traffic.idle_timeout;
@@ -227,7 +237,7 @@ fn spawn_connection(
     // Under TLS too: the idle clock sees the encrypted bytes move.
     let stream = Tracked::new(stream, activity.clone());
     let Some(acceptor) = tls else {
-        let connection = graceful.watch(connection(stream, served, &activity));
+        let connection = graceful.watch(connection(stream, served, &activity, client));
         tokio::spawn(run(connection, activity, idle_timeout, permit));
         return;
     };
@@ -249,7 +259,7 @@ fn spawn_connection(
                 return;
             }
         };
-        let connection = watcher.watch(connection(stream, served, &activity));
+        let connection = watcher.watch(connection(stream, served, &activity, client));
         run(connection, activity, idle_timeout, permit).await;
     });
 }
@@ -259,13 +269,17 @@ fn connection<I>(
     io: I,
     (gateway, layers): Served,
     activity: &Arc<Activity>,
+    client: Option<super::ClientAddr>,
 ) -> impl GracefulConnection + Send + 'static
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
     let requests = activity.clone();
-    let service = hyper::service::service_fn(move |req| {
+    let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
+        if let Some(client) = client {
+            req.extensions_mut().insert(client);
+        }
         let gateway = gateway.clone();
         let layers = layers.clone();
         let on_connection = requests.request();
@@ -294,7 +308,8 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout);
     builder
-        .serve_connection(TokioIo::new(io), service)
+        // Upgrades: WebSocket subscriptions take the connection over.
+        .serve_connection_with_upgrades(TokioIo::new(io), service)
         .into_owned()
 }
 

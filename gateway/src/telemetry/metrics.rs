@@ -153,6 +153,57 @@ pub struct Metrics {
     reloads: IntCounterVec,
     operations: Mutex<FxHashMap<String, Arc<OperationMetrics>>>,
     invalid: Arc<OperationMetrics>,
+    pub subscriptions: SubscriptionMetrics,
+}
+
+/// Subscription gauges and counters.
+#[derive(Clone)]
+pub struct SubscriptionMetrics {
+    /// Client subscriptions open now.
+    pub open: IntGauge,
+    /// Subscriptions to subgraphs open now (identical client subscriptions share one).
+    pub upstreams: IntGauge,
+    /// Events completed from subgraph events (once per shared subscription).
+    pub events: IntCounter,
+    /// Events delivered to clients.
+    pub delivered: IntCounter,
+    /// Client subscriptions ended, by reason.
+    pub ended: IntCounterVec,
+}
+
+impl SubscriptionMetrics {
+    fn new() -> Self {
+        Self {
+            open: IntGauge::new(
+                "graphfleet_subscriptions_open",
+                "Client subscriptions open now.",
+            )
+            .expect("valid metric"),
+            upstreams: IntGauge::new(
+                "graphfleet_subscription_upstreams_open",
+                "Subscriptions to subgraphs open now (identical client subscriptions share one).",
+            )
+            .expect("valid metric"),
+            events: IntCounter::new(
+                "graphfleet_subscription_events_total",
+                "Subgraph subscription events completed across subgraphs.",
+            )
+            .expect("valid metric"),
+            delivered: IntCounter::new(
+                "graphfleet_subscription_events_delivered_total",
+                "Subscription events sent to clients.",
+            )
+            .expect("valid metric"),
+            ended: IntCounterVec::new(
+                Opts::new(
+                    "graphfleet_subscriptions_ended_total",
+                    "Client subscriptions ended, by reason (complete, client, error, slow_consumer, reload, shutdown).",
+                ),
+                &["reason"],
+            )
+            .expect("valid metric"),
+        }
+    }
 }
 
 impl Default for Metrics {
@@ -248,6 +299,7 @@ impl Metrics {
             &["result"],
         )
         .expect("valid metric");
+        let subscriptions = SubscriptionMetrics::new();
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
             Box::new(request_duration.clone()),
@@ -260,6 +312,11 @@ impl Metrics {
             Box::new(in_flight.clone()),
             Box::new(supergraph_info.clone()),
             Box::new(reloads.clone()),
+            Box::new(subscriptions.open.clone()),
+            Box::new(subscriptions.upstreams.clone()),
+            Box::new(subscriptions.events.clone()),
+            Box::new(subscriptions.delivered.clone()),
+            Box::new(subscriptions.ended.clone()),
         ] {
             registry
                 .register(collector)
@@ -286,6 +343,7 @@ impl Metrics {
             reloads,
             operations: Mutex::new(FxHashMap::default()),
             invalid,
+            subscriptions,
         }
     }
 

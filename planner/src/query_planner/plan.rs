@@ -119,3 +119,14 @@ pub struct QueryPlan {
     /// All response keys the plan's fetches can return (the store's key table).
     pub keys: KeyTable,
 }
+
+impl QueryPlan {
+    /// A subscription's root fetch (the one sending `subscription { ... }` to the
+    /// subgraph owning the root field): its results come as events, each completed by
+    /// the other fetches. `None` for queries and mutations.
+    pub fn subscription_fetch(&self) -> Option<usize> {
+        self.fetches
+            .iter()
+            .position(|f| f.entity.is_none() && f.operation.starts_with("subscription"))
+    }
+}

@@ -46,10 +46,12 @@ impl<'a> Planner<'a> {
             (true, Some(first)) => defs.push_str(first),
             _ => defs.push_str(&client_defs),
         }
-        let kind = if group.parent.is_none() && ir.kind() == OperationType::Mutation {
-            "mutation"
-        } else {
-            "query"
+        // A subscription's root fetch subscribes; the fetches completing each event
+        // from other subgraphs are queries.
+        let kind = match ir.kind() {
+            OperationType::Mutation if group.parent.is_none() => "mutation",
+            OperationType::Subscription if group.parent.is_none() => "subscription",
+            _ => "query",
         };
         let defs = if defs.is_empty() {
             String::new()

@@ -1,0 +1,73 @@
+//! `subscriptions`: how clients subscribe (WebSocket, SSE, multipart HTTP), the limits
+//! that keep open subscriptions bounded, and `subgraphs.<name>.subscription`: how the
+//! gateway subscribes to the subgraph owning a subscription root field.
+
+use serde::Deserialize;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubscriptionsConfig {
+    /// Accept subscription operations (off: they get a request error).
+    pub enabled: bool,
+    /// Path of the WebSocket endpoint (`graphql-transport-ws`); `None`: `graphql_path`.
+    pub websocket_path: Option<String>,
+    /// Most subscriptions open in the gateway at once; one more is refused.
+    pub max_open: usize,
+    /// Most subscriptions open at once from one client address.
+    pub max_per_client: usize,
+    /// Most operations at once on one WebSocket connection.
+    pub max_per_connection: usize,
+    /// Events queued for one subscriber; a subscriber that falls further behind is cut
+    /// with an error (memory stays bounded by slow consumers).
+    pub queue_size: usize,
+    /// Identical subscriptions (same operation, variables and forwarded headers) share
+    /// one subgraph subscription and each event is completed once for all of them.
+    pub deduplicate: bool,
+    /// Longest a WebSocket client may take to send `connection_init`.
+    #[serde(with = "humantime_serde")]
+    pub init_timeout: Duration,
+    /// Keep-alive interval of SSE and multipart streams (a comment / an empty part).
+    #[serde(with = "humantime_serde")]
+    pub heartbeat_interval: Duration,
+    /// Longest wait for a subgraph to accept a subscription.
+    #[serde(with = "humantime_serde")]
+    pub subgraph_connect_timeout: Duration,
+}
+
+impl Default for SubscriptionsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            websocket_path: None,
+            max_open: 100_000,
+            max_per_client: 1_000,
+            max_per_connection: 100,
+            queue_size: 128,
+            deduplicate: true,
+            init_timeout: Duration::from_secs(10),
+            heartbeat_interval: Duration::from_secs(5),
+            subgraph_connect_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `subgraphs.<name>.subscription`.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubgraphSubscriptionConfig {
+    pub protocol: SubgraphProtocol,
+    /// Where to subscribe; `None`: the subgraph's URL (`http`→`ws`, `https`→`wss` for
+    /// WebSocket).
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubgraphProtocol {
+    /// `graphql-transport-ws`.
+    #[default]
+    Websocket,
+    /// GraphQL over SSE (distinct connections).
+    Sse,
+}

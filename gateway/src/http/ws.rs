@@ -1,0 +1,388 @@
+//! GraphQL over WebSocket, the `graphql-transport-ws` protocol (the graphql-ws
+//! library's): `connection_init` within `subscriptions.init_timeout`, then any number of
+//! operations (`subscribe` … `next`* `complete`), each in a task of its own. Protocol
+//! violations close the socket with the protocol's codes (4400 invalid message, 4401
+//! subscribe before ack, 4408 init timeout, 4409 duplicate id, 4429 second init).
+
+use super::multipart::HandlerBody;
+use super::stream::errors_payload;
+use crate::executor::transport::Transport;
+use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
+use crate::subscription::{Next, Undelivered};
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use hyper::header::{
+    CONNECTION, HeaderValue, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL,
+    SEC_WEBSOCKET_VERSION, UPGRADE,
+};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use parking_lot::Mutex;
+use rustc_hash::FxHashMap;
+use serde::Deserialize;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+
+const SUBPROTOCOL: &str = "graphql-transport-ws";
+/// Messages queued for the socket's writer; a full queue makes operations wait.
+const OUTBOX: usize = 64;
+
+/// Whether `req` asks to become a WebSocket.
+pub(super) fn is_upgrade<B>(req: &Request<B>) -> bool {
+    let has = |name, token: &str| {
+        req.headers().get_all(name).iter().any(|v| {
+            v.to_str()
+                .is_ok_and(|v| v.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+        })
+    };
+    req.method() == hyper::Method::GET && has(UPGRADE, "websocket") && has(CONNECTION, "upgrade")
+}
+
+fn refuse(status: StatusCode, message: &str) -> Response<HandlerBody> {
+    let body = serde_json::to_vec(&serde_json::json!({ "errors": [{ "message": message }] }))
+        .expect("static JSON serializes");
+    let mut r = Response::new(HandlerBody::full(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// Answer the upgrade (101) and serve the socket in a task once hyper hands it over;
+/// `meta` (headers for subgraphs, claims, client address) is taken from the upgrade
+/// request and holds for every operation on the socket.
+pub(super) fn upgrade<T: Transport>(
+    gateway: &Arc<Gateway<T>>,
+    mut req: Request<hyper::body::Incoming>,
+    meta: RequestMeta,
+) -> Response<HandlerBody> {
+    let headers = req.headers();
+    if headers.get(SEC_WEBSOCKET_VERSION).is_none_or(|v| v != "13") {
+        return refuse(StatusCode::BAD_REQUEST, "Sec-WebSocket-Version must be 13");
+    }
+    let Some(key) = headers.get(SEC_WEBSOCKET_KEY) else {
+        return refuse(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key is missing");
+    };
+    let speaks = headers.get_all(SEC_WEBSOCKET_PROTOCOL).iter().any(|v| {
+        v.to_str()
+            .is_ok_and(|v| v.split(',').any(|p| p.trim() == SUBPROTOCOL))
+    });
+    if !speaks {
+        return refuse(
+            StatusCode::BAD_REQUEST,
+            "the WebSocket subprotocol must be graphql-transport-ws",
+        );
+    }
+    let accept = derive_accept_key(key.as_bytes());
+    let upgraded = hyper::upgrade::on(&mut req);
+    let gateway = gateway.clone();
+    tokio::spawn(async move {
+        let Ok(upgraded) = upgraded.await else { return };
+        let socket =
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
+        Connection::new(gateway, meta).run(socket).await;
+    });
+    let mut r = Response::new(HandlerBody::default());
+    *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
+    let headers = r.headers_mut();
+    headers.insert(UPGRADE, HeaderValue::from_static("websocket"));
+    headers.insert(CONNECTION, HeaderValue::from_static("Upgrade"));
+    headers.insert(
+        SEC_WEBSOCKET_ACCEPT,
+        HeaderValue::from_str(&accept).expect("base64 is a header value"),
+    );
+    headers.insert(
+        SEC_WEBSOCKET_PROTOCOL,
+        HeaderValue::from_static(SUBPROTOCOL),
+    );
+    r
+}
+
+/// A client message; `payload` is read per type.
+#[derive(Deserialize)]
+struct ClientMessage {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    payload: Option<serde_json::Value>,
+}
+
+/// What ends a connection from our side.
+struct Close(u16, String);
+
+impl Close {
+    fn new(code: u16, reason: impl Into<String>) -> Self {
+        Self(code, reason.into())
+    }
+}
+
+struct Connection<T: Transport> {
+    gateway: Arc<Gateway<T>>,
+    meta: Arc<RequestMeta>,
+    acked: bool,
+    /// Operations running, by id.
+    ops: Arc<Mutex<FxHashMap<String, tokio::task::AbortHandle>>>,
+}
+
+impl<T: Transport> Connection<T> {
+    fn new(gateway: Arc<Gateway<T>>, meta: RequestMeta) -> Self {
+        Self {
+            gateway,
+            meta: Arc::new(meta),
+            acked: false,
+            ops: Arc::default(),
+        }
+    }
+
+    async fn run<S>(mut self, socket: WebSocketStream<S>)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let (mut sink, mut stream) = socket.split();
+        let (outbox, mut pending) = mpsc::channel::<Message>(OUTBOX);
+        let writer = tokio::spawn(async move {
+            while let Some(message) = pending.recv().await {
+                let closing = matches!(message, Message::Close(_));
+                if sink.send(message).await.is_err() || closing {
+                    break;
+                }
+            }
+            let _ = sink.close().await;
+        });
+        let config = &self.gateway.config.subscriptions;
+        let init_deadline = tokio::time::Instant::now() + config.init_timeout;
+        let mut shutdown = self.gateway.subscriptions_shutdown();
+        let close = loop {
+            let message = tokio::select! {
+                m = stream.next() => m,
+                () = tokio::time::sleep_until(init_deadline), if !self.acked => {
+                    break Some(Close::new(4408, "Connection initialisation timeout"));
+                }
+                () = shutdown.wait() => {
+                    // Operations send their last message first (they end on the same signal).
+                    self.drain_ops().await;
+                    break Some(Close::new(1001, "the gateway is shutting down"));
+                }
+            };
+            let text = match message {
+                None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break None,
+                Some(Ok(Message::Text(text))) => text,
+                Some(Ok(Message::Binary(_))) => {
+                    break Some(Close::new(
+                        4400,
+                        "binary messages are not part of the protocol",
+                    ));
+                }
+                Some(Ok(_)) => continue,
+            };
+            if let Err(close) = self.on_message(text.as_str(), &outbox).await {
+                break Some(close);
+            }
+        };
+        for (_, op) in self.ops.lock().drain() {
+            op.abort();
+        }
+        if let Some(Close(code, reason)) = close {
+            let frame = CloseFrame {
+                code: CloseCode::from(code),
+                reason: reason.into(),
+            };
+            let _ = outbox.send(Message::Close(Some(frame))).await;
+        }
+        drop(outbox);
+        let _ = writer.await;
+    }
+
+    /// Give running operations a moment to send their last messages.
+    async fn drain_ops(&self) {
+        let until = tokio::time::Instant::now() + std::time::Duration::from_secs(1);
+        while !self.ops.lock().is_empty() && tokio::time::Instant::now() < until {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+
+    async fn on_message(
+        &mut self,
+        text: &str,
+        outbox: &mpsc::Sender<Message>,
+    ) -> Result<(), Close> {
+        let message: ClientMessage = serde_json::from_str(text)
+            .map_err(|e| Close::new(4400, format!("invalid message: {e}")))?;
+        match message.kind.as_str() {
+            "connection_init" => {
+                if std::mem::replace(&mut self.acked, true) {
+                    return Err(Close::new(4429, "Too many initialisation requests"));
+                }
+                let _ = outbox
+                    .send(Message::text(r#"{"type":"connection_ack"}"#))
+                    .await;
+            }
+            "ping" => {
+                let _ = outbox.send(Message::text(r#"{"type":"pong"}"#)).await;
+            }
+            "pong" => {}
+            "subscribe" => {
+                if !self.acked {
+                    return Err(Close::new(4401, "Unauthorized"));
+                }
+                let id = message
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .ok_or_else(|| Close::new(4400, "subscribe needs an id"))?;
+                let payload = message
+                    .payload
+                    .ok_or_else(|| Close::new(4400, "subscribe needs a payload"))?;
+                let request: GraphQLRequest = serde_json::from_value(payload)
+                    .map_err(|e| Close::new(4400, format!("invalid subscribe payload: {e}")))?;
+                self.start(id, request, outbox)?;
+            }
+            "complete" => {
+                if let Some(id) = message.id
+                    && let Some(op) = self.ops.lock().remove(&id)
+                {
+                    op.abort();
+                }
+            }
+            other => return Err(Close::new(4400, format!("unknown message type {other:?}"))),
+        }
+        Ok(())
+    }
+
+    /// Run operation `id` in a task of its own.
+    fn start(
+        &self,
+        id: String,
+        request: GraphQLRequest,
+        outbox: &mpsc::Sender<Message>,
+    ) -> Result<(), Close> {
+        let mut ops = self.ops.lock();
+        if ops.contains_key(&id) {
+            return Err(Close::new(
+                4409,
+                format!("Subscriber for {id} already exists"),
+            ));
+        }
+        let max = self.gateway.config.subscriptions.max_per_connection;
+        let outbox = outbox.clone();
+        if ops.len() >= max {
+            let errors = crate::subscription::errors(
+                crate::subscription::LIMIT,
+                &format!(
+                    "this connection has {max} operations running, its limit \
+                     (subscriptions.max_per_connection)"
+                ),
+            );
+            let message = error_message(&id, &errors);
+            tokio::spawn(async move {
+                let _ = outbox.send(message).await;
+            });
+            return Ok(());
+        }
+        let (gateway, meta, registry) = (self.gateway.clone(), self.meta.clone(), self.ops.clone());
+        let op_id = id.clone();
+        let task = tokio::spawn(async move {
+            operation(&gateway, &meta, &op_id, request, &outbox).await;
+            registry.lock().remove(&op_id);
+        });
+        ops.insert(id, task.abort_handle());
+        Ok(())
+    }
+}
+
+/// Execute one operation and send its results on `outbox`.
+async fn operation<T: Transport>(
+    gateway: &Arc<Gateway<T>>,
+    meta: &RequestMeta,
+    id: &str,
+    request: GraphQLRequest,
+    outbox: &mpsc::Sender<Message>,
+) {
+    let outcome = gateway.execute_shared(&request, meta).await;
+    let mut subscription = match outcome {
+        Outcome::Subscribed(s) => s,
+        Outcome::RequestError(body)
+        | Outcome::NotReady(body)
+        | Outcome::MutationNotAllowed(body) => {
+            let _ = outbox.send(error_message(id, &errors_of(&body))).await;
+            return;
+        }
+        other => {
+            let body = other.into_body();
+            let _ = outbox.send(next_message(id, &body)).await;
+            let _ = outbox.send(complete_message(id)).await;
+            return;
+        }
+    };
+    loop {
+        let next = subscription.next().await;
+        let next = match next {
+            Some(Next::Event(body)) => {
+                match subscription.deliver(outbox, next_message(id, &body)).await {
+                    Ok(()) => continue,
+                    Err(Undelivered::Gone) => return,
+                    Err(Undelivered::Cut(errors)) => Some(Next::Failed(errors)),
+                }
+            }
+            other => other,
+        };
+        // Ended: its place in the limits is freed before the last messages wait for a
+        // slow client.
+        drop(subscription);
+        if let Some(Next::Failed(errors)) = next {
+            let _ = outbox
+                .send(next_message(id, &errors_payload(&errors)))
+                .await;
+        }
+        let _ = outbox.send(complete_message(id)).await;
+        return;
+    }
+}
+
+/// The `errors` array of a request error body.
+fn errors_of(body: &[u8]) -> Bytes {
+    #[derive(Deserialize)]
+    struct Body<'a> {
+        #[serde(borrow)]
+        errors: &'a serde_json::value::RawValue,
+    }
+    match serde_json::from_slice::<Body<'_>>(body) {
+        Ok(b) => Bytes::copy_from_slice(b.errors.get().as_bytes()),
+        Err(_) => crate::subscription::errors("INTERNAL_SERVER_ERROR", "the request failed"),
+    }
+}
+
+fn next_message(id: &str, payload: &[u8]) -> Message {
+    framed(id, "next", Some(payload))
+}
+
+fn error_message(id: &str, errors: &[u8]) -> Message {
+    framed(id, "error", Some(errors))
+}
+
+fn complete_message(id: &str) -> Message {
+    framed(id, "complete", None)
+}
+
+fn framed(id: &str, kind: &str, payload: Option<&[u8]>) -> Message {
+    let mut out = Vec::with_capacity(payload.map_or(0, <[u8]>::len) + id.len() + 40);
+    out.extend_from_slice(b"{\"id\":");
+    out.extend_from_slice(&serde_json::to_vec(id).expect("strings serialize"));
+    out.extend_from_slice(b",\"type\":\"");
+    out.extend_from_slice(kind.as_bytes());
+    out.push(b'"');
+    if let Some(payload) = payload {
+        out.extend_from_slice(b",\"payload\":");
+        out.extend_from_slice(payload);
+    }
+    out.push(b'}');
+    Message::text(String::from_utf8(out).expect("JSON is UTF-8"))
+}
