@@ -653,3 +653,94 @@ async fn operations_over_the_socket_follow_the_protocol() {
     // A normal close ends the socket.
     socket.close(None).await.expect("close");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_socket_runs_a_bounded_number_of_operations() {
+    let server = start(
+        Mode::Subgraphs,
+        StreamOptions {
+            max_operations_per_socket: 2,
+            ..fast()
+        },
+    )
+    .await;
+    let mut socket = connect(&server).await;
+    init(&mut socket).await;
+    let endless = |id: &str| json!({"id": id, "type": "subscribe", "payload": {"query": "subscription { reviewAdded { id } }"}});
+    send(&mut socket, endless("a")).await;
+    send(&mut socket, endless("b")).await;
+    send(&mut socket, endless("c")).await;
+    // "c" is refused with an error message; "a" and "b" keep streaming.
+    let mut refused = None;
+    let mut seen = std::collections::BTreeSet::new();
+    while refused.is_none() || seen.len() < 2 {
+        let message = receive(&mut socket).await.expect("a message");
+        match message["type"].as_str() {
+            Some("error") => refused = Some(message),
+            Some("next") => {
+                seen.insert(message["id"].as_str().expect("id").to_owned());
+            }
+            other => panic!("unexpected {other:?}: {message}"),
+        }
+    }
+    let refused = refused.expect("an error for c");
+    assert_eq!(refused["id"], "c");
+    assert!(
+        refused["payload"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("at most 2")),
+        "{refused}"
+    );
+    assert!(!seen.contains("c"), "{seen:?}");
+    // Completing one frees a place.
+    send(&mut socket, json!({"id": "a", "type": "complete"})).await;
+    send(&mut socket, endless("c")).await;
+    loop {
+        let message = receive(&mut socket).await.expect("a message");
+        assert_ne!(message["type"], "error", "{message}");
+        if message["id"] == "c" {
+            assert_eq!(message["type"], "next");
+            break;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sse_also_takes_get_requests() {
+    let server = start(Mode::Monolith, fast()).await;
+    let query = "subscription%20R(%24n%3A%20Int)%20%7B%20reviewAdded(limit%3A%20%24n)%20%7B%20id%20%7D%20%7D";
+    let url = format!(
+        "{}?query={query}&variables=%7B%22n%22%3A2%7D",
+        http_url(&server, "/graphql")
+    );
+    let request = hyper::Request::builder()
+        .method("GET")
+        .uri(url)
+        .header("accept", "text/event-stream")
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    let response = common::client().request(request).await.expect("response");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    assert_eq!(
+        String::from_utf8_lossy(&body),
+        "event: next\ndata: {\"data\":{\"reviewAdded\":{\"id\":\"1\"}}}\n\n\
+         event: next\ndata: {\"data\":{\"reviewAdded\":{\"id\":\"2\"}}}\n\n\
+         event: complete\ndata: \n\n"
+    );
+    // GET without the event-stream Accept stays refused.
+    let (status, _) = common::send(
+        &common::client(),
+        "GET",
+        &http_url(&server, "/graphql"),
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(status, 405);
+}

@@ -331,6 +331,17 @@ impl Connection {
                 if self.active.contains_key(&id) {
                     return Err(close(4409, format!("Subscriber for {id} already exists")));
                 }
+                let limit = self.app.stream.max_operations_per_socket;
+                if self.active.len() >= limit {
+                    // Bounds one socket's memory; the socket and its other operations go on.
+                    let errors = serde_json::json!([{
+                        "message": format!("Too many operations on this socket (at most {limit} at once).")
+                    }]);
+                    let id = serde_json::to_string(&id).unwrap_or_else(|_| "\"\"".to_owned());
+                    return Ok(vec![text(format!(
+                        r#"{{"id":{id},"type":"error","payload":{errors}}}"#
+                    ))]);
+                }
                 self.subscribe(id, payload.get().as_bytes().to_vec());
                 Ok(Vec::new())
             }
