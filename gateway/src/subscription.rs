@@ -53,14 +53,11 @@ pub const LIMIT: &str = "SUBSCRIPTION_LIMIT";
 pub struct Subscriptions {
     config: SubscriptionsConfig,
     metrics: SubscriptionMetrics,
-    open: AtomicUsize,
-    per_client: Mutex<FxHashMap<IpAddr, usize>>,
-    /// Open WebSocket connections: in all, and per client address.
-    sockets: AtomicUsize,
-    sockets_per_client: Mutex<FxHashMap<IpAddr, usize>>,
-    /// `traffic.max_connections`: WebSockets leave hyper's connection count at their
-    /// upgrade, so they are held to it here.
-    max_sockets: usize,
+    /// Open client subscriptions, in all and per client address.
+    open: Quota,
+    /// Open WebSocket connections, in all (held to `traffic.max_connections`: they leave
+    /// hyper's connection count at their upgrade) and per client address.
+    sockets: Quota,
     /// Shared subgraph subscriptions by key (deduplication).
     sources: Mutex<FxHashMap<[u8; 32], broadcast::Sender<Arc<Event>>>>,
     closing: watch::Sender<Closing>,
@@ -73,13 +70,10 @@ impl Subscriptions {
         metrics: SubscriptionMetrics,
     ) -> Self {
         Self {
-            sockets: AtomicUsize::new(0),
-            sockets_per_client: Mutex::default(),
-            max_sockets,
+            open: Quota::new(config.max_open, config.max_per_client),
+            sockets: Quota::new(max_sockets, config.max_connections_per_client),
             config: config.clone(),
             metrics,
-            open: AtomicUsize::new(0),
-            per_client: Mutex::default(),
             sources: Mutex::default(),
             closing: watch::Sender::new(Closing::Open),
         }
@@ -87,7 +81,7 @@ impl Subscriptions {
 
     /// Client subscriptions open now.
     pub fn open(&self) -> usize {
-        self.open.load(Ordering::Relaxed)
+        self.open.total.load(Ordering::Relaxed)
     }
 
     /// End every subscription: the supergraph changed.
@@ -110,36 +104,20 @@ impl Subscriptions {
 
     /// A place for one more WebSocket connection from `client`, or why not.
     pub fn admit_socket(self: &Arc<Self>, client: Option<IpAddr>) -> Result<SocketSlot, String> {
-        let max = self.max_sockets;
-        if self
-            .sockets
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_err()
-        {
-            return Err(format!(
+        match self.sockets.take(client) {
+            Ok(()) => Ok(SocketSlot {
+                hub: self.clone(),
+                client,
+            }),
+            Err(Full::Total(max)) => Err(format!(
                 "the gateway has {max} WebSocket connections open, its limit \
                  (traffic.max_connections)"
-            ));
+            )),
+            Err(Full::PerClient(max)) => Err(format!(
+                "this client has {max} WebSocket connections open, the limit per client \
+                 (subscriptions.max_connections_per_client)"
+            )),
         }
-        if let Some(ip) = client {
-            let mut per_client = self.sockets_per_client.lock();
-            let count = per_client.entry(ip).or_insert(0);
-            if *count >= self.config.max_connections_per_client {
-                self.sockets.fetch_sub(1, Ordering::AcqRel);
-                return Err(format!(
-                    "this client has {} WebSocket connections open, the limit per client \
-                     (subscriptions.max_connections_per_client)",
-                    self.config.max_connections_per_client
-                ));
-            }
-            *count += 1;
-        }
-        Ok(SocketSlot {
-            hub: self.clone(),
-            client,
-        })
     }
 
     /// Resolves once the gateway shuts down (WebSocket connections close then).
@@ -152,30 +130,19 @@ impl Subscriptions {
         if *self.closing.borrow() == Closing::Shutdown {
             return Err("the gateway is shutting down; subscribe again to another instance".into());
         }
-        let max = self.config.max_open;
-        if self
-            .open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_err()
-        {
-            return Err(format!(
-                "the gateway has {max} subscriptions open, its limit (subscriptions.max_open)"
-            ));
-        }
-        if let Some(ip) = client {
-            let mut per_client = self.per_client.lock();
-            let count = per_client.entry(ip).or_insert(0);
-            if *count >= self.config.max_per_client {
-                self.open.fetch_sub(1, Ordering::AcqRel);
+        match self.open.take(client) {
+            Ok(()) => {}
+            Err(Full::Total(max)) => {
                 return Err(format!(
-                    "this client has {} subscriptions open, the limit per client \
-                     (subscriptions.max_per_client)",
-                    self.config.max_per_client
+                    "the gateway has {max} subscriptions open, its limit (subscriptions.max_open)"
                 ));
             }
-            *count += 1;
+            Err(Full::PerClient(max)) => {
+                return Err(format!(
+                    "this client has {max} subscriptions open, the limit per client \
+                     (subscriptions.max_per_client)"
+                ));
+            }
         }
         self.metrics.open.inc();
         Ok(Slot {
@@ -183,6 +150,66 @@ impl Subscriptions {
             client,
             reason: "client",
         })
+    }
+}
+
+/// Which cap of a [`Quota`] is reached.
+enum Full {
+    Total(usize),
+    PerClient(usize),
+}
+
+/// A count with a cap in all and per client address.
+struct Quota {
+    total: AtomicUsize,
+    max: usize,
+    per_client: Mutex<FxHashMap<IpAddr, usize>>,
+    max_per_client: usize,
+}
+
+impl Quota {
+    fn new(max: usize, max_per_client: usize) -> Self {
+        Self {
+            total: AtomicUsize::new(0),
+            max,
+            per_client: Mutex::default(),
+            max_per_client,
+        }
+    }
+
+    /// Count one more for `client`, unless a cap is reached.
+    fn take(&self, client: Option<IpAddr>) -> Result<(), Full> {
+        let max = self.max;
+        let counted = self
+            .total
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            });
+        if counted.is_err() {
+            return Err(Full::Total(max));
+        }
+        let Some(ip) = client else { return Ok(()) };
+        let mut per_client = self.per_client.lock();
+        let count = per_client.entry(ip).or_insert(0);
+        if *count >= self.max_per_client {
+            self.total.fetch_sub(1, Ordering::AcqRel);
+            return Err(Full::PerClient(self.max_per_client));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    /// Count one less for `client`.
+    fn give_back(&self, client: Option<IpAddr>) {
+        self.total.fetch_sub(1, Ordering::AcqRel);
+        let Some(ip) = client else { return };
+        let mut per_client = self.per_client.lock();
+        if let Some(count) = per_client.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                per_client.remove(&ip);
+            }
+        }
     }
 }
 
@@ -194,16 +221,7 @@ pub struct SocketSlot {
 
 impl Drop for SocketSlot {
     fn drop(&mut self) {
-        self.hub.sockets.fetch_sub(1, Ordering::AcqRel);
-        if let Some(ip) = self.client {
-            let mut per_client = self.hub.sockets_per_client.lock();
-            if let Some(count) = per_client.get_mut(&ip) {
-                *count -= 1;
-                if *count == 0 {
-                    per_client.remove(&ip);
-                }
-            }
-        }
+        self.hub.sockets.give_back(self.client);
     }
 }
 
@@ -227,22 +245,13 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.hub.open.fetch_sub(1, Ordering::AcqRel);
+        self.hub.open.give_back(self.client);
         self.hub.metrics.open.dec();
         self.hub
             .metrics
             .ended
             .with_label_values(&[self.reason])
             .inc();
-        if let Some(ip) = self.client {
-            let mut per_client = self.hub.per_client.lock();
-            if let Some(count) = per_client.get_mut(&ip) {
-                *count -= 1;
-                if *count == 0 {
-                    per_client.remove(&ip);
-                }
-            }
-        }
     }
 }
 

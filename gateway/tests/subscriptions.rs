@@ -8,7 +8,6 @@
 mod support;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
 use graphfleet_gateway::config::{
     Config, SubgraphConfig, SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig,
 };
@@ -19,17 +18,13 @@ use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use support::ws::{Socket, receive, send};
 
 /// Every subgraph, across the root field's entity: accounts, products, inventory
 /// (`shippingEstimate` needs products' `price` and `weight`).
 const SUBSCRIPTION: &str = "subscription { reviewAdded(limit: 4) { id body \
     author { id username name } \
     product { upc name price inStock shippingEstimate reviews { id } } } }";
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn serve(mode: Mode, interval: Duration) -> Handle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -73,43 +68,7 @@ async fn gateway() -> Running {
 }
 
 async fn connect(url: &str) -> Socket {
-    let mut request = url.into_client_request().expect("a WebSocket URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "graphql-transport-ws".parse().expect("a header value"),
-    );
-    let (mut socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("the upgrade succeeds");
-    send(&mut socket, json!({ "type": "connection_init" })).await;
-    assert_eq!(receive(&mut socket).await["type"], "connection_ack");
-    socket
-}
-
-async fn send(socket: &mut Socket, message: Value) {
-    socket
-        .send(Message::text(message.to_string()))
-        .await
-        .expect("send a message");
-}
-
-async fn receive(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(15), socket.next())
-            .await
-            .expect("a message within 15 s");
-        match message {
-            Some(Ok(Message::Text(text))) => {
-                return serde_json::from_str(text.as_str()).expect("messages are JSON");
-            }
-            Some(Ok(Message::Close(frame))) => {
-                let code = frame.map_or(1005, |f| u16::from(f.code));
-                return json!({ "close": code });
-            }
-            Some(Ok(_)) => continue,
-            None | Some(Err(_)) => return json!({ "close": "dropped" }),
-        }
-    }
+    support::ws::initialised(url).await
 }
 
 /// Subscribe over WebSocket as `id`; the payloads of its `next` messages until its
@@ -399,11 +358,7 @@ async fn reload_and_shutdown_end_subscriptions_with_a_last_error() {
     );
     assert_eq!(receive(&mut socket).await, json!({ "close": 1001 }));
     // New sockets are closed at once from then on (1001: going away).
-    let mut request = running.ws.as_str().into_client_request().expect("URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "graphql-transport-ws".parse().expect("a header value"),
-    );
+    let request = support::ws::request(&running.ws, "graphql-transport-ws");
     let (mut late, _) = tokio_tungstenite::connect_async(request)
         .await
         .expect("the upgrade itself succeeds");
@@ -548,11 +503,7 @@ async fn a_client_that_stops_reading_is_cut_and_memory_stays_bounded() {
         .parse()
         .expect("an address");
     let stream = socket.connect(addr).await.expect("connect");
-    let mut request = running.ws.as_str().into_client_request().expect("URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "graphql-transport-ws".parse().expect("header value"),
-    );
+    let request = support::ws::request(&running.ws, "graphql-transport-ws");
     let stream = tokio_tungstenite::MaybeTlsStream::Plain(stream);
     let (mut slow, _) = tokio_tungstenite::client_async(request, stream)
         .await

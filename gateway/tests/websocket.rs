@@ -5,85 +5,22 @@
 
 mod support;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use graphfleet_gateway::config::Config;
-use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
+use support::ws::{connect, initialised, receive, send};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The gateway in front of the fed subgraphs; its `ws://` and `http://` GraphQL URLs.
 async fn gateway(config: Config) -> (graphfleet_loadtest::Handle, String, String) {
     let subgraphs = support::fed::subgraphs(&[]).await;
     let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind an ephemeral loopback port");
-    let addr = listener.local_addr().expect("bound address");
-    tokio::spawn(graphfleet_gateway::http::serve(
-        listener,
-        Arc::new(Gateway::with_config(Arc::new(config), supergraph)),
-    ));
-    (
-        subgraphs,
-        format!("ws://{addr}/graphql"),
-        format!("http://{addr}/graphql"),
-    )
-}
-
-async fn connect(url: &str, protocol: &str) -> Result<Socket, String> {
-    let mut request = url.into_client_request().expect("a WebSocket URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        protocol.parse().expect("a header value"),
-    );
-    tokio_tungstenite::connect_async(request)
-        .await
-        .map(|(socket, _)| socket)
-        .map_err(|e| e.to_string())
-}
-
-async fn send(socket: &mut Socket, message: Value) {
-    socket
-        .send(Message::text(message.to_string()))
-        .await
-        .expect("send a message");
-}
-
-/// The next text message as JSON, or the close frame's code as `{"close": code}`.
-async fn receive(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("a message within 10 s");
-        match message {
-            Some(Ok(Message::Text(text))) => {
-                return serde_json::from_str(text.as_str()).expect("messages are JSON");
-            }
-            Some(Ok(Message::Close(frame))) => {
-                let code = frame.map_or(1005, |f| u16::from(f.code));
-                return json!({ "close": code });
-            }
-            Some(Ok(_)) => continue,
-            None | Some(Err(_)) => return json!({ "close": "dropped" }),
-        }
-    }
-}
-
-async fn initialised(url: &str) -> Socket {
-    let mut socket = connect(url, "graphql-transport-ws")
-        .await
-        .expect("the upgrade succeeds");
-    send(&mut socket, json!({ "type": "connection_init" })).await;
-    assert_eq!(receive(&mut socket).await["type"], "connection_ack");
-    socket
+    let http = support::start_gateway_with_config(config, supergraph).await;
+    let ws = http.replacen("http://", "ws://", 1);
+    (subgraphs, ws, http)
 }
 
 #[tokio::test]
@@ -226,12 +163,8 @@ async fn with_cors_configured_only_its_origins_open_websockets() {
     config.cors.allow_origins = vec!["https://app.example.com".to_owned()];
     let (_subgraphs, ws, _) = gateway(config).await;
     let with_origin = |origin: &str| {
-        let mut request = ws.as_str().into_client_request().expect("a WebSocket URL");
+        let mut request = support::ws::request(&ws, "graphql-transport-ws");
         let headers = request.headers_mut();
-        headers.insert(
-            "sec-websocket-protocol",
-            "graphql-transport-ws".parse().expect("header value"),
-        );
         headers.insert("origin", origin.parse().expect("header value"));
         request
     };
