@@ -20,6 +20,8 @@ mod server;
 mod stream;
 mod ws;
 
+pub use ws::serve_socket;
+
 /// The client's address, put in each request's extensions by the listener.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub std::net::IpAddr);

@@ -101,7 +101,7 @@ pub(super) fn upgrade<T: Transport>(
         let socket =
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
                 .await;
-        Connection::new(gateway, meta).run(socket).await;
+        serve_socket(gateway, socket, meta).await;
     });
     let mut r = Response::new(HandlerBody::default());
     *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -117,6 +117,20 @@ pub(super) fn upgrade<T: Transport>(
         HeaderValue::from_static(SUBPROTOCOL),
     );
     r
+}
+
+/// Serve an accepted WebSocket (`graphql-transport-ws`) until it closes: what
+/// [`upgrade`] runs once hyper hands the connection over; public for the fuzz target,
+/// which drives it over an in-memory stream.
+pub async fn serve_socket<T, S>(
+    gateway: Arc<Gateway<T>>,
+    socket: WebSocketStream<S>,
+    meta: RequestMeta,
+) where
+    T: Transport,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    Connection::new(gateway, meta).run(socket).await;
 }
 
 /// A client message; `payload` is read per type.
