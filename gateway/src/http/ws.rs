@@ -334,7 +334,28 @@ async fn operation<T: Transport>(
     request: GraphQLRequest,
     outbox: &mpsc::Sender<Message>,
 ) {
-    let outcome = gateway.execute_shared(&request, meta).await;
+    // Held to `traffic.max_concurrent_requests` like HTTP requests (a subscription only
+    // while it starts).
+    let Ok(slot) = gateway.request_slots.try_acquire() else {
+        let max = gateway.config.traffic.max_concurrent_requests;
+        let errors = crate::subscription::errors(
+            "TOO_MANY_CONCURRENT_REQUESTS",
+            &format!("the gateway is working on {max} requests, its limit; retry shortly"),
+        );
+        let _ = outbox.send(error_message(id, &errors)).await;
+        return;
+    };
+    let timeout = gateway.config.traffic.request_timeout;
+    let executed = tokio::time::timeout(timeout, gateway.execute_shared(&request, meta)).await;
+    drop(slot);
+    let Ok(outcome) = executed else {
+        let errors = crate::subscription::errors(
+            "GATEWAY_TIMEOUT",
+            &format!("the request did not complete within {timeout:?}"),
+        );
+        let _ = outbox.send(error_message(id, &errors)).await;
+        return;
+    };
     let mut subscription = match outcome {
         Outcome::Subscribed(s) => s,
         Outcome::RequestError(body)
