@@ -15,7 +15,14 @@ use tokio_tungstenite::tungstenite::Message;
 
 /// The gateway in front of the fed subgraphs; its `ws://` and `http://` GraphQL URLs.
 async fn gateway(config: Config) -> (graphfleet_loadtest::Handle, String, String) {
-    let subgraphs = support::fed::subgraphs(&[]).await;
+    gateway_delayed(config, &[]).await
+}
+
+async fn gateway_delayed(
+    config: Config,
+    delays: &[(&str, Duration)],
+) -> (graphfleet_loadtest::Handle, String, String) {
+    let subgraphs = support::fed::subgraphs(delays).await;
     let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");
     let http = support::start_gateway_with_config(config, supergraph).await;
@@ -177,4 +184,25 @@ async fn with_cors_configured_only_its_origins_open_websockets() {
         .expect("an allowed origin connects");
     // Non-browser clients send no Origin.
     initialised(&ws).await;
+}
+
+#[tokio::test]
+async fn an_operation_over_the_socket_is_held_to_the_request_timeout() {
+    let mut config = Config::default();
+    config.traffic.request_timeout = Duration::from_millis(300);
+    let slow = [("products", Duration::from_secs(3))];
+    let (_subgraphs, ws, _) = gateway_delayed(config, &slow).await;
+    let mut socket = initialised(&ws).await;
+    let query = "{ topProducts { name } }";
+    send(
+        &mut socket,
+        json!({ "id": "slow", "type": "subscribe", "payload": { "query": query } }),
+    )
+    .await;
+    let error = receive(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(
+        error["payload"][0]["extensions"]["code"], "GATEWAY_TIMEOUT",
+        "{error}"
+    );
 }
