@@ -129,9 +129,11 @@ async fn ws_connect(upstream: &Upstream) -> Result<Socket, FetchError> {
         http::header::SEC_WEBSOCKET_PROTOCOL,
         http::HeaderValue::from_static(SUBPROTOCOL),
     );
-    let (mut socket, response) = tokio_tungstenite::connect_async(request)
-        .await
-        .map_err(|e| upstream_error(format!("WebSocket connection failed: {e}")))?;
+    let connector = tokio_tungstenite::Connector::Rustls(tls_config());
+    let (mut socket, response) =
+        tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
+            .await
+            .map_err(|e| upstream_error(format!("WebSocket connection failed: {e}")))?;
     let agreed = response
         .headers()
         .get(http::header::SEC_WEBSOCKET_PROTOCOL)
@@ -281,6 +283,25 @@ fn ws_message(text: &str) -> WsStep {
 
 type SseBody = hyper::body::Incoming;
 
+/// TLS for `wss://` and `https://` subscriptions: the system and webpki roots (client
+/// certificates towards subgraphs apply to queries' HTTP pool only, for now).
+fn tls_config() -> std::sync::Arc<rustls::ClientConfig> {
+    static CONFIG: std::sync::OnceLock<std::sync::Arc<rustls::ClientConfig>> =
+        std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+                rustls::crypto::ring::default_provider(),
+            ))
+            .with_safe_default_protocol_versions()
+            .expect("ring supports the default TLS versions")
+            .with_root_certificates(crate::transport::default_roots())
+            .with_no_client_auth();
+            std::sync::Arc::new(config)
+        })
+        .clone()
+}
+
 /// POST the subscription with `Accept: text/event-stream`; an answer other than a 200
 /// event stream is an error.
 async fn sse_connect(
@@ -306,8 +327,13 @@ async fn sse_connect(
         http::header::CONTENT_TYPE,
         http::HeaderValue::from_static("application/json"),
     );
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config((*tls_config()).clone())
+        .https_or_http()
+        .enable_http1()
+        .build();
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build_http::<http_body_util::Full<Bytes>>();
+        .build::<_, http_body_util::Full<Bytes>>(connector);
     let response = client
         .request(request)
         .await

@@ -183,7 +183,7 @@ type HttpClient = Decompression<Client<Connector, Full<Bytes>>>;
 /// The default trusted roots: the system store (which honours `SSL_CERT_FILE`/
 /// `SSL_CERT_DIR`, so a private CA can be added) and the webpki roots, for images
 /// without a CA bundle.
-fn default_roots() -> rustls::RootCertStore {
+pub(crate) fn default_roots() -> rustls::RootCertStore {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
     let native = rustls_native_certs::load_native_certs();

@@ -755,6 +755,16 @@ impl<T: Transport> Gateway<T> {
             Err(e) => return request_error(plan_error(e)),
         };
         if let Some(shared) = shared.filter(|_| values.incremental() || kind.is_subscription()) {
+            // What tells this operation's plan variant from every other one.
+            let mut operation = Sha256::new();
+            operation.update((Arc::as_ptr(&state) as usize).to_le_bytes());
+            operation.update(State::cache_key_with(
+                query,
+                request.operation_name.as_deref(),
+                cached.labels,
+            ));
+            operation.update(values.0.to_le_bytes());
+            operation.update(mask.0.to_le_bytes());
             let started = Started {
                 state: state.clone(),
                 cached: cached.clone(),
@@ -762,6 +772,7 @@ impl<T: Transport> Gateway<T> {
                 variables,
                 headers: meta.forward_headers.clone(),
                 deadline,
+                operation: operation.finalize().into(),
             };
             if kind.is_subscription() {
                 return match shared.subscribe(started, meta.client) {
@@ -805,6 +816,9 @@ pub(crate) struct Started {
     pub(crate) variables: apollo_compiler::validation::Valid<JsonMap>,
     pub(crate) headers: crate::executor::headers::SubgraphHeaders,
     pub(crate) deadline: Instant,
+    /// The operation and its plan variant: state, text, name, labels, condition values
+    /// and authorization (identical subscriptions share a subgraph subscription).
+    pub(crate) operation: [u8; 32],
 }
 
 impl<T: Transport> Gateway<T> {
@@ -823,6 +837,7 @@ impl<T: Transport> Gateway<T> {
                 variables,
                 headers,
                 deadline,
+                ..
             } = started;
             let Ok(plan) = &variant.plan else { return };
             let ctx = ExecutionContext {

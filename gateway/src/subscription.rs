@@ -462,7 +462,7 @@ fn websocket_url(url: &str) -> Option<String> {
 /// the variables and headers every fetch uses.
 fn dedup_key(started: &Started, body: &[u8]) -> [u8; 32] {
     let mut hasher = Sha256::new();
-    hasher.update((Arc::as_ptr(&started.variant) as usize).to_le_bytes());
+    hasher.update(started.operation);
     hasher.update(body);
     hasher.update(serde_json::to_vec(&*started.variables).expect("JSON maps serialize"));
     let headers = &started.headers;

@@ -24,7 +24,10 @@ pub mod scenarios;
 mod server;
 pub mod sets;
 
-pub use server::{Handle, Mode, Options, ServeError, serve, spawn};
+pub use server::{
+    DEFAULT_EVENT_INTERVAL, Handle, Mode, Options, ServeError, StreamOptions, serve, spawn,
+    spawn_with,
+};
 pub use sets::Set;
 
 /// The k6 script every scenario runs (`loadtest/k6/scenario.js`), for the operator to ship in

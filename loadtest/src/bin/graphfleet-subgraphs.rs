@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use graphfleet_loadtest::{Mode, Options, Set, duration, serve};
+use graphfleet_loadtest::{Mode, Options, Set, StreamOptions, duration, serve};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -27,9 +27,42 @@ struct Cli {
     /// Serve the set's monolith oracle at /graphql instead of the subgraphs.
     #[arg(long)]
     monolith: bool,
+    /// Time between subscription events, MS or DURATION (default 100 ms), or
+    /// SUBGRAPH=MS|DURATION for one route (`graphql` for the monolith; repeatable).
+    /// All subscriptions of a route share one clock.
+    #[arg(long = "event-interval", value_parser = parse_interval)]
+    event_intervals: Vec<(Option<String>, Duration)>,
+    /// A WebSocket must send connection_init within this (MS or DURATION; default 3s),
+    /// else it is closed with 4408.
+    #[arg(long = "ws-init-timeout", value_parser = parse_ms_or_duration)]
+    ws_init_timeout: Option<Duration>,
     /// Worker threads (default: available cores).
     #[arg(long)]
     threads: Option<usize>,
+}
+
+/// A bare number is milliseconds, anything else a duration in the LoadTest CRD's grammar.
+fn parse_ms_or_duration(value: &str) -> anyhow::Result<Duration> {
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        let ms = value
+            .parse()
+            .with_context(|| format!("{value:?} is too many milliseconds"))?;
+        return Ok(Duration::from_millis(ms));
+    }
+    duration::parse(value).with_context(|| format!("{value:?}"))
+}
+
+/// `MS|DURATION` (every route) or `SUBGRAPH=MS|DURATION` (one route); never zero.
+fn parse_interval(s: &str) -> anyhow::Result<(Option<String>, Duration)> {
+    let (name, value) = match s.split_once('=') {
+        Some((name, value)) => (Some(name.to_owned()), value),
+        None => (None, s),
+    };
+    let interval = parse_ms_or_duration(value).with_context(|| format!("--event-interval {s}"))?;
+    if interval.is_zero() {
+        bail!("--event-interval {s}: the interval must be above zero");
+    }
+    Ok((name, interval))
 }
 
 /// `SUBGRAPH=MS` (a bare number: milliseconds, as before) or `SUBGRAPH=DURATION` in the
@@ -73,7 +106,18 @@ fn main() -> anyhow::Result<()> {
             cli.set.name(),
             listener.local_addr()?
         );
-        serve(cli.set, mode, listener, Options { delays: cli.delays }).await?;
+        let mut stream = StreamOptions::default();
+        for (route, interval) in cli.event_intervals {
+            match route {
+                Some(route) => stream.event_intervals.push((route, interval)),
+                None => stream.event_interval = interval,
+            }
+        }
+        if let Some(timeout) = cli.ws_init_timeout {
+            stream.connection_init_timeout = timeout;
+        }
+        let opts = Options { delays: cli.delays };
+        serve(cli.set, mode, listener, opts, stream).await?;
         Ok(())
     })
 }
@@ -106,6 +150,17 @@ mod tests {
             "products=5x",
         ] {
             assert!(parse_delay(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            parse_interval("250").ok(),
+            Some((None, Duration::from_millis(250)))
+        );
+        assert_eq!(
+            parse_interval("reviews=1s").ok(),
+            Some((Some("reviews".to_owned()), Duration::from_secs(1)))
+        );
+        for bad in ["0", "reviews=0ms", "reviews=", "-1", "1x"] {
+            assert!(parse_interval(bad).is_err(), "{bad:?}");
         }
         let err = parse_delay("products=5x").expect_err("bad unit");
         assert!(

@@ -50,6 +50,10 @@ pub struct Args<'r> {
 }
 
 impl<'r> Args<'r> {
+    pub(super) fn new(items: &'r [(Box<str>, Arg)], vars: &'r Vars<'r>) -> Self {
+        Self { items, vars }
+    }
+
     pub fn get(&self, name: &str) -> Option<Cow<'r, Value>> {
         let (_, arg) = self.items.iter().find(|(n, _)| &**n == name)?;
         match arg {
@@ -86,7 +90,7 @@ pub struct Vars<'r> {
 }
 
 impl Vars<'_> {
-    fn get(&self, name: &str) -> Option<&Value> {
+    pub(super) fn get(&self, name: &str) -> Option<&Value> {
         self.given.and_then(|g| g.get(name)).or_else(|| {
             self.defaults
                 .iter()

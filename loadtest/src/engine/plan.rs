@@ -62,7 +62,7 @@ impl Children {
 #[derive(Debug)]
 pub struct Plan {
     pub name: Option<Name>,
-    pub is_query: bool,
+    pub kind: OperationType,
     pub fields: Vec<Field>,
     pub variable_defaults: Vec<(Box<str>, Value)>,
 }
@@ -115,8 +115,7 @@ pub fn compile(
                 .collect();
             Ok(Plan {
                 name: op.name.clone(),
-                is_query: op.operation_type == OperationType::Query,
-
+                kind: op.operation_type,
                 fields,
                 variable_defaults,
             })

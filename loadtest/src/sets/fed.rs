@@ -105,6 +105,13 @@ impl Data {
         self.inventory.in_stock.get(upc).copied()
     }
 
+    /// The review of subscription event `index`: review `index mod N` of data.json.
+    fn event_review(&self, index: u64) -> Option<&Review> {
+        let n = self.reviews.reviews.len() as u64;
+        let i = usize::try_from(index.checked_rem(n)?).ok()?;
+        self.reviews.reviews.get(i)
+    }
+
     fn top_products(&self, args: &Args<'_>) -> Result<impl Iterator<Item = &Product>, String> {
         let first = args.int("first")?.unwrap_or(TOP_PRODUCTS_DEFAULT);
         let first =
@@ -138,6 +145,35 @@ fn entity<'a>(
     };
     resolve(typename, &value)
         .unwrap_or_else(|| Val::Err(format!("Unknown entity type {typename}.")))
+}
+
+/// `reviewAdded(limit: Int)`: the number of events before the stream completes.
+fn review_added(field: &str, args: &Args<'_>) -> Result<Option<u64>, String> {
+    if field != "reviewAdded" {
+        return Err(format!("No subscription field \"{field}\" here."));
+    }
+    match args.int("limit")? {
+        None => Ok(None),
+        Some(limit) => u64::try_from(limit)
+            .map(Some)
+            .map_err(|_| format!("\"limit\" must not be negative, got {limit}.")),
+    }
+}
+
+/// The `Subscription` root of one event: `reviewAdded` resolves to the event's review.
+struct ReviewAdded<F>(F);
+
+impl<'a, F: Fn() -> Val<'a>> Object<'a> for ReviewAdded<F> {
+    fn typename(&self) -> &'a str {
+        "Subscription"
+    }
+
+    fn field(&self, name: &str, _args: &Args<'_>) -> Val<'a> {
+        match name {
+            "reviewAdded" => (self.0)(),
+            _ => Val::Null,
+        }
+    }
 }
 
 // ---------------------------------------------------------------- accounts
@@ -397,6 +433,18 @@ impl Service for ReviewsService {
         Box::new(NoQuery)
     }
 
+    fn subscribe(&self, field: &str, args: &Args<'_>) -> Result<Option<u64>, String> {
+        review_added(field, args)
+    }
+
+    fn event(&self, index: u64) -> Box<dyn Object<'_> + '_> {
+        let data = &*self.0;
+        Box::new(ReviewAdded(move || {
+            data.event_review(index)
+                .map_or(Val::Null, |r| Val::obj(ReviewsReview(data, r)))
+        }))
+    }
+
     fn entity(&self, rep: &Value) -> Val<'_> {
         let data = &*self.0;
         let key = match rep.get("__typename").and_then(Value::as_str) {
@@ -511,5 +559,17 @@ impl<'a> Object<'a> for MQuery<'a> {
 impl Service for Monolith {
     fn query(&self) -> Box<dyn Object<'_> + '_> {
         Box::new(MQuery(&self.0))
+    }
+
+    fn subscribe(&self, field: &str, args: &Args<'_>) -> Result<Option<u64>, String> {
+        review_added(field, args)
+    }
+
+    fn event(&self, index: u64) -> Box<dyn Object<'_> + '_> {
+        let data = &*self.0;
+        Box::new(ReviewAdded(move || {
+            data.event_review(index)
+                .map_or(Val::Null, |r| Val::obj(MReview(data, r)))
+        }))
     }
 }

@@ -1,0 +1,138 @@
+// Test client only: runs one GraphQL operation (usually a subscription) through the real
+// graphql-ws client (graphql-transport-ws, WebSocket from the `ws` package) or the real
+// graphql-sse client (distinct connections mode) and prints what the library delivers.
+//
+// Usage: scripts/node-tool.sh subscription-client/client.mjs --protocol ws|sse --url URL
+//          --query 'subscription {...}' [--variables JSON] [--operation-name NAME]
+//          [--events N] [--timeout-ms T] [--subscribers K]
+//
+// Output, one JSON object per line: each payload as received ({"data":...} / {"errors":...}),
+// then {"done":"complete","by":"server"|"client"} (the server completed, or the client
+// stopped after --events N) or {"done":"error","error":...}. With --subscribers K the K
+// subscriptions run concurrently (one connection each) and every line is wrapped:
+// {"sub":I,"payload":...} / {"sub":I,"done":...}. Exit status: 0 when every subscription
+// completed, 1 on an error (protocol error, close code, network error), 2 on timeout,
+// 64 on bad arguments.
+import { createClient as createWsClient } from 'graphql-ws';
+import { createClient as createSseClient } from 'graphql-sse';
+import WebSocket from 'ws';
+
+function usage(message) {
+  process.stderr.write(`subscription-client: ${message}\n`);
+  process.exit(64);
+}
+
+function parseArgs(argv) {
+  const opts = { protocol: null, url: null, query: null, variables: undefined, operationName: undefined, events: null, timeoutMs: 10000, subscribers: null };
+  for (let i = 0; i < argv.length; i++) {
+    const flag = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) usage(`${flag} needs a value`);
+      return argv[++i];
+    };
+    const count = (name, min) => {
+      const n = Number(value());
+      if (!Number.isInteger(n) || n < min) usage(`${name} must be an integer >= ${min}`);
+      return n;
+    };
+    switch (flag) {
+      case '--protocol': opts.protocol = value(); break;
+      case '--url': opts.url = value(); break;
+      case '--query': opts.query = value(); break;
+      case '--operation-name': opts.operationName = value(); break;
+      case '--variables':
+        try { opts.variables = JSON.parse(value()); } catch (e) { usage(`--variables is not JSON: ${e.message}`); }
+        break;
+      case '--events': opts.events = count('--events', 1); break;
+      case '--timeout-ms': opts.timeoutMs = count('--timeout-ms', 1); break;
+      case '--subscribers': opts.subscribers = count('--subscribers', 1); break;
+      default: usage(`unknown argument ${flag}`);
+    }
+  }
+  if (opts.protocol !== 'ws' && opts.protocol !== 'sse') usage('--protocol must be ws or sse');
+  if (!opts.url) usage('--url is required');
+  if (!opts.query) usage('--query is required');
+  return opts;
+}
+
+// Errors as JSON: close events keep their code and reason, GraphQL error lists stay lists.
+function describe(err) {
+  if (Array.isArray(err)) return err;
+  if (err && typeof err === 'object' && 'code' in err && 'reason' in err) {
+    return { close: err.code, reason: String(err.reason) };
+  }
+  if (err instanceof Error) return { message: err.message };
+  // ws delivers connection failures as an ErrorEvent wrapping the Error.
+  if (err && err.error instanceof Error) return { message: err.error.message };
+  if (err && typeof err.message === 'string') return { message: err.message };
+  return { message: String(err) };
+}
+
+function wsClient(url) {
+  return createWsClient({
+    url,
+    webSocketImpl: WebSocket,
+    lazy: true,
+    retryAttempts: 0,
+    shouldRetry: () => false,
+  });
+}
+
+function sseClient(url) {
+  return createSseClient({ url, retryAttempts: 0 });
+}
+
+// Runs one subscription; resolves with {done, ...} and calls emit(payload) per event.
+function run(opts, emit) {
+  const client = opts.protocol === 'ws' ? wsClient(opts.url) : sseClient(opts.url);
+  const payload = { query: opts.query };
+  if (opts.variables !== undefined) payload.variables = opts.variables;
+  if (opts.operationName !== undefined) payload.operationName = opts.operationName;
+  return new Promise((resolve) => {
+    let received = 0;
+    let finished = false;
+    let unsubscribe = () => {};
+    const finish = (result) => {
+      if (finished) return;
+      finished = true;
+      unsubscribe();
+      Promise.resolve(client.dispose()).catch(() => {}).finally(() => resolve(result));
+    };
+    unsubscribe = client.subscribe(payload, {
+      next: (value) => {
+        if (finished) return;
+        emit(value);
+        received += 1;
+        if (opts.events !== null && received >= opts.events) finish({ done: 'complete', by: 'client' });
+      },
+      error: (err) => finish({ done: 'error', error: describe(err) }),
+      complete: () => finish({ done: 'complete', by: 'server' }),
+    });
+  });
+}
+
+const opts = parseArgs(process.argv.slice(2));
+const write = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
+const timer = setTimeout(() => {
+  write({ done: 'error', error: { message: `timeout after ${opts.timeoutMs} ms` } });
+  process.exit(2);
+}, opts.timeoutMs);
+
+let failed = false;
+if (opts.subscribers === null) {
+  const result = await run(opts, write);
+  write(result);
+  failed = result.done !== 'complete';
+} else {
+  const results = await Promise.all(
+    Array.from({ length: opts.subscribers }, (_, sub) =>
+      run(opts, (payload) => write({ sub, payload })).then((result) => {
+        write({ sub, ...result });
+        return result;
+      }),
+    ),
+  );
+  failed = results.some((r) => r.done !== 'complete');
+}
+clearTimeout(timer);
+process.exit(failed ? 1 : 0);
