@@ -18,10 +18,19 @@ dir=$GF_TOOLS/$tool-$key
 if [ ! -f "$dir/.installed" ]; then
   command -v npm >/dev/null || die "tool $tool: npm not found on PATH"
   mkdir -p "$dir"
-  cp "$src/package.json" "$src/package-lock.json" "$dir/"
-  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >"$dir/install.log" 2>&1) ||
-    { tail -n 20 "$dir/install.log" >&2; die "tool $tool: npm ci failed; see $dir/install.log"; }
-  touch "$dir/.installed"
+  # Tests start several clients at once: one installs, the others wait for it.
+  exec 9>"$dir.lock"
+  flock 9
+  if [ ! -f "$dir/.installed" ]; then
+    cp "$src/package.json" "$src/package-lock.json" "$dir/"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >"$dir/install.log" 2>&1) ||
+      { tail -n 20 "$dir/install.log" >&2; die "tool $tool: npm ci failed; see $dir/install.log"; }
+    touch "$dir/.installed"
+  fi
+  exec 9>&-
 fi
-cp "$src/$script" "$dir/$script"
+# Replaced atomically: a client started at the same time never reads a half-copied script.
+tmp=$(mktemp "$dir/.script.XXXXXX")
+cp "$src/$script" "$tmp"
+mv -f "$tmp" "$dir/$script"
 exec node "$dir/$script" "$@"

@@ -130,10 +130,18 @@ async fn ws_connect(upstream: &Upstream) -> Result<Socket, FetchError> {
         http::HeaderValue::from_static(SUBPROTOCOL),
     );
     let connector = tokio_tungstenite::Connector::Rustls(tls_config());
-    let (mut socket, response) =
-        tokio_tungstenite::connect_async_tls_with_config(request, None, true, Some(connector))
-            .await
-            .map_err(|e| upstream_error(format!("WebSocket connection failed: {e}")))?;
+    // A small first read buffer (it grows for big events) instead of an eager 128 KiB
+    // per open subscription.
+    let config =
+        tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default().read_buffer_size(4096);
+    let (mut socket, response) = tokio_tungstenite::connect_async_tls_with_config(
+        request,
+        Some(config),
+        true,
+        Some(connector),
+    )
+    .await
+    .map_err(|e| upstream_error(format!("WebSocket connection failed: {e}")))?;
     let agreed = response
         .headers()
         .get(http::header::SEC_WEBSOCKET_PROTOCOL)

@@ -554,6 +554,14 @@ impl<T: Transport> Gateway<T> {
         self.subscriptions.open()
     }
 
+    /// A place for one more WebSocket connection from `client`, or why not.
+    pub fn admit_socket(
+        &self,
+        client: Option<std::net::IpAddr>,
+    ) -> Result<crate::subscription::SocketSlot, String> {
+        self.subscriptions.admit_socket(client)
+    }
+
     /// Resolves once subscriptions are ended for shutdown.
     pub fn subscriptions_shutdown(&self) -> crate::subscription::ShutdownSignal {
         self.subscriptions.shutdown_signal()
@@ -907,6 +915,7 @@ impl<T: Transport> ReloadTarget for Gateway<T> {
 fn subscriptions(config: &Config, metrics: &Metrics) -> Arc<crate::subscription::Subscriptions> {
     Arc::new(crate::subscription::Subscriptions::new(
         &config.subscriptions,
+        config.traffic.max_connections,
         metrics.subscriptions.clone(),
     ))
 }

@@ -53,20 +53,27 @@ pub const LIMIT: &str = "SUBSCRIPTION_LIMIT";
 pub struct Subscriptions {
     config: SubscriptionsConfig,
     metrics: SubscriptionMetrics,
-    open: AtomicUsize,
-    per_client: Mutex<FxHashMap<IpAddr, usize>>,
+    /// Open client subscriptions, in all and per client address.
+    open: Quota,
+    /// Open WebSocket connections, in all (held to `traffic.max_connections`: they leave
+    /// hyper's connection count at their upgrade) and per client address.
+    sockets: Quota,
     /// Shared subgraph subscriptions by key (deduplication).
     sources: Mutex<FxHashMap<[u8; 32], broadcast::Sender<Arc<Event>>>>,
     closing: watch::Sender<Closing>,
 }
 
 impl Subscriptions {
-    pub fn new(config: &SubscriptionsConfig, metrics: SubscriptionMetrics) -> Self {
+    pub fn new(
+        config: &SubscriptionsConfig,
+        max_sockets: usize,
+        metrics: SubscriptionMetrics,
+    ) -> Self {
         Self {
+            open: Quota::new(config.max_open, config.max_per_client),
+            sockets: Quota::new(max_sockets, config.max_connections_per_client),
             config: config.clone(),
             metrics,
-            open: AtomicUsize::new(0),
-            per_client: Mutex::default(),
             sources: Mutex::default(),
             closing: watch::Sender::new(Closing::Open),
         }
@@ -74,7 +81,7 @@ impl Subscriptions {
 
     /// Client subscriptions open now.
     pub fn open(&self) -> usize {
-        self.open.load(Ordering::Relaxed)
+        self.open.total.load(Ordering::Relaxed)
     }
 
     /// End every subscription: the supergraph changed.
@@ -95,6 +102,24 @@ impl Subscriptions {
         self.closing.send_replace(Closing::Shutdown);
     }
 
+    /// A place for one more WebSocket connection from `client`, or why not.
+    pub fn admit_socket(self: &Arc<Self>, client: Option<IpAddr>) -> Result<SocketSlot, String> {
+        match self.sockets.take(client) {
+            Ok(()) => Ok(SocketSlot {
+                hub: self.clone(),
+                client,
+            }),
+            Err(Full::Total(max)) => Err(format!(
+                "the gateway has {max} WebSocket connections open, its limit \
+                 (traffic.max_connections)"
+            )),
+            Err(Full::PerClient(max)) => Err(format!(
+                "this client has {max} WebSocket connections open, the limit per client \
+                 (subscriptions.max_connections_per_client)"
+            )),
+        }
+    }
+
     /// Resolves once the gateway shuts down (WebSocket connections close then).
     pub fn shutdown_signal(&self) -> ShutdownSignal {
         ShutdownSignal(self.closing.subscribe())
@@ -105,30 +130,19 @@ impl Subscriptions {
         if *self.closing.borrow() == Closing::Shutdown {
             return Err("the gateway is shutting down; subscribe again to another instance".into());
         }
-        let max = self.config.max_open;
-        if self
-            .open
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
-                (n < max).then_some(n + 1)
-            })
-            .is_err()
-        {
-            return Err(format!(
-                "the gateway has {max} subscriptions open, its limit (subscriptions.max_open)"
-            ));
-        }
-        if let Some(ip) = client {
-            let mut per_client = self.per_client.lock();
-            let count = per_client.entry(ip).or_insert(0);
-            if *count >= self.config.max_per_client {
-                self.open.fetch_sub(1, Ordering::AcqRel);
+        match self.open.take(client) {
+            Ok(()) => {}
+            Err(Full::Total(max)) => {
                 return Err(format!(
-                    "this client has {} subscriptions open, the limit per client \
-                     (subscriptions.max_per_client)",
-                    self.config.max_per_client
+                    "the gateway has {max} subscriptions open, its limit (subscriptions.max_open)"
                 ));
             }
-            *count += 1;
+            Err(Full::PerClient(max)) => {
+                return Err(format!(
+                    "this client has {max} subscriptions open, the limit per client \
+                     (subscriptions.max_per_client)"
+                ));
+            }
         }
         self.metrics.open.inc();
         Ok(Slot {
@@ -136,6 +150,78 @@ impl Subscriptions {
             client,
             reason: "client",
         })
+    }
+}
+
+/// Which cap of a [`Quota`] is reached.
+enum Full {
+    Total(usize),
+    PerClient(usize),
+}
+
+/// A count with a cap in all and per client address.
+struct Quota {
+    total: AtomicUsize,
+    max: usize,
+    per_client: Mutex<FxHashMap<IpAddr, usize>>,
+    max_per_client: usize,
+}
+
+impl Quota {
+    fn new(max: usize, max_per_client: usize) -> Self {
+        Self {
+            total: AtomicUsize::new(0),
+            max,
+            per_client: Mutex::default(),
+            max_per_client,
+        }
+    }
+
+    /// Count one more for `client`, unless a cap is reached.
+    fn take(&self, client: Option<IpAddr>) -> Result<(), Full> {
+        let max = self.max;
+        let counted = self
+            .total
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < max).then_some(n + 1)
+            });
+        if counted.is_err() {
+            return Err(Full::Total(max));
+        }
+        let Some(ip) = client else { return Ok(()) };
+        let mut per_client = self.per_client.lock();
+        let count = per_client.entry(ip).or_insert(0);
+        if *count >= self.max_per_client {
+            self.total.fetch_sub(1, Ordering::AcqRel);
+            return Err(Full::PerClient(self.max_per_client));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    /// Count one less for `client`.
+    fn give_back(&self, client: Option<IpAddr>) {
+        self.total.fetch_sub(1, Ordering::AcqRel);
+        let Some(ip) = client else { return };
+        let mut per_client = self.per_client.lock();
+        if let Some(count) = per_client.get_mut(&ip) {
+            *count -= 1;
+            if *count == 0 {
+                per_client.remove(&ip);
+            }
+        }
+    }
+}
+
+/// One open WebSocket connection's place in the counts; freed on drop.
+pub struct SocketSlot {
+    hub: Arc<Subscriptions>,
+    client: Option<IpAddr>,
+}
+
+impl Drop for SocketSlot {
+    fn drop(&mut self) {
+        self.hub.sockets.give_back(self.client);
     }
 }
 
@@ -159,22 +245,13 @@ struct Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.hub.open.fetch_sub(1, Ordering::AcqRel);
+        self.hub.open.give_back(self.client);
         self.hub.metrics.open.dec();
         self.hub
             .metrics
             .ended
             .with_label_values(&[self.reason])
             .inc();
-        if let Some(ip) = self.client {
-            let mut per_client = self.hub.per_client.lock();
-            if let Some(count) = per_client.get_mut(&ip) {
-                *count -= 1;
-                if *count == 0 {
-                    per_client.remove(&ip);
-                }
-            }
-        }
     }
 }
 
@@ -227,14 +304,8 @@ impl Subscription {
             },
             Err(broadcast::error::RecvError::Lagged(missed)) => {
                 self.slot.reason = "slow_consumer";
-                let queue = self.slot.hub.config.queue_size;
-                Next::Failed(errors(
-                    SLOW_CONSUMER,
-                    &format!(
-                        "this subscription fell {missed} events behind, more than its queue of \
-                         {queue} (subscriptions.queue_size) holds; it is ended"
-                    ),
-                ))
+                let behind = usize::try_from(missed).unwrap_or(usize::MAX);
+                Next::Failed(self.cut_errors(behind))
             }
             // The source is gone without a last event (it cannot be: it sends one).
             Err(broadcast::error::RecvError::Closed) => {
@@ -247,6 +318,60 @@ impl Subscription {
         };
         self.ended = true;
         Some(next)
+    }
+}
+
+/// Why [`Subscription::deliver`] could not hand an event on.
+#[derive(Debug)]
+pub enum Undelivered {
+    /// The client is gone.
+    Gone,
+    /// The client fell too far behind: the subscription is ended with these errors.
+    Cut(Bytes),
+}
+
+impl Subscription {
+    /// Send `item` on `tx`; while the client does not take it, the subscription keeps
+    /// an eye on how far behind it falls, and past `queue_size` events it is cut (its
+    /// events are overwritten in the shared queue, so memory stays bounded either way).
+    pub async fn deliver<M>(
+        &mut self,
+        tx: &tokio::sync::mpsc::Sender<M>,
+        item: M,
+    ) -> Result<(), Undelivered> {
+        let mut check = tokio::time::interval(std::time::Duration::from_millis(20));
+        loop {
+            tokio::select! {
+                permit = tx.reserve() => {
+                    return match permit {
+                        Ok(permit) => {
+                            permit.send(item);
+                            Ok(())
+                        }
+                        Err(_) => Err(Undelivered::Gone),
+                    };
+                }
+                _ = check.tick() => {
+                    let behind = self.rx.len();
+                    if behind > self.slot.hub.config.queue_size {
+                        self.ended = true;
+                        self.slot.reason = "slow_consumer";
+                        return Err(Undelivered::Cut(self.cut_errors(behind)));
+                    }
+                }
+            }
+        }
+    }
+
+    fn cut_errors(&self, behind: usize) -> Bytes {
+        let queue = self.slot.hub.config.queue_size;
+        errors(
+            SLOW_CONSUMER,
+            &format!(
+                "this subscription fell {behind} events behind, more than its queue of \
+                 {queue} (subscriptions.queue_size) holds; it is ended"
+            ),
+        )
     }
 }
 

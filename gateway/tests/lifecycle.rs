@@ -294,3 +294,103 @@ async fn draining_answers_tell_kept_alive_clients_to_reconnect() {
         .expect("the gateway closes the connection after that answer");
     assert_eq!(read.expect("read after close"), 0, "connection closed");
 }
+
+/// Reads frames of `body` until `needle` has arrived; the text so far.
+async fn read_until(body: &mut hyper::body::Incoming, needle: &str) -> String {
+    use http_body_util::BodyExt;
+    let mut text = String::new();
+    while !text.contains(needle) {
+        let frame = tokio::time::timeout(Duration::from_secs(10), body.frame())
+            .await
+            .expect("a frame within 10 s")
+            .expect("the stream is open")
+            .expect("the body streams");
+        if let Some(data) = frame.data_ref() {
+            text.push_str(&String::from_utf8_lossy(data));
+        }
+    }
+    text
+}
+
+#[tokio::test]
+async fn sigterm_ends_subscriptions_with_a_last_message_and_exits() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+
+    let subgraphs = fed::subgraphs(&[]).await;
+    let mut gateway = start_gateway(
+        "lifecycle-subscriptions",
+        &subgraphs,
+        &["shutdown.grace_period=20s"],
+    )
+    .await;
+    let subscription = r#"{"query":"subscription { reviewAdded { id product { name } } }"}"#;
+
+    // One client over SSE...
+    let req = hyper::Request::post(gateway.url("/graphql"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(http_body_util::Full::new(Bytes::from(subscription)))
+        .expect("a valid request");
+    let response = support::client().request(req).await.expect("SSE response");
+    assert_eq!(response.status(), 200);
+    let mut sse = response.into_body();
+    read_until(&mut sse, "event: next").await;
+
+    // ...and one over WebSocket.
+    let url = gateway.url("/graphql").replacen("http://", "ws://", 1);
+    let mut request = url.into_client_request().expect("a WebSocket URL");
+    request.headers_mut().insert(
+        "sec-websocket-protocol",
+        "graphql-transport-ws".parse().expect("header value"),
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(request)
+        .await
+        .expect("upgrade");
+    ws.send(Message::text(r#"{"type":"connection_init"}"#))
+        .await
+        .expect("send");
+    let subscribe = format!(r#"{{"id":"1","type":"subscribe","payload":{subscription}}}"#);
+    ws.send(Message::text(subscribe)).await.expect("send");
+    let mut texts = Vec::new();
+    let mut closed = None;
+    let mut signalled = None;
+    while closed.is_none() {
+        let message = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a message within 10 s");
+        match message {
+            Some(Ok(Message::Text(t))) => {
+                texts.push(t.to_string());
+                // Events are flowing: now the signal.
+                if signalled.is_none() && t.contains("\"next\"") {
+                    gateway.signal("TERM");
+                    signalled = Some(Instant::now());
+                }
+            }
+            Some(Ok(Message::Close(frame))) => closed = Some(frame.map(|f| u16::from(f.code))),
+            Some(Ok(_)) => {}
+            other => panic!("the socket ended without a close frame: {other:?}"),
+        }
+    }
+    assert_eq!(closed, Some(Some(1001)), "{texts:?}");
+    let n = texts.len();
+    assert!(n >= 3, "{texts:?}");
+    assert!(
+        texts[n - 2].contains("SUBSCRIPTION_SHUTDOWN"),
+        "the last event says why: {texts:?}"
+    );
+    assert_eq!(texts[n - 1], r#"{"id":"1","type":"complete"}"#);
+
+    let rest = read_until(&mut sse, "event: complete").await;
+    assert!(rest.contains("SUBSCRIPTION_SHUTDOWN"), "{rest}");
+
+    let exit = gateway.wait_exit(Duration::from_secs(20)).await;
+    assert!(exit.success(), "exit status {exit}:\n{}", gateway.log());
+    let took = signalled.expect("signalled").elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "open subscriptions held the exit up for {took:?}"
+    );
+}

@@ -8,7 +8,6 @@
 mod support;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
 use graphfleet_gateway::config::{
     Config, SubgraphConfig, SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig,
 };
@@ -19,17 +18,13 @@ use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use support::ws::{Socket, receive, send};
 
 /// Every subgraph, across the root field's entity: accounts, products, inventory
 /// (`shippingEstimate` needs products' `price` and `weight`).
 const SUBSCRIPTION: &str = "subscription { reviewAdded(limit: 4) { id body \
     author { id username name } \
     product { upc name price inStock shippingEstimate reviews { id } } } }";
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 async fn serve(mode: Mode, interval: Duration) -> Handle {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -73,43 +68,7 @@ async fn gateway() -> Running {
 }
 
 async fn connect(url: &str) -> Socket {
-    let mut request = url.into_client_request().expect("a WebSocket URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "graphql-transport-ws".parse().expect("a header value"),
-    );
-    let (mut socket, _) = tokio_tungstenite::connect_async(request)
-        .await
-        .expect("the upgrade succeeds");
-    send(&mut socket, json!({ "type": "connection_init" })).await;
-    assert_eq!(receive(&mut socket).await["type"], "connection_ack");
-    socket
-}
-
-async fn send(socket: &mut Socket, message: Value) {
-    socket
-        .send(Message::text(message.to_string()))
-        .await
-        .expect("send a message");
-}
-
-async fn receive(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(15), socket.next())
-            .await
-            .expect("a message within 15 s");
-        match message {
-            Some(Ok(Message::Text(text))) => {
-                return serde_json::from_str(text.as_str()).expect("messages are JSON");
-            }
-            Some(Ok(Message::Close(frame))) => {
-                let code = frame.map_or(1005, |f| u16::from(f.code));
-                return json!({ "close": code });
-            }
-            Some(Ok(_)) => continue,
-            None | Some(Err(_)) => return json!({ "close": "dropped" }),
-        }
-    }
+    support::ws::initialised(url).await
 }
 
 /// Subscribe over WebSocket as `id`; the payloads of its `next` messages until its
@@ -399,11 +358,7 @@ async fn reload_and_shutdown_end_subscriptions_with_a_last_error() {
     );
     assert_eq!(receive(&mut socket).await, json!({ "close": 1001 }));
     // New sockets are closed at once from then on (1001: going away).
-    let mut request = running.ws.as_str().into_client_request().expect("URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        "graphql-transport-ws".parse().expect("a header value"),
-    );
+    let request = support::ws::request(&running.ws, "graphql-transport-ws");
     let (mut late, _) = tokio_tungstenite::connect_async(request)
         .await
         .expect("the upgrade itself succeeds");
@@ -515,4 +470,138 @@ async fn real_clients_graphql_ws_graphql_sse_and_apollo_client_get_the_oracles_e
         })
         .collect();
     assert_eq!(data, expected);
+}
+
+/// A labelled counter's value in the gateway's Prometheus text.
+fn labelled(gateway: &Gateway, series: &str) -> f64 {
+    let text = gateway.render_metrics();
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().expect("a number"))
+}
+
+#[tokio::test]
+async fn a_client_that_stops_reading_is_cut_and_memory_stays_bounded() {
+    let config = Config {
+        subscriptions: SubscriptionsConfig {
+            queue_size: 4,
+            ..SubscriptionsConfig::default()
+        },
+        ..Config::default()
+    };
+    let running = gateway_with(config, Duration::from_millis(1)).await;
+    // Big events (every review of the product, with their authors' reviews), a small
+    // receive window, and a client that does not read.
+    let heavy = "subscription { reviewAdded { id product { name reviews { body \
+        author { username reviews { body product { name price } } } } } } }";
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.set_recv_buffer_size(4096).expect("small window");
+    let addr = running
+        .ws
+        .trim_start_matches("ws://")
+        .trim_end_matches("/graphql")
+        .parse()
+        .expect("an address");
+    let stream = socket.connect(addr).await.expect("connect");
+    let request = support::ws::request(&running.ws, "graphql-transport-ws");
+    let stream = tokio_tungstenite::MaybeTlsStream::Plain(stream);
+    let (mut slow, _) = tokio_tungstenite::client_async(request, stream)
+        .await
+        .expect("upgrade");
+    send(&mut slow, json!({ "type": "connection_init" })).await;
+    assert_eq!(receive(&mut slow).await["type"], "connection_ack");
+    send(
+        &mut slow,
+        json!({ "id": "slow", "type": "subscribe", "payload": { "query": heavy } }),
+    )
+    .await;
+    let cut = "graphfleet_subscriptions_ended_total{reason=\"slow_consumer\"}";
+    wait_long_for(|| labelled(&running.gateway, cut) == 1.0).await;
+    // Its place is freed at once, though its last messages wait for it to read.
+    assert_eq!(
+        metric(&running.gateway, "graphfleet_subscriptions_open"),
+        0.0
+    );
+    wait_long_for(|| metric(&running.gateway, "graphfleet_subscription_upstreams_open") == 0.0)
+        .await;
+    // Reading again, it finds the events it had, then why it was cut, then complete.
+    let mut events = 0;
+    let last = loop {
+        let message = receive(&mut slow).await;
+        if message["payload"].get("errors").is_some() || message["type"] != "next" {
+            break message;
+        }
+        events += 1;
+    };
+    assert!(events > 4, "{events}");
+    assert_eq!(
+        last["payload"]["errors"][0]["extensions"]["code"], "SUBSCRIPTION_QUEUE_FULL",
+        "{last}"
+    );
+    assert_eq!(
+        receive(&mut slow).await,
+        json!({ "id": "slow", "type": "complete" })
+    );
+}
+
+async fn wait_long_for(mut done: impl FnMut() -> bool) {
+    for _ in 0..750 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("condition not reached within 15 s");
+}
+
+#[tokio::test]
+async fn a_duplicate_id_closes_4409_and_a_connection_holds_at_most_its_limit() {
+    let config = Config {
+        subscriptions: SubscriptionsConfig {
+            max_per_connection: 2,
+            ..SubscriptionsConfig::default()
+        },
+        ..Config::default()
+    };
+    let running = gateway_with(config, Duration::from_millis(20)).await;
+    let endless = json!({ "query": "subscription { reviewAdded { id } }" });
+    let mut socket = connect(&running.ws).await;
+    for id in ["1", "2"] {
+        send(
+            &mut socket,
+            json!({ "id": id, "type": "subscribe", "payload": endless }),
+        )
+        .await;
+    }
+    send(
+        &mut socket,
+        json!({ "id": "3", "type": "subscribe", "payload": endless }),
+    )
+    .await;
+    let refused = loop {
+        let message = receive(&mut socket).await;
+        if message["id"] == "3" {
+            break message;
+        }
+        assert_eq!(message["type"], "next", "{message}");
+    };
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(
+        refused["payload"][0]["extensions"]["code"], "SUBSCRIPTION_LIMIT",
+        "{refused}"
+    );
+    send(
+        &mut socket,
+        json!({ "id": "1", "type": "subscribe", "payload": endless }),
+    )
+    .await;
+    loop {
+        let message = receive(&mut socket).await;
+        if message.get("close").is_some() {
+            assert_eq!(message, json!({ "close": 4409 }));
+            break;
+        }
+    }
+    // Closing the socket ended both subscriptions.
+    wait_for(|| metric(&running.gateway, "graphfleet_subscriptions_open") == 0.0).await;
 }

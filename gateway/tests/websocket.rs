@@ -5,85 +5,29 @@
 
 mod support;
 
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use graphfleet_gateway::config::Config;
-use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::Duration;
+use support::ws::{connect, initialised, receive, send};
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The gateway in front of the fed subgraphs; its `ws://` and `http://` GraphQL URLs.
 async fn gateway(config: Config) -> (graphfleet_loadtest::Handle, String, String) {
-    let subgraphs = support::fed::subgraphs(&[]).await;
+    gateway_delayed(config, &[]).await
+}
+
+async fn gateway_delayed(
+    config: Config,
+    delays: &[(&str, Duration)],
+) -> (graphfleet_loadtest::Handle, String, String) {
+    let subgraphs = support::fed::subgraphs(delays).await;
     let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind an ephemeral loopback port");
-    let addr = listener.local_addr().expect("bound address");
-    tokio::spawn(graphfleet_gateway::http::serve(
-        listener,
-        Arc::new(Gateway::with_config(Arc::new(config), supergraph)),
-    ));
-    (
-        subgraphs,
-        format!("ws://{addr}/graphql"),
-        format!("http://{addr}/graphql"),
-    )
-}
-
-async fn connect(url: &str, protocol: &str) -> Result<Socket, String> {
-    let mut request = url.into_client_request().expect("a WebSocket URL");
-    request.headers_mut().insert(
-        "sec-websocket-protocol",
-        protocol.parse().expect("a header value"),
-    );
-    tokio_tungstenite::connect_async(request)
-        .await
-        .map(|(socket, _)| socket)
-        .map_err(|e| e.to_string())
-}
-
-async fn send(socket: &mut Socket, message: Value) {
-    socket
-        .send(Message::text(message.to_string()))
-        .await
-        .expect("send a message");
-}
-
-/// The next text message as JSON, or the close frame's code as `{"close": code}`.
-async fn receive(socket: &mut Socket) -> Value {
-    loop {
-        let message = tokio::time::timeout(Duration::from_secs(10), socket.next())
-            .await
-            .expect("a message within 10 s");
-        match message {
-            Some(Ok(Message::Text(text))) => {
-                return serde_json::from_str(text.as_str()).expect("messages are JSON");
-            }
-            Some(Ok(Message::Close(frame))) => {
-                let code = frame.map_or(1005, |f| u16::from(f.code));
-                return json!({ "close": code });
-            }
-            Some(Ok(_)) => continue,
-            None | Some(Err(_)) => return json!({ "close": "dropped" }),
-        }
-    }
-}
-
-async fn initialised(url: &str) -> Socket {
-    let mut socket = connect(url, "graphql-transport-ws")
-        .await
-        .expect("the upgrade succeeds");
-    send(&mut socket, json!({ "type": "connection_init" })).await;
-    assert_eq!(receive(&mut socket).await["type"], "connection_ack");
-    socket
+    let http = support::start_gateway_with_config(config, supergraph).await;
+    let ws = http.replacen("http://", "ws://", 1);
+    (subgraphs, ws, http)
 }
 
 #[tokio::test]
@@ -186,4 +130,79 @@ async fn protocol_violations_close_with_the_protocols_codes() {
     // No connection_init within subscriptions.init_timeout: 4408.
     let mut socket = connect(&ws, "graphql-transport-ws").await.expect("upgrade");
     assert_eq!(receive(&mut socket).await, json!({ "close": 4408 }));
+}
+
+#[tokio::test]
+async fn a_client_holds_at_most_its_share_of_websocket_connections() {
+    let config = Config {
+        subscriptions: graphfleet_gateway::config::SubscriptionsConfig {
+            max_connections_per_client: 2,
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let (_subgraphs, ws, _) = gateway(config).await;
+    let first = initialised(&ws).await;
+    let _second = initialised(&ws).await;
+    let refused = connect(&ws, "graphql-transport-ws")
+        .await
+        .expect_err("a third is refused");
+    assert!(refused.contains("429"), "{refused}");
+    // Closing one frees its place.
+    drop(first);
+    let mut again = None;
+    for _ in 0..100 {
+        if let Ok(socket) = connect(&ws, "graphql-transport-ws").await {
+            again = Some(socket);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        again.is_some(),
+        "the place of a closed connection was not freed"
+    );
+}
+
+#[tokio::test]
+async fn with_cors_configured_only_its_origins_open_websockets() {
+    let mut config = Config::default();
+    config.cors.allow_origins = vec!["https://app.example.com".to_owned()];
+    let (_subgraphs, ws, _) = gateway(config).await;
+    let with_origin = |origin: &str| {
+        let mut request = support::ws::request(&ws, "graphql-transport-ws");
+        let headers = request.headers_mut();
+        headers.insert("origin", origin.parse().expect("header value"));
+        request
+    };
+    let refused = tokio_tungstenite::connect_async(with_origin("https://evil.example"))
+        .await
+        .expect_err("another origin is refused");
+    assert!(refused.to_string().contains("403"), "{refused}");
+    tokio_tungstenite::connect_async(with_origin("https://app.example.com"))
+        .await
+        .expect("an allowed origin connects");
+    // Non-browser clients send no Origin.
+    initialised(&ws).await;
+}
+
+#[tokio::test]
+async fn an_operation_over_the_socket_is_held_to_the_request_timeout() {
+    let mut config = Config::default();
+    config.traffic.request_timeout = Duration::from_millis(300);
+    let slow = [("products", Duration::from_secs(3))];
+    let (_subgraphs, ws, _) = gateway_delayed(config, &slow).await;
+    let mut socket = initialised(&ws).await;
+    let query = "{ topProducts { name } }";
+    send(
+        &mut socket,
+        json!({ "id": "slow", "type": "subscribe", "payload": { "query": query } }),
+    )
+    .await;
+    let error = receive(&mut socket).await;
+    assert_eq!(error["type"], "error", "{error}");
+    assert_eq!(
+        error["payload"][0]["extensions"]["code"], "GATEWAY_TIMEOUT",
+        "{error}"
+    );
 }

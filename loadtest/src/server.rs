@@ -65,6 +65,8 @@ pub struct StreamOptions {
     pub connection_init_timeout: Duration,
     /// Apollo multipart subscriptions send a `{}` heartbeat part this often.
     pub multipart_heartbeat: Duration,
+    /// Operations one WebSocket may run at once; more get an `error` message each.
+    pub max_operations_per_socket: usize,
 }
 
 /// The default time between events.
@@ -79,6 +81,7 @@ impl Default for StreamOptions {
             connection_init_timeout: Duration::from_secs(3),
             // Apollo Router's heartbeat period.
             multipart_heartbeat: Duration::from_secs(5),
+            max_operations_per_socket: 10_000,
         }
     }
 }

@@ -66,6 +66,49 @@ async fn serves_subgraphs_and_the_monolith() {
     assert_eq!((status, body.len()), (200, 87_599));
 }
 
+/// `--event-interval ROUTE=…` sets that route's clock: SSE events arrive that far apart.
+#[tokio::test]
+async fn event_intervals_pace_subscriptions() {
+    let (_monolith, base) = start(&[
+        "--set",
+        "fed",
+        "--monolith",
+        "--event-interval",
+        "5s",
+        "--event-interval",
+        "graphql=150ms",
+        "--ws-init-timeout",
+        "1s",
+    ]);
+    let request = hyper::Request::builder()
+        .method("POST")
+        .uri(format!("{base}/graphql"))
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(http_body_util::Full::new(bytes::Bytes::from(
+            r#"{"query":"subscription { reviewAdded(limit: 3) { id } }"}"#,
+        )))
+        .expect("request");
+    let started = std::time::Instant::now();
+    let response = common::client().request(request).await.expect("response");
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let body = http_body_util::BodyExt::collect(response.into_body())
+        .await
+        .expect("body")
+        .to_bytes();
+    let elapsed = started.elapsed();
+    let events = String::from_utf8_lossy(&body)
+        .matches("event: next")
+        .count();
+    assert_eq!(events, 3, "{body:?}");
+    // Three ticks of 150 ms: more than 300 ms, far less than the 5 s default given.
+    assert!(
+        elapsed > std::time::Duration::from_millis(300)
+            && elapsed < std::time::Duration::from_secs(3),
+        "{elapsed:?}"
+    );
+}
+
 #[test]
 fn bad_arguments_fail_with_a_message() {
     for args in [
@@ -85,6 +128,23 @@ fn bad_arguments_fail_with_a_message() {
             "127.0.0.1:0",
             "--delay",
             "ghost=5",
+        ],
+        // accounts has no Subscription type, so no event clock.
+        vec![
+            "--set",
+            "fed",
+            "--listen",
+            "127.0.0.1:0",
+            "--event-interval",
+            "accounts=5",
+        ],
+        vec![
+            "--set",
+            "fed",
+            "--listen",
+            "127.0.0.1:0",
+            "--event-interval",
+            "0",
         ],
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_graphfleet-subgraphs"))

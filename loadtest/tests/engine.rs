@@ -155,3 +155,89 @@ fn deep_and_unknown_input_is_rejected_cleanly() {
     );
     assert_eq!(status, 400, "the monolith has no federation fields");
 }
+
+/// Subscriptions in-process: the event stream's payloads, its end at `limit`, and the
+/// refusals (plain HTTP, invalid documents, bad limits).
+#[test]
+fn subscription_events_execute_the_selection_per_event() {
+    use graphfleet_loadtest::engine::Execution;
+    let reviews = Set::Fed
+        .subgraph_endpoints()
+        .expect("fed subgraphs")
+        .into_iter()
+        .find(|e| e.name() == "reviews")
+        .expect("reviews subgraph");
+    let monolith = fed();
+    assert!(reviews.has_subscriptions() && monolith.has_subscriptions());
+    let request = |query: &str, variables: Value| {
+        json!({ "query": query, "variables": variables }).to_string()
+    };
+    let query =
+        "subscription S($n: Int) { reviewAdded(limit: $n) { __typename id product { upc } } }";
+    for endpoint in [&reviews, &monolith] {
+        let Execution::Stream(mut stream) =
+            endpoint.start(request(query, json!({ "n": 12 })).as_bytes())
+        else {
+            panic!("{}: not a stream", endpoint.name());
+        };
+        let ids: Vec<Value> = std::iter::from_fn(|| stream.next_event(endpoint))
+            .map(|event| {
+                let event: Value = serde_json::from_slice(&event).expect("JSON event");
+                assert_eq!(event["data"]["reviewAdded"]["__typename"], "Review");
+                event["data"]["reviewAdded"]["id"].clone()
+            })
+            .collect();
+        // Review i mod 11 of data.json, whose ids are "1".."11".
+        let expected: Vec<Value> = (0..12).map(|i| json!(((i % 11) + 1).to_string())).collect();
+        assert_eq!(ids, expected, "{}", endpoint.name());
+        assert!(stream.is_done() && stream.sent() == 12);
+
+        // Plain HTTP refuses subscriptions.
+        let reply = endpoint.handle(request(query, Value::Null).as_bytes());
+        assert_eq!(reply.status, 400);
+        assert!(String::from_utf8_lossy(&reply.body).contains("need a streaming transport"));
+
+        // A negative limit is an execution error of the root field.
+        let Execution::Response(body) =
+            endpoint.start(request(query, json!({ "n": -3 })).as_bytes())
+        else {
+            panic!("negative limit: not a single response");
+        };
+        assert_eq!(
+            serde_json::from_slice::<Value>(&body).expect("JSON"),
+            json!({"data": null, "errors": [{"message": "\"limit\" must not be negative, got -3.", "path": ["reviewAdded"]}]})
+        );
+
+        // Two root fields, an unknown field, a non-Int limit: refused before execution.
+        for bad in [
+            "subscription { a: reviewAdded { id } b: reviewAdded { id } }",
+            "subscription { reviewRemoved { id } }",
+            "subscription { reviewAdded(limit: \"3\") { id } }",
+        ] {
+            assert!(
+                matches!(
+                    endpoint.start(request(bad, Value::Null).as_bytes()),
+                    Execution::Refused(_)
+                ),
+                "{bad}"
+            );
+        }
+        // Queries through start answer once.
+        assert!(matches!(
+            endpoint.start(request("{ __typename }", Value::Null).as_bytes()),
+            Execution::Response(_)
+        ));
+    }
+    // Endpoints without a Subscription type refuse subscription documents.
+    let products = Set::Fed
+        .subgraph_endpoints()
+        .expect("fed subgraphs")
+        .into_iter()
+        .find(|e| e.name() == "products")
+        .expect("products subgraph");
+    assert!(!products.has_subscriptions());
+    assert!(matches!(
+        products.start(request("subscription { x }", Value::Null).as_bytes()),
+        Execution::Refused(_)
+    ));
+}

@@ -1,8 +1,10 @@
 // Test client only: runs one GraphQL operation (usually a subscription) through the real
 // graphql-ws client (graphql-transport-ws, WebSocket from the `ws` package) or the real
-// graphql-sse client (distinct connections mode) and prints what the library delivers.
+// graphql-sse client (distinct connections mode), or Apollo multipart subscriptions read by
+// meros (`Accept: multipart/mixed;subscriptionSpec="1.0"`, heartbeat parts skipped), and
+// prints what the library delivers.
 //
-// Usage: scripts/node-tool.sh subscription-client/client.mjs --protocol ws|sse --url URL
+// Usage: scripts/node-tool.sh subscription-client/client.mjs --protocol ws|sse|multipart --url URL
 //          --query 'subscription {...}' [--variables JSON] [--operation-name NAME]
 //          [--events N] [--timeout-ms T] [--subscribers K]
 //
@@ -16,6 +18,7 @@
 import { createClient as createWsClient } from 'graphql-ws';
 import { createClient as createSseClient } from 'graphql-sse';
 import WebSocket from 'ws';
+import { meros } from 'meros/browser';
 
 function usage(message) {
   process.stderr.write(`subscription-client: ${message}\n`);
@@ -49,7 +52,7 @@ function parseArgs(argv) {
       default: usage(`unknown argument ${flag}`);
     }
   }
-  if (opts.protocol !== 'ws' && opts.protocol !== 'sse') usage('--protocol must be ws or sse');
+  if (!['ws', 'sse', 'multipart'].includes(opts.protocol)) usage('--protocol must be ws, sse or multipart');
   if (!opts.url) usage('--url is required');
   if (!opts.query) usage('--query is required');
   return opts;
@@ -82,9 +85,57 @@ function sseClient(url) {
   return createSseClient({ url, retryAttempts: 0 });
 }
 
+// Apollo multipart subscriptions with the same subscribe/dispose shape as the other clients.
+function multipartClient(url) {
+  return {
+    subscribe(payload, sink) {
+      const controller = new AbortController();
+      (async () => {
+        try {
+          const response = await fetch(url, {
+            method: 'POST',
+            headers: {
+              'content-type': 'application/json',
+              accept: 'multipart/mixed;subscriptionSpec="1.0",application/json;q=0.9',
+            },
+            body: JSON.stringify(payload),
+            signal: controller.signal,
+          });
+          const parts = await meros(response);
+          if (!(Symbol.asyncIterator in Object(parts))) {
+            const body = await response.text();
+            sink.error({ message: `not a multipart response (HTTP ${response.status}): ${body}` });
+            return;
+          }
+          for await (const part of parts) {
+            if (!part.json) {
+              sink.error({ message: `a part that is not JSON: ${part.body}` });
+              return;
+            }
+            const body = part.body;
+            // Transport-level errors come as {"payload":null,"errors":[...]} and end the stream.
+            if (body.errors) {
+              sink.error(body.errors);
+              return;
+            }
+            if (body.payload === undefined) continue; // heartbeat {}
+            sink.next(body.payload);
+          }
+          sink.complete();
+        } catch (err) {
+          if (!controller.signal.aborted) sink.error(err);
+        }
+      })();
+      return () => controller.abort();
+    },
+    dispose() {},
+  };
+}
+
 // Runs one subscription; resolves with {done, ...} and calls emit(payload) per event.
 function run(opts, emit) {
-  const client = opts.protocol === 'ws' ? wsClient(opts.url) : sseClient(opts.url);
+  const clients = { ws: wsClient, sse: sseClient, multipart: multipartClient };
+  const client = clients[opts.protocol](opts.url);
   const payload = { query: opts.query };
   if (opts.variables !== undefined) payload.variables = opts.variables;
   if (opts.operationName !== undefined) payload.operationName = opts.operationName;

@@ -16,6 +16,8 @@ pub struct SubscriptionsConfig {
     pub max_open: usize,
     /// Most subscriptions open at once from one client address.
     pub max_per_client: usize,
+    /// Most WebSocket connections open at once from one client address.
+    pub max_connections_per_client: usize,
     /// Most operations at once on one WebSocket connection.
     pub max_per_connection: usize,
     /// Events queued for one subscriber; a subscriber that falls further behind is cut
@@ -42,6 +44,7 @@ impl Default for SubscriptionsConfig {
             websocket_path: None,
             max_open: 100_000,
             max_per_client: 1_000,
+            max_connections_per_client: 100,
             max_per_connection: 100,
             queue_size: 128,
             deduplicate: true,

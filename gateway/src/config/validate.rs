@@ -168,6 +168,10 @@ fn subscriptions(config: &Config, report: &mut impl FnMut(&[&str], String)) {
     for (key, value) in [
         ("max_open", subs.max_open),
         ("max_per_client", subs.max_per_client),
+        (
+            "max_connections_per_client",
+            subs.max_connections_per_client,
+        ),
         ("max_per_connection", subs.max_per_connection),
         ("queue_size", subs.queue_size),
     ] {

@@ -102,14 +102,14 @@ impl HttpLayers {
 }
 
 /// The origins CORS allows.
-struct Origins {
+pub(super) struct Origins {
     any: bool,
     exact: Vec<HeaderValue>,
     patterns: Vec<regex::Regex>,
 }
 
 impl Origins {
-    fn new(config: &CorsConfig) -> Self {
+    pub(super) fn new(config: &CorsConfig) -> Self {
         Self {
             any: config.any_origin(),
             exact: config
@@ -121,7 +121,7 @@ impl Origins {
         }
     }
 
-    fn allow(&self, origin: &HeaderValue) -> bool {
+    pub(super) fn allow(&self, origin: &HeaderValue) -> bool {
         self.any
             || self.exact.contains(origin)
             || origin

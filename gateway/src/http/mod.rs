@@ -20,6 +20,8 @@ mod server;
 mod stream;
 mod ws;
 
+pub use ws::serve_socket;
+
 /// The client's address, put in each request's extensions by the listener.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub std::net::IpAddr);
@@ -363,6 +365,19 @@ async fn websocket<T: Transport>(
             StatusCode::NOT_FOUND,
             JSON,
             error_body("subscriptions are disabled on this gateway (subscriptions.enabled)"),
+        );
+    }
+    // Browsers open WebSockets cross-origin without a preflight (and with cookies):
+    // with CORS configured, only its origins may.
+    let cors = &gateway.config.cors;
+    if let Some(origin) = req.headers().get(hyper::header::ORIGIN)
+        && cors.enabled()
+        && !layers::Origins::new(cors).allow(origin)
+    {
+        return response(
+            StatusCode::FORBIDDEN,
+            JSON,
+            error_body("this origin may not open WebSockets here (cors.allow_origins)"),
         );
     }
     let claims = match gateway.auth.authenticate(req.headers()).await {

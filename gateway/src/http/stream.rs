@@ -6,7 +6,7 @@
 
 use super::multipart::HandlerBody;
 use crate::gateway::Outcome;
-use crate::subscription::{Next, Subscription};
+use crate::subscription::{Next, Subscription, Undelivered};
 use bytes::Bytes;
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
@@ -197,26 +197,34 @@ async fn pump(
     let mut beat = tokio::time::interval(heartbeat);
     beat.tick().await;
     loop {
-        let frame = tokio::select! {
-            next = subscription.next() => match next {
-                Some(Next::Event(body)) => framing.next(&body),
-                Some(Next::Failed(errors)) => {
-                    if tx.send(framing.failed(&errors)).await.is_ok() {
-                        let _ = tx.send(framing.complete()).await;
-                    }
+        let next = tokio::select! {
+            next = subscription.next() => next,
+            _ = beat.tick() => {
+                if tx.send(framing.heartbeat()).await.is_err() {
                     return;
                 }
-                Some(Next::Complete) | None => {
-                    let _ = tx.send(framing.complete()).await;
-                    return;
-                }
-            },
-            _ = beat.tick() => framing.heartbeat(),
+                continue;
+            }
             () = tx.closed() => return,
         };
-        if tx.send(frame).await.is_err() {
+        let next = match next {
+            Some(Next::Event(body)) => match subscription.deliver(tx, framing.next(&body)).await {
+                Ok(()) => continue,
+                Err(Undelivered::Gone) => return,
+                Err(Undelivered::Cut(errors)) => Some(Next::Failed(errors)),
+            },
+            other => other,
+        };
+        // Ended: its place in the limits is freed before the last frames wait for a
+        // slow client.
+        drop(subscription);
+        if let Some(Next::Failed(errors)) = next
+            && tx.send(framing.failed(&errors)).await.is_err()
+        {
             return;
         }
+        let _ = tx.send(framing.complete()).await;
+        return;
     }
 }
 

@@ -8,7 +8,7 @@ use super::multipart::HandlerBody;
 use super::stream::errors_payload;
 use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
-use crate::subscription::Next;
+use crate::subscription::{Next, Undelivered};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use hyper::header::{
@@ -26,7 +26,7 @@ use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
 const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// Messages queued for the socket's writer; a full queue makes operations wait.
@@ -80,14 +80,28 @@ pub(super) fn upgrade<T: Transport>(
             "the WebSocket subprotocol must be graphql-transport-ws",
         );
     }
+    let slot = match gateway.admit_socket(meta.client) {
+        Ok(slot) => slot,
+        Err(message) => return refuse(StatusCode::TOO_MANY_REQUESTS, &message),
+    };
     let accept = derive_accept_key(key.as_bytes());
+    // Client messages are small: a 4 KiB read buffer instead of tungstenite's eager
+    // 128 KiB keeps an open subscription cheap; a message is a request, so it is held
+    // to the request body limit.
+    let max = gateway.config.limits.max_body_bytes;
+    let config = WebSocketConfig::default()
+        .read_buffer_size(4096)
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max));
     let upgraded = hyper::upgrade::on(&mut req);
     let gateway = gateway.clone();
     tokio::spawn(async move {
+        let _slot = slot;
         let Ok(upgraded) = upgraded.await else { return };
         let socket =
-            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, None).await;
-        Connection::new(gateway, meta).run(socket).await;
+            WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
+                .await;
+        serve_socket(gateway, socket, meta).await;
     });
     let mut r = Response::new(HandlerBody::default());
     *r.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
@@ -103,6 +117,20 @@ pub(super) fn upgrade<T: Transport>(
         HeaderValue::from_static(SUBPROTOCOL),
     );
     r
+}
+
+/// Serve an accepted WebSocket (`graphql-transport-ws`) until it closes: what
+/// [`upgrade`] runs once hyper hands the connection over; public for the fuzz target,
+/// which drives it over an in-memory stream.
+pub async fn serve_socket<T, S>(
+    gateway: Arc<Gateway<T>>,
+    socket: WebSocketStream<S>,
+    meta: RequestMeta,
+) where
+    T: Transport,
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    Connection::new(gateway, meta).run(socket).await;
 }
 
 /// A client message; `payload` is read per type.
@@ -306,7 +334,28 @@ async fn operation<T: Transport>(
     request: GraphQLRequest,
     outbox: &mpsc::Sender<Message>,
 ) {
-    let outcome = gateway.execute_shared(&request, meta).await;
+    // Held to `traffic.max_concurrent_requests` like HTTP requests (a subscription only
+    // while it starts).
+    let Ok(slot) = gateway.request_slots.try_acquire() else {
+        let max = gateway.config.traffic.max_concurrent_requests;
+        let errors = crate::subscription::errors(
+            "TOO_MANY_CONCURRENT_REQUESTS",
+            &format!("the gateway is working on {max} requests, its limit; retry shortly"),
+        );
+        let _ = outbox.send(error_message(id, &errors)).await;
+        return;
+    };
+    let timeout = gateway.config.traffic.request_timeout;
+    let executed = tokio::time::timeout(timeout, gateway.execute_shared(&request, meta)).await;
+    drop(slot);
+    let Ok(outcome) = executed else {
+        let errors = crate::subscription::errors(
+            "GATEWAY_TIMEOUT",
+            &format!("the request did not complete within {timeout:?}"),
+        );
+        let _ = outbox.send(error_message(id, &errors)).await;
+        return;
+    };
     let mut subscription = match outcome {
         Outcome::Subscribed(s) => s,
         Outcome::RequestError(body)
@@ -322,20 +371,28 @@ async fn operation<T: Transport>(
             return;
         }
     };
-    while let Some(next) = subscription.next().await {
-        let message = match next {
-            Next::Event(body) => next_message(id, &body),
-            Next::Failed(errors) => {
-                let _ = outbox
-                    .send(next_message(id, &errors_payload(&errors)))
-                    .await;
-                complete_message(id)
+    loop {
+        let next = subscription.next().await;
+        let next = match next {
+            Some(Next::Event(body)) => {
+                match subscription.deliver(outbox, next_message(id, &body)).await {
+                    Ok(()) => continue,
+                    Err(Undelivered::Gone) => return,
+                    Err(Undelivered::Cut(errors)) => Some(Next::Failed(errors)),
+                }
             }
-            Next::Complete => complete_message(id),
+            other => other,
         };
-        if outbox.send(message).await.is_err() {
-            return;
+        // Ended: its place in the limits is freed before the last messages wait for a
+        // slow client.
+        drop(subscription);
+        if let Some(Next::Failed(errors)) = next {
+            let _ = outbox
+                .send(next_message(id, &errors_payload(&errors)))
+                .await;
         }
+        let _ = outbox.send(complete_message(id)).await;
+        return;
     }
 }
 

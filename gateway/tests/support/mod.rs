@@ -19,6 +19,7 @@ pub mod invariants;
 pub mod json_subgraph;
 pub mod opgen;
 pub mod process;
+pub mod ws;
 
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 

@@ -34,6 +34,8 @@ use super::{App, Body, error};
 pub(super) const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// Client messages above this are refused (close 1009 by tungstenite).
 const MAX_MESSAGE: usize = 16 << 20;
+/// Initial read buffer per socket (it grows for bigger messages).
+const READ_BUFFER: usize = 4 << 10;
 /// Results queued per socket; a slow reader holds its subscriptions back (they skip
 /// clock ticks) instead of growing memory.
 const OUT_QUEUE: usize = 64;
@@ -100,6 +102,9 @@ pub(super) fn upgrade(app: Arc<App>, index: usize, mut req: Request<Incoming>) -
         let mut config = WebSocketConfig::default();
         config.max_message_size = Some(MAX_MESSAGE);
         config.max_frame_size = Some(MAX_MESSAGE);
+        // tungstenite's 128 KiB read buffer per socket would dominate the memory of a
+        // fan-out run (thousands of idle sockets); client messages are small.
+        config.read_buffer_size = READ_BUFFER;
         let socket =
             WebSocketStream::from_raw_socket(TokioIo::new(upgraded), Role::Server, Some(config))
                 .await;
@@ -325,6 +330,17 @@ impl Connection {
                 }
                 if self.active.contains_key(&id) {
                     return Err(close(4409, format!("Subscriber for {id} already exists")));
+                }
+                let limit = self.app.stream.max_operations_per_socket;
+                if self.active.len() >= limit {
+                    // Bounds one socket's memory; the socket and its other operations go on.
+                    let errors = serde_json::json!([{
+                        "message": format!("Too many operations on this socket (at most {limit} at once).")
+                    }]);
+                    let id = serde_json::to_string(&id).unwrap_or_else(|_| "\"\"".to_owned());
+                    return Ok(vec![text(format!(
+                        r#"{{"id":{id},"type":"error","payload":{errors}}}"#
+                    ))]);
                 }
                 self.subscribe(id, payload.get().as_bytes().to_vec());
                 Ok(Vec::new())
