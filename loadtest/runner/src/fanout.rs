@@ -165,6 +165,10 @@ fn variants(gateway: &Gateway) -> Vec<Variant> {
                         "1000000".to_owned(),
                     ),
                     (
+                        "GRAPHFLEET_SUBSCRIPTIONS__MAX_CONNECTIONS_PER_CLIENT".to_owned(),
+                        "1000000".to_owned(),
+                    ),
+                    (
                         "GRAPHFLEET_SUBSCRIPTIONS__MAX_OPEN".to_owned(),
                         "1000000".to_owned(),
                     ),

@@ -27,6 +27,10 @@ pub struct SubscriptionsSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_per_client: Option<u32>,
+    /// Most WebSocket connections open at once from one client address; default 100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_connections_per_client: Option<u32>,
     /// Most operations at once on one WebSocket connection; default 100.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]

@@ -22,6 +22,10 @@ pub(super) fn subscription_sections(root: &mut Map<String, Value>, c: &GatewayCo
         ("max_open", subs.max_open.map(Value::from)),
         ("max_per_client", subs.max_per_client.map(Value::from)),
         (
+            "max_connections_per_client",
+            subs.max_connections_per_client.map(Value::from),
+        ),
+        (
             "max_per_connection",
             subs.max_per_connection.map(Value::from),
         ),
@@ -82,6 +86,7 @@ mod tests {
             websocket_path: Some("/ws".to_owned()),
             max_open: Some(20_000),
             max_per_client: Some(2_000),
+            max_connections_per_client: Some(300),
             max_per_connection: Some(50),
             queue_size: Some(64),
             deduplicate: Some(false),
@@ -112,6 +117,7 @@ mod tests {
         assert_eq!(subs.websocket_path.as_deref(), Some("/ws"));
         assert_eq!(subs.max_open, 20_000);
         assert_eq!(subs.max_per_client, 2_000);
+        assert_eq!(subs.max_connections_per_client, 300);
         assert_eq!(subs.max_per_connection, 50);
         assert_eq!(subs.queue_size, 64);
         assert!(!subs.deduplicate);
