@@ -59,6 +59,11 @@ async fn check_set(set: Set) {
     let scenarios = scenarios(set);
     assert!(!scenarios.is_empty(), "set {} has no scenarios", set.name());
     for (name, query, variables) in scenarios {
+        // Subscriptions need a streaming transport; tests/subscriptions.rs compares their
+        // events with the monolith's.
+        if query.trim_start().starts_with("subscription") {
+            continue;
+        }
         let expected = support::post_graphql(&client, &oracle, &query, variables.clone()).await;
         let actual = support::post_graphql(&client, &gateway, &query, variables).await;
         assert_eq!(expected.status, 200, "oracle failed on {name}");

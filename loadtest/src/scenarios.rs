@@ -89,6 +89,11 @@ const KNOWN: &[(&str, &str, Load)] = &[
         load(100, 10, 100),
     ),
     (
+        "subscriptions",
+        "Subscription fan-out: N clients hold the same graphql-transport-ws subscription (reviewAdded with its product from products and inventory and its author), the reviews subgraph emits an event per interval to each subgraph subscription; events/s delivered, end-to-end event latency from the subgraph's emission (Review.publishedAt), CPU and memory per open subscription. The load's rate is the number of subscribers.",
+        load(100, 100, 1000),
+    ),
+    (
         "chain",
         "A 100-field query needing 6 sequential subgraph fetches (40 ms each, linked by @requires): at least 240 ms per request.",
         load(50, 20, 200),
@@ -137,6 +142,10 @@ pub fn all() -> Vec<Scenario> {
     out.sort_by(|a, b| a.name.cmp(b.name));
     out
 }
+
+/// The subscription fan-out scenario: its rate is the number of subscribers, and only
+/// graphql-transport-ws clients (graphfleet-bench's own, k6's `k6/websockets`) run it.
+pub const SUBSCRIPTIONS: &str = "subscriptions";
 
 /// Names of every built-in scenario, sorted.
 pub fn names() -> Vec<&'static str> {

@@ -187,3 +187,19 @@ fn crd_patterns_admit_exactly_what_parses() {
         }
     }
 }
+
+/// subscriptions.js carries the same blocks (its own single-file script for the operator's
+/// ConfigMap), so what is checked above holds for it too.
+#[test]
+fn subscriptions_js_shares_the_checked_blocks() {
+    let subscriptions = graphfleet_loadtest::K6_SUBSCRIPTIONS_JS;
+    for name in ["durations", "latency histogram"] {
+        let start = subscriptions
+            .find(&format!("// BEGIN {name}"))
+            .expect("the BEGIN marker");
+        let end = subscriptions
+            .find(&format!("// END {name}"))
+            .expect("the END marker");
+        assert_eq!(&subscriptions[start..end], block(name), "{name}");
+    }
+}

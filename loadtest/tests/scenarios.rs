@@ -31,6 +31,11 @@ async fn every_scenario_runs_on_its_monolith() {
                 .map(|b| common::parse(&b))
                 .unwrap_or(Value::Null);
             let url = format!("{}/graphql", server.base_url());
+            if query.trim_start().starts_with("subscription") {
+                subscription_event(&client, &url, &query).await;
+                scenarios += 1;
+                continue;
+            }
             let (status, body) = common::graphql(&client, &url, &query, variables).await;
             let response = common::parse(&body);
             assert_eq!(status, 200, "{}: {}", path.display(), response["errors"]);
@@ -52,6 +57,45 @@ async fn every_scenario_runs_on_its_monolith() {
         );
         server.shutdown().await;
     }
+}
+
+/// A subscription scenario gets one good event (over GraphQL over SSE, `limit: 1`), with
+/// `publishedAt`, its emission time, set.
+async fn subscription_event(client: &common::HttpClient, url: &str, query: &str) {
+    let once = query.replacen("reviewAdded {", "reviewAdded(limit: 1) {", 1);
+    assert_ne!(once, query, "the subscription selects reviewAdded");
+    let body = serde_json::to_vec(&serde_json::json!({ "query": once })).expect("JSON");
+    let request = hyper::Request::builder()
+        .method("POST")
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "text/event-stream")
+        .body(http_body_util::Full::new(bytes::Bytes::from(body)))
+        .expect("a valid request");
+    let stream = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+        let response = client.request(request).await.expect("HTTP exchange");
+        assert_eq!(response.status(), 200);
+        http_body_util::BodyExt::collect(response.into_body())
+            .await
+            .expect("the stream ends after one event")
+            .to_bytes()
+    })
+    .await
+    .expect("one event within 30 s");
+    let text = String::from_utf8(stream.to_vec()).expect("UTF-8 stream");
+    let data = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("data: ")
+                .filter(|d| d.contains("reviewAdded"))
+        })
+        .unwrap_or_else(|| panic!("no event in {text}"));
+    let event = common::parse(data.as_bytes());
+    assert!(event.get("errors").is_none(), "{event}");
+    let review = &event["data"]["reviewAdded"];
+    assert!(review["publishedAt"].is_f64(), "{event}");
+    assert!(review["product"]["name"].is_string(), "{event}");
+    println!("subscription event: {event}");
 }
 
 #[test]

@@ -628,6 +628,30 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
         "{msg}"
     );
 
+    let ws_over_http = gateway(
+        "subs",
+        json!({ "config": { "subscriptions": { "subgraphs": [{ "subgraph": "reviews", "url": "http://reviews/graphql" }] } } }),
+    );
+    let msg = rejected_with(gateways.create(&PostParams::default(), &ws_over_http).await);
+    assert!(
+        msg.contains("ws:// or wss:// for protocol websocket"),
+        "{msg}"
+    );
+    let relative = gateway(
+        "wspath",
+        json!({ "config": { "subscriptions": { "websocketPath": "ws" } } }),
+    );
+    let msg = rejected_with(gateways.create(&PostParams::default(), &relative).await);
+    assert!(msg.contains("websocketPath"), "{msg}");
+    let sse = gateway(
+        "sse",
+        json!({ "config": { "subscriptions": { "websocketPath": "/ws", "subgraphs": [{ "subgraph": "reviews", "protocol": "sse", "url": "http://reviews/graphql/stream" }] } } }),
+    );
+    gateways
+        .create(&PostParams::default(), &sse)
+        .await
+        .expect("an SSE subgraph with an http:// URL is valid");
+
     let loadtests: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
     let both: LoadTest = serde_json::from_value(json!({
         "metadata": { "name": "both" },

@@ -118,7 +118,7 @@ type Change = (&'static str, fn(&mut LoadTest), &'static str);
 
 #[test]
 fn gatling_refuses_what_only_k6_does() {
-    let cases: [Change; 4] = [
+    let cases: [Change; 5] = [
         (
             "script",
             |lt| {
@@ -152,6 +152,11 @@ fn gatling_refuses_what_only_k6_does() {
             "many-plans-no-cache",
             |lt| lt.spec.scenario = Some("many-plans-no-cache".to_owned()),
             "scenario many-plans-no-cache (a new document per request)",
+        ),
+        (
+            "subscriptions",
+            |lt| lt.spec.scenario = Some("subscriptions".to_owned()),
+            "scenario subscriptions (WebSocket subscriptions)",
         ),
     ];
     for (name, change, field) in cases {

@@ -123,6 +123,16 @@ async fn every_scenario_runs_under_k6_as_the_operator_builds_it() {
         for (key, text) in &data {
             std::fs::write(here.join(key), text).expect("write ConfigMap key");
         }
+        if s.name == scenarios::SUBSCRIPTIONS {
+            assert_eq!(
+                data["script.js"],
+                graphfleet_loadtest::K6_SUBSCRIPTIONS_JS,
+                "the fan-out runs its own script"
+            );
+            subscriptions_run(&k6, container, &mount.mount_path, &here, &monolith).await;
+            monolith.shutdown().await;
+            continue;
+        }
         // The answer a request must get: the monolith's to the zero-token payload (each
         // no-cache request's own token is put back before comparing, as in the bench).
         let expected = s
@@ -180,6 +190,61 @@ async fn every_scenario_runs_under_k6_as_the_operator_builds_it() {
         monolith.shutdown().await;
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The `subscriptions` scenario as the operator builds it, against the monolith's
+/// subscription (an event every 100 ms): every subscriber is acknowledged, gets events,
+/// and every event is good (a `next` with data and no errors, its `publishedAt` set).
+async fn subscriptions_run(
+    k6: &std::path::Path,
+    container: &k8s_openapi::api::core::v1::Container,
+    mount_dir: &str,
+    here: &std::path::Path,
+    monolith: &graphfleet_loadtest::Handle,
+) {
+    let here_str = here.to_str().expect("UTF-8 path");
+    let summary = here.join("summary.json");
+    let mut cmd = Command::new(k6);
+    for arg in container.args.iter().flatten() {
+        cmd.arg(arg.replace(mount_dir, here_str));
+    }
+    let mut rate = 0;
+    for e in container.env.iter().flatten() {
+        let value = e.value.clone().unwrap_or_default();
+        if e.name == "GF_RATE" {
+            rate = value.parse().expect("GF_RATE is a number");
+        }
+        cmd.env(&e.name, value.replace(mount_dir, here_str));
+    }
+    cmd.env("GF_URL", format!("{}/graphql", monolith.base_url()))
+        .env("GF_SUMMARY", &summary)
+        .env("GF_SUMMARY_STDOUT", "0")
+        .env("GF_EVENT_INTERVAL_MS", "100")
+        .env("K6_NO_USAGE_REPORT", "true");
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .expect("join")
+        .expect("k6 runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "subscriptions: k6 failed: {log}");
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).expect("summary written"))
+            .expect("summary JSON");
+    println!("subscriptions: {summary}");
+    assert_eq!(summary["subscriptions_opened"], rate, "{log}");
+    let events = summary["requests"].as_u64().expect("events");
+    // `duration` 1 s at an event per 100 ms: about 10 per subscriber.
+    assert!(
+        events >= 5 * rate,
+        "{events} events for {rate} subscribers: {log}"
+    );
+    assert_eq!(summary["failures"], 0, "{log}");
+    assert_eq!(summary["ok"], events, "{log}");
+    assert!(summary["latency_ms"]["p99"].is_number(), "{log}");
 }
 
 fn tempfile_dir() -> std::path::PathBuf {

@@ -40,6 +40,8 @@ pub struct Config {
     pub smoke: bool,
     pub capacity: Option<CapacityConfig>,
     pub start_timeout: Duration,
+    /// Subscriber counts and event interval of the `subscriptions` scenario.
+    pub fanout: crate::fanout::FanoutConfig,
     /// A supergraph to serve instead of the set's committed one (e.g. the operator's).
     pub supergraph: Option<PathBuf>,
 }
@@ -72,10 +74,10 @@ pub struct CapacityConfig {
 }
 
 /// What a scenario needs from the set's servers.
-struct SetServers {
-    subgraphs: Child,
+pub(crate) struct SetServers {
+    pub(crate) subgraphs: Child,
     base: String,
-    supergraph: PathBuf,
+    pub(crate) supergraph: PathBuf,
 }
 
 pub fn progress(msg: impl AsRef<str>) {
@@ -103,7 +105,13 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             "scenario {} (set {}, {rate} req/s for {} s)",
             scenario.name, scenario.set, cfg.duration_s
         ));
-        if let Err(e) = run_scenario(cfg, &client, scenario, rate, &work, &mut run).await {
+        let result = if scenario.name == graphfleet_loadtest::scenarios::SUBSCRIPTIONS {
+            run.rate = cfg.fanout.subscribers.iter().copied().max().unwrap_or(0);
+            crate::fanout::run_scenario(cfg, &cfg.fanout, &client, scenario, &work, &mut run).await
+        } else {
+            run_scenario(cfg, &client, scenario, rate, &work, &mut run).await
+        };
+        if let Err(e) = result {
             progress(format!("scenario {} failed: {e:#}", scenario.name));
             run.error = Some(format!("{e:#}"));
         }
@@ -189,7 +197,7 @@ pub struct SubgraphServer<'a> {
 }
 
 impl Config {
-    fn server(&self) -> SubgraphServer<'_> {
+    pub(crate) fn server(&self) -> SubgraphServer<'_> {
         SubgraphServer {
             bin: &self.subgraphs_bin,
             cpus: self.placement.others.as_deref(),
@@ -198,10 +206,11 @@ impl Config {
 }
 
 /// Starts `graphfleet-subgraphs` on an ephemeral port and returns the child and its base URL.
-async fn start_server(
+pub(crate) async fn start_server(
     server: SubgraphServer<'_>,
     set: &str,
     monolith: bool,
+    extra_args: &[String],
     log: &Path,
 ) -> anyhow::Result<(Child, String)> {
     let _ = std::fs::remove_file(log);
@@ -215,6 +224,10 @@ async fn start_server(
     }
     if server.cpus.is_some() {
         command.push_str(" --threads 1");
+    }
+    for arg in extra_args {
+        command.push(' ');
+        command.push_str(&process::sh_quote(arg));
     }
     let mut child = process::spawn(&Launch {
         command,
@@ -254,7 +267,7 @@ pub async fn oracle(
     dir: &Path,
 ) -> anyhow::Result<Expected> {
     let (mut mono, base) =
-        start_server(server, &scenario.set, true, &dir.join("monolith.log")).await?;
+        start_server(server, &scenario.set, true, &[], &dir.join("monolith.log")).await?;
     let answer = client
         .post_json(&format!("{base}/graphql"), Bytes::from(body.to_owned()))
         .await;
@@ -288,8 +301,25 @@ async fn start_set(
     set: &str,
     dir: &Path,
 ) -> anyhow::Result<SetServers> {
-    let (subgraphs, base) =
-        start_server(cfg.server(), set, false, &dir.join("subgraphs.log")).await?;
+    start_set_with(cfg, client, set, dir, &[]).await
+}
+
+/// [`start_set`] with extra `graphfleet-subgraphs` arguments.
+pub(crate) async fn start_set_with(
+    cfg: &Config,
+    client: &Client,
+    set: &str,
+    dir: &Path,
+    extra_args: &[String],
+) -> anyhow::Result<SetServers> {
+    let (subgraphs, base) = start_server(
+        cfg.server(),
+        set,
+        false,
+        extra_args,
+        &dir.join("subgraphs.log"),
+    )
+    .await?;
     let committed = match &cfg.supergraph {
         Some(file) => file.clone(),
         None => cfg
@@ -380,7 +410,7 @@ pub fn judge(
     })
 }
 
-fn free_port() -> anyhow::Result<u16> {
+pub(crate) fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr().context("local address")?.port())
 }

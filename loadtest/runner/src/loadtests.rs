@@ -321,6 +321,7 @@ pub fn report(
                 response_bytes: None,
                 error: None,
                 gateways: lts.iter().flat_map(|lt| gateway_runs(lt, resources)).collect(),
+                fanout: None,
             }
         })
         .collect();

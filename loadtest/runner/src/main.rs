@@ -7,6 +7,7 @@ mod capacity;
 mod charts;
 mod command;
 mod compare;
+mod fanout;
 mod gateway;
 mod host;
 mod http;
@@ -142,6 +143,14 @@ struct Cli {
     /// Seconds a gateway may take to answer its first request.
     #[arg(long, default_value_t = 120)]
     start_timeout: u64,
+    /// Subscription fan-out (`--scenario subscriptions`): subscribers held open at once, one
+    /// measurement per count (default 100 and 1000; 5 with --smoke).
+    #[arg(long = "subscribers", value_name = "N", value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    subscribers: Vec<u32>,
+    /// Subscription fan-out: milliseconds between two events of every subgraph
+    /// subscription (graphfleet-subgraphs --event-interval).
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(10..=60_000))]
+    event_interval: u64,
 }
 
 #[derive(clap::Subcommand)]
@@ -503,6 +512,14 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         smoke: cli.smoke,
         capacity,
         start_timeout: Duration::from_secs(cli.start_timeout.max(1)),
+        fanout: fanout::FanoutConfig {
+            subscribers: match (cli.subscribers.is_empty(), cli.smoke) {
+                (false, _) => cli.subscribers.clone(),
+                (true, true) => vec![5],
+                (true, false) => vec![100, 1000],
+            },
+            event_interval: Duration::from_millis(cli.event_interval),
+        },
         supergraph: cli.supergraph.clone(),
     };
     let report = bench::run(&cfg).await?;

@@ -224,7 +224,7 @@ impl Load {
 
 /// Pins the calling thread (not the whole process) with `taskset -p` on its thread id;
 /// a failure only costs placement, so it is reported and the run goes on.
-fn pin_current_thread(cpus: &str) {
+pub(crate) fn pin_current_thread(cpus: &str) {
     let tid = std::fs::read_link("/proc/thread-self")
         .ok()
         .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));

@@ -167,9 +167,90 @@ fn capacity_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
         .collect()
 }
 
+fn fanout_section(out: &mut String, s: &ScenarioRun, rows: &[crate::fanout::FanoutRow]) {
+    let _ = writeln!(
+        out,
+        "Set `{}`. Each subscriber is its own graphql-transport-ws connection from graphfleet-bench's client (one current-thread runtime on the non-gateway cores); the measured window is {} s, after every subscription was acknowledged and had time for an event. Latency runs from the subgraph's emission (`Review.publishedAt`) to receipt; every event is checked (a `next` with data and no errors). Memory per subscription is (RSS with N open − RSS before) / N.\n",
+        s.set, s.duration_s
+    );
+    if let Some(e) = &s.error {
+        let _ = writeln!(out, "**The scenario did not run:** {e}\n");
+        return;
+    }
+    let mib = |b: Option<u64>| b.map_or("-".into(), |b| format!("{:.1}", b as f64 / MIB));
+    let ms = |x: Option<f64>| x.map_or("-".into(), |x| format!("{x:.2}"));
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                r.label.clone(),
+                r.variant.clone(),
+                r.subscribers.to_string(),
+            ];
+            if let Some(e) = &r.error {
+                let first = e.lines().next().unwrap_or_default();
+                let short: String = first.chars().take(80).collect();
+                row.push(format!("errors: {short}"));
+                row.extend(std::iter::repeat_n("-".to_owned(), 9));
+                return row;
+            }
+            row.extend([
+                format!("{}/{}", r.opened, r.subscribers),
+                format!("{:.0} / {:.0}", r.delivered_per_s, r.expected_per_s),
+                ms(r.latency_p50_ms),
+                ms(r.latency_p99_ms),
+                format!("{} / {}", r.bad_events, r.ended_early),
+                r.cpu_avg.map_or("-".into(), pct),
+                mib(r.rss_before),
+                mib(r.rss_open),
+                r.bytes_per_subscription
+                    .map_or("-".into(), |b| format!("{:.1}", b / 1024.0)),
+            ]);
+            row
+        })
+        .collect();
+    out.push_str(&table(
+        &[
+            "Gateway",
+            "Settings",
+            "Subscribers",
+            "Open",
+            "Events/s delivered / expected",
+            "P50 (ms)",
+            "P99 (ms)",
+            "Bad events / ended early",
+            "CPU avg",
+            "RSS before (MiB)",
+            "RSS open (MiB)",
+            "KiB per subscription",
+        ],
+        &[
+            false, false, true, true, true, true, true, true, true, true, true, true,
+        ],
+        &table_rows,
+    ));
+    for r in rows {
+        if !r.failure_samples.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n- {} ({}) × {}: {}",
+                r.label,
+                r.variant,
+                r.subscribers,
+                r.failure_samples.join("; ")
+            );
+        }
+    }
+    out.push('\n');
+}
+
 fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
     let _ = writeln!(out, "# {}\n", s.name);
     let _ = writeln!(out, "{}\n", s.description);
+    if let Some(rows) = &s.fanout {
+        fanout_section(out, s, rows);
+        return;
+    }
     let size = s.response_bytes.map_or(String::new(), |b| {
         format!(" The monolith's response is {b} bytes.")
     });
@@ -332,7 +413,7 @@ pub fn write(report: &Report, dir: &Path) -> anyhow::Result<()> {
     let charts = dir.join("charts");
     std::fs::create_dir_all(&charts).with_context(|| format!("creating {}", charts.display()))?;
     for s in &report.scenarios {
-        if s.error.is_none() {
+        if s.error.is_none() && s.fanout.is_none() {
             crate::charts::scenario(s, &charts)
                 .with_context(|| format!("drawing the charts of {}", s.name))?;
         }

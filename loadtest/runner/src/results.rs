@@ -94,6 +94,9 @@ pub struct ScenarioRun {
     /// Set when the scenario could not run at all (e.g. its set failed to start).
     pub error: Option<String>,
     pub gateways: Vec<GatewayRun>,
+    /// The `subscriptions` scenario's rows (its `gateways` stay empty).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fanout: Option<Vec<crate::fanout::FanoutRow>>,
 }
 
 impl ScenarioRun {
@@ -114,6 +117,7 @@ impl ScenarioRun {
             response_bytes: None,
             error: None,
             gateways: Vec::new(),
+            fanout: None,
         }
     }
 }
@@ -180,6 +184,14 @@ impl Report {
         for s in &self.scenarios {
             if let Some(e) = &s.error {
                 out.push(format!("{}: {e}", s.name));
+            }
+            for row in s.fanout.iter().flatten() {
+                if let Some(p) = row.problems() {
+                    out.push(format!(
+                        "{} / {} ({}) × {}: {p}",
+                        s.name, row.gateway, row.variant, row.subscribers
+                    ));
+                }
             }
             for g in &s.gateways {
                 match &g.outcome {

@@ -163,6 +163,39 @@ fn review_added(field: &str, args: &Args<'_>) -> Result<Option<u64>, String> {
 /// The `Subscription` root of one event: `reviewAdded` resolves to the event's review.
 struct ReviewAdded<F>(F);
 
+/// A subscription event's review: `publishedAt` is when the event was made (ms since the
+/// Unix epoch, for end-to-end latency measurements); everything else is the review's.
+/// Elsewhere `publishedAt` is null.
+struct Published<'a> {
+    review: Box<dyn Object<'a> + 'a>,
+    at_ms: f64,
+}
+
+impl<'a> Published<'a> {
+    fn val(review: Val<'a>) -> Val<'a> {
+        let Val::Obj(review) = review else {
+            return review;
+        };
+        let at_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64() * 1000.0);
+        Val::obj(Published { review, at_ms })
+    }
+}
+
+impl<'a> Object<'a> for Published<'a> {
+    fn typename(&self) -> &'a str {
+        self.review.typename()
+    }
+
+    fn field(&self, name: &str, args: &Args<'_>) -> Val<'a> {
+        match name {
+            "publishedAt" => Val::Float(self.at_ms),
+            _ => self.review.field(name, args),
+        }
+    }
+}
+
 impl<'a, F: Fn() -> Val<'a>> Object<'a> for ReviewAdded<F> {
     fn typename(&self) -> &'a str {
         "Subscription"
@@ -440,8 +473,10 @@ impl Service for ReviewsService {
     fn event(&self, index: u64) -> Box<dyn Object<'_> + '_> {
         let data = &*self.0;
         Box::new(ReviewAdded(move || {
-            data.event_review(index)
-                .map_or(Val::Null, |r| Val::obj(ReviewsReview(data, r)))
+            Published::val(
+                data.event_review(index)
+                    .map_or(Val::Null, |r| Val::obj(ReviewsReview(data, r))),
+            )
         }))
     }
 
@@ -568,8 +603,10 @@ impl Service for Monolith {
     fn event(&self, index: u64) -> Box<dyn Object<'_> + '_> {
         let data = &*self.0;
         Box::new(ReviewAdded(move || {
-            data.event_review(index)
-                .map_or(Val::Null, |r| Val::obj(MReview(data, r)))
+            Published::val(
+                data.event_review(index)
+                    .map_or(Val::Null, |r| Val::obj(MReview(data, r))),
+            )
         }))
     }
 }

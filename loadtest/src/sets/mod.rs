@@ -222,7 +222,11 @@ impl Set {
             };
         }
         match self {
-            Set::Fed => &[q!("fed", "query"), q!("fed", "deduplication")],
+            Set::Fed => &[
+                q!("fed", "query"),
+                q!("fed", "deduplication"),
+                q!("fed", "subscriptions"),
+            ],
             Set::BigResponse => &[
                 q!("big-response", "big-response"),
                 q!("big-response", "long-lived-big-response"),

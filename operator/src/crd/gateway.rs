@@ -215,6 +215,10 @@ pub struct GatewayConfig {
     /// `requireId` modes of `persistedDocuments`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apq: Option<ApqSpec>,
+    /// Subscriptions: client WebSocket path, limits, timeouts, and each subgraph's
+    /// subscription protocol (on by default with the gateway's defaults).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subscriptions: Option<super::SubscriptionsSpec>,
 }
 
 /// CORS: which browser origins may read the gateway's responses. A preflight from any

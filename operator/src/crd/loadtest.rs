@@ -63,8 +63,10 @@ pub struct LoadTestSpec {
     /// A built-in benchmark scenario, one of graphfleet-bench's: `big-response`, `chain`,
     /// `deduplication`, `large-delayed`, `long-lived-big-response`, `many-plans`,
     /// `many-plans-no-cache` (each request a new document: no plan-cache hits), `query`,
-    /// `small`, `small-delayed` (`graphfleet_loadtest::scenarios`; the target must serve
-    /// the scenario's set).
+    /// `small`, `small-delayed`, `subscriptions` (k6 only: `rate` graphql-transport-ws
+    /// subscribers hold `subscription { reviewAdded { … } }` for `duration`; results count
+    /// events, latency from the subgraph's emission) (`graphfleet_loadtest::scenarios`; the
+    /// target must serve the scenario's set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
     pub scenario: Option<String>,

@@ -9,6 +9,7 @@ mod gateway;
 mod loadtest;
 mod routing;
 mod subgraph;
+mod subscriptions;
 
 pub use auth::*;
 pub use demand::*;
@@ -16,6 +17,7 @@ pub use gateway::*;
 pub use loadtest::*;
 pub use routing::*;
 pub use subgraph::*;
+pub use subscriptions::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::CustomResourceExt;

@@ -179,6 +179,7 @@ pub fn gateway_config_json(gw: &GraphGateway) -> String {
     super::routing::routing_sections(&mut root, c);
     super::demand::demand_sections(&mut root, c);
     persisted_sections(&mut root, c);
+    super::subscriptions::subscription_sections(&mut root, c);
     serde_json::to_string_pretty(&Value::Object(root)).expect("JSON values always serialize")
 }
 
@@ -651,6 +652,8 @@ pub(crate) mod tests {
                 max_entries: Some(500),
                 max_bytes: Some(1_000_000),
             }),
+            // Set apart in resources::subscriptions' tests.
+            subscriptions: None,
         }
     }
 

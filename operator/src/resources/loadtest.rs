@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use graphfleet_loadtest::duration::DurationError;
 use graphfleet_loadtest::scenarios::{self, UniqueQueryError};
-use graphfleet_loadtest::{K6_SCENARIO_JS, duration};
+use graphfleet_loadtest::{duration, k6_script};
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
@@ -234,6 +234,12 @@ fn check_executor(lt: &LoadTest) -> Result<(), SpecError> {
             "scenario many-plans-no-cache (a new document per request)",
         ));
     }
+    // The simulation posts queries; the fan-out holds WebSocket subscriptions.
+    if spec.scenario.as_deref() == Some(scenarios::SUBSCRIPTIONS) {
+        return Err(SpecError::NotForGatling(
+            "scenario subscriptions (WebSocket subscriptions)",
+        ));
+    }
     Ok(())
 }
 
@@ -288,7 +294,7 @@ pub fn config_map(lt: &LoadTest) -> Result<Option<ConfigMap>, SpecError> {
             let body = serde_json::json!({ "query": query });
             let mut data = BTreeMap::from([(PAYLOAD_KEY.to_owned(), body.to_string())]);
             if lt.spec.executor.is_k6() {
-                data.insert(SCRIPT_KEY.to_owned(), K6_SCENARIO_JS.to_owned());
+                data.insert(SCRIPT_KEY.to_owned(), k6_script(name).to_owned());
             }
             data
         }

@@ -12,6 +12,7 @@ mod demand;
 pub mod gateway;
 pub mod loadtest;
 mod routing;
+mod subscriptions;
 
 /// Field manager of every server-side apply, and the `managed-by` label of what it creates.
 pub const MANAGER: &str = "graphfleet-operator";

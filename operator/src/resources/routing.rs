@@ -32,7 +32,10 @@ pub(super) fn routing_sections(root: &mut Map<String, Value>, c: &GatewayConfig)
 }
 
 /// `parent[key]` as an object, made empty when absent.
-fn object<'a>(parent: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+pub(super) fn object<'a>(
+    parent: &'a mut Map<String, Value>,
+    key: &str,
+) -> &'a mut Map<String, Value> {
     parent
         .entry(key.to_owned())
         .or_insert_with(|| Value::Object(Map::new()))
