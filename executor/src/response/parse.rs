@@ -7,12 +7,13 @@
 
 use super::keys::KeyTable;
 use super::store::{Object, RawStr, Source, Store, Value};
+use std::cell::Cell;
 use std::fmt;
 
 /// Deeper nesting is refused rather than risking the stack.
 const MAX_DEPTH: u32 = 512;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParseError {
     what: &'static str,
     at: usize,
@@ -25,6 +26,14 @@ impl fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
+
+/// A parse failed; the reader holds the [`ParseError`]. Keeps results small enough to
+/// come back in registers: a `Value` returned through memory (written in pieces, read
+/// back whole) stalled store forwarding on every list item.
+#[derive(Debug)]
+struct Failed;
+
+type Parsed<T> = Result<T, Failed>;
 
 /// A GraphQL response: its `data` in the store and the text of its `errors`, if any.
 pub struct Response<'de> {
@@ -47,8 +56,15 @@ pub fn response<'de>(
         store,
         keys,
         source,
+        scratch: String::new(),
+        failure: Cell::new(None),
     };
-    reader.response()
+    reader.response().map_err(|Failed| {
+        reader.failure.get().unwrap_or(ParseError {
+            what: "invalid JSON",
+            at: reader.pos,
+        })
+    })
 }
 
 struct Reader<'a, 'de> {
@@ -59,16 +75,21 @@ struct Reader<'a, 'de> {
     store: &'a mut Store,
     keys: &'a KeyTable,
     source: Source<'de>,
+    /// The last string with escapes, decoded.
+    scratch: String,
+    /// Why the parse failed, once it has.
+    failure: Cell<Option<ParseError>>,
 }
 
-/// A string token: a range of the body, or decoded when it had escapes.
+/// A string token: a range of the body, or decoded into the reader's scratch text when
+/// it had escapes.
 enum Str {
     Raw(usize, usize),
-    Owned(String),
+    Scratch,
 }
 
 impl<'de> Reader<'_, 'de> {
-    fn response(&mut self) -> Result<Response<'de>, ParseError> {
+    fn response(&mut self) -> Parsed<Response<'de>> {
         let mut response = Response {
             data: None,
             errors: None,
@@ -103,15 +124,20 @@ impl<'de> Reader<'_, 'de> {
         Ok(response)
     }
 
-    fn value(&mut self) -> Result<Value, ParseError> {
+    fn value(&mut self) -> Parsed<Value> {
         self.skip_ws();
         match self.peek() {
             Some(b'{') => self.object(),
             Some(b'[') => self.list(),
-            Some(b'"') => Ok(match self.string()? {
-                Str::Raw(start, end) => Value::RawStr(self.raw(start, end)?),
-                Str::Owned(s) => Value::String(s.into_boxed_str()),
-            }),
+            Some(b'"') => match self.string()? {
+                Str::Raw(start, end) => Ok(Value::RawStr(self.raw(start, end)?)),
+                Str::Scratch => {
+                    let at = self.pos;
+                    self.store
+                        .add_string(&self.scratch)
+                        .map_err(|_| self.error_at("more than 4 GiB of decoded text", at))
+                }
+            },
             Some(b't') => self.literal(b"true", Value::Bool(true)),
             Some(b'f') => self.literal(b"false", Value::Bool(false)),
             Some(b'n') => self.literal(b"null", Value::Null),
@@ -125,7 +151,7 @@ impl<'de> Reader<'_, 'de> {
         }
     }
 
-    fn list(&mut self) -> Result<Value, ParseError> {
+    fn list(&mut self) -> Parsed<Value> {
         self.enter()?;
         let mark = self.store.items.len();
         let read = self.list_items();
@@ -134,13 +160,14 @@ impl<'de> Reader<'_, 'de> {
             self.store.items.truncate(mark);
             return Err(e);
         }
-        // One copy of the tail into an allocation of exactly its size.
-        Ok(Value::List(
-            self.store.items.split_off(mark).into_boxed_slice(),
-        ))
+        // One copy of the items into the list arena.
+        let at = self.pos;
+        self.store
+            .list_from_stack(mark)
+            .map_err(|_| self.error_at("more than 2^32 list items", at))
     }
 
-    fn list_items(&mut self) -> Result<(), ParseError> {
+    fn list_items(&mut self) -> Parsed<()> {
         self.skip_ws();
         if self.eat(b']') {
             return Ok(());
@@ -157,7 +184,7 @@ impl<'de> Reader<'_, 'de> {
         }
     }
 
-    fn object(&mut self) -> Result<Value, ParseError> {
+    fn object(&mut self) -> Parsed<Value> {
         self.enter()?;
         let mark = self.store.fields.len();
         let mut extra = Vec::new();
@@ -173,18 +200,25 @@ impl<'de> Reader<'_, 'de> {
 
     /// Keys the plan knows go to `fields` by id; others (inside custom scalars) are
     /// kept by name in `extra`.
-    fn members(&mut self, extra: &mut Vec<(Box<str>, Value)>) -> Result<(), ParseError> {
+    fn members(&mut self, extra: &mut Vec<(Box<str>, Value)>) -> Parsed<()> {
         self.skip_ws();
         if self.eat(b'}') {
             return Ok(());
         }
         loop {
             let key = self.key()?;
-            let value = self.value()?;
+            // Resolved before the value is read: reading it may reuse the scratch text.
             let name = self.str_text(&key);
             match self.keys.get(name) {
-                Some(id) => self.store.fields.push((id, value)),
-                None => extra.push((name.into(), value)),
+                Some(id) => {
+                    let value = self.value()?;
+                    self.store.fields.push((id, value));
+                }
+                None => {
+                    let name: Box<str> = name.into();
+                    let value = self.value()?;
+                    extra.push((name, value));
+                }
             }
             if self.after_member()? {
                 return Ok(());
@@ -193,7 +227,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// `"key":`
-    fn key(&mut self) -> Result<Str, ParseError> {
+    fn key(&mut self) -> Parsed<Str> {
         self.skip_ws();
         match self.peek() {
             Some(b'"') => {}
@@ -209,7 +243,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// After an object member: `true` at the closing brace, `false` after a comma.
-    fn after_member(&mut self) -> Result<bool, ParseError> {
+    fn after_member(&mut self) -> Parsed<bool> {
         self.skip_ws();
         match self.next() {
             Some(b',') => Ok(false),
@@ -219,7 +253,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// A value checked and passed over without storing it.
-    fn skip_value(&mut self) -> Result<(), ParseError> {
+    fn skip_value(&mut self) -> Parsed<()> {
         self.skip_ws();
         match self.peek() {
             Some(b'{') => {
@@ -265,7 +299,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// Past the opening bracket, one level deeper.
-    fn enter(&mut self) -> Result<(), ParseError> {
+    fn enter(&mut self) -> Parsed<()> {
         if self.depth == MAX_DEPTH {
             return Err(self.error("nested deeper than 512 levels"));
         }
@@ -275,7 +309,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// A string at `pos` (its opening quote).
-    fn string(&mut self) -> Result<Str, ParseError> {
+    fn string(&mut self) -> Parsed<Str> {
         let start = self.pos + 1;
         let mut i = start;
         // Eight bytes at a time past plain text; most strings have no escapes.
@@ -303,15 +337,17 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// The rest of a string from its first escape at `i`, decoded.
-    fn escaped(&mut self, start: usize, mut i: usize) -> Result<Str, ParseError> {
+    fn escaped(&mut self, start: usize, mut i: usize) -> Parsed<Str> {
         // Cuts fall on ASCII bytes, so every slice below is whole characters.
-        let mut out = String::with_capacity(i - start + 16);
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
         out.push_str(&self.text[start..i]);
         loop {
             match self.bytes.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
-                    return Ok(Str::Owned(out));
+                    self.scratch = out;
+                    return Ok(Str::Scratch);
                 }
                 Some(b'\\') => {
                     let c = match self.bytes.get(i + 1) {
@@ -354,7 +390,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// `\uXXXX` at `i`, or a surrogate pair of two: the character and the escape's length.
-    fn unicode_escape(&self, i: usize) -> Result<(char, usize), ParseError> {
+    fn unicode_escape(&self, i: usize) -> Parsed<(char, usize)> {
         let high = self.hex4(i + 2)?;
         if !(0xD800..0xE000).contains(&high) {
             let c = char::from_u32(high).expect("not a surrogate, so a character");
@@ -372,7 +408,7 @@ impl<'de> Reader<'_, 'de> {
         Ok((c, 12))
     }
 
-    fn hex4(&self, at: usize) -> Result<u32, ParseError> {
+    fn hex4(&self, at: usize) -> Parsed<u32> {
         let digits = self
             .bytes
             .get(at..at + 4)
@@ -386,7 +422,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// A number at `pos`, checked against JSON's grammar and passed over.
-    fn number(&mut self) -> Result<(), ParseError> {
+    fn number(&mut self) -> Parsed<()> {
         let mut i = self.pos;
         if self.bytes.get(i) == Some(&b'-') {
             i += 1;
@@ -417,7 +453,7 @@ impl<'de> Reader<'_, 'de> {
         i
     }
 
-    fn some_digits(&self, i: usize) -> Result<usize, ParseError> {
+    fn some_digits(&self, i: usize) -> Parsed<usize> {
         let end = self.digits(i);
         if end == i {
             return Err(self.error_at("invalid number", i));
@@ -425,7 +461,7 @@ impl<'de> Reader<'_, 'de> {
         Ok(end)
     }
 
-    fn literal<T>(&mut self, word: &[u8], value: T) -> Result<T, ParseError> {
+    fn literal<T>(&mut self, word: &[u8], value: T) -> Parsed<T> {
         if !self.bytes[self.pos..].starts_with(word) {
             return Err(self.error("expected a JSON value"));
         }
@@ -433,7 +469,7 @@ impl<'de> Reader<'_, 'de> {
         Ok(value)
     }
 
-    fn raw(&self, start: usize, end: usize) -> Result<RawStr, ParseError> {
+    fn raw(&self, start: usize, end: usize) -> Parsed<RawStr> {
         self.source
             .at(start, end - start)
             .ok_or_else(|| self.error_at("value beyond 4 GiB", start))
@@ -442,7 +478,7 @@ impl<'de> Reader<'_, 'de> {
     fn str_text<'s>(&'s self, s: &'s Str) -> &'s str {
         match s {
             Str::Raw(start, end) => &self.text[*start..*end],
-            Str::Owned(s) => s,
+            Str::Scratch => &self.scratch,
         }
     }
 
@@ -468,20 +504,21 @@ impl<'de> Reader<'_, 'de> {
         hit
     }
 
-    fn error(&self, what: &'static str) -> ParseError {
+    fn error(&self, what: &'static str) -> Failed {
         self.error_at(what, self.pos)
     }
 
     /// At the byte just consumed (or the end, when there was none).
-    fn error_before(&self, what: &'static str) -> ParseError {
+    fn error_before(&self, what: &'static str) -> Failed {
         if self.pos > self.bytes.len() {
             return self.error_at("unexpected end of input", self.bytes.len());
         }
         self.error_at(what, self.pos.saturating_sub(1))
     }
 
-    fn error_at(&self, what: &'static str, at: usize) -> ParseError {
-        ParseError { what, at }
+    fn error_at(&self, what: &'static str, at: usize) -> Failed {
+        self.failure.set(Some(ParseError { what, at }));
+        Failed
     }
 }
 
@@ -508,7 +545,7 @@ mod tests {
         match v {
             Value::Null => Json::Null,
             Value::Bool(b) => Json::Bool(*b),
-            Value::String(s) => Json::String(s.to_string()),
+            Value::String(s) => Json::String(store.string(*s).to_string()),
             Value::RawStr(r) => Json::String(
                 std::str::from_utf8(store.raw(*r))
                     .expect("raw strings are UTF-8")
@@ -517,9 +554,13 @@ mod tests {
             Value::RawNum(r) => {
                 serde_json::from_slice(store.raw(*r)).expect("raw numbers are JSON")
             }
-            Value::List(items) => {
-                Json::Array(items.iter().map(|i| to_json(store, keys, i)).collect())
-            }
+            Value::List(items) => Json::Array(
+                store
+                    .list(*items)
+                    .iter()
+                    .map(|i| to_json(store, keys, i))
+                    .collect(),
+            ),
             Value::Object(id) => {
                 let object = store.object(*id);
                 let known = object
@@ -596,7 +637,8 @@ mod tests {
         let Some(Value::List(items)) = store.object(id).get(keys.get("a").expect("a")) else {
             panic!("a list")
         };
-        let texts: Vec<&[u8]> = items
+        let texts: Vec<&[u8]> = store
+            .list(*items)
             .iter()
             .map(|v| match v {
                 Value::RawNum(r) => store.raw(*r),

@@ -229,7 +229,12 @@ impl<'a> Writer<'a> {
     /// response is not copied over and over while it grows.
     fn reserve_for_store(&mut self) {
         let size = self.store.buffers.iter().map(|b| b.len()).sum::<usize>();
-        self.out.reserve(size.clamp(16 * 1024, 64 * 1024 * 1024));
+        let size = size.clamp(16 * 1024, 64 * 1024 * 1024);
+        if self.out.is_empty() && self.out.capacity() < size {
+            // A big one is a buffer an earlier response left (`buffers::into_bytes`
+            // gives it back once sent).
+            self.out = super::buffers::BYTES.take(size);
+        }
     }
 
     /// The path the writer is at, from the response root.
@@ -475,10 +480,21 @@ impl<'a> Writer<'a> {
                 let Value::List(items) = value else {
                     return self.invalid(parent, field, ty);
                 };
+                let store: &'a Store = self.store;
+                let items = store.list(*items);
+                // Items of a built-in scalar or custom scalar type: a valid one is
+                // written here, with no call or path entry of its own.
+                let scalars = matches!(**inner, Type::Named(_) | Type::NonNullNamed(_))
+                    && leaf.child.is_none()
+                    && leaf.enum_values.is_none();
                 self.out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
                         self.out.push(b',');
+                    }
+                    if scalars && !matches!(item, Value::Null) && leaf.scalar.fits(item, store) {
+                        write_scalar(&mut self.out, item, store, self.keys);
+                        continue;
                     }
                     self.path.push(PathRef::Index(i));
                     let start = self.out.len();
@@ -589,7 +605,7 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
         Value::Int(i) => serde_json::to_writer(out, i).expect("writing into a Vec cannot fail"),
         Value::UInt(u) => serde_json::to_writer(out, u).expect("writing into a Vec cannot fail"),
         Value::Float(f) => serde_json::to_writer(out, f).expect("writing into a Vec cannot fail"),
-        Value::String(s) => write_str(out, s),
+        Value::String(s) => write_str(out, store.string(*s)),
         // Number text as the subgraph sent it (checked against JSON's grammar).
         Value::RawNum(r) => out.extend_from_slice(store.raw(*r)),
         // Escape-free JSON string content as the subgraph sent it: copied as it is.
@@ -601,7 +617,7 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
         // Custom scalars may be lists; objects are written without a shape.
         Value::List(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in store.list(*items).iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }

@@ -317,7 +317,9 @@ pub async fn handle<T: Transport>(
         (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    response(status, media, outcome.into_body())
+    // A big body's buffer goes back to the executor's pool once sent.
+    let body = crate::executor::response::buffers::into_bytes(outcome.into_body());
+    response(status, media, body)
 }
 
 /// Content types a browser sends cross-origin without a CORS preflight.
