@@ -226,7 +226,9 @@ mod tests {
         assert_eq!(&clone[..], b"{\"data\":{}}");
         assert_eq!(POOL.kept(), 0, "still in use");
         drop(clone);
-        assert_eq!(POOL.take(MIN_KEPT_BYTES).as_ptr(), address, "given back");
+        let back = POOL.take(MIN_KEPT_BYTES);
+        assert_eq!(back.as_ptr(), address, "given back");
+        drop(back);
         let small = into_bytes_for(&POOL, b"{}".to_vec());
         assert_eq!(&small[..], b"{}");
         drop(small);
