@@ -5,7 +5,7 @@
 //! response. Lists and objects go through the store's parse stacks, so each is
 //! allocated once at its final size.
 
-use super::keys::KeyTable;
+use super::keys::{KeyId, KeyTable};
 use super::store::{Object, RawStr, Source, Store, Value};
 use std::cell::Cell;
 use std::fmt;
@@ -81,6 +81,15 @@ struct Reader<'a, 'de> {
     failure: Cell<Option<ParseError>>,
 }
 
+/// Where [`Reader::value`] stores what it reads.
+#[derive(Clone, Copy)]
+enum Dest {
+    /// On the parse stack's items (a list's, or one taken off again).
+    Item,
+    /// On the parse stack's fields, under this key.
+    Field(KeyId),
+}
+
 /// A string token: a range of the body, or decoded into the reader's scratch text when
 /// it had escapes.
 enum Str {
@@ -103,7 +112,7 @@ impl<'de> Reader<'_, 'de> {
             loop {
                 let key = self.key()?;
                 match self.str_text(&key) {
-                    "data" => response.data = Some(self.value()?),
+                    "data" => response.data = Some(self.value_here()?),
                     "errors" => {
                         self.skip_ws();
                         let start = self.pos;
@@ -124,30 +133,71 @@ impl<'de> Reader<'_, 'de> {
         Ok(response)
     }
 
-    fn value(&mut self) -> Parsed<Value> {
+    /// A value, returned (for the few not stored in a list or under a known key).
+    fn value_here(&mut self) -> Parsed<Value> {
+        let mark = self.store.items.len();
+        self.value(Dest::Item)?;
+        let value = self.store.items.pop();
+        debug_assert_eq!(self.store.items.len(), mark);
+        Ok(value.unwrap_or(Value::Null))
+    }
+
+    /// A value, stored at `to` where it is made: a `Value` returned through memory
+    /// (written in pieces, read back whole) stalled store forwarding on every item.
+    fn value(&mut self, to: Dest) -> Parsed<()> {
         self.skip_ws();
         match self.peek() {
-            Some(b'{') => self.object(),
-            Some(b'[') => self.list(),
+            Some(b'{') => {
+                let object = self.object()?;
+                self.put(to, object);
+            }
+            Some(b'[') => {
+                let list = self.list()?;
+                self.put(to, list);
+            }
             Some(b'"') => match self.string()? {
-                Str::Raw(start, end) => Ok(Value::RawStr(self.raw(start, end)?)),
+                Str::Raw(start, end) => {
+                    let raw = self.raw(start, end)?;
+                    self.put(to, Value::RawStr(raw));
+                }
                 Str::Scratch => {
                     let at = self.pos;
-                    self.store
+                    let text = self
+                        .store
                         .add_string(&self.scratch)
-                        .map_err(|_| self.error_at("more than 4 GiB of decoded text", at))
+                        .map_err(|_| self.error_at("more than 4 GiB of decoded text", at))?;
+                    self.put(to, text);
                 }
             },
-            Some(b't') => self.literal(b"true", Value::Bool(true)),
-            Some(b'f') => self.literal(b"false", Value::Bool(false)),
-            Some(b'n') => self.literal(b"null", Value::Null),
+            Some(b't') => {
+                self.literal(b"true")?;
+                self.put(to, Value::Bool(true));
+            }
+            Some(b'f') => {
+                self.literal(b"false")?;
+                self.put(to, Value::Bool(false));
+            }
+            Some(b'n') => {
+                self.literal(b"null")?;
+                self.put(to, Value::Null);
+            }
             Some(b'-' | b'0'..=b'9') => {
                 let start = self.pos;
                 self.number()?;
-                Ok(Value::RawNum(self.raw(start, self.pos)?))
+                let raw = self.raw(start, self.pos)?;
+                self.put(to, Value::RawNum(raw));
             }
-            Some(_) => Err(self.error("expected a JSON value")),
-            None => Err(self.error("unexpected end of input")),
+            Some(_) => return Err(self.error("expected a JSON value")),
+            None => return Err(self.error("unexpected end of input")),
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn put(&mut self, to: Dest, value: Value) {
+        match to {
+            Dest::Item => self.store.items.push(value),
+            Dest::Field(key) => self.store.fields.push((key, value)),
         }
     }
 
@@ -173,8 +223,7 @@ impl<'de> Reader<'_, 'de> {
             return Ok(());
         }
         loop {
-            let item = self.value()?;
-            self.store.items.push(item);
+            self.value(Dest::Item)?;
             self.skip_ws();
             match self.next() {
                 Some(b',') => {}
@@ -210,13 +259,10 @@ impl<'de> Reader<'_, 'de> {
             // Resolved before the value is read: reading it may reuse the scratch text.
             let name = self.str_text(&key);
             match self.keys.get(name) {
-                Some(id) => {
-                    let value = self.value()?;
-                    self.store.fields.push((id, value));
-                }
+                Some(id) => self.value(Dest::Field(id))?,
                 None => {
                     let name: Box<str> = name.into();
-                    let value = self.value()?;
+                    let value = self.value_here()?;
                     extra.push((name, value));
                 }
             }
@@ -290,9 +336,9 @@ impl<'de> Reader<'_, 'de> {
             }
             Some(b'"') => self.string().map(drop),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b't') => self.literal(b"true", ()),
-            Some(b'f') => self.literal(b"false", ()),
-            Some(b'n') => self.literal(b"null", ()),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
             Some(_) => Err(self.error("expected a JSON value")),
             None => Err(self.error("unexpected end of input")),
         }
@@ -461,12 +507,12 @@ impl<'de> Reader<'_, 'de> {
         Ok(end)
     }
 
-    fn literal<T>(&mut self, word: &[u8], value: T) -> Parsed<T> {
+    fn literal(&mut self, word: &[u8]) -> Parsed<()> {
         if !self.bytes[self.pos..].starts_with(word) {
             return Err(self.error("expected a JSON value"));
         }
         self.pos += word.len();
-        Ok(value)
+        Ok(())
     }
 
     fn raw(&self, start: usize, end: usize) -> Parsed<RawStr> {

@@ -112,9 +112,7 @@ impl Scalar {
             Self::Int => match v {
                 Value::Int(i) => i32::try_from(*i).is_ok(),
                 Value::UInt(u) => i32::try_from(*u).is_ok(),
-                Value::RawNum(r) => {
-                    raw_integer(store.raw(*r)).is_some_and(|i| i32::try_from(i).is_ok())
-                }
+                Value::RawNum(r) => raw_fits_i32(store.raw(*r)),
                 _ => false,
             },
             Self::Float => matches!(
@@ -131,6 +129,26 @@ impl Scalar {
             Self::Other => true,
         }
     }
+}
+
+/// Whether JSON number text is an integer within `i32` (a GraphQL `Int`), without
+/// working out its value when it has at most nine digits.
+fn raw_fits_i32(text: &[u8]) -> bool {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+        // JSON has no leading zeros: eleven digits are past `i32` for sure.
+        return false;
+    }
+    if digits.len() < 10 {
+        return true;
+    }
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    n <= if negative { 1 << 31 } else { (1 << 31) - 1 }
 }
 
 /// The value of JSON number text without a fraction or exponent, within `i64::MIN ..=
@@ -645,7 +663,32 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
 
 #[cfg(test)]
 mod tests {
-    use super::raw_integer;
+    use super::{raw_fits_i32, raw_integer};
+
+    #[test]
+    fn int_range_is_checked_on_number_text() {
+        let cases: &[(&str, bool)] = &[
+            ("0", true),
+            ("-0", true),
+            ("7", true),
+            ("999999999", true),
+            ("-999999999", true),
+            ("2147483647", true),
+            ("2147483648", false),
+            ("-2147483648", true),
+            ("-2147483649", false),
+            ("9999999999", false),
+            ("12345678901", false),
+            ("1.0", false),
+            ("1e2", false),
+        ];
+        assert!(!raw_fits_i32(b"-"));
+        for (text, fits) in cases {
+            assert_eq!(raw_fits_i32(text.as_bytes()), *fits, "{text}");
+            let by_value = raw_integer(text.as_bytes()).is_some_and(|i| i32::try_from(i).is_ok());
+            assert_eq!(by_value, *fits, "{text} as a value");
+        }
+    }
 
     #[test]
     fn integers_are_read_from_number_text() {
