@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 /// Smaller buffers come from the allocator, which keeps such sizes warm itself.
 pub const MIN_KEPT_BYTES: usize = 256 * 1024;
 /// Buffers each pool keeps at most.
-pub const MAX_KEPT: usize = 8;
+pub const MAX_KEPT: usize = 4;
 /// Bytes each pool keeps at most (a larger buffer is freed when given back).
-pub const MAX_KEPT_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 /// A buffer kept longer than this without being taken is freed.
 pub const IDLE: Duration = Duration::from_secs(10);
 

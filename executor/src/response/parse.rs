@@ -493,6 +493,15 @@ impl<'de> Reader<'_, 'de> {
     }
 
     fn digits(&self, mut i: usize) -> usize {
+        // Eight bytes at a time: numbers are a good part of a big response.
+        while let Some(chunk) = self.bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("a slice of eight bytes"));
+            let run = leading_digits(word);
+            i += run;
+            if run < 8 {
+                return i;
+            }
+        }
         while self.bytes.get(i).is_some_and(u8::is_ascii_digit) {
             i += 1;
         }
@@ -566,6 +575,18 @@ impl<'de> Reader<'_, 'de> {
         self.failure.set(Some(ParseError { what, at }));
         Failed
     }
+}
+
+/// How many of the eight bytes, from the first, are ASCII digits.
+fn leading_digits(word: u64) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A digit becomes 0..=9; adding 0x76 sets the high bit of anything above 9. A carry
+    // out of a byte only comes from one that is not a digit, so it can only mark bytes
+    // after the first non-digit, which are not counted anyway.
+    let x = word ^ (ONES * u64::from(b'0'));
+    let not_digit = (x | x.wrapping_add(ONES * 0x76)) & HIGH;
+    (not_digit.trailing_zeros() / 8) as usize
 }
 
 /// Whether any of the eight bytes is a quote, a backslash or a control character.
@@ -764,6 +785,76 @@ mod tests {
             parse(&deep(600)).expect_err("too deep").to_string(),
             "nested deeper than 512 levels at byte 520"
         );
+    }
+
+    #[test]
+    fn raw_values_are_written_as_sent_near_and_far_from_the_end() {
+        for len in [0, 1, 5, 29, 30, 31, 32, 33, 70] {
+            let s = "s".repeat(len);
+            let n = "9".repeat(len.max(1));
+            // Strings and numbers last in the body (no full window after them) and not.
+            for text in [
+                format!(r#"{{"data":{{"a":["{s}",{n}],"b":["{s}",{n}]}}}}"#),
+                format!(r#"{{"data":{{"b":1,"a":["{s}",{n}]}}}}"#),
+            ] {
+                let keys = keys();
+                let mut store = Store::with_root();
+                let body = Bytes::copy_from_slice(text.as_bytes());
+                let source = store.keep(&body);
+                let text = std::str::from_utf8(&body).expect("UTF-8");
+                let data = response(text, source, &mut store, &keys)
+                    .expect("valid")
+                    .data
+                    .expect("data");
+                let Value::Object(id) = data else {
+                    panic!("an object")
+                };
+                let Some(Value::List(items)) = store.object(id).get(keys.get("a").expect("a"))
+                else {
+                    panic!("a list")
+                };
+                let mut out = b"x".to_vec();
+                for item in store.list(*items) {
+                    match item {
+                        Value::RawStr(r) => store.write_raw(&mut out, *r, true),
+                        Value::RawNum(r) => store.write_raw(&mut out, *r, false),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                assert_eq!(
+                    String::from_utf8(out).expect("UTF-8"),
+                    format!("x\"{s}\"{n}")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn digit_runs_are_counted_eight_bytes_at_a_time() {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"01234567";
+                word[at] = byte;
+                let expected = if byte.is_ascii_digit() { 8 } else { at };
+                assert_eq!(
+                    leading_digits(u64::from_le_bytes(word)),
+                    expected,
+                    "{byte:#x} at {at}"
+                );
+            }
+        }
+        for number in [
+            "1234567890123456789.25e+10",
+            "-0.000000001",
+            "98765432101234567",
+        ] {
+            let text = format!(r#"{{"data":{{"a":{number}}}}}"#);
+            let expected: Json = serde_json::from_str(&text).expect("valid");
+            assert_eq!(
+                parse(&text).expect("valid").0,
+                Some(expected["data"].clone())
+            );
+        }
     }
 
     #[test]

@@ -120,6 +120,39 @@ impl Store {
         &self.buffers[s.buf as usize][start..start + s.len as usize]
     }
 
+    /// Appends a raw string (with its quotes, `quoted`) or number as the subgraph
+    /// wrote it. A short one is one fixed-size copy from the body, not a `memcpy`
+    /// call: a big response is some 250,000 short strings and numbers.
+    pub fn write_raw(&self, out: &mut Vec<u8>, s: RawStr, quoted: bool) {
+        const WINDOW: usize = 32;
+        let body = &self.buffers[s.buf as usize];
+        let (mut start, mut len) = (s.start as usize, s.len as usize);
+        if quoted {
+            // The reader makes raw strings of text between quotes: take them along.
+            let around = start > 0
+                && body.get(start - 1) == Some(&b'"')
+                && body.get(start + len) == Some(&b'"');
+            if !around {
+                out.push(b'"');
+                out.extend_from_slice(&body[start..start + len]);
+                out.push(b'"');
+                return;
+            }
+            start -= 1;
+            len += 2;
+        }
+        if len <= WINDOW
+            && let Some(window) = body
+                .get(start..)
+                .and_then(|rest| rest.first_chunk::<WINDOW>())
+        {
+            out.extend_from_slice(window);
+            out.truncate(out.len() - (WINDOW - len));
+            return;
+        }
+        out.extend_from_slice(&body[start..start + len]);
+    }
+
     /// The items of a list value.
     pub fn list(&self, items: Span) -> &[Value] {
         &self.lists[items.range()]

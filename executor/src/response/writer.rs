@@ -625,13 +625,9 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
         Value::Float(f) => serde_json::to_writer(out, f).expect("writing into a Vec cannot fail"),
         Value::String(s) => write_str(out, store.string(*s)),
         // Number text as the subgraph sent it (checked against JSON's grammar).
-        Value::RawNum(r) => out.extend_from_slice(store.raw(*r)),
+        Value::RawNum(r) => store.write_raw(out, *r, false),
         // Escape-free JSON string content as the subgraph sent it: copied as it is.
-        Value::RawStr(r) => {
-            out.push(b'"');
-            out.extend_from_slice(store.raw(*r));
-            out.push(b'"');
-        }
+        Value::RawStr(r) => store.write_raw(out, *r, true),
         // Custom scalars may be lists; objects are written without a shape.
         Value::List(items) => {
             out.push(b'[');
