@@ -1,7 +1,7 @@
 //! One fetch: build the request body (representations deduplicated), then merge the
 //! subgraph's response into the store and remap its errors to client paths.
 
-use crate::response::store::ObjId;
+use crate::response::store::{ObjId, Span};
 use crate::response::writer::{PathSeg, ResponseError, write_scalar, write_str};
 use crate::response::{KeyId, KeyTable, Store, Value};
 use apollo_compiler::response::JsonMap;
@@ -320,7 +320,7 @@ fn collect_value_with_ancestors(
         }
         (Value::List(items), Some(PathElem::List)) => {
             at[consumed] = None;
-            for item in items {
+            for item in store.list(*items) {
                 collect_value_with_ancestors(store, keys, item, path, consumed + 1, at, visit);
             }
         }
@@ -414,7 +414,7 @@ fn write_input_value(store: &Store, keys: &KeyTable, v: &Value, sub: &SelTree, o
         }
         Value::List(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in store.list(*items).iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
@@ -467,7 +467,7 @@ fn collect_value(
     match (v, path.first()) {
         (Value::Object(id), _) => collect_objects(store, keys, *id, path, out),
         (Value::List(items), Some(PathElem::List)) => {
-            for item in items {
+            for item in store.list(*items) {
                 collect_value(store, keys, item, &path[1..], out);
             }
         }
@@ -500,7 +500,7 @@ fn object_paths(store: &Store, keys: &KeyTable, path: &[PathElem]) -> Vec<(ObjId
                 }
             }
             (Value::List(items), Some(PathElem::List)) => {
-                for (i, item) in items.iter().enumerate() {
+                for (i, item) in store.list(*items).iter().enumerate() {
                     cur.push(PathSeg::Index(i));
                     walk(store, keys, item, &path[1..], cur, out);
                     cur.pop();
@@ -617,7 +617,7 @@ fn write_rep_value(
         }
         Value::List(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in store.list(*items).iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
@@ -721,13 +721,7 @@ pub(super) fn merge(
                 Some(std::mem::replace(v, Value::Null))
             });
             if let Some(Value::List(items)) = entities {
-                for (item, targets) in items.iter().zip(&prepared.targets) {
-                    if let Value::Object(src) = item {
-                        for target in targets {
-                            store.merge_object(*target, *src);
-                        }
-                    }
-                }
+                merge_entities(store, items, &prepared.targets);
             }
             for (i, start) in prepared.aliases.iter().enumerate() {
                 let end = prepared.aliases.get(i + 1).copied();
@@ -738,13 +732,7 @@ pub(super) fn merge(
                     Some(std::mem::replace(v, Value::Null))
                 });
                 if let Some(Value::List(items)) = items {
-                    for (item, targets) in items.iter().zip(targets) {
-                        if let Value::Object(src) = item {
-                            for target in targets {
-                                store.merge_object(*target, *src);
-                            }
-                        }
-                    }
+                    merge_entities(store, items, targets);
                 }
             }
         }
@@ -755,6 +743,17 @@ pub(super) fn merge(
     }
 }
 
+/// Each `_entities` result into the objects its representation came from.
+fn merge_entities(store: &mut Store, items: Span, targets: &[Vec<ObjId>]) {
+    for (i, targets) in targets.iter().enumerate().take(items.len()) {
+        if let Value::Object(src) = store.list(items)[i] {
+            for target in targets {
+                store.merge_object(*target, src);
+            }
+        }
+    }
+}
+
 /// Store the fields the request aliased under their response keys again (the parsed
 /// response is a fresh tree: no object is shared).
 fn unalias(store: &mut Store, obj: ObjId, renames: &[(KeyId, KeyId)]) {
@@ -762,7 +761,7 @@ fn unalias(store: &mut Store, obj: ObjId, renames: &[(KeyId, KeyId)]) {
     let mut kept: Vec<(KeyId, Value)> = Vec::with_capacity(fields.len());
     let mut nested = Vec::new();
     for (key, value) in fields {
-        collect_nested(&value, &mut nested);
+        collect_nested(store, &value, &mut nested);
         let key = renames
             .iter()
             .find(|(alias, _)| *alias == key)
@@ -779,10 +778,13 @@ fn unalias(store: &mut Store, obj: ObjId, renames: &[(KeyId, KeyId)]) {
     }
 }
 
-fn collect_nested(v: &Value, out: &mut Vec<ObjId>) {
+fn collect_nested(store: &Store, v: &Value, out: &mut Vec<ObjId>) {
     match v {
         Value::Object(id) => out.push(*id),
-        Value::List(items) => items.iter().for_each(|i| collect_nested(i, out)),
+        Value::List(items) => store
+            .list(*items)
+            .iter()
+            .for_each(|i| collect_nested(store, i, out)),
         _ => {}
     }
 }

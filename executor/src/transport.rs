@@ -391,7 +391,8 @@ where
     if announced.is_some_and(|n| n > max) {
         return Err(too_large());
     }
-    let mut buf = bytes::BytesMut::with_capacity(announced.unwrap_or(8 * 1024));
+    // A big body goes into a buffer an earlier one left (see `response::buffers`).
+    let mut buf = crate::response::buffers::BYTES.take(announced.unwrap_or(8 * 1024));
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             let e: tower_http::BoxError = e.into();
@@ -404,7 +405,7 @@ where
             buf.extend_from_slice(&data);
         }
     }
-    Ok(buf.freeze())
+    Ok(crate::response::buffers::into_bytes(buf))
 }
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.

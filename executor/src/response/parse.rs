@@ -5,14 +5,15 @@
 //! response. Lists and objects go through the store's parse stacks, so each is
 //! allocated once at its final size.
 
-use super::keys::KeyTable;
+use super::keys::{KeyId, KeyTable};
 use super::store::{Object, RawStr, Source, Store, Value};
+use std::cell::Cell;
 use std::fmt;
 
 /// Deeper nesting is refused rather than risking the stack.
 const MAX_DEPTH: u32 = 512;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParseError {
     what: &'static str,
     at: usize,
@@ -25,6 +26,14 @@ impl fmt::Display for ParseError {
 }
 
 impl std::error::Error for ParseError {}
+
+/// A parse failed; the reader holds the [`ParseError`]. Keeps results small enough to
+/// come back in registers: a `Value` returned through memory (written in pieces, read
+/// back whole) stalled store forwarding on every list item.
+#[derive(Debug)]
+struct Failed;
+
+type Parsed<T> = Result<T, Failed>;
 
 /// A GraphQL response: its `data` in the store and the text of its `errors`, if any.
 pub struct Response<'de> {
@@ -47,8 +56,15 @@ pub fn response<'de>(
         store,
         keys,
         source,
+        scratch: String::new(),
+        failure: Cell::new(None),
     };
-    reader.response()
+    reader.response().map_err(|Failed| {
+        reader.failure.get().unwrap_or(ParseError {
+            what: "invalid JSON",
+            at: reader.pos,
+        })
+    })
 }
 
 struct Reader<'a, 'de> {
@@ -59,16 +75,30 @@ struct Reader<'a, 'de> {
     store: &'a mut Store,
     keys: &'a KeyTable,
     source: Source<'de>,
+    /// The last string with escapes, decoded.
+    scratch: String,
+    /// Why the parse failed, once it has.
+    failure: Cell<Option<ParseError>>,
 }
 
-/// A string token: a range of the body, or decoded when it had escapes.
+/// Where [`Reader::value`] stores what it reads.
+#[derive(Clone, Copy)]
+enum Dest {
+    /// On the parse stack's items (a list's, or one taken off again).
+    Item,
+    /// On the parse stack's fields, under this key.
+    Field(KeyId),
+}
+
+/// A string token: a range of the body, or decoded into the reader's scratch text when
+/// it had escapes.
 enum Str {
     Raw(usize, usize),
-    Owned(String),
+    Scratch,
 }
 
 impl<'de> Reader<'_, 'de> {
-    fn response(&mut self) -> Result<Response<'de>, ParseError> {
+    fn response(&mut self) -> Parsed<Response<'de>> {
         let mut response = Response {
             data: None,
             errors: None,
@@ -82,7 +112,7 @@ impl<'de> Reader<'_, 'de> {
             loop {
                 let key = self.key()?;
                 match self.str_text(&key) {
-                    "data" => response.data = Some(self.value()?),
+                    "data" => response.data = Some(self.value_here()?),
                     "errors" => {
                         self.skip_ws();
                         let start = self.pos;
@@ -103,29 +133,75 @@ impl<'de> Reader<'_, 'de> {
         Ok(response)
     }
 
-    fn value(&mut self) -> Result<Value, ParseError> {
+    /// A value, returned (for the few not stored in a list or under a known key).
+    fn value_here(&mut self) -> Parsed<Value> {
+        let mark = self.store.items.len();
+        self.value(Dest::Item)?;
+        let value = self.store.items.pop();
+        debug_assert_eq!(self.store.items.len(), mark);
+        Ok(value.unwrap_or(Value::Null))
+    }
+
+    /// A value, stored at `to` where it is made: a `Value` returned through memory
+    /// (written in pieces, read back whole) stalled store forwarding on every item.
+    fn value(&mut self, to: Dest) -> Parsed<()> {
         self.skip_ws();
         match self.peek() {
-            Some(b'{') => self.object(),
-            Some(b'[') => self.list(),
-            Some(b'"') => Ok(match self.string()? {
-                Str::Raw(start, end) => Value::RawStr(self.raw(start, end)?),
-                Str::Owned(s) => Value::String(s.into_boxed_str()),
-            }),
-            Some(b't') => self.literal(b"true", Value::Bool(true)),
-            Some(b'f') => self.literal(b"false", Value::Bool(false)),
-            Some(b'n') => self.literal(b"null", Value::Null),
+            Some(b'{') => {
+                let object = self.object()?;
+                self.put(to, object);
+            }
+            Some(b'[') => {
+                let list = self.list()?;
+                self.put(to, list);
+            }
+            Some(b'"') => match self.string()? {
+                Str::Raw(start, end) => {
+                    let raw = self.raw(start, end)?;
+                    self.put(to, Value::RawStr(raw));
+                }
+                Str::Scratch => {
+                    let at = self.pos;
+                    let text = self
+                        .store
+                        .add_string(&self.scratch)
+                        .map_err(|_| self.error_at("more than 4 GiB of decoded text", at))?;
+                    self.put(to, text);
+                }
+            },
+            Some(b't') => {
+                self.literal(b"true")?;
+                self.put(to, Value::Bool(true));
+            }
+            Some(b'f') => {
+                self.literal(b"false")?;
+                self.put(to, Value::Bool(false));
+            }
+            Some(b'n') => {
+                self.literal(b"null")?;
+                self.put(to, Value::Null);
+            }
             Some(b'-' | b'0'..=b'9') => {
                 let start = self.pos;
                 self.number()?;
-                Ok(Value::RawNum(self.raw(start, self.pos)?))
+                let raw = self.raw(start, self.pos)?;
+                self.put(to, Value::RawNum(raw));
             }
-            Some(_) => Err(self.error("expected a JSON value")),
-            None => Err(self.error("unexpected end of input")),
+            Some(_) => return Err(self.error("expected a JSON value")),
+            None => return Err(self.error("unexpected end of input")),
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn put(&mut self, to: Dest, value: Value) {
+        match to {
+            Dest::Item => self.store.items.push(value),
+            Dest::Field(key) => self.store.fields.push((key, value)),
         }
     }
 
-    fn list(&mut self) -> Result<Value, ParseError> {
+    fn list(&mut self) -> Parsed<Value> {
         self.enter()?;
         let mark = self.store.items.len();
         let read = self.list_items();
@@ -134,20 +210,20 @@ impl<'de> Reader<'_, 'de> {
             self.store.items.truncate(mark);
             return Err(e);
         }
-        // One copy of the tail into an allocation of exactly its size.
-        Ok(Value::List(
-            self.store.items.split_off(mark).into_boxed_slice(),
-        ))
+        // One copy of the items into the list arena.
+        let at = self.pos;
+        self.store
+            .list_from_stack(mark)
+            .map_err(|_| self.error_at("more than 2^32 list items", at))
     }
 
-    fn list_items(&mut self) -> Result<(), ParseError> {
+    fn list_items(&mut self) -> Parsed<()> {
         self.skip_ws();
         if self.eat(b']') {
             return Ok(());
         }
         loop {
-            let item = self.value()?;
-            self.store.items.push(item);
+            self.value(Dest::Item)?;
             self.skip_ws();
             match self.next() {
                 Some(b',') => {}
@@ -157,7 +233,7 @@ impl<'de> Reader<'_, 'de> {
         }
     }
 
-    fn object(&mut self) -> Result<Value, ParseError> {
+    fn object(&mut self) -> Parsed<Value> {
         self.enter()?;
         let mark = self.store.fields.len();
         let mut extra = Vec::new();
@@ -173,18 +249,22 @@ impl<'de> Reader<'_, 'de> {
 
     /// Keys the plan knows go to `fields` by id; others (inside custom scalars) are
     /// kept by name in `extra`.
-    fn members(&mut self, extra: &mut Vec<(Box<str>, Value)>) -> Result<(), ParseError> {
+    fn members(&mut self, extra: &mut Vec<(Box<str>, Value)>) -> Parsed<()> {
         self.skip_ws();
         if self.eat(b'}') {
             return Ok(());
         }
         loop {
             let key = self.key()?;
-            let value = self.value()?;
+            // Resolved before the value is read: reading it may reuse the scratch text.
             let name = self.str_text(&key);
             match self.keys.get(name) {
-                Some(id) => self.store.fields.push((id, value)),
-                None => extra.push((name.into(), value)),
+                Some(id) => self.value(Dest::Field(id))?,
+                None => {
+                    let name: Box<str> = name.into();
+                    let value = self.value_here()?;
+                    extra.push((name, value));
+                }
             }
             if self.after_member()? {
                 return Ok(());
@@ -193,7 +273,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// `"key":`
-    fn key(&mut self) -> Result<Str, ParseError> {
+    fn key(&mut self) -> Parsed<Str> {
         self.skip_ws();
         match self.peek() {
             Some(b'"') => {}
@@ -209,7 +289,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// After an object member: `true` at the closing brace, `false` after a comma.
-    fn after_member(&mut self) -> Result<bool, ParseError> {
+    fn after_member(&mut self) -> Parsed<bool> {
         self.skip_ws();
         match self.next() {
             Some(b',') => Ok(false),
@@ -219,7 +299,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// A value checked and passed over without storing it.
-    fn skip_value(&mut self) -> Result<(), ParseError> {
+    fn skip_value(&mut self) -> Parsed<()> {
         self.skip_ws();
         match self.peek() {
             Some(b'{') => {
@@ -256,16 +336,16 @@ impl<'de> Reader<'_, 'de> {
             }
             Some(b'"') => self.string().map(drop),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            Some(b't') => self.literal(b"true", ()),
-            Some(b'f') => self.literal(b"false", ()),
-            Some(b'n') => self.literal(b"null", ()),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
             Some(_) => Err(self.error("expected a JSON value")),
             None => Err(self.error("unexpected end of input")),
         }
     }
 
     /// Past the opening bracket, one level deeper.
-    fn enter(&mut self) -> Result<(), ParseError> {
+    fn enter(&mut self) -> Parsed<()> {
         if self.depth == MAX_DEPTH {
             return Err(self.error("nested deeper than 512 levels"));
         }
@@ -275,7 +355,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// A string at `pos` (its opening quote).
-    fn string(&mut self) -> Result<Str, ParseError> {
+    fn string(&mut self) -> Parsed<Str> {
         let start = self.pos + 1;
         let mut i = start;
         // Eight bytes at a time past plain text; most strings have no escapes.
@@ -303,15 +383,17 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// The rest of a string from its first escape at `i`, decoded.
-    fn escaped(&mut self, start: usize, mut i: usize) -> Result<Str, ParseError> {
+    fn escaped(&mut self, start: usize, mut i: usize) -> Parsed<Str> {
         // Cuts fall on ASCII bytes, so every slice below is whole characters.
-        let mut out = String::with_capacity(i - start + 16);
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
         out.push_str(&self.text[start..i]);
         loop {
             match self.bytes.get(i) {
                 Some(b'"') => {
                     self.pos = i + 1;
-                    return Ok(Str::Owned(out));
+                    self.scratch = out;
+                    return Ok(Str::Scratch);
                 }
                 Some(b'\\') => {
                     let c = match self.bytes.get(i + 1) {
@@ -354,7 +436,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// `\uXXXX` at `i`, or a surrogate pair of two: the character and the escape's length.
-    fn unicode_escape(&self, i: usize) -> Result<(char, usize), ParseError> {
+    fn unicode_escape(&self, i: usize) -> Parsed<(char, usize)> {
         let high = self.hex4(i + 2)?;
         if !(0xD800..0xE000).contains(&high) {
             let c = char::from_u32(high).expect("not a surrogate, so a character");
@@ -372,7 +454,7 @@ impl<'de> Reader<'_, 'de> {
         Ok((c, 12))
     }
 
-    fn hex4(&self, at: usize) -> Result<u32, ParseError> {
+    fn hex4(&self, at: usize) -> Parsed<u32> {
         let digits = self
             .bytes
             .get(at..at + 4)
@@ -386,7 +468,7 @@ impl<'de> Reader<'_, 'de> {
     }
 
     /// A number at `pos`, checked against JSON's grammar and passed over.
-    fn number(&mut self) -> Result<(), ParseError> {
+    fn number(&mut self) -> Parsed<()> {
         let mut i = self.pos;
         if self.bytes.get(i) == Some(&b'-') {
             i += 1;
@@ -411,13 +493,22 @@ impl<'de> Reader<'_, 'de> {
     }
 
     fn digits(&self, mut i: usize) -> usize {
+        // Eight bytes at a time: numbers are a good part of a big response.
+        while let Some(chunk) = self.bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(chunk.try_into().expect("a slice of eight bytes"));
+            let run = leading_digits(word);
+            i += run;
+            if run < 8 {
+                return i;
+            }
+        }
         while self.bytes.get(i).is_some_and(u8::is_ascii_digit) {
             i += 1;
         }
         i
     }
 
-    fn some_digits(&self, i: usize) -> Result<usize, ParseError> {
+    fn some_digits(&self, i: usize) -> Parsed<usize> {
         let end = self.digits(i);
         if end == i {
             return Err(self.error_at("invalid number", i));
@@ -425,15 +516,15 @@ impl<'de> Reader<'_, 'de> {
         Ok(end)
     }
 
-    fn literal<T>(&mut self, word: &[u8], value: T) -> Result<T, ParseError> {
+    fn literal(&mut self, word: &[u8]) -> Parsed<()> {
         if !self.bytes[self.pos..].starts_with(word) {
             return Err(self.error("expected a JSON value"));
         }
         self.pos += word.len();
-        Ok(value)
+        Ok(())
     }
 
-    fn raw(&self, start: usize, end: usize) -> Result<RawStr, ParseError> {
+    fn raw(&self, start: usize, end: usize) -> Parsed<RawStr> {
         self.source
             .at(start, end - start)
             .ok_or_else(|| self.error_at("value beyond 4 GiB", start))
@@ -442,7 +533,7 @@ impl<'de> Reader<'_, 'de> {
     fn str_text<'s>(&'s self, s: &'s Str) -> &'s str {
         match s {
             Str::Raw(start, end) => &self.text[*start..*end],
-            Str::Owned(s) => s,
+            Str::Scratch => &self.scratch,
         }
     }
 
@@ -468,21 +559,34 @@ impl<'de> Reader<'_, 'de> {
         hit
     }
 
-    fn error(&self, what: &'static str) -> ParseError {
+    fn error(&self, what: &'static str) -> Failed {
         self.error_at(what, self.pos)
     }
 
     /// At the byte just consumed (or the end, when there was none).
-    fn error_before(&self, what: &'static str) -> ParseError {
+    fn error_before(&self, what: &'static str) -> Failed {
         if self.pos > self.bytes.len() {
             return self.error_at("unexpected end of input", self.bytes.len());
         }
         self.error_at(what, self.pos.saturating_sub(1))
     }
 
-    fn error_at(&self, what: &'static str, at: usize) -> ParseError {
-        ParseError { what, at }
+    fn error_at(&self, what: &'static str, at: usize) -> Failed {
+        self.failure.set(Some(ParseError { what, at }));
+        Failed
     }
+}
+
+/// How many of the eight bytes, from the first, are ASCII digits.
+fn leading_digits(word: u64) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // A digit becomes 0..=9; adding 0x76 sets the high bit of anything above 9. A carry
+    // out of a byte only comes from one that is not a digit, so it can only mark bytes
+    // after the first non-digit, which are not counted anyway.
+    let x = word ^ (ONES * u64::from(b'0'));
+    let not_digit = (x | x.wrapping_add(ONES * 0x76)) & HIGH;
+    (not_digit.trailing_zeros() / 8) as usize
 }
 
 /// Whether any of the eight bytes is a quote, a backslash or a control character.
@@ -508,7 +612,7 @@ mod tests {
         match v {
             Value::Null => Json::Null,
             Value::Bool(b) => Json::Bool(*b),
-            Value::String(s) => Json::String(s.to_string()),
+            Value::String(s) => Json::String(store.string(*s).to_string()),
             Value::RawStr(r) => Json::String(
                 std::str::from_utf8(store.raw(*r))
                     .expect("raw strings are UTF-8")
@@ -517,9 +621,13 @@ mod tests {
             Value::RawNum(r) => {
                 serde_json::from_slice(store.raw(*r)).expect("raw numbers are JSON")
             }
-            Value::List(items) => {
-                Json::Array(items.iter().map(|i| to_json(store, keys, i)).collect())
-            }
+            Value::List(items) => Json::Array(
+                store
+                    .list(*items)
+                    .iter()
+                    .map(|i| to_json(store, keys, i))
+                    .collect(),
+            ),
             Value::Object(id) => {
                 let object = store.object(*id);
                 let known = object
@@ -596,7 +704,8 @@ mod tests {
         let Some(Value::List(items)) = store.object(id).get(keys.get("a").expect("a")) else {
             panic!("a list")
         };
-        let texts: Vec<&[u8]> = items
+        let texts: Vec<&[u8]> = store
+            .list(*items)
             .iter()
             .map(|v| match v {
                 Value::RawNum(r) => store.raw(*r),
@@ -676,6 +785,76 @@ mod tests {
             parse(&deep(600)).expect_err("too deep").to_string(),
             "nested deeper than 512 levels at byte 520"
         );
+    }
+
+    #[test]
+    fn raw_values_are_written_as_sent_near_and_far_from_the_end() {
+        for len in [0, 1, 5, 29, 30, 31, 32, 33, 70] {
+            let s = "s".repeat(len);
+            let n = "9".repeat(len.max(1));
+            // Strings and numbers last in the body (no full window after them) and not.
+            for text in [
+                format!(r#"{{"data":{{"a":["{s}",{n}],"b":["{s}",{n}]}}}}"#),
+                format!(r#"{{"data":{{"b":1,"a":["{s}",{n}]}}}}"#),
+            ] {
+                let keys = keys();
+                let mut store = Store::with_root();
+                let body = Bytes::copy_from_slice(text.as_bytes());
+                let source = store.keep(&body);
+                let text = std::str::from_utf8(&body).expect("UTF-8");
+                let data = response(text, source, &mut store, &keys)
+                    .expect("valid")
+                    .data
+                    .expect("data");
+                let Value::Object(id) = data else {
+                    panic!("an object")
+                };
+                let Some(Value::List(items)) = store.object(id).get(keys.get("a").expect("a"))
+                else {
+                    panic!("a list")
+                };
+                let mut out = b"x".to_vec();
+                for item in store.list(*items) {
+                    match item {
+                        Value::RawStr(r) => store.write_raw(&mut out, *r, true),
+                        Value::RawNum(r) => store.write_raw(&mut out, *r, false),
+                        other => panic!("{other:?}"),
+                    }
+                }
+                assert_eq!(
+                    String::from_utf8(out).expect("UTF-8"),
+                    format!("x\"{s}\"{n}")
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn digit_runs_are_counted_eight_bytes_at_a_time() {
+        for byte in 0..=255u8 {
+            for at in 0..8 {
+                let mut word = *b"01234567";
+                word[at] = byte;
+                let expected = if byte.is_ascii_digit() { 8 } else { at };
+                assert_eq!(
+                    leading_digits(u64::from_le_bytes(word)),
+                    expected,
+                    "{byte:#x} at {at}"
+                );
+            }
+        }
+        for number in [
+            "1234567890123456789.25e+10",
+            "-0.000000001",
+            "98765432101234567",
+        ] {
+            let text = format!(r#"{{"data":{{"a":{number}}}}}"#);
+            let expected: Json = serde_json::from_str(&text).expect("valid");
+            assert_eq!(
+                parse(&text).expect("valid").0,
+                Some(expected["data"].clone())
+            );
+        }
     }
 
     #[test]

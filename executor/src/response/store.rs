@@ -1,9 +1,12 @@
 //! The response store: objects in one `Vec`, values inline. Subgraph responses are
-//! deserialized straight into it (serde `DeserializeSeed`), never via `serde_json::Value`.
+//! read straight into it, never via `serde_json::Value`.
 //! Strings without escapes are not copied: the store keeps the subgraph's response body
 //! and a [`RawStr`] points into it, so writing one is a copy of its bytes, with no
-//! allocation, no escaping and nothing to free.
+//! allocation, no escaping and nothing to free. List items and decoded strings live in
+//! arenas of the store, so a [`Value`] owns nothing: values are copied freely and a
+//! request's store is freed in a few large pieces, not item by item.
 
+use super::buffers::Pool;
 use super::keys::{KeyId, KeyTable};
 use bytes::Bytes;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -12,27 +15,53 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ObjId(pub u32);
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Value {
     Null,
     Bool(bool),
     Int(i64),
     UInt(u64),
     Float(f64),
-    String(Box<str>),
+    /// Decoded text (a string that had escapes): [`Store::string`].
+    String(Span),
     /// A string as it appears, between its quotes, in a kept subgraph response body: no
     /// escapes in it (the parser hands those over as owned strings), so it is valid
     /// UTF-8 and valid JSON string content as it is.
     RawStr(RawStr),
     /// A number as the subgraph wrote it (valid JSON number text), in a kept body.
     RawNum(RawStr),
-    /// Exactly as long as the list: lists never grow once parsed.
-    List(Box<[Value]>),
+    /// Its items, one run of [`Store::list`]: lists never grow once parsed.
+    List(Span),
     Object(ObjId),
 }
 
-// Every list item and field holds one: keep it three words.
-const _: () = assert!(std::mem::size_of::<Value>() == 24);
+// Every list item and field holds one: keep it two words.
+const _: () = assert!(std::mem::size_of::<Value>() == 16);
+
+/// `len` entries from `start` of one of the store's arenas (list items, decoded text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    start: u32,
+    len: u32,
+}
+
+impl Span {
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    fn range(self) -> std::ops::Range<usize> {
+        self.start as usize..self.start as usize + self.len as usize
+    }
+}
+
+/// An arena passed 2^32 entries (a response of more than 4 GiB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArenaFull;
 
 /// Where a [`Value::RawStr`] lies: `len` bytes at `start` in [`Store::buffers`]`[buf]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -61,18 +90,21 @@ pub struct Store {
     pub objects: Vec<Object>,
     /// Subgraph response bodies that [`Value::RawStr`]s point into.
     pub buffers: Vec<Bytes>,
+    /// The items of every list, each list one run ([`Value::List`]).
+    lists: Vec<Value>,
+    /// The text of decoded strings ([`Value::String`]).
+    text: String,
     /// Items and fields being parsed, nested ones on top, so that each list and object
-    /// is allocated once at its final size instead of grown (and copied) from empty.
+    /// is stored once at its final size instead of grown (and copied) from empty.
     pub(super) items: Vec<Value>,
     pub(super) fields: Vec<(KeyId, Value)>,
 }
 
 impl Store {
     pub fn with_root() -> Self {
-        Self {
-            objects: vec![Object::default()],
-            ..Self::default()
-        }
+        let mut store = Self::default();
+        store.objects.push(Object::default());
+        store
     }
 
     /// Keep `body` for the strings deserialized from it: the [`Source`] to hand the seed.
@@ -88,20 +120,105 @@ impl Store {
         &self.buffers[s.buf as usize][start..start + s.len as usize]
     }
 
+    /// Appends a raw string (with its quotes, `quoted`) or number as the subgraph
+    /// wrote it. A short one is one fixed-size copy from the body, not a `memcpy`
+    /// call: a big response is some 250,000 short strings and numbers.
+    pub fn write_raw(&self, out: &mut Vec<u8>, s: RawStr, quoted: bool) {
+        const WINDOW: usize = 32;
+        let body = &self.buffers[s.buf as usize];
+        let (mut start, mut len) = (s.start as usize, s.len as usize);
+        if quoted {
+            // The reader makes raw strings of text between quotes: take them along.
+            let around = start > 0
+                && body.get(start - 1) == Some(&b'"')
+                && body.get(start + len) == Some(&b'"');
+            if !around {
+                out.push(b'"');
+                out.extend_from_slice(&body[start..start + len]);
+                out.push(b'"');
+                return;
+            }
+            start -= 1;
+            len += 2;
+        }
+        if len <= WINDOW
+            && let Some(window) = body
+                .get(start..)
+                .and_then(|rest| rest.first_chunk::<WINDOW>())
+        {
+            out.extend_from_slice(window);
+            out.truncate(out.len() - (WINDOW - len));
+            return;
+        }
+        out.extend_from_slice(&body[start..start + len]);
+    }
+
+    /// The items of a list value.
+    pub fn list(&self, items: Span) -> &[Value] {
+        &self.lists[items.range()]
+    }
+
+    /// The text of a decoded string value.
+    pub fn string(&self, text: Span) -> &str {
+        &self.text[text.range()]
+    }
+
+    /// A decoded string's value.
+    pub fn add_string(&mut self, text: &str) -> Result<Value, ArenaFull> {
+        let span = span(self.text.len(), text.len())?;
+        self.text.push_str(text);
+        Ok(Value::String(span))
+    }
+
+    /// A list of the parse stack's items from `mark` on (taken off the stack).
+    pub(super) fn list_from_stack(&mut self, mark: usize) -> Result<Value, ArenaFull> {
+        let span = span(self.lists.len(), self.items.len() - mark);
+        let span = match span {
+            Ok(span) => span,
+            Err(full) => {
+                self.items.truncate(mark);
+                return Err(full);
+            }
+        };
+        self.reserve_lists(span.len());
+        self.lists.extend_from_slice(&self.items[mark..]);
+        self.items.truncate(mark);
+        Ok(Value::List(span))
+    }
+
+    /// A list of `items`.
+    pub fn add_list(&mut self, items: &[Value]) -> Result<Value, ArenaFull> {
+        let span = span(self.lists.len(), items.len())?;
+        self.reserve_lists(span.len());
+        self.lists.extend_from_slice(items);
+        Ok(Value::List(span))
+    }
+
+    /// Room for `more` list items; a big arena grows into a kept buffer.
+    fn reserve_lists(&mut self, more: usize) {
+        let needed = self.lists.len() + more;
+        if needed <= self.lists.capacity() {
+            return;
+        }
+        let mut grown = LISTS.take(needed.max(2 * self.lists.capacity()).max(64));
+        grown.extend_from_slice(&self.lists);
+        LISTS.give(std::mem::replace(&mut self.lists, grown));
+    }
+
     /// The bytes of a string value, owned or raw (for comparing with known names
     /// without a UTF-8 check); `None` for other values.
-    pub fn str_bytes<'s>(&'s self, v: &'s Value) -> Option<&'s [u8]> {
+    pub fn str_bytes(&self, v: &Value) -> Option<&[u8]> {
         match v {
-            Value::String(s) => Some(s.as_bytes()),
+            Value::String(s) => Some(self.string(*s).as_bytes()),
             Value::RawStr(r) => Some(self.raw(*r)),
             _ => None,
         }
     }
 
     /// The text of a string value, owned or raw; `None` for other values.
-    pub fn as_str<'s>(&'s self, v: &'s Value) -> Option<&'s str> {
+    pub fn as_str(&self, v: &Value) -> Option<&str> {
         match v {
-            Value::String(s) => Some(s),
+            Value::String(s) => Some(self.string(*s)),
             // Checked again (cheaply: such strings are mostly short type names and enum
             // values) rather than trusted unchecked.
             Value::RawStr(r) => std::str::from_utf8(self.raw(*r)).ok(),
@@ -133,7 +250,7 @@ impl Store {
         // Field by field (a deduplicated entity result may extend several objects):
         // copies of scalars and object ids, no copy of the field list.
         for i in 0..self.object(src).fields.len() {
-            let (key, value) = self.object(src).fields[i].clone();
+            let (key, value) = self.object(src).fields[i];
             self.merge_field(dst, key, value);
         }
         if !self.object(src).extra.is_empty() {
@@ -148,30 +265,48 @@ impl Store {
             self.object_mut(dst).fields.push((key, value));
             return;
         };
-        let existing = self.object(dst).fields[pos].1.clone();
+        let existing = self.object(dst).fields[pos].1;
         match (existing, value) {
             (Value::Object(a), Value::Object(b)) => self.merge_object(a, b),
-            (Value::List(a), Value::List(b)) if a.len() == b.len() => {
-                for (x, y) in a.into_iter().zip(b) {
-                    self.merge_value(x, y);
-                }
-            }
+            (Value::List(a), Value::List(b)) if a.len() == b.len() => self.merge_lists(a, b),
             (Value::Null, v) | (_, v @ Value::Null) if matches!(v, Value::Null) => {}
             (_, v) => self.object_mut(dst).fields[pos].1 = v,
+        }
+    }
+
+    fn merge_lists(&mut self, a: Span, b: Span) {
+        for i in 0..a.len().min(b.len()) {
+            let (x, y) = (self.list(a)[i], self.list(b)[i]);
+            self.merge_value(x, y);
         }
     }
 
     fn merge_value(&mut self, a: Value, b: Value) {
         match (a, b) {
             (Value::Object(a), Value::Object(b)) => self.merge_object(a, b),
-            (Value::List(a), Value::List(b)) if a.len() == b.len() => {
-                for (x, y) in a.into_iter().zip(b) {
-                    self.merge_value(x, y);
-                }
-            }
+            (Value::List(a), Value::List(b)) if a.len() == b.len() => self.merge_lists(a, b),
             _ => {}
         }
     }
+}
+
+/// List arenas of big responses, for the next ones.
+static LISTS: Pool<Value> = Pool::new();
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        LISTS.give(std::mem::take(&mut self.lists));
+    }
+}
+
+/// `len` entries at `start` of an arena, if both fit in 32 bits.
+fn span(start: usize, len: usize) -> Result<Span, ArenaFull> {
+    let end = start.checked_add(len).ok_or(ArenaFull)?;
+    u32::try_from(end).map_err(|_| ArenaFull)?;
+    Ok(Span {
+        start: start as u32,
+        len: len as u32,
+    })
 }
 
 /// A kept response body: the reader points raw strings and numbers into it.
@@ -194,6 +329,8 @@ impl Source<'_> {
         })
     }
 }
+
+const TOO_LARGE: &str = "more than 2^32 list items or bytes of text";
 
 /// Deserializes one JSON value into the store; object keys are resolved against the
 /// plan's key table and keys the plan never asked for are skipped. For JSON the gateway
@@ -238,11 +375,8 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
         Ok(Value::Float(v))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
-        Ok(Value::String(v.into()))
-    }
-    fn visit_string<E>(self, v: String) -> Result<Value, E> {
-        Ok(Value::String(v.into_boxed_str()))
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
+        self.store.add_string(v).map_err(|_| E::custom(TOO_LARGE))
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mark = self.store.items.len();
@@ -260,7 +394,9 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
                 }
             }
         }
-        Ok(Value::List(self.store.items.drain(mark..).collect()))
+        self.store
+            .list_from_stack(mark)
+            .map_err(|_| serde::de::Error::custom(TOO_LARGE))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mark = self.store.fields.len();

@@ -112,9 +112,7 @@ impl Scalar {
             Self::Int => match v {
                 Value::Int(i) => i32::try_from(*i).is_ok(),
                 Value::UInt(u) => i32::try_from(*u).is_ok(),
-                Value::RawNum(r) => {
-                    raw_integer(store.raw(*r)).is_some_and(|i| i32::try_from(i).is_ok())
-                }
+                Value::RawNum(r) => raw_fits_i32(store.raw(*r)),
                 _ => false,
             },
             Self::Float => matches!(
@@ -131,6 +129,26 @@ impl Scalar {
             Self::Other => true,
         }
     }
+}
+
+/// Whether JSON number text is an integer within `i32` (a GraphQL `Int`), without
+/// working out its value when it has at most nine digits.
+fn raw_fits_i32(text: &[u8]) -> bool {
+    let (negative, digits) = match text.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, text),
+    };
+    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+        // JSON has no leading zeros: eleven digits are past `i32` for sure.
+        return false;
+    }
+    if digits.len() < 10 {
+        return true;
+    }
+    let n = digits
+        .iter()
+        .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+    n <= if negative { 1 << 31 } else { (1 << 31) - 1 }
 }
 
 /// The value of JSON number text without a fraction or exponent, within `i64::MIN ..=
@@ -229,7 +247,12 @@ impl<'a> Writer<'a> {
     /// response is not copied over and over while it grows.
     fn reserve_for_store(&mut self) {
         let size = self.store.buffers.iter().map(|b| b.len()).sum::<usize>();
-        self.out.reserve(size.clamp(16 * 1024, 64 * 1024 * 1024));
+        let size = size.clamp(16 * 1024, 64 * 1024 * 1024);
+        if self.out.is_empty() && self.out.capacity() < size {
+            // A big one is a buffer an earlier response left (`buffers::into_bytes`
+            // gives it back once sent).
+            self.out = super::buffers::BYTES.take(size);
+        }
     }
 
     /// The path the writer is at, from the response root.
@@ -475,10 +498,21 @@ impl<'a> Writer<'a> {
                 let Value::List(items) = value else {
                     return self.invalid(parent, field, ty);
                 };
+                let store: &'a Store = self.store;
+                let items = store.list(*items);
+                // Items of a built-in scalar or custom scalar type: a valid one is
+                // written here, with no call or path entry of its own.
+                let scalars = matches!(**inner, Type::Named(_) | Type::NonNullNamed(_))
+                    && leaf.child.is_none()
+                    && leaf.enum_values.is_none();
                 self.out.push(b'[');
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
                         self.out.push(b',');
+                    }
+                    if scalars && !matches!(item, Value::Null) && leaf.scalar.fits(item, store) {
+                        write_scalar(&mut self.out, item, store, self.keys);
+                        continue;
                     }
                     self.path.push(PathRef::Index(i));
                     let start = self.out.len();
@@ -589,19 +623,15 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
         Value::Int(i) => serde_json::to_writer(out, i).expect("writing into a Vec cannot fail"),
         Value::UInt(u) => serde_json::to_writer(out, u).expect("writing into a Vec cannot fail"),
         Value::Float(f) => serde_json::to_writer(out, f).expect("writing into a Vec cannot fail"),
-        Value::String(s) => write_str(out, s),
+        Value::String(s) => write_str(out, store.string(*s)),
         // Number text as the subgraph sent it (checked against JSON's grammar).
-        Value::RawNum(r) => out.extend_from_slice(store.raw(*r)),
+        Value::RawNum(r) => store.write_raw(out, *r, false),
         // Escape-free JSON string content as the subgraph sent it: copied as it is.
-        Value::RawStr(r) => {
-            out.push(b'"');
-            out.extend_from_slice(store.raw(*r));
-            out.push(b'"');
-        }
+        Value::RawStr(r) => store.write_raw(out, *r, true),
         // Custom scalars may be lists; objects are written without a shape.
         Value::List(items) => {
             out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
+            for (i, item) in store.list(*items).iter().enumerate() {
                 if i > 0 {
                     out.push(b',');
                 }
@@ -629,7 +659,32 @@ pub fn write_scalar(out: &mut Vec<u8>, v: &Value, store: &Store, keys: &KeyTable
 
 #[cfg(test)]
 mod tests {
-    use super::raw_integer;
+    use super::{raw_fits_i32, raw_integer};
+
+    #[test]
+    fn int_range_is_checked_on_number_text() {
+        let cases: &[(&str, bool)] = &[
+            ("0", true),
+            ("-0", true),
+            ("7", true),
+            ("999999999", true),
+            ("-999999999", true),
+            ("2147483647", true),
+            ("2147483648", false),
+            ("-2147483648", true),
+            ("-2147483649", false),
+            ("9999999999", false),
+            ("12345678901", false),
+            ("1.0", false),
+            ("1e2", false),
+        ];
+        assert!(!raw_fits_i32(b"-"));
+        for (text, fits) in cases {
+            assert_eq!(raw_fits_i32(text.as_bytes()), *fits, "{text}");
+            let by_value = raw_integer(text.as_bytes()).is_some_and(|i| i32::try_from(i).is_ok());
+            assert_eq!(by_value, *fits, "{text} as a value");
+        }
+    }
 
     #[test]
     fn integers_are_read_from_number_text() {

@@ -16,10 +16,10 @@ fn to_json(store: &Store, keys: &KeyTable, v: &Value) -> Json {
     match v {
         Value::Null => Json::Null,
         Value::Bool(b) => Json::Bool(*b),
-        Value::String(s) => Json::String(s.to_string()),
+        Value::String(s) => Json::String(store.string(*s).to_string()),
         Value::RawStr(r) => Json::String(String::from_utf8(store.raw(*r).to_vec()).expect("raw strings are UTF-8")),
         Value::RawNum(r) => serde_json::from_slice(store.raw(*r)).unwrap_or(Json::Null),
-        Value::List(items) => Json::Array(items.iter().map(|i| to_json(store, keys, i)).collect()),
+        Value::List(items) => Json::Array(store.list(*items).iter().map(|i| to_json(store, keys, i)).collect()),
         Value::Object(id) => {
             let object = store.object(*id);
             let known = object.fields.iter().map(|(k, v)| (keys.name(*k).to_string(), v));

@@ -352,7 +352,9 @@ pub async fn handle<T: Transport>(
         (Outcome::RequestError(_), GRAPHQL_RESPONSE) => StatusCode::BAD_REQUEST,
         _ => StatusCode::OK,
     };
-    response(status, media, outcome.into_body())
+    // A big body's buffer goes back to the executor's pool once sent.
+    let body = crate::executor::response::buffers::into_bytes(outcome.into_body());
+    response(status, media, body)
 }
 
 /// A WebSocket upgrade: authenticated like any request, then served by [`ws`].
