@@ -2,7 +2,7 @@
 //! run as pods on subgraph-0 (their schemas introspected over cluster DNS), the
 //! GraphGateway's pods run on router-0 and answer the benchmark TestQuery through their
 //! Service, a LoadTest's k6 pods run on client-0 and leave real numbers in its status (and
-//! so do a Gatling LoadTest's two segments, merged and judged as k6's), a supergraph change and a rolling restart under in-cluster load fail no request, and a
+//! so do a Gatling LoadTest's two segments, merged and judged as k6's, and a subscriptions LoadTest's fan-out), a supergraph change and a rolling restart under in-cluster load fail no request, and a
 //! gateway pod cannot use more CPU than its limit.
 //!
 //! One test walks the steps in order (each builds on the last; a failure names its step),
@@ -420,6 +420,40 @@ async fn gatling_smoke(cluster: &RealCluster, ns: &str) {
     }
 }
 
+/// `scenario: subscriptions`: k6 pods hold 20 graphql-transport-ws subscriptions to the
+/// gateway's Service for 15 s; the reviews subgraph pod emits an event every 100 ms, and
+/// each is completed across the other three subgraph pods. Every event is checked (data,
+/// no errors) and timed from its emission to its receipt.
+async fn subscriptions_smoke(cluster: &RealCluster, ns: &str) {
+    let started = Instant::now();
+    apply(
+        cluster,
+        ns,
+        "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {name: fan-out}\n\
+         spec:\n  target: {gatewayRef: {name: fed}}\n  scenario: subscriptions\n\
+         \x20 rate: 20\n  duration: 15s\n\
+         \x20 thresholds: {latency: {p99: 10s}, maxErrorPercent: 1}\n",
+    );
+    let lt = loadtest_finished(cluster, ns, "fan-out", Duration::from_secs(240)).await;
+    let status = &lt["status"];
+    println!(
+        "MEASURED subscriptions LoadTest (20 subscribers, 15 s) done in {:?}: {}",
+        started.elapsed(),
+        status["results"]
+    );
+    assert_eq!(status["phase"], "Succeeded", "{status}");
+    let results = &status["results"];
+    assert_eq!(results["failures"], 0, "every event had data: {status}");
+    // 20 subscribers × 10 events/s × 15 s, less the time subscribing takes.
+    let events = results["requests"].as_u64().expect("events");
+    assert!(
+        (2_000..=3_100).contains(&events),
+        "{events} events: {status}"
+    );
+    let passed = passed_condition(status);
+    assert_eq!(passed["status"], "True", "{passed}");
+}
+
 async fn changes_under_load(cluster: &RealCluster, ns: &str) {
     loadtest(cluster, ns, "rollout", 20, 60).await;
     loadtest_running(cluster, ns, "rollout").await;
@@ -525,6 +559,7 @@ async fn the_fleet_runs_on_real_nodes() {
     }
 
     gatling_smoke(cluster, &ns).await;
+    subscriptions_smoke(cluster, &ns).await;
     changes_under_load(cluster, &ns).await;
     cpu_limit_holds(cluster, &ns).await;
     pods_on_their_pools(&client, &ns).await;
