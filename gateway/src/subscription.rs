@@ -497,7 +497,9 @@ impl<T: Transport> Gateway<T> {
         };
         let at_start = *closing.borrow_and_update();
         let subscribed = tokio::select! {
-            s = upstream::subscribe(&upstream, body) => s,
+            // Boxed: connecting (TLS included) is a large future, and this task lives as
+            // long as the subscription.
+            s = Box::pin(upstream::subscribe(&upstream, body)) => s,
             () = tx.closed() => return end(None),
         };
         let mut events = match subscribed {
@@ -524,7 +526,7 @@ impl<T: Transport> Gateway<T> {
             tokio::select! {
                 event = events.next() => match event {
                     Some(Ok(event)) => {
-                        let executed = execute_event(&ctx, event).await;
+                        let executed = Box::pin(execute_event(&ctx, event)).await;
                         hub.metrics.events.inc();
                         let _ = tx.send(Arc::new(Event::Next(Bytes::from(executed.body))));
                     }
