@@ -155,14 +155,15 @@ pub async fn handle<T: Transport>(
         let text = gateway.render_metrics();
         return response(StatusCode::OK, prometheus::TEXT_FORMAT, text);
     }
+    let upgrade = ws::is_upgrade(&req);
     match req.uri().path() {
         "/health" | "/health/live" => {
             return response(StatusCode::OK, JSON, &b"{\"status\":\"UP\"}"[..]);
         }
         "/health/ready" => return readiness(gateway),
         path if path == gateway.config.graphql_path => {}
-        path if ws::is_upgrade(&req)
-            && gateway.config.subscriptions.websocket_path.as_deref() == Some(path) => {}
+        path if upgrade && gateway.config.subscriptions.websocket_path.as_deref() == Some(path) => {
+        }
         _ => return response(StatusCode::NOT_FOUND, JSON, error_body("not found")),
     }
     let subscriptions = &gateway.config.subscriptions;
@@ -170,7 +171,7 @@ pub async fn handle<T: Transport>(
         .websocket_path
         .as_deref()
         .unwrap_or(&gateway.config.graphql_path);
-    if ws::is_upgrade(&req) && req.uri().path() == ws_path {
+    if upgrade && req.uri().path() == ws_path {
         return websocket(gateway, req).await;
     }
     let streaming = stream::stream_kind(req.headers().get(ACCEPT));

@@ -504,26 +504,8 @@ async fn measure_running(
 ) -> anyhow::Result<Measured> {
     let pid = child.id().context("the gateway exited immediately")?;
     let url = format!("http://127.0.0.1:{port}{}", gateway.graphql_path);
-    let probe = Bytes::from_static(br#"{"query":"{ __typename }"}"#);
     let started = Instant::now();
-    client
-        .wait_ok(&url, Some(probe), cfg.start_timeout, || {
-            match child.try_wait() {
-                Ok(Some(status)) => bail!(
-                    "the gateway exited ({status}):\n{}",
-                    process::log_tail(log, 15)
-                ),
-                _ => Ok(()),
-            }
-        })
-        .await
-        .with_context(|| {
-            format!(
-                "{} did not become ready (log: {})",
-                gateway.name,
-                log.display()
-            )
-        })?;
+    wait_ready(client, child, &url, cfg.start_timeout, &gateway.name, log).await?;
     progress(format!(
         "{} / {}: ready in {:.1} s",
         scenario.name,
@@ -787,4 +769,27 @@ async fn system_info(cfg: &Config) -> System {
         placement: cfg.placement.describe(),
         cpu_limit: limit,
     }
+}
+
+/// Wait until the gateway `child` (named `name`, logging to `log`) answers a `{ __typename }`
+/// query at `url`; an error with its log's tail if it exits first.
+pub(crate) async fn wait_ready(
+    client: &crate::http::Client,
+    child: &mut Child,
+    url: &str,
+    limit: std::time::Duration,
+    name: &str,
+    log: &Path,
+) -> anyhow::Result<()> {
+    let probe = Bytes::from_static(br#"{"query":"{ __typename }"}"#);
+    client
+        .wait_ok(url, Some(probe), limit, || match child.try_wait() {
+            Ok(Some(status)) => bail!(
+                "the gateway exited ({status}):\n{}",
+                process::log_tail(log, 15)
+            ),
+            _ => Ok(()),
+        })
+        .await
+        .with_context(|| format!("{name} did not become ready (log: {})", log.display()))
 }

@@ -367,25 +367,8 @@ async fn measure_running(
 ) -> anyhow::Result<FanoutRow> {
     let pid = child.id().context("the gateway exited immediately")?;
     let http = format!("http://127.0.0.1:{port}{}", gateway.graphql_path);
-    let probe = bytes::Bytes::from_static(br#"{"query":"{ __typename }"}"#);
-    Client::new()
-        .wait_ok(&http, Some(probe), cfg.start_timeout, || {
-            match child.try_wait() {
-                Ok(Some(status)) => bail!(
-                    "the gateway exited ({status}):\n{}",
-                    process::log_tail(log, 15)
-                ),
-                _ => Ok(()),
-            }
-        })
-        .await
-        .with_context(|| {
-            format!(
-                "{} did not become ready (log: {})",
-                gateway.name,
-                log.display()
-            )
-        })?;
+    let client = Client::new();
+    crate::bench::wait_ready(&client, child, &http, cfg.start_timeout, &gateway.name, log).await?;
     let url = ws_url(&http);
     // One subscription first: its first event must be the monolith's (publishedAt
     // aside); it also warms the gateway's plan cache.
