@@ -1,5 +1,5 @@
-//! In-flight deduplication: identical concurrent subgraph requests (same URL, body
-//! bytes and forwarded headers) share one HTTP call. The first caller (the leader)
+//! In-flight deduplication: identical concurrent subgraph requests (same subgraph, URL,
+//! body bytes and forwarded headers) share one HTTP call. The first caller (the leader)
 //! registers the call; callers arriving while it runs await the same result. The
 //! entry goes away when the leader finishes or is cancelled, so nothing is cached.
 
@@ -14,9 +14,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What makes two subgraph requests interchangeable. Headers are part of it, so
-/// requests with different `Authorization` are never merged.
+/// requests with different `Authorization` are never merged; so is the subgraph's name,
+/// so two subgraphs at one URL with different TLS identities never share a call.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DedupKey {
+    subgraph: String,
     url: String,
     body: Bytes,
     /// (lower-case name, value), sorted: header order does not matter.
@@ -24,13 +26,14 @@ pub struct DedupKey {
 }
 
 impl DedupKey {
-    pub fn new(url: &str, body: &Bytes, headers: &http::HeaderMap) -> Self {
+    pub fn new(subgraph: &str, url: &str, body: &Bytes, headers: &http::HeaderMap) -> Self {
         let mut headers: Vec<(String, Vec<u8>)> = headers
             .iter()
             .map(|(n, v)| (n.as_str().to_owned(), v.as_bytes().to_vec()))
             .collect();
         headers.sort();
         Self {
+            subgraph: subgraph.to_owned(),
             url: url.to_owned(),
             body: body.clone(),
             headers,
@@ -110,12 +113,16 @@ mod tests {
     use std::time::Duration;
 
     fn key(auth: &str) -> DedupKey {
+        key_of("sg", auth)
+    }
+
+    fn key_of(subgraph: &str, auth: &str) -> DedupKey {
         let mut headers = http::HeaderMap::new();
         headers.insert(
             "authorization",
             http::HeaderValue::from_str(auth).expect("ASCII"),
         );
-        DedupKey::new("http://sg", &Bytes::from_static(b"{}"), &headers)
+        DedupKey::new(subgraph, "http://sg", &Bytes::from_static(b"{}"), &headers)
     }
 
     fn counted(
@@ -162,5 +169,18 @@ mod tests {
             assert!(r.is_ok());
         }
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn subgraphs_at_one_url_never_share() {
+        let table = InFlight::default();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let ok = Ok(Bytes::from_static(b"1"));
+        let (a, b) = tokio::join!(
+            table.run(key_of("a", "x"), counted(&calls, ok.clone())),
+            table.run(key_of("b", "x"), counted(&calls, ok.clone())),
+        );
+        assert_eq!((a, b), (ok.clone(), ok));
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "one call per subgraph");
     }
 }

@@ -329,7 +329,7 @@ impl Transport for HttpTransport {
         }
         // Keyed on the plain body: the encoding is the same for every fetch of a route.
         let key = (policy.deduplicate && request.is_query)
-            .then(|| DedupKey::new(request.url, &request.body, request.headers));
+            .then(|| DedupKey::new(request.name, request.url, &request.body, request.headers));
         let body = match policy.compress_requests.header() {
             None => request.body,
             Some(encoding) => {

@@ -53,7 +53,8 @@ fn top() -> Value {
 #[tokio::test]
 async fn identical_concurrent_queries_share_one_fetch() {
     let fault = fault_subgraph::start().await;
-    let url = gateway(&fault, |c| c.traffic.deduplicate = true).await;
+    // On by default.
+    let url = gateway(&fault, |_| {}).await;
     let replies = burst(&url, QUERY, |_| Some("Bearer same".into())).await;
     assert!(replies.iter().all(|r| *r == top()), "{replies:?}");
     let seen = fault.requests();
@@ -136,7 +137,12 @@ async fn mutations_are_never_merged() {
 #[tokio::test]
 async fn authorization_is_not_forwarded_when_disabled() {
     let fault = fault_subgraph::start().await;
-    let url = gateway(&fault, |c| c.headers.forward_authorization = false).await;
+    let url = gateway(&fault, |c| {
+        c.headers.forward_authorization = false;
+        // Unmerged, so every request's headers reach the subgraph to be looked at.
+        c.traffic.deduplicate = false;
+    })
+    .await;
     burst(&url, QUERY, |i| Some(format!("Bearer user-{i}"))).await;
     let seen = fault.authorizations.lock().expect("not poisoned").clone();
     assert_eq!(seen, vec![None; CONCURRENT]);

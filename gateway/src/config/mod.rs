@@ -159,7 +159,8 @@ pub struct TrafficConfig {
     /// Default timeout of one subgraph fetch.
     #[serde(with = "humantime_serde")]
     pub subgraph_timeout: Duration,
-    /// Default for in-flight deduplication of identical subgraph requests.
+    /// Default for in-flight deduplication of identical subgraph query requests (on:
+    /// queries have no side effects, and concurrent identical ones are common under load).
     pub deduplicate: bool,
     /// Longest a client may take to send a request's headers; slower connections are
     /// closed (a slow client would otherwise hold its connection forever).
@@ -245,7 +246,7 @@ impl Default for TrafficConfig {
         Self {
             request_timeout: Duration::from_secs(30),
             subgraph_timeout: Duration::from_secs(10),
-            deduplicate: false,
+            deduplicate: true,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(90),
             max_connections: 10_000,
