@@ -20,7 +20,7 @@ use crate::k6::{self, Check, Expected, Summary};
 use crate::openload::{self, ExpectedBody, Payload};
 use crate::process::{self, Cgroup, Launch, Placement};
 use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun, System};
-use crate::sampler::{self, Sampler};
+use crate::sampler::{self, CoreTimes, Sampler};
 use crate::scenario::Scenario;
 
 pub struct Config {
@@ -556,6 +556,13 @@ async fn measure_running(
     let mut capacity = None;
     if let Some(c) = cfg.capacity {
         let mut steps: Vec<Step> = Vec::new();
+        // The load generator's and subgraphs' cores, when they have their own.
+        let load_cores = cfg
+            .placement
+            .others
+            .as_deref()
+            .and_then(crate::process::parse_cpu_list)
+            .unwrap_or_default();
         let mut next = Some(c.start.unwrap_or(rate).max(1));
         let deadline = Instant::now()
             + Duration::from_secs(u64::from(c.steps) * (u64::from(c.duration_s) + 75));
@@ -565,18 +572,25 @@ async fn measure_running(
             }
             // Enough VUs for ~100 ms latency at the target rate, never fewer than the scenario's.
             let max_vus = load.max_vus.max(target / 10 + 1);
-            let s: Summary = k6_run(Check::Length, target, c.duration_s, max_vus)
-                .await
-                .context("capacity step")?;
+            let sampler = Sampler::start(pid);
+            let cores_before = CoreTimes::read(&load_cores);
+            let s = k6_run(Check::Length, target, c.duration_s, max_vus).await;
+            let load_busy = cores_before
+                .zip(CoreTimes::read(&load_cores))
+                .and_then(|(before, after)| after.busy_since(&before));
+            let used = sampler::usage(&sampler.finish().await);
+            let s: Summary = s.context("capacity step")?;
             let step = Step {
                 target,
                 achieved: s.achieved_rate.unwrap_or(0.0),
                 p99: s.latency_ms.map_or(f64::INFINITY, |l| l.p99),
                 failures: s.failures,
                 dropped: s.dropped_iterations,
+                gateway_cpu: (used.seconds > 0.0).then(|| used.cpu_seconds / used.seconds),
+                load_busy,
             };
             progress(format!(
-                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped{}{}",
+                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped, gateway CPU {}, load cores {} busy{}{}",
                 scenario.name,
                 gateway.name,
                 steps.len() + 1,
@@ -584,13 +598,16 @@ async fn measure_running(
                 step.p99,
                 step.failures,
                 step.dropped,
+                step.gateway_cpu.map_or("-".into(), |c| format!("{c:.2}")),
+                step.load_busy
+                    .map_or("-".into(), |b| format!("{:.0}%", b * 100.0)),
                 driver.lag_note(),
                 if step.kept_up() { "" } else { " (fell behind)" }
             ));
             steps.push(step);
             next = capacity::next_rate(&steps, c.factor);
         }
-        capacity = Some(capacity::analyse(steps));
+        capacity = Some(capacity::analyse(steps, cfg.placement.cpus));
     }
     Ok(Measured {
         summary,

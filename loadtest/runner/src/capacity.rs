@@ -1,5 +1,7 @@
 //! Capacity search (the Grafbase method): raise the arrival rate until the gateway falls
 //! 3 req/s or more behind, then interpolate the throughput at 150% of the lowest p99.
+//! Each step also records how busy the gateway and the load side's cores were, so the
+//! report can say what ran out first: a capacity the load side capped is a lower bound.
 
 use serde::Serialize;
 
@@ -13,7 +15,15 @@ pub struct Step {
     pub p99: f64,
     pub failures: u64,
     pub dropped: u64,
+    /// The gateway's mean CPU use during the step, in cores.
+    pub gateway_cpu: Option<f64>,
+    /// How busy the load generator's and subgraphs' cores were (0..1), when they have
+    /// cores of their own.
+    pub load_busy: Option<f64>,
 }
+
+/// A share of a CPU budget that counts as used up.
+pub const SATURATED: f64 = 0.9;
 
 impl Step {
     pub fn kept_up(&self) -> bool {
@@ -57,9 +67,87 @@ pub struct Capacity {
     pub at_150: Option<(f64, f64)>,
     /// The highest achieved rate that kept up, with its p99.
     pub peak: Option<(f64, f64)>,
+    /// What ran out at the first step that fell behind.
+    pub limit: Limit,
 }
 
-pub fn analyse(steps: Vec<Step>) -> Capacity {
+/// What stopped the rate from rising.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Limit {
+    /// The gateway used at least [`SATURATED`] of its CPU budget: a capacity of the gateway.
+    GatewayCpu { cores: f64, budget: f64 },
+    /// The load side's cores were saturated first: the gateway could do more.
+    LoadSide {
+        busy: f64,
+        gateway_cores: f64,
+        budget: f64,
+    },
+    /// Neither CPU was saturated (latency, failures or dropped requests ended the search).
+    Neither {
+        gateway_cores: Option<f64>,
+        budget: f64,
+        busy: Option<f64>,
+    },
+    /// Every step kept up: the search ran out of steps or time first.
+    NotReached,
+    /// No step recorded CPU use.
+    Unknown,
+}
+
+impl Limit {
+    fn of(miss: Option<&Step>, budget: f64) -> Limit {
+        let Some(miss) = miss else {
+            return Limit::NotReached;
+        };
+        match (miss.gateway_cpu, miss.load_busy) {
+            (Some(cores), _) if cores >= SATURATED * budget => Limit::GatewayCpu { cores, budget },
+            (Some(gateway_cores), Some(busy)) if busy >= SATURATED => Limit::LoadSide {
+                busy,
+                gateway_cores,
+                budget,
+            },
+            (None, None) => Limit::Unknown,
+            (gateway_cores, busy) => Limit::Neither {
+                gateway_cores,
+                budget,
+                busy,
+            },
+        }
+    }
+
+    /// For the report's table.
+    pub fn describe(&self) -> String {
+        let pct = |x: f64| format!("{:.0}%", x * 100.0);
+        match self {
+            Limit::GatewayCpu { cores, budget } => {
+                format!("gateway CPU ({cores:.2} of {budget} cores)")
+            }
+            Limit::LoadSide {
+                busy,
+                gateway_cores,
+                budget,
+            } => format!(
+                "load side ({} busy; gateway {gateway_cores:.2} of {budget} cores): a lower bound",
+                pct(*busy)
+            ),
+            Limit::Neither {
+                gateway_cores,
+                budget,
+                busy,
+            } => format!(
+                "neither CPU (gateway {} of {budget} cores, load side {})",
+                gateway_cores.map_or("-".into(), |c| format!("{c:.2}")),
+                busy.map_or("-".into(), pct)
+            ),
+            Limit::NotReached => "not reached".into(),
+            Limit::Unknown => "-".into(),
+        }
+    }
+}
+
+/// `budget`: the gateway's CPU budget in cores.
+pub fn analyse(steps: Vec<Step>, budget: f64) -> Capacity {
     let mut ok: Vec<Step> = steps.iter().copied().filter(Step::kept_up).collect();
     ok.sort_by_key(|s| s.target);
     let min_p99 = ok.iter().map(|s| s.p99).reduce(f64::min);
@@ -86,11 +174,17 @@ pub fn analyse(steps: Vec<Step>) -> Capacity {
             _ => Some((under.achieved, under.p99)),
         }
     });
+    let first_miss = steps
+        .iter()
+        .filter(|s| !s.kept_up())
+        .min_by_key(|s| s.target);
+    let limit = Limit::of(first_miss, budget);
     Capacity {
         steps,
         min_p99,
         at_150,
         peak,
+        limit,
     }
 }
 
@@ -105,6 +199,16 @@ mod tests {
             p99,
             failures: 0,
             dropped: 0,
+            gateway_cpu: None,
+            load_busy: None,
+        }
+    }
+
+    fn missed(target: u32, gateway_cpu: f64, load_busy: f64) -> Step {
+        Step {
+            gateway_cpu: Some(gateway_cpu),
+            load_busy: Some(load_busy),
+            ..step(target, f64::from(target) - 50.0, 90.0)
         }
     }
 
@@ -130,12 +234,15 @@ mod tests {
 
     #[test]
     fn interpolates_at_150_percent_of_min_p99() {
-        let c = analyse(vec![
-            step(100, 100.0, 2.0),
-            step(200, 200.0, 2.5),
-            step(300, 299.0, 4.0),
-            step(400, 330.0, 80.0),
-        ]);
+        let c = analyse(
+            vec![
+                step(100, 100.0, 2.0),
+                step(200, 200.0, 2.5),
+                step(300, 299.0, 4.0),
+                step(400, 330.0, 80.0),
+            ],
+            1.0,
+        );
         assert_eq!(c.min_p99, Some(2.0));
         // limit 3.0 ms lies between 200 req/s (2.5 ms) and 299 req/s (4.0 ms): a third of the way.
         let (rate, p99) = c.at_150.expect("at 150%");
@@ -149,6 +256,41 @@ mod tests {
         let mut s = step(10, 10.0, 1.0);
         s.failures = 1;
         assert!(!s.kept_up());
-        assert!(analyse(vec![s]).min_p99.is_none());
+        assert!(analyse(vec![s], 1.0).min_p99.is_none());
+    }
+
+    #[test]
+    fn the_first_miss_says_what_ran_out() {
+        let ok = step(100, 100.0, 2.0);
+        let limit = |miss: Step| analyse(vec![ok, miss, missed(400, 0.1, 0.1)], 0.5).limit;
+        assert_eq!(
+            limit(missed(200, 0.48, 0.5)),
+            Limit::GatewayCpu {
+                cores: 0.48,
+                budget: 0.5
+            }
+        );
+        assert_eq!(
+            limit(missed(200, 0.3, 0.97)),
+            Limit::LoadSide {
+                busy: 0.97,
+                gateway_cores: 0.3,
+                budget: 0.5
+            }
+        );
+        assert!(matches!(
+            limit(missed(200, 0.3, 0.5)),
+            Limit::Neither { .. }
+        ));
+        assert_eq!(analyse(vec![ok], 0.5).limit, Limit::NotReached);
+        assert_eq!(
+            analyse(vec![step(100, 10.0, 2.0)], 0.5).limit,
+            Limit::Unknown
+        );
+        assert!(
+            limit(missed(200, 0.3, 0.97))
+                .describe()
+                .contains("a lower bound")
+        );
     }
 }

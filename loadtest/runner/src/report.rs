@@ -162,6 +162,7 @@ fn capacity_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
                 pair(c.at_150),
                 pair(c.peak),
                 c.steps.len().to_string(),
+                c.limit.describe(),
             ])
         })
         .collect()
@@ -355,14 +356,16 @@ fn scenario_section(out: &mut String, s: &ScenarioRun, smoke: bool) {
                 "Throughput at 150% min p99 (req/s)",
                 "Peak throughput (req/s)",
                 "Steps",
+                "Limited by",
             ],
-            &[false, true, true, true, true],
+            &[false, true, true, true, true, false],
             &capacity,
         ));
         let _ = writeln!(
             out,
-            "\nThe arrival rate rises step by step until the achieved rate falls {} req/s short or requests fail; the throughput at 150% of the lowest p99 is interpolated linearly between steps.",
-            crate::capacity::MARGIN
+            "\nThe arrival rate rises step by step until the achieved rate falls {} req/s short or requests fail; the throughput at 150% of the lowest p99 is interpolated linearly between steps. \"Limited by\" reads the first step that fell behind: the gateway's mean CPU against its budget, and how busy the load generator's and subgraphs' cores were; at {:.0}% or more a side counts as saturated. When the load side saturated first, the gateway's capacity is higher than shown.",
+            crate::capacity::MARGIN,
+            crate::capacity::SATURATED * 100.0
         );
     }
     for g in &s.gateways {

@@ -103,6 +103,58 @@ fn read_tree(pid: u32, ticks: f64) -> Option<(f64, u64)> {
     any.then_some((cpu as f64 / ticks, mem))
 }
 
+/// Busy and total jiffies of some CPUs, from /proc/stat; two readings give how busy
+/// those cores were in between.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CoreTimes {
+    busy: u64,
+    total: u64,
+}
+
+impl CoreTimes {
+    /// A reading of `cpus` (core numbers); None when /proc/stat has none of them.
+    pub fn read(cpus: &[usize]) -> Option<CoreTimes> {
+        let text = std::fs::read_to_string("/proc/stat").ok()?;
+        Self::parse(&text, cpus)
+    }
+
+    fn parse(stat: &str, cpus: &[usize]) -> Option<CoreTimes> {
+        let mut sum = CoreTimes { busy: 0, total: 0 };
+        let mut found = false;
+        for line in stat.lines() {
+            let mut fields = line.split_whitespace();
+            let Some(id) = fields
+                .next()
+                .and_then(|name| name.strip_prefix("cpu"))
+                .and_then(|n| n.parse::<usize>().ok())
+            else {
+                continue;
+            };
+            if !cpus.contains(&id) {
+                continue;
+            }
+            // user nice system idle iowait irq softirq steal (guest time is inside user).
+            let values: Vec<u64> = fields.take(8).filter_map(|v| v.parse().ok()).collect();
+            if values.len() < 5 {
+                continue;
+            }
+            let idle = values[3] + values[4];
+            let total: u64 = values.iter().sum();
+            sum.busy += total - idle;
+            sum.total += total;
+            found = true;
+        }
+        found.then_some(sum)
+    }
+
+    /// The busy share (0..1) of the cores between `earlier` and this reading.
+    pub fn busy_since(&self, earlier: &CoreTimes) -> Option<f64> {
+        let total = self.total.checked_sub(earlier.total)?;
+        let busy = self.busy.checked_sub(earlier.busy)?;
+        (total > 0).then(|| busy as f64 / total as f64)
+    }
+}
+
 /// A running sampler; [`Sampler::finish`] stops it and returns the readings.
 pub struct Sampler {
     stop: oneshot::Sender<()>,
@@ -239,5 +291,18 @@ mod tests {
         let samples = sampler.finish().await;
         assert!(samples.len() >= 2, "{samples:?}");
         assert!(samples.iter().all(|s| s.rss > 0));
+    }
+
+    #[test]
+    fn core_times_sum_the_named_cores() {
+        let before =
+            "cpu  9 9 9 9 9 0 0 0 0 0\ncpu0 10 0 10 80 0 0 0 0 0 0\ncpu1 50 0 0 50 0 0 0 0 0 0\n";
+        let after =
+            "cpu  9 9 9 9 9 0 0 0 0 0\ncpu0 20 0 10 170 0 0 0 0 0 0\ncpu1 140 0 0 60 0 0 0 0 0 0\n";
+        let one = |text: &str| CoreTimes::parse(text, &[1]).expect("cpu1");
+        assert_eq!(one(after).busy_since(&one(before)), Some(0.9));
+        let both = |text: &str| CoreTimes::parse(text, &[0, 1]).expect("cpu0 and cpu1");
+        assert_eq!(both(after).busy_since(&both(before)), Some(0.5));
+        assert_eq!(CoreTimes::parse(before, &[7]), None);
     }
 }
