@@ -454,17 +454,8 @@ async fn measure(
         set: &scenario.set,
     };
     let command = gateway.command(bin, &slots, cfg.placement.cpus)?;
-    let cgroup = Cgroup::create(&tag, cfg.placement.cpus);
     let log = dir.join(format!("{}.log", gateway.name));
-    let _ = std::fs::remove_file(&log);
-    let mut child = process::spawn(&Launch {
-        command: command.line,
-        env: command.env,
-        cwd: command.cwd.as_deref(),
-        cpus: cfg.placement.gateway.as_deref(),
-        cgroup: cgroup.as_ref(),
-        log: &log,
-    })?;
+    let (mut child, cgroup) = launch_gateway(cfg, command, &tag, &log)?;
     let result = measure_running(
         cfg,
         client,
@@ -484,6 +475,34 @@ async fn measure(
     process::stop(&mut child).await;
     drop(cgroup);
     result
+}
+
+/// Requests a capacity step at `rate` may have open: `rate` × twice `p99_s` (at least
+/// 100 ms), plus one.
+fn in_flight_for(rate: u32, p99_s: f64) -> u32 {
+    let window = (2.0 * p99_s).max(0.1);
+    (f64::from(rate) * window).ceil() as u32 + 1
+}
+
+/// Starts a measured gateway: in its own cgroup `tag` with the run's CPU budget, pinned to
+/// the gateway's cores, its output in `log` (replaced). Keep the cgroup until it stops.
+pub(crate) fn launch_gateway(
+    cfg: &Config,
+    command: crate::command::Command,
+    tag: &str,
+    log: &Path,
+) -> anyhow::Result<(Child, Option<Cgroup>)> {
+    let cgroup = Cgroup::create(tag, cfg.placement.cpus);
+    let _ = std::fs::remove_file(log);
+    let child = process::spawn(&Launch {
+        command: command.line,
+        env: command.env,
+        cwd: command.cwd.as_deref(),
+        cpus: cfg.placement.gateway.as_deref(),
+        cgroup: cgroup.as_ref(),
+        log,
+    })?;
+    Ok((child, cgroup))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -563,6 +582,7 @@ async fn measure_running(
             .as_deref()
             .and_then(crate::process::parse_cpu_list)
             .unwrap_or_default();
+        let measured_p99_s = summary.latency_ms.map_or(0.0, |l| l.p99 / 1000.0);
         let mut next = Some(c.start.unwrap_or(rate).max(1));
         let deadline = Instant::now()
             + Duration::from_secs(u64::from(c.steps) * (u64::from(c.duration_s) + 75));
@@ -570,8 +590,10 @@ async fn measure_running(
             if steps.len() >= c.steps as usize || Instant::now() > deadline {
                 break;
             }
-            // Enough VUs for ~100 ms latency at the target rate, never fewer than the scenario's.
-            let max_vus = load.max_vus.max(target / 10 + 1);
+            // Enough VUs for twice the measured run's p99 (at least 100 ms) at the target
+            // rate, never fewer than the scenario's: a slow scenario (chain: 250 ms) must not
+            // be capped by its in-flight limit instead of by the gateway.
+            let max_vus = load.max_vus.max(in_flight_for(target, measured_p99_s));
             let sampler = Sampler::start(pid);
             let cores_before = CoreTimes::read(&load_cores);
             let s = k6_run(Check::Length, target, c.duration_s, max_vus).await;
@@ -605,7 +627,7 @@ async fn measure_running(
                 if step.kept_up() { "" } else { " (fell behind)" }
             ));
             steps.push(step);
-            next = capacity::next_rate(&steps, c.factor);
+            next = capacity::next_rate(&steps, c.factor, cfg.placement.cpus);
         }
         capacity = Some(capacity::analyse(steps, cfg.placement.cpus));
     }
@@ -809,4 +831,17 @@ pub(crate) async fn wait_ready(
         })
         .await
         .with_context(|| format!("{name} did not become ready (log: {})", log.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::in_flight_for;
+
+    #[test]
+    fn capacity_steps_may_hold_twice_the_measured_p99_in_flight() {
+        // chain: 250 ms p99 at 800 req/s needs 400 open requests, not 81.
+        assert_eq!(in_flight_for(800, 0.25), 401);
+        // Fast scenarios keep the 100 ms floor.
+        assert_eq!(in_flight_for(1000, 0.002), 101);
+    }
 }

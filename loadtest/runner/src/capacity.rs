@@ -31,10 +31,18 @@ impl Step {
     }
 }
 
+/// Most a CPU reading may grow the rate by in one step.
+pub const MAX_GROWTH: f64 = 4.0;
+/// Least it grows by near saturation.
+pub const MIN_GROWTH: f64 = 1.1;
+
 /// The next rate to try after `steps`, or None when the search is done.
-/// Grows by `factor` until the first miss, then bisects between the best rate that kept up
-/// and the lowest that did not, until they are within 5% (or 5 req/s).
-pub fn next_rate(steps: &[Step], factor: f64) -> Option<u32> {
+/// Until the first miss the rate grows by `factor`, or, when the last step's gateway CPU
+/// is known, towards [`SATURATED`] of the `budget` (×[`MIN_GROWTH`] to ×[`MAX_GROWTH`]),
+/// so a scenario starting far below capacity gets there in a few steps. After the first
+/// miss it bisects between the best rate that kept up and the lowest that did not, until
+/// they are within 5% (or 5 req/s).
+pub fn next_rate(steps: &[Step], factor: f64, budget: f64) -> Option<u32> {
     let last = steps.last()?;
     let best_ok = steps.iter().filter(|s| s.kept_up()).map(|s| s.target).max();
     let lowest_miss = steps
@@ -44,7 +52,11 @@ pub fn next_rate(steps: &[Step], factor: f64) -> Option<u32> {
         .min();
     match (best_ok, lowest_miss) {
         (_, None) => {
-            let next = (f64::from(last.target) * factor).ceil() as u32;
+            let growth = match last.gateway_cpu {
+                Some(cpu) if cpu > 0.0 => (SATURATED * budget / cpu).clamp(MIN_GROWTH, MAX_GROWTH),
+                _ => factor,
+            };
+            let next = (f64::from(last.target) * growth).round() as u32;
             Some(next.max(last.target + 1))
         }
         (None, Some(_)) => None,
@@ -215,21 +227,21 @@ mod tests {
     #[test]
     fn grows_then_bisects_then_stops() {
         let mut steps = vec![step(100, 100.0, 2.0)];
-        assert_eq!(next_rate(&steps, 1.5), Some(150));
+        assert_eq!(next_rate(&steps, 1.5, 1.0), Some(150));
         steps.push(step(150, 150.0, 2.5));
         steps.push(step(225, 200.0, 40.0)); // fell 25 req/s behind
-        assert_eq!(next_rate(&steps, 1.5), Some(187));
+        assert_eq!(next_rate(&steps, 1.5, 1.0), Some(187));
         steps.push(step(187, 186.5, 3.5));
-        assert_eq!(next_rate(&steps, 1.5), Some(206));
+        assert_eq!(next_rate(&steps, 1.5, 1.0), Some(206));
         steps.push(step(206, 205.0, 5.0));
         steps.push(step(215, 214.0, 9.0));
-        assert_eq!(next_rate(&steps, 1.5), None, "225 is within 5% of 215");
+        assert_eq!(next_rate(&steps, 1.5, 1.0), None, "225 is within 5% of 215");
     }
 
     #[test]
     fn no_run_kept_up_ends_the_search() {
-        assert_eq!(next_rate(&[step(100, 50.0, 900.0)], 1.5), None);
-        assert_eq!(next_rate(&[], 1.5), None);
+        assert_eq!(next_rate(&[step(100, 50.0, 900.0)], 1.5, 1.0), None);
+        assert_eq!(next_rate(&[], 1.5, 1.0), None);
     }
 
     #[test]
@@ -292,5 +304,21 @@ mod tests {
                 .describe()
                 .contains("a lower bound")
         );
+    }
+
+    #[test]
+    fn gateway_cpu_steers_the_growth() {
+        let at = |cpu: f64| Step {
+            gateway_cpu: Some(cpu),
+            ..step(100, 100.0, 2.0)
+        };
+        // Far below the budget: the largest jump.
+        assert_eq!(next_rate(&[at(0.01)], 1.5, 1.0), Some(400));
+        // A third of a 1-core budget: towards 90% of it.
+        assert_eq!(next_rate(&[at(0.3)], 1.5, 1.0), Some(300));
+        // The same CPU against half a core is closer to its limit.
+        assert_eq!(next_rate(&[at(0.3)], 1.5, 0.5), Some(150));
+        // At the limit already: a small step.
+        assert_eq!(next_rate(&[at(0.95)], 1.5, 1.0), Some(110));
     }
 }

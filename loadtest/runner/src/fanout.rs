@@ -27,7 +27,7 @@ use crate::bench::{self, Config, progress};
 use crate::gateway::{Gateway, Kind, Slots};
 use crate::http::Client;
 use crate::peers::Peer;
-use crate::process::{self, Cgroup, Launch};
+use crate::process;
 use crate::results::ScenarioRun;
 use crate::sampler::{self, Sample, Sampler};
 use crate::scenario::Scenario;
@@ -323,17 +323,8 @@ async fn measure(
             file.to_string_lossy().into_owned(),
         ));
     }
-    let cgroup = Cgroup::create(&tag, cfg.placement.cpus);
     let log = dir.join(format!("{tag}.log"));
-    let _ = std::fs::remove_file(&log);
-    let mut child = process::spawn(&Launch {
-        command: command.line,
-        env: command.env,
-        cwd: command.cwd.as_deref(),
-        cpus: cfg.placement.gateway.as_deref(),
-        cgroup: cgroup.as_ref(),
-        log: &log,
-    })?;
+    let (mut child, cgroup) = bench::launch_gateway(cfg, command, &tag, &log)?;
     let result = measure_running(
         cfg,
         fanout,

@@ -111,7 +111,8 @@ struct Cli {
     /// Time per capacity step: seconds or a duration (`15s`, `1m`).
     #[arg(long, default_value = "15", value_parser = whole_seconds)]
     capacity_duration: u32,
-    /// Rate multiplier between capacity steps until the first miss.
+    /// Rate multiplier between capacity steps until the first miss, when the gateway's CPU
+    /// is not known (else the CPU reading steers the growth, see capacity.rs).
     #[arg(long, default_value_t = 1.5)]
     capacity_factor: f64,
     /// First capacity rate (default: the scenario's rate).
