@@ -180,7 +180,10 @@ pub fn analyse(steps: Vec<Step>, budget: f64) -> Capacity {
         match all.iter().find(|s| s.target > under.target) {
             Some(over) if over.p99 > under.p99 => {
                 let t = ((limit - under.p99) / (over.p99 - under.p99)).clamp(0.0, 1.0);
-                let rate = under.achieved + t * (over.achieved - under.achieved);
+                // A step that fell behind (or failed requests) did not carry its rate: the
+                // interpolation never goes past the best rate that kept up.
+                let top = peak.map_or(under.achieved, |(rate, _)| rate);
+                let rate = under.achieved + t * (over.achieved.min(top) - under.achieved);
                 Some((rate.max(under.achieved), limit))
             }
             _ => Some((under.achieved, under.p99)),
@@ -320,5 +323,18 @@ mod tests {
         assert_eq!(next_rate(&[at(0.3)], 1.5, 0.5), Some(150));
         // At the limit already: a small step.
         assert_eq!(next_rate(&[at(0.95)], 1.5, 1.0), Some(110));
+    }
+
+    #[test]
+    fn the_150_percent_point_never_passes_the_peak() {
+        let mut failed = step(400, 400.0, 90.0);
+        failed.failures = 10;
+        let c = analyse(
+            vec![step(100, 100.0, 2.0), step(200, 200.0, 2.5), failed],
+            1.0,
+        );
+        let (rate, _) = c.at_150.expect("at 150%");
+        assert!(rate <= 200.0, "{rate}");
+        assert_eq!(c.peak, Some((200.0, 2.5)));
     }
 }
