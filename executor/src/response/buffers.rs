@@ -40,19 +40,13 @@ impl<T> Pool<T> {
     /// (the smallest such), else a new one.
     pub fn take(&self, len: usize) -> Vec<T> {
         if len * std::mem::size_of::<T>() >= MIN_KEPT_BYTES {
-            let mut stale = Vec::new();
-            let found = {
-                let mut kept = self.lock();
-                Self::drop_idle(&mut kept, &mut stale);
-                let best = kept
-                    .iter()
+            let found = self.take_kept(|kept| {
+                kept.iter()
                     .enumerate()
                     .filter(|(_, (b, _))| b.capacity() >= len)
                     .min_by_key(|(_, (b, _))| b.capacity())
-                    .map(|(i, _)| i);
-                best.map(|i| kept.swap_remove(i).0)
-            };
-            drop(stale);
+                    .map(|(i, _)| i)
+            });
             if let Some(buf) = found {
                 return buf;
             }
@@ -63,19 +57,29 @@ impl<T> Pool<T> {
     /// The largest kept buffer (empty), or a new empty one: for a buffer whose final
     /// size is not known up front.
     pub fn take_largest(&self) -> Vec<T> {
+        self.take_kept(|kept| {
+            kept.iter()
+                .enumerate()
+                .max_by_key(|(_, (b, _))| b.capacity())
+                .map(|(i, _)| i)
+        })
+        .unwrap_or_default()
+    }
+
+    /// Frees idle buffers, then removes and returns the one `pick` names. Stale buffers
+    /// are freed after the lock is released.
+    fn take_kept(
+        &self,
+        pick: impl FnOnce(&[(Vec<T>, Instant)]) -> Option<usize>,
+    ) -> Option<Vec<T>> {
         let mut stale = Vec::new();
         let found = {
             let mut kept = self.lock();
             Self::drop_idle(&mut kept, &mut stale);
-            let best = kept
-                .iter()
-                .enumerate()
-                .max_by_key(|(_, (b, _))| b.capacity())
-                .map(|(i, _)| i);
-            best.map(|i| kept.swap_remove(i).0)
+            pick(&kept).map(|i| kept.swap_remove(i).0)
         };
         drop(stale);
-        found.unwrap_or_default()
+        found
     }
 
     /// `buf`'s memory for a later [`Pool::take`]; freed instead when it is small, too
