@@ -8,8 +8,8 @@ use apollo_compiler::response::JsonMap;
 use bytes::Bytes;
 use graphfleet_federation::meta::{SelTree, SelTreeItem};
 use graphfleet_planner::query_planner::{
-    CONTEXT_BATCH, ContextBatch, ContextVariable, EntityFetch, Fetch, PathElem, QueryPlan, RepSpec,
-    context_alias,
+    CONTEXT_BATCH, ContextBatch, ContextVariable, EntityFetch, EntityPart, Fetch, PathElem,
+    QueryPlan, RepSpec, context_alias,
 };
 use rustc_hash::FxHashMap;
 use std::fmt::Write as _;
@@ -30,14 +30,65 @@ pub(super) fn prepare(
     store: &Store,
     variables: &JsonMap,
 ) -> Option<PreparedFetch> {
-    let objects = fetch.entity.as_ref().map(|_| {
-        let mut objects = Vec::new();
-        for path in &fetch.merge_paths {
-            collect_objects(store, &plan.keys, Store::ROOT, path, &mut objects);
-        }
-        objects
-    });
+    if let Some(entity) = fetch.entity.as_ref().filter(|e| !e.parts.is_empty()) {
+        return batched_parts_body(fetch, plan, store, variables, &entity.parts);
+    }
+    let objects = fetch
+        .entity
+        .as_ref()
+        .map(|_| objects_at(store, &plan.keys, &fetch.merge_paths));
     request_body(fetch, plan, store, variables, objects.as_deref(), &[])
+}
+
+/// The store objects at `paths` (lists flattened), in response order.
+fn objects_at(store: &Store, keys: &KeyTable, paths: &[Vec<PathElem>]) -> Vec<ObjId> {
+    let mut objects = Vec::new();
+    for path in paths {
+        collect_objects(store, keys, Store::ROOT, path, &mut objects);
+    }
+    objects
+}
+
+/// The request of a batched entity fetch: part `i`'s representations as
+/// `representations_<i>` (an empty list when it has none; `None` when no part has any).
+fn batched_parts_body(
+    fetch: &Fetch,
+    plan: &QueryPlan,
+    store: &Store,
+    variables: &JsonMap,
+    parts: &[EntityPart],
+) -> Option<PreparedFetch> {
+    let mut body = Vec::with_capacity(256 + fetch.operation.len());
+    body.extend_from_slice(b"{\"query\":");
+    write_str(&mut body, &fetch.operation);
+    body.extend_from_slice(b",\"variables\":{");
+    let mut targets = Vec::new();
+    let mut aliases = Vec::with_capacity(parts.len());
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            body.push(b',');
+        }
+        let _ = write!(body, "\"representations_{i}\":");
+        aliases.push(targets.len());
+        let objects = objects_at(store, &plan.keys, &part.merge_paths);
+        write_representations(
+            store,
+            &plan.keys,
+            &part.reps,
+            &objects,
+            &mut body,
+            &mut targets,
+        );
+    }
+    if targets.is_empty() {
+        return None;
+    }
+    write_client_variables(fetch, variables, &mut body, false);
+    Some(PreparedFetch {
+        body: Bytes::from(body),
+        targets,
+        aliases,
+    })
 }
 
 /// The request body of `fetch`: for an entity fetch, the representations of `objects`
@@ -59,7 +110,14 @@ fn request_body(
     let mut first = true;
     if let (Some(entity), Some(objects)) = (&fetch.entity, objects) {
         body.extend_from_slice(b"\"representations\":");
-        write_representations(store, &plan.keys, entity, objects, &mut body, &mut targets);
+        write_representations(
+            store,
+            &plan.keys,
+            &entity.reps,
+            objects,
+            &mut body,
+            &mut targets,
+        );
         if targets.is_empty() {
             return None;
         }
@@ -79,7 +137,7 @@ fn request_body(
 fn write_representations(
     store: &Store,
     keys: &KeyTable,
-    entity: &EntityFetch,
+    reps: &[RepSpec],
     objects: &[ObjId],
     body: &mut Vec<u8>,
     targets: &mut Vec<Vec<ObjId>>,
@@ -96,11 +154,7 @@ fn write_representations(
         else {
             continue;
         };
-        let Some(spec) = entity
-            .reps
-            .iter()
-            .find(|r| r.matches.iter().any(|m| m == tn))
-        else {
+        let Some(spec) = reps.iter().find(|r| r.matches.iter().any(|m| m == tn)) else {
             continue;
         };
         rep.clear();
@@ -234,7 +288,14 @@ fn batched_body(
         let i = aliases.len();
         let start = targets.len();
         let mut reps = Vec::with_capacity(128);
-        write_representations(store, &plan.keys, entity, objects, &mut reps, &mut targets);
+        write_representations(
+            store,
+            &plan.keys,
+            &entity.reps,
+            objects,
+            &mut reps,
+            &mut targets,
+        );
         if targets.len() == start {
             continue;
         }
@@ -689,17 +750,19 @@ pub(super) fn merge(
     let parsed = match parsed {
         Ok(p) => p,
         Err(e) => {
-            errors.push(ResponseError {
-                path: failed_fetch_path(fetch),
-                extensions: Some(serde_json::json!({
-                    "code": "SUBREQUEST_MALFORMED_RESPONSE",
-                    "service": fetch.subgraph_name,
-                })),
-                ..ResponseError::new(format!(
-                    "subgraph '{}' returned an invalid GraphQL response: {e}",
-                    fetch.subgraph_name
-                ))
-            });
+            for path in failed_fetch_paths(fetch) {
+                errors.push(ResponseError {
+                    path,
+                    extensions: Some(serde_json::json!({
+                        "code": "SUBREQUEST_MALFORMED_RESPONSE",
+                        "service": fetch.subgraph_name,
+                    })),
+                    ..ResponseError::new(format!(
+                        "subgraph '{}' returned an invalid GraphQL response: {e}",
+                        fetch.subgraph_name
+                    ))
+                });
+            }
             return;
         }
     };
@@ -834,6 +897,12 @@ fn remap_errors(
                     p
                 })
             }
+            // A batched part's field as a whole (`["_1"]`): that part's objects.
+            (Some(entity), [PathSeg::Key(k)]) if !entity.parts.is_empty() => k
+                .strip_prefix('_')
+                .and_then(|i| i.parse::<usize>().ok())
+                .and_then(|i| failed_fetch_paths(fetch).into_iter().nth(i))
+                .unwrap_or_else(|| failed_fetch_path(fetch)),
             // Not tied to one entity: the error belongs to the whole fetch.
             (Some(_), _) => failed_fetch_path(fetch),
             (None, []) => None,
@@ -864,14 +933,28 @@ fn alias_start(prepared: &PreparedFetch, key: &str) -> Option<usize> {
 /// so the deepest one covering all the fetch's objects. None for root fetches.
 pub(crate) fn failed_fetch_path(fetch: &Fetch) -> Option<Vec<PathSeg>> {
     fetch.entity.as_ref()?;
-    let path = fetch.merge_paths.first()?;
-    Some(
-        path.iter()
-            .take_while(|p| !matches!(p, PathElem::List))
-            .filter_map(|p| match p {
-                PathElem::Key(k) => Some(PathSeg::Key(k.to_string())),
-                PathElem::List | PathElem::TypeCond(_) => None,
-            })
+    fetch.merge_paths.first().map(|p| up_to_list(p))
+}
+
+/// [`failed_fetch_path`] of each part of a batched fetch (one error each, as when they
+/// were sent apart), or of the fetch.
+pub(crate) fn failed_fetch_paths(fetch: &Fetch) -> Vec<Option<Vec<PathSeg>>> {
+    match &fetch.entity {
+        Some(entity) if !entity.parts.is_empty() => entity
+            .parts
+            .iter()
+            .map(|part| part.merge_paths.first().map(|p| up_to_list(p)))
             .collect(),
-    )
+        _ => vec![failed_fetch_path(fetch)],
+    }
+}
+
+fn up_to_list(path: &[PathElem]) -> Vec<PathSeg> {
+    path.iter()
+        .take_while(|p| !matches!(p, PathElem::List))
+        .filter_map(|p| match p {
+            PathElem::Key(k) => Some(PathSeg::Key(k.to_string())),
+            PathElem::List | PathElem::TypeCond(_) => None,
+        })
+        .collect()
 }

@@ -297,33 +297,38 @@ fn absorb<T: Transport>(
     received: &mut usize,
 ) {
     let fetch = &ctx.plan.fetches[i];
-    let failed = |code: &str, message: String| ResponseError {
-        path: fetch::failed_fetch_path(fetch),
-        extensions: Some(serde_json::json!({
-            "code": code,
-            "service": fetch.subgraph_name,
-        })),
-        ..ResponseError::new(message)
+    // One error per part of a batched fetch, as when they were sent apart.
+    let mut failed = |code: &str, message: String| {
+        for path in fetch::failed_fetch_paths(fetch) {
+            errors.push(ResponseError {
+                path,
+                extensions: Some(serde_json::json!({
+                    "code": code,
+                    "service": fetch.subgraph_name,
+                })),
+                ..ResponseError::new(message.clone())
+            });
+        }
     };
     match response {
         Ok(bytes) => {
             *received = received.saturating_add(bytes.len());
             if *received > ctx.max_response_bytes {
-                errors.push(failed(
+                failed(
                     RESPONSE_TOO_LARGE,
                     format!(
                         "the subgraph responses of this request exceed {} bytes (limits.max_response_bytes)",
                         ctx.max_response_bytes
                     ),
-                ));
+                );
                 return;
             }
             fetch::merge(fetch, ctx.plan, p, &bytes, store, errors);
         }
-        Err(e) => errors.push(failed(
+        Err(e) => failed(
             e.code,
             format!("HTTP fetch failed from '{}': {e}", fetch.subgraph_name),
-        )),
+        ),
     }
 }
 

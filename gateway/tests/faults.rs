@@ -346,3 +346,39 @@ async fn url_override_for_an_unknown_subgraph_is_a_warning_naming_it() {
         .unwrap_or_else(|| panic!("no warning naming the subgraph in:\n{log}"));
     assert!(!warning.contains("faulty"), "{warning}");
 }
+
+#[tokio::test]
+async fn a_failed_batched_request_fails_each_part_at_its_own_path() {
+    // Two paths asking `faulty` different fields of `Product` share one request (an
+    // aliased `_entities` field each): its failure is reported once per path, as when
+    // they were sent apart, and never touches `main`'s fields.
+    let fault = fault_subgraph::start().await;
+    let query = "{ products { id price } more: products { name tags } }";
+    let healthy = env(&fault, "ok", |_| {}).await;
+    let (status, body) = post(&healthy, query).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body["data"]["more"][1],
+        json!({"name": "Teapot", "tags": ["a", "b"]})
+    );
+    assert_eq!(fault.requests(), 1, "one request for both paths");
+
+    let failing = env(&fault, "status-500-empty", |_| {}).await;
+    let (status, body) = post(&failing, query).await;
+    assert_eq!(status, 200, "{body}");
+    let failed = |path: &str| {
+        let mut e = fetch_error("SUBREQUEST_HTTP_ERROR", HTTP_500);
+        e["path"] = json!([path]);
+        e
+    };
+    assert_eq!(
+        body,
+        json!({
+            "data": {
+                "products": [{"id": "1", "price": null}, {"id": "2", "price": null}],
+                "more": [{"name": "Kettle", "tags": null}, {"name": "Teapot", "tags": null}]
+            },
+            "errors": [failed("products"), failed("more")]
+        })
+    );
+}

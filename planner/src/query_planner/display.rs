@@ -52,13 +52,9 @@ impl QueryPlan {
             }
             PlanNode::Fetch(i) => self.fetch(f, *i, depth),
             PlanNode::Flatten { fetch, .. } => {
-                let paths: Vec<String> = self.fetches[*fetch]
-                    .merge_paths
-                    .iter()
-                    .map(|p| format!("\"{}\"", path_string(p)))
-                    .collect();
+                let paths = &self.fetches[*fetch].merge_paths;
                 let label = if paths.len() == 1 { "path" } else { "paths" };
-                writeln!(f, "{pad}Flatten({label}: {}) {{", paths.join(", "))?;
+                writeln!(f, "{pad}Flatten({label}: {}) {{", paths_text(paths))?;
                 self.fetch(f, *fetch, depth + 1)?;
                 writeln!(f, "{pad}}}")
             }
@@ -73,13 +69,21 @@ impl QueryPlan {
             writeln!(f, "{pad}  payloads: [{}]", payload_names(fetch.payloads))?;
         }
         if let Some(entity) = &fetch.entity {
-            let mut reps = String::new();
-            for rep in &entity.reps {
-                let _ = write!(reps, " ... on {} {{ __typename", rep.type_condition);
-                write_tree(&mut reps, &rep.fields);
-                reps.push_str(" }");
+            if entity.parts.is_empty() {
+                writeln!(
+                    f,
+                    "{pad}  representations: {{{} }}",
+                    reps_text(&entity.reps)
+                )?;
             }
-            writeln!(f, "{pad}  representations: {{{reps} }}")?;
+            for (i, part) in entity.parts.iter().enumerate() {
+                writeln!(
+                    f,
+                    "{pad}  _{i} at {}: representations: {{{} }}",
+                    paths_text(&part.merge_paths),
+                    reps_text(&part.reps)
+                )?;
+            }
             for var in &entity.contexts {
                 let sources: Vec<String> = var
                     .sources
@@ -98,6 +102,26 @@ impl QueryPlan {
         writeln!(f, "{pad}  {}", fetch.operation)?;
         writeln!(f, "{pad}}}")
     }
+}
+
+/// `"a.@", "b"`: each path quoted.
+fn paths_text(paths: &[Vec<PathElem>]) -> String {
+    let quoted: Vec<String> = paths
+        .iter()
+        .map(|p| format!("\"{}\"", path_string(p)))
+        .collect();
+    quoted.join(", ")
+}
+
+/// ` ... on T { __typename key }` per representation spec.
+fn reps_text(reps: &[super::plan::RepSpec]) -> String {
+    let mut out = String::new();
+    for rep in reps {
+        let _ = write!(out, " ... on {} {{ __typename", rep.type_condition);
+        write_tree(&mut out, &rep.fields);
+        out.push_str(" }");
+    }
+    out
 }
 
 /// `initial` for the initial payload, the defer's index for each deferred one.

@@ -11,7 +11,8 @@ use apollo_compiler::{Name, name};
 
 impl<'a> Planner<'a> {
     /// The plan: siblings merged (queries), type conflicts aliased, the groups
-    /// printed as fetches and ordered by their dependencies (mutations: root by root).
+    /// printed as fetches, entity fetches of one subgraph batched (queries), and the
+    /// fetches ordered by their dependencies (mutations: root by root).
     pub(super) fn finish(mut self, ir: &OpIr) -> QueryPlan {
         if ir.kind() != OperationType::Mutation {
             self.merge_siblings();
@@ -36,7 +37,7 @@ impl<'a> Planner<'a> {
         for field in &ir.fields {
             keys.intern(&field.response_key);
         }
-        let mut fetches: Vec<Fetch> = self
+        let (mut fetches, selections): (Vec<Fetch>, Vec<String>) = self
             .groups
             .iter()
             .zip(renames)
@@ -45,14 +46,19 @@ impl<'a> Planner<'a> {
                     group.depends_on.iter().map(|g| g.index()).collect();
                 depends_on.sort_unstable();
                 depends_on.dedup();
-                Fetch {
+                let (fetch, selection) = self.fetch_of(group, ir);
+                let fetch = Fetch {
                     renames,
                     depends_on,
-                    ..self.fetch_of(group, ir)
-                }
+                    ..fetch
+                };
+                (fetch, selection)
             })
-            .collect();
+            .unzip();
         self.payloads(&mut fetches);
+        if ir.kind() != OperationType::Mutation {
+            self.batch_entity_fetches(&mut fetches, &selections, ir, &mut keys);
+        }
         // A group's fetch keeps its position in the plan's fetch list.
         let node_of = |g: GroupId| {
             if self.groups[g].is_entity {

@@ -77,23 +77,35 @@ impl<'a> Planner<'a> {
                         rep.fields,
                     );
                 }
-                for d in b.depends_on {
-                    if d != i && !self.groups[i].depends_on.contains(&d) {
-                        self.groups[i].depends_on.push(d);
-                    }
-                }
-                for g in self.groups.iter_mut() {
-                    for d in &mut g.depends_on {
-                        if *d == j {
-                            *d = i;
-                        }
-                    }
-                    if g.parent == Some(j) {
-                        g.parent = Some(i);
-                    }
-                }
+                self.redirect(j, i, b.depends_on);
             }
         }
+        self.compact(&alive);
+    }
+
+    /// Group `from` is now part of `into`: `into` also waits for `from_deps`, and what
+    /// waited for or hung below `from` now does so for `into`.
+    pub(super) fn redirect(&mut self, from: GroupId, into: GroupId, from_deps: Vec<GroupId>) {
+        for d in from_deps {
+            if d != into && !self.groups[into].depends_on.contains(&d) {
+                self.groups[into].depends_on.push(d);
+            }
+        }
+        for g in self.groups.iter_mut() {
+            for d in &mut g.depends_on {
+                if *d == from {
+                    *d = into;
+                }
+            }
+            if g.parent == Some(from) {
+                g.parent = Some(into);
+            }
+        }
+    }
+
+    /// Drops the groups not `alive`, renumbering dependencies and parents.
+    pub(super) fn compact(&mut self, alive: &[bool]) {
+        let n = self.groups.len();
         // Compact, renumbering dependencies: each surviving group's new id.
         let mut new_id: Vec<Option<GroupId>> = vec![None; n];
         let mut next = 0;

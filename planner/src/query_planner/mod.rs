@@ -6,9 +6,11 @@
 //! stays in the current subgraph when it can, otherwise the planner fetches the
 //! entity's key (plus `@requires` fields, `requires`) here and continues in an
 //! `_entities` group (`hops`), or re-plans the field inside its parent (`wrap`).
-//! `finish` then merges sibling fetches (`merge`), orders the groups (`order`) and
-//! prints their subgraph operations (`type_aliases`, `print`).
+//! `finish` then merges sibling fetches (`merge`), prints the groups' subgraph
+//! operations (`type_aliases`, `print`), batches entity fetches of one subgraph into
+//! one request (`batch`) and orders the fetches (`order`).
 
+mod batch;
 mod context;
 mod cost;
 mod display;
@@ -61,8 +63,8 @@ impl PlanBudget {
     }
 }
 pub use plan::{
-    CONTEXT_BATCH, ContextBatch, ContextSource, ContextVariable, EntityFetch, Fetch, PathElem,
-    PlanNode, QueryPlan, RepSpec, context_alias,
+    CONTEXT_BATCH, ContextBatch, ContextSource, ContextVariable, EntityFetch, EntityPart, Fetch,
+    PathElem, PlanNode, QueryPlan, RepSpec, context_alias,
 };
 
 /// The plan of `ir` for requests whose condition variables take `values` (`None`:

@@ -34,6 +34,7 @@ pub struct RepSpec {
 
 #[derive(Debug, Clone)]
 pub struct EntityFetch {
+    /// Empty when [`EntityFetch::parts`] is not: each part has its own.
     pub reps: Vec<RepSpec>,
     /// Contextual arguments (`@fromContext`) the subgraph operation takes as
     /// variables: their values differ per entity, so entities are sent in one request
@@ -42,12 +43,25 @@ pub struct EntityFetch {
     /// With contexts: the parts of the operation, to ask for several sets of values
     /// in one request (an aliased `_entities` field per set).
     pub batch: Option<ContextBatch>,
+    /// Entity fetches of one subgraph sent as one request: part `i` is the aliased
+    /// field `_<i>: _entities(representations: $representations_<i>)` with its own
+    /// selection, representations and merge paths (so a field one part asks for never
+    /// nulls or fails another part's objects). Empty: one `_entities` field.
+    pub parts: Vec<EntityPart>,
+}
+
+/// One `_entities` field of a batched request (see [`EntityFetch::parts`]).
+#[derive(Debug, Clone)]
+pub struct EntityPart {
+    pub merge_paths: Vec<Vec<PathElem>>,
+    pub reps: Vec<RepSpec>,
 }
 
 /// Most sets of context values asked for in one request; more take more requests.
 pub const CONTEXT_BATCH: usize = 32;
 
-/// The response key of set `i`'s `_entities` field in a batched context request.
+/// The response key of the `i`th `_entities` field of a request asking for several:
+/// set `i` of a batched context request, or part `i` of [`EntityFetch::parts`].
 pub fn context_alias(i: usize) -> Name {
     Name::new(&format!("_{i}")).expect("an underscore and digits make a name")
 }

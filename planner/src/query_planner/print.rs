@@ -9,8 +9,9 @@ use apollo_compiler::ast::{OperationType, Value};
 use std::fmt::Write;
 
 impl<'a> Planner<'a> {
-    /// The fetch of `group`: its subgraph operation and what the executor needs.
-    pub(super) fn fetch_of(&self, group: &Group, ir: &OpIr) -> Fetch {
+    /// The fetch of `group`: its subgraph operation and what the executor needs, and
+    /// the selection printed (what a batched request asks of this part's entities).
+    pub(super) fn fetch_of(&self, group: &Group, ir: &OpIr) -> (Fetch, String) {
         let mut body = String::new();
         print_sel(&group.selection, &mut body);
         let mut used = Vec::new();
@@ -29,19 +30,7 @@ impl<'a> Planner<'a> {
         for var in &contexts {
             let _ = write!(defs, ", ${}: {}", var.name, var.ty);
         }
-        let mut variables = Vec::new();
-        let mut client_defs = String::new();
-        for def in &ir.variables {
-            if used.contains(&def.name) {
-                let _ = write!(client_defs, ", ${}: {}", def.name, def.ty);
-                // The default matters to the subgraph's validation too: a nullable
-                // variable with one may stand where a non-null argument is expected.
-                if let Some(default) = &def.default_value {
-                    let _ = write!(client_defs, " = {default}");
-                }
-                variables.push(def.name.clone());
-            }
-        }
+        let (client_defs, variables) = client_variables(ir, &used);
         match (defs.is_empty(), client_defs.strip_prefix(", ")) {
             (true, Some(first)) => defs.push_str(first),
             _ => defs.push_str(&client_defs),
@@ -65,7 +54,7 @@ impl<'a> Planner<'a> {
         };
         // Subgraphs reject an empty selection set (issue 14's invariants).
         debug_assert!(!operation.contains("{ }"), "empty selection: {operation}");
-        Fetch {
+        let fetch = Fetch {
             subgraph: group.subgraph,
             subgraph_name: self.meta.subgraph(group.subgraph).name.clone(),
             operation,
@@ -76,15 +65,36 @@ impl<'a> Planner<'a> {
                 batch: (!contexts.is_empty()).then_some(ContextBatch {
                     kind,
                     client_defs,
-                    selection: body,
+                    selection: body.clone(),
                 }),
                 contexts,
+                parts: Vec::new(),
             }),
             renames: Vec::new(),
             depends_on: Vec::new(),
             payloads: 0,
+        };
+        (fetch, body)
+    }
+}
+
+/// The definitions (each after `, `) and names of the client variables in `used`, in
+/// the operation's order.
+pub(super) fn client_variables(ir: &OpIr, used: &[Name]) -> (String, Vec<Name>) {
+    let mut defs = String::new();
+    let mut names = Vec::new();
+    for def in &ir.variables {
+        if used.contains(&def.name) {
+            let _ = write!(defs, ", ${}: {}", def.name, def.ty);
+            // The default matters to the subgraph's validation too: a nullable
+            // variable with one may stand where a non-null argument is expected.
+            if let Some(default) = &def.default_value {
+                let _ = write!(defs, " = {default}");
+            }
+            names.push(def.name.clone());
         }
     }
+    (defs, names)
 }
 
 /// Whether `items` ask for nothing: only fragments that themselves ask for nothing
