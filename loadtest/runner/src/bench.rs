@@ -36,6 +36,8 @@ pub struct Config {
     pub duration_s: u32,
     pub warmup_s: u32,
     pub rate: Option<u32>,
+    /// Measured runs per scenario and gateway, taking turns (see [`pick_rounds`]).
+    pub rounds: u32,
     pub check: Check,
     pub smoke: bool,
     pub capacity: Option<CapacityConfig>,
@@ -158,34 +160,88 @@ async fn run_scenario(
     let expected = oracle(cfg.server(), client, scenario, &body, &dir).await?;
     run.response_bytes = Some(expected.bytes);
     let mut servers = start_set(cfg, client, &scenario.set, &dir).await?;
-    for (gateway, installed, _) in &cfg.gateways {
-        let outcome = match installed {
-            Err(e) => Outcome::NotInstalled { error: e.clone() },
-            Ok(bin) => {
-                let result = measure(
-                    cfg,
-                    client,
-                    scenario,
-                    rate,
-                    gateway,
-                    bin.as_deref(),
-                    &servers,
-                    &payload,
-                    &expected,
-                    &dir,
-                )
-                .await;
-                Outcome::from_run(result, &scenario.name, &gateway.name)
-            }
-        };
+    // Outcomes by gateway, one per round; the gateways take turns within each round.
+    let mut rounds: Vec<Vec<Outcome>> = vec![Vec::new(); cfg.gateways.len()];
+    for round in 0..cfg.rounds {
+        if cfg.rounds > 1 {
+            progress(format!(
+                "{}: round {} of {}",
+                scenario.name,
+                round + 1,
+                cfg.rounds
+            ));
+        }
+        for ((gateway, installed, _), outcomes) in cfg.gateways.iter().zip(&mut rounds) {
+            let outcome = match installed {
+                Err(e) => Outcome::NotInstalled { error: e.clone() },
+                Ok(bin) => {
+                    let result = measure(
+                        cfg,
+                        client,
+                        scenario,
+                        rate,
+                        gateway,
+                        bin.as_deref(),
+                        &servers,
+                        &payload,
+                        &expected,
+                        &dir,
+                    )
+                    .await;
+                    Outcome::from_run(result, &scenario.name, &gateway.name)
+                }
+            };
+            outcomes.push(outcome);
+        }
+    }
+    for ((gateway, _, _), outcomes) in cfg.gateways.iter().zip(rounds) {
+        let (outcome, per_core_second) = pick_rounds(outcomes);
         run.gateways.push(GatewayRun {
             gateway: gateway.name.clone(),
             label: gateway.label.clone(),
             outcome,
+            rounds: per_core_second,
         });
     }
     process::stop(&mut servers.subgraphs).await;
     Ok(())
+}
+
+/// The outcome a gateway's rounds report: the first failure when any round failed (a
+/// failure is never hidden by a good round), else the round with the median
+/// requests/core.s (the lower middle one of an even count), so every figure shown comes
+/// from one real run. Also each round's requests/core.s when there were several.
+pub(crate) fn pick_rounds(mut outcomes: Vec<Outcome>) -> (Outcome, Vec<f64>) {
+    let rate = |o: &Outcome| match o {
+        Outcome::Measured(m) => m.per_core_second(),
+        _ => None,
+    };
+    if let Some(i) = outcomes
+        .iter()
+        .position(|o| !matches!(o, Outcome::Measured(_)))
+    {
+        return (outcomes.swap_remove(i), Vec::new());
+    }
+    let rates: Vec<f64> = outcomes.iter().filter_map(rate).collect();
+    let mut order: Vec<usize> = (0..outcomes.len()).collect();
+    order.sort_by(|a, b| {
+        let (a, b) = (rate(&outcomes[*a]), rate(&outcomes[*b]));
+        a.unwrap_or(0.0).total_cmp(&b.unwrap_or(0.0))
+    });
+    let Some(&median) = order.get(order.len().saturating_sub(1) / 2) else {
+        return (
+            Outcome::Failed {
+                error: "no round ran".into(),
+            },
+            Vec::new(),
+        );
+    };
+    let shown = if outcomes.len() > 1 {
+        rates
+    } else {
+        Vec::new()
+    };
+    (outcomes.swap_remove(median), shown)
 }
 
 /// How to start `graphfleet-subgraphs` on this machine.
@@ -835,7 +891,64 @@ pub(crate) async fn wait_ready(
 
 #[cfg(test)]
 mod tests {
-    use super::in_flight_for;
+    use super::{in_flight_for, pick_rounds};
+    use crate::k6::Summary;
+    use crate::results::{Measured, Outcome};
+    use crate::sampler::Usage;
+
+    /// A measured round of `requests` requests on `cpu_seconds` of CPU.
+    fn round(requests: u64, cpu_seconds: f64) -> Outcome {
+        Outcome::Measured(Box::new(Measured {
+            summary: Summary {
+                target_rate: None,
+                duration_s: 10.0,
+                requests,
+                ok: requests,
+                failures: 0,
+                dropped_iterations: 0,
+                achieved_rate: None,
+                latency_ms: None,
+                scheduled_latency_ms: None,
+            },
+            usage: Some(Usage {
+                cpu_seconds,
+                ..Usage::default()
+            }),
+            subgraph_requests: None,
+            capacity: None,
+        }))
+    }
+
+    fn rate(o: &Outcome) -> Option<f64> {
+        match o {
+            Outcome::Measured(m) => m.per_core_second(),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn rounds_report_the_median_round_and_every_rate() {
+        let (shown, rates) = pick_rounds(vec![round(100, 1.0), round(300, 1.0), round(200, 1.0)]);
+        assert_eq!(rate(&shown), Some(200.0));
+        assert_eq!(rates, vec![100.0, 300.0, 200.0]);
+        // Even counts show the lower middle round: never a flattering pick.
+        let (shown, _) = pick_rounds(vec![round(400, 1.0), round(100, 1.0)]);
+        assert_eq!(rate(&shown), Some(100.0));
+        // One round: no spread to show.
+        let (shown, rates) = pick_rounds(vec![round(50, 1.0)]);
+        assert_eq!(rate(&shown), Some(50.0));
+        assert!(rates.is_empty());
+    }
+
+    #[test]
+    fn a_failed_round_is_what_the_rounds_report() {
+        let failed = Outcome::Failed {
+            error: "k6 failed".into(),
+        };
+        let (shown, rates) = pick_rounds(vec![round(100, 1.0), failed, round(300, 1.0)]);
+        assert!(matches!(shown, Outcome::Failed { ref error } if error == "k6 failed"));
+        assert!(rates.is_empty());
+    }
 
     #[test]
     fn capacity_steps_may_hold_twice_the_measured_p99_in_flight() {

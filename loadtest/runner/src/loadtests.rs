@@ -225,6 +225,7 @@ fn gateway_run(lt: &LoadTest, run: &Run, resources: &[Resources]) -> GatewayRun 
         gateway: lt.name_any(),
         label,
         outcome,
+        rounds: Vec::new(),
     }
 }
 

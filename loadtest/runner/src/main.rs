@@ -90,6 +90,11 @@ struct Cli {
     /// Arrival rate for every scenario (default: the scenario's own).
     #[arg(long)]
     rate: Option<u32>,
+    /// Measured runs per scenario and gateway, the gateways taking turns (A B A B …) so a
+    /// noisy spell on a shared machine hits them alike; the report shows each gateway's
+    /// round with the median requests/core.s, and the spread of all rounds.
+    #[arg(long, default_value_t = 1)]
+    rounds: u32,
     /// CPU budget of the gateway, in cores.
     #[arg(long, default_value_t = 1.0)]
     cpus: f64,
@@ -458,8 +463,10 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         if cli.load_generator == Some(Generator::Native) {
             bail!("--in-cluster runs k6 Jobs: --load-generator native is host-mode only");
         }
-        if cli.smoke || cli.capacity {
-            bail!("--in-cluster measures at one rate: --smoke and --capacity are host-mode only");
+        if cli.smoke || cli.capacity || cli.rounds > 1 {
+            bail!(
+                "--in-cluster measures once at one rate: --smoke, --capacity and --rounds are host-mode only"
+            );
         }
         let kubeconfig = absolute("--kubeconfig", cli.kubeconfig.as_ref())?;
         let cfg = incluster::Config {
@@ -496,6 +503,9 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     } else {
         (cli.duration, cli.warmup, cli.rate, cli.check)
     };
+    if cli.rounds > 1 && (cli.capacity || cli.smoke) {
+        bail!("--rounds repeats the measured run only: run --capacity and --smoke without it");
+    }
     let capacity = (cli.capacity && !cli.smoke).then_some(bench::CapacityConfig {
         steps: cli.capacity_steps.clamp(1, 50),
         duration_s: cli.capacity_duration.max(1),
@@ -514,6 +524,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         duration_s,
         warmup_s,
         rate,
+        rounds: cli.rounds.clamp(1, 20),
         check,
         smoke: cli.smoke,
         capacity,

@@ -42,6 +42,54 @@ fn missing(g: &GatewayRun) -> &'static str {
     }
 }
 
+/// ` (rounds a–b)`: the range of a gateway's requests/core.s over its rounds, when it
+/// had several; empty otherwise.
+fn spread(rounds: &[f64]) -> String {
+    let (lo, hi) = rounds.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(*x), hi.max(*x))
+    });
+    if rounds.len() < 2 {
+        String::new()
+    } else {
+        format!(" ({} rounds {}–{})", rounds.len(), f1(lo), f1(hi))
+    }
+}
+
+/// One row per scenario and gateway: requests/core.s, its ratio to the first gateway's,
+/// P99 and peak memory: the side-by-side view of the whole run.
+fn summary_rows(report: &Report) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for s in report.scenarios.iter().filter(|s| s.fanout.is_none()) {
+        let first = s.gateways.first().and_then(measured);
+        let first_rate = first.and_then(Measured::per_core_second);
+        for g in &s.gateways {
+            let Some(m) = measured(g) else {
+                let mut row = vec![s.name.clone(), g.label.clone()];
+                row.extend(std::iter::repeat_n(missing(g).to_owned(), 4));
+                rows.push(row);
+                continue;
+            };
+            let rate = m.per_core_second();
+            let failures = if m.summary.failures > 0 { "*" } else { "" };
+            rows.push(vec![
+                s.name.clone(),
+                g.label.clone(),
+                rate.map_or("-".into(), |r| {
+                    format!("{}{failures}{}", f1(r), spread(&g.rounds))
+                }),
+                match (first_rate, rate) {
+                    (Some(a), Some(b)) if b > 0.0 => format!("{a_over_b:.2}×", a_over_b = a / b),
+                    _ => "-".into(),
+                },
+                m.summary.latency_ms.map_or("-".into(), |l| sig3(l.p99)),
+                m.usage
+                    .map_or("-".into(), |u| format!("{:.0} MiB", u.mem_max as f64 / MIB)),
+            ]);
+        }
+    }
+    rows
+}
+
 fn latency_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
     let mut ok: Vec<(&GatewayRun, &Measured)> = s
         .gateways
@@ -111,7 +159,7 @@ fn resource_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
                 pct(u.cpu_max),
                 format!("{:.0} ±{:.0} MiB", u.mem_avg / MIB, u.mem_std / MIB),
                 format!("{:.0} MiB", u.mem_max as f64 / MIB),
-                rate(m.per_core_second()),
+                format!("{}{}", rate(m.per_core_second()), spread(&g.rounds)),
                 rate(m.per_gb_second()),
             ]
         })
@@ -395,6 +443,30 @@ pub fn markdown(report: &Report) -> String {
         );
     }
     out.push('\n');
+    let summary = summary_rows(report);
+    if !summary.is_empty() {
+        let first = report
+            .gateways
+            .first()
+            .map_or("the first", |g| g.label.as_str());
+        let _ = writeln!(out, "# Summary\n");
+        out.push_str(&table(
+            &[
+                "Scenario",
+                "Gateway",
+                "requests/core.s",
+                &format!("{first} ÷ gateway"),
+                "P99 ms",
+                "MEM max",
+            ],
+            &[false, false, true, true, true, true],
+            &summary,
+        ));
+        let _ = writeln!(
+            out,
+            "\nEach gateway under the same CPU budget, one scenario after another; the ratio divides the first gateway's requests/core.s by each gateway's (above 1: the first is cheaper per request). `*` marks runs with failures.\n"
+        );
+    }
     for s in &report.scenarios {
         scenario_section(&mut out, s, report.smoke);
     }
@@ -430,6 +502,79 @@ pub fn write(report: &Report, dir: &Path) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn measured_run(label: &str, requests: u64, cpu_seconds: f64) -> GatewayRun {
+        use crate::k6::{Latency, Summary};
+        let latency = Latency {
+            p99: 2.5,
+            ..Latency::default()
+        };
+        GatewayRun {
+            gateway: label.to_lowercase(),
+            label: label.to_owned(),
+            outcome: Outcome::Measured(Box::new(Measured {
+                summary: Summary {
+                    target_rate: None,
+                    duration_s: 10.0,
+                    requests,
+                    ok: requests,
+                    failures: 0,
+                    dropped_iterations: 0,
+                    achieved_rate: None,
+                    latency_ms: Some(latency),
+                    scheduled_latency_ms: None,
+                },
+                usage: Some(crate::sampler::Usage {
+                    cpu_seconds,
+                    mem_max: 30 * 1024 * 1024,
+                    ..Default::default()
+                }),
+                subgraph_requests: None,
+                capacity: None,
+            })),
+            rounds: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn the_summary_divides_the_first_gateways_rate_by_each() {
+        let mut run = ScenarioRun {
+            name: "small".into(),
+            set: "apollo".into(),
+            description: String::new(),
+            rate: 200,
+            duration_s: 10,
+            generator: "native".into(),
+            response_bytes: None,
+            error: None,
+            gateways: vec![measured_run("A", 3000, 1.0), measured_run("B", 2000, 1.0)],
+            fanout: None,
+        };
+        run.gateways.push(GatewayRun {
+            outcome: Outcome::NotInstalled {
+                error: "no cargo".into(),
+            },
+            ..measured_run("C", 1, 1.0)
+        });
+        let report = Report {
+            smoke: false,
+            system: Vec::new(),
+            gateways: Vec::new(),
+            scenarios: vec![run],
+            timings: Vec::new(),
+        };
+        let rows = summary_rows(&report);
+        assert_eq!(rows[0][2..], ["3000.0", "1.00×", "2.50", "30 MiB"]);
+        assert_eq!(rows[1][2..], ["2000.0", "1.50×", "2.50", "30 MiB"]);
+        assert_eq!(rows[2][2], "not installed");
+    }
+
+    #[test]
+    fn spread_shows_the_range_of_several_rounds_only() {
+        assert_eq!(spread(&[]), "");
+        assert_eq!(spread(&[5.0]), "");
+        assert_eq!(spread(&[120.0, 80.5, 100.0]), " (3 rounds 80.5–120.0)");
+    }
 
     #[test]
     fn three_significant_digits() {

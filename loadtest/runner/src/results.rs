@@ -78,6 +78,10 @@ pub struct GatewayRun {
     pub gateway: String,
     pub label: String,
     pub outcome: Outcome,
+    /// Requests/core.s of every round when the run had several (`--rounds`); `outcome`
+    /// is the median one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rounds: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

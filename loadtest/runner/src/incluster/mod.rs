@@ -392,6 +392,7 @@ async fn run_scenario(
             gateway: gateway.name.clone(),
             label: gateway.label.clone(),
             outcome,
+            rounds: Vec::new(),
         });
     }
     Ok(())
