@@ -687,11 +687,11 @@ mod tests {
         }
     }
 
-    #[test]
-    fn numbers_keep_their_text() {
+    /// The store `body` parses into, and the items of its `data.a` list.
+    fn parse_list_a(body: &[u8]) -> (Store, Vec<Value>) {
         let keys = keys();
         let mut store = Store::with_root();
-        let body = Bytes::from_static(br#"{"data":{"a":[-0,1.50,1E+2,12345678901234567890123]}}"#);
+        let body = Bytes::copy_from_slice(body);
         let source = store.keep(&body);
         let text = std::str::from_utf8(&body).expect("UTF-8");
         let data = response(text, source, &mut store, &keys)
@@ -704,8 +704,15 @@ mod tests {
         let Some(Value::List(items)) = store.object(id).get(keys.get("a").expect("a")) else {
             panic!("a list")
         };
-        let texts: Vec<&[u8]> = store
-            .list(*items)
+        let items = store.list(*items).to_vec();
+        (store, items)
+    }
+
+    #[test]
+    fn numbers_keep_their_text() {
+        let (store, items) =
+            parse_list_a(br#"{"data":{"a":[-0,1.50,1E+2,12345678901234567890123]}}"#);
+        let texts: Vec<&[u8]> = items
             .iter()
             .map(|v| match v {
                 Value::RawNum(r) => store.raw(*r),
@@ -797,24 +804,9 @@ mod tests {
                 format!(r#"{{"data":{{"a":["{s}",{n}],"b":["{s}",{n}]}}}}"#),
                 format!(r#"{{"data":{{"b":1,"a":["{s}",{n}]}}}}"#),
             ] {
-                let keys = keys();
-                let mut store = Store::with_root();
-                let body = Bytes::copy_from_slice(text.as_bytes());
-                let source = store.keep(&body);
-                let text = std::str::from_utf8(&body).expect("UTF-8");
-                let data = response(text, source, &mut store, &keys)
-                    .expect("valid")
-                    .data
-                    .expect("data");
-                let Value::Object(id) = data else {
-                    panic!("an object")
-                };
-                let Some(Value::List(items)) = store.object(id).get(keys.get("a").expect("a"))
-                else {
-                    panic!("a list")
-                };
+                let (store, items) = parse_list_a(text.as_bytes());
                 let mut out = b"x".to_vec();
-                for item in store.list(*items) {
+                for item in &items {
                     match item {
                         Value::RawStr(r) => store.write_raw(&mut out, *r, true),
                         Value::RawNum(r) => store.write_raw(&mut out, *r, false),

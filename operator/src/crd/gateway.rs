@@ -112,7 +112,8 @@ pub struct GatewayConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub subgraph_timeout_ms: Option<u32>,
-    /// Deduplicate identical in-flight subgraph requests.
+    /// Deduplicate identical in-flight subgraph requests (queries only; on when unset,
+    /// the gateway's default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deduplicate_subgraph_requests: Option<bool>,
     /// HTTP version towards subgraphs: `disabled` (HTTP/1.1, the default), `priorKnowledge`
