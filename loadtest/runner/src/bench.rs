@@ -892,31 +892,11 @@ pub(crate) async fn wait_ready(
 #[cfg(test)]
 mod tests {
     use super::{in_flight_for, pick_rounds};
-    use crate::k6::Summary;
     use crate::results::{Measured, Outcome};
-    use crate::sampler::Usage;
 
     /// A measured round of `requests` requests on `cpu_seconds` of CPU.
     fn round(requests: u64, cpu_seconds: f64) -> Outcome {
-        Outcome::Measured(Box::new(Measured {
-            summary: Summary {
-                target_rate: None,
-                duration_s: 10.0,
-                requests,
-                ok: requests,
-                failures: 0,
-                dropped_iterations: 0,
-                achieved_rate: None,
-                latency_ms: None,
-                scheduled_latency_ms: None,
-            },
-            usage: Some(Usage {
-                cpu_seconds,
-                ..Usage::default()
-            }),
-            subgraph_requests: None,
-            capacity: None,
-        }))
+        Outcome::Measured(Box::new(Measured::example(requests, cpu_seconds, 1.0)))
     }
 
     fn rate(o: &Outcome) -> Option<f64> {

@@ -504,34 +504,10 @@ mod tests {
     use super::*;
 
     fn measured_run(label: &str, requests: u64, cpu_seconds: f64) -> GatewayRun {
-        use crate::k6::{Latency, Summary};
-        let latency = Latency {
-            p99: 2.5,
-            ..Latency::default()
-        };
         GatewayRun {
             gateway: label.to_lowercase(),
             label: label.to_owned(),
-            outcome: Outcome::Measured(Box::new(Measured {
-                summary: Summary {
-                    target_rate: None,
-                    duration_s: 10.0,
-                    requests,
-                    ok: requests,
-                    failures: 0,
-                    dropped_iterations: 0,
-                    achieved_rate: None,
-                    latency_ms: Some(latency),
-                    scheduled_latency_ms: None,
-                },
-                usage: Some(crate::sampler::Usage {
-                    cpu_seconds,
-                    mem_max: 30 * 1024 * 1024,
-                    ..Default::default()
-                }),
-                subgraph_requests: None,
-                capacity: None,
-            })),
+            outcome: Outcome::Measured(Box::new(Measured::example(requests, cpu_seconds, 2.5))),
             rounds: Vec::new(),
         }
     }

@@ -40,6 +40,33 @@ impl Measured {
     }
 }
 
+#[cfg(test)]
+impl Measured {
+    /// A run of `requests` requests on `cpu_seconds` of CPU with a p99 of `p99_ms` and a
+    /// 30 MiB peak, for tests of what reports make of runs.
+    pub(crate) fn example(requests: u64, cpu_seconds: f64, p99_ms: f64) -> Measured {
+        Measured {
+            summary: Summary {
+                duration_s: 10.0,
+                requests,
+                ok: requests,
+                latency_ms: Some(crate::k6::Latency {
+                    p99: p99_ms,
+                    ..Default::default()
+                }),
+                ..Summary::default()
+            },
+            usage: Some(Usage {
+                cpu_seconds,
+                mem_max: 30 * 1024 * 1024,
+                ..Usage::default()
+            }),
+            subgraph_requests: None,
+            capacity: None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum Outcome {
