@@ -40,6 +40,16 @@ pub(super) fn prepare(
     request_body(fetch, plan, store, variables, objects.as_deref(), &[])
 }
 
+/// `{"query":<operation>,"variables":{`, the start of every request body, with room for
+/// `more` bytes after it.
+fn body_start(operation: &str, more: usize) -> Vec<u8> {
+    let mut body = Vec::with_capacity(operation.len() + 32 + more);
+    body.extend_from_slice(b"{\"query\":");
+    write_str(&mut body, operation);
+    body.extend_from_slice(b",\"variables\":{");
+    body
+}
+
 /// The store objects at `paths` (lists flattened), in response order.
 fn objects_at(store: &Store, keys: &KeyTable, paths: &[Vec<PathElem>]) -> Vec<ObjId> {
     let mut objects = Vec::new();
@@ -58,10 +68,7 @@ fn batched_parts_body(
     variables: &JsonMap,
     parts: &[EntityPart],
 ) -> Option<PreparedFetch> {
-    let mut body = Vec::with_capacity(256 + fetch.operation.len());
-    body.extend_from_slice(b"{\"query\":");
-    write_str(&mut body, &fetch.operation);
-    body.extend_from_slice(b",\"variables\":{");
+    let mut body = body_start(&fetch.operation, 256);
     let mut targets = Vec::new();
     let mut aliases = Vec::with_capacity(parts.len());
     for (i, part) in parts.iter().enumerate() {
@@ -102,10 +109,7 @@ fn request_body(
     objects: Option<&[ObjId]>,
     extra: &[u8],
 ) -> Option<PreparedFetch> {
-    let mut body = Vec::with_capacity(256 + fetch.operation.len());
-    body.extend_from_slice(b"{\"query\":");
-    write_str(&mut body, &fetch.operation);
-    body.extend_from_slice(b",\"variables\":{");
+    let mut body = body_start(&fetch.operation, 256);
     let mut targets: Vec<Vec<ObjId>> = Vec::new();
     let mut first = true;
     if let (Some(entity), Some(objects)) = (&fetch.entity, objects) {
@@ -325,10 +329,7 @@ fn batched_body(
         return None;
     }
     let operation = format!("{}({defs}{}) {{{fields} }}", batch.kind, batch.client_defs);
-    let mut body = Vec::with_capacity(operation.len() + vars.len() + 64);
-    body.extend_from_slice(b"{\"query\":");
-    write_str(&mut body, &operation);
-    body.extend_from_slice(b",\"variables\":{");
+    let mut body = body_start(&operation, vars.len() + 64);
     body.extend_from_slice(&vars);
     write_client_variables(fetch, variables, &mut body, false);
     Some(PreparedFetch {
