@@ -17,7 +17,7 @@ use crate::capacity::{self, Step};
 use crate::gateway::{Gateway, Kind, Slots};
 use crate::http::Client;
 use crate::k6::{self, Check, Expected, Summary};
-use crate::openload::{self, ExpectedBody, Payload};
+use crate::openload::{self, ExpectedBody, Payload, Ramp};
 use crate::process::{self, Cgroup, Launch, Placement};
 use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun, System};
 use crate::sampler::{self, CoreTimes, Sampler};
@@ -73,6 +73,8 @@ pub struct CapacityConfig {
     pub duration_s: u32,
     pub factor: f64,
     pub start: Option<u32>,
+    /// The uncounted ramp from the rate before to each step's (native generator only).
+    pub ramp: Duration,
 }
 
 /// What a scenario needs from the set's servers.
@@ -590,11 +592,18 @@ async fn measure_running(
     let expected = &conformance(client, &url, payload, expected, dir, &gateway.name).await?;
     let load = scenario.load;
     let driver = Driver::new(cfg, scenario, &url, payload, expected, dir, &gateway.name)?;
-    let k6_run = |check: Check, rate: u32, duration_s: u32, max_vus: u32| {
-        driver.run(check, rate, duration_s, load.vus.min(max_vus), max_vus)
+    let k6_run = |check: Check, rate: u32, duration_s: u32, max_vus: u32, ramp: Option<Ramp>| {
+        driver.run(
+            check,
+            rate,
+            duration_s,
+            load.vus.min(max_vus),
+            max_vus,
+            ramp,
+        )
     };
     if cfg.warmup_s > 0 {
-        let w = k6_run(Check::Full, rate, cfg.warmup_s, load.max_vus)
+        let w = k6_run(Check::Full, rate, cfg.warmup_s, load.max_vus, None)
             .await
             .context("warm-up")?;
         progress(format!(
@@ -605,7 +614,7 @@ async fn measure_running(
     subgraph_total(client, &servers.base, true).await?;
     let throttled_before = cgroup.and_then(Cgroup::throttling);
     let sampler = Sampler::start(pid);
-    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus).await;
+    let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus, None).await;
     let usage = sampler::usage(&sampler.finish().await);
     let throttled = match (throttled_before, cgroup.and_then(Cgroup::throttling)) {
         (Some((n0, s0)), Some((n1, s1))) => {
@@ -652,7 +661,11 @@ async fn measure_running(
             let max_vus = load.max_vus.max(in_flight_for(target, measured_p99_s));
             let sampler = Sampler::start(pid);
             let cores_before = CoreTimes::read(&load_cores);
-            let s = k6_run(Check::Length, target, c.duration_s, max_vus).await;
+            // From the rate before (the measured run's, first), so the step measures its
+            // rate and not the jump to it.
+            let from = steps.last().map_or(rate, |s| s.target);
+            let ramp = (!c.ramp.is_zero()).then_some(Ramp { from, over: c.ramp });
+            let s = k6_run(Check::Length, target, c.duration_s, max_vus, ramp).await;
             let load_busy = cores_before
                 .zip(CoreTimes::read(&load_cores))
                 .and_then(|(before, after)| after.busy_since(&before));
@@ -761,6 +774,7 @@ impl<'a> Driver<'a> {
         duration_s: u32,
         vus: u32,
         max_vus: u32,
+        ramp: Option<Ramp>,
     ) -> anyhow::Result<Summary> {
         let nonce = self.unique.then(crate::scenario::next_nonce);
         let Some((payload, expected)) = &self.native else {
@@ -800,6 +814,7 @@ impl<'a> Driver<'a> {
             duration: Duration::from_secs(u64::from(duration_s)),
             max_in_flight: max_vus.max(1),
             cpus: self.cfg.placement.others.clone(),
+            ramp,
         };
         let outcome = tokio::task::spawn_blocking(move || load.run())
             .await

@@ -123,6 +123,11 @@ struct Cli {
     /// First capacity rate (default: the scenario's rate).
     #[arg(long)]
     capacity_start: Option<u32>,
+    /// Before each capacity step, the rate moves linearly from the step before's (the
+    /// measured run's, first) to the step's over this long, uncounted, so a step measures
+    /// its rate and not a cold jump to it; 0 jumps. Native generator only: k6 steps jump.
+    #[arg(long, default_value = "2", value_parser = whole_seconds)]
+    capacity_ramp: u32,
     /// CI smoke test: every scenario for a few seconds at a low rate, every response compared
     /// with the monolith; fails on any failure.
     #[arg(long)]
@@ -404,6 +409,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
                 duration: Duration::from_secs(u64::from(duration.max(1))),
                 max_in_flight,
                 cpus,
+                ramp: None,
             };
             let outcome = tokio::task::spawn_blocking(move || load.run())
                 .await
@@ -511,6 +517,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         duration_s: cli.capacity_duration.max(1),
         factor: cli.capacity_factor.clamp(1.05, 10.0),
         start: cli.capacity_start,
+        ramp: Duration::from_secs(u64::from(cli.capacity_ramp)),
     });
     let cfg = bench::Config {
         repo,

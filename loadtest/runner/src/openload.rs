@@ -10,6 +10,11 @@
 //! (k6's dropped_iterations). Latency counts from the due time, not from when the request
 //! went out, so a generator or gateway that falls behind cannot hide it (coordinated
 //! omission). Every response is checked as scenario.js checks it.
+//!
+//! An optional [`Ramp`] comes first: the rate rises (or falls) linearly to the run's rate,
+//! and those requests load the gateway without being counted, so a capacity step measures
+//! the rate it names and not a cold jump to it (a gateway connecting hundreds of new
+//! subgraph connections in its first second).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -177,6 +182,78 @@ pub struct Load {
     pub max_in_flight: u32,
     /// taskset list for the generator's threads (the non-gateway cores).
     pub cpus: Option<String>,
+    /// An uncounted lead-in before the measured requests.
+    pub ramp: Option<Ramp>,
+}
+
+/// A linear change of the arrival rate from `from` to the run's rate over `over`, before
+/// the measured requests; its requests count towards nothing but the in-flight limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Ramp {
+    pub from: u32,
+    pub over: Duration,
+}
+
+/// When each request is due, relative to the start: first the ramp's, then the run's.
+#[derive(Debug, Clone, Copy)]
+struct Schedule {
+    rate: u32,
+    /// Requests of the ramp (uncounted), then `measured` requests at `rate`.
+    ramp_requests: u64,
+    measured: u64,
+    ramp: Option<Ramp>,
+}
+
+impl Schedule {
+    fn new(load: &Load) -> Schedule {
+        let ramp_requests = load.ramp.map_or(0, |r| {
+            (f64::from(r.from.saturating_add(load.rate)) / 2.0 * r.over.as_secs_f64()) as u64
+        });
+        Schedule {
+            rate: load.rate,
+            ramp_requests,
+            measured: load.total(),
+            ramp: load.ramp,
+        }
+    }
+
+    fn len(&self) -> u64 {
+        self.ramp_requests + self.measured
+    }
+
+    /// Whether request `i` is one of the measured ones.
+    fn measured(&self, i: u64) -> bool {
+        i >= self.ramp_requests
+    }
+
+    /// The due time of request `i`, after the start.
+    fn offset(&self, i: u64) -> Duration {
+        let lead = self.ramp.map_or(Duration::ZERO, |r| r.over);
+        match self.ramp {
+            Some(ramp) if i < self.ramp_requests => ramp_offset(ramp, self.rate, i),
+            _ => {
+                let k = i - self.ramp_requests;
+                lead + Duration::from_nanos(
+                    (u128::from(k) * 1_000_000_000 / u128::from(self.rate)) as u64,
+                )
+            }
+        }
+    }
+}
+
+/// When the `j`th request of a ramp is due: the time `t` at which the ramp's count
+/// `from·t + (rate − from)·t²/(2·over)` reaches `j`, in the form that stays exact for a
+/// flat ramp and never divides by zero for a ramp from 0.
+fn ramp_offset(ramp: Ramp, rate: u32, j: u64) -> Duration {
+    if j == 0 {
+        return Duration::ZERO;
+    }
+    let over = ramp.over.as_secs_f64();
+    let b = f64::from(ramp.from);
+    let a = (f64::from(rate) - b) / (2.0 * over);
+    let j = j as f64;
+    let t = 2.0 * j / (b + (b * b + 4.0 * a * j).max(0.0).sqrt());
+    Duration::from_secs_f64(t.min(over))
 }
 
 /// What a run measured: k6's summary shape plus the generator's own lateness.
@@ -196,11 +273,6 @@ impl Load {
     /// The total number of requests the run schedules (rate × duration).
     fn total(&self) -> u64 {
         (u128::from(self.rate) * self.duration.as_nanos() / 1_000_000_000) as u64
-    }
-
-    /// The due time of request `i` after `start`.
-    fn due(&self, start: Instant, i: u64) -> Instant {
-        start + Duration::from_nanos((u128::from(i) * 1_000_000_000 / u128::from(self.rate)) as u64)
     }
 
     /// Runs the load on its own threads and waits for it (blocking: call from
@@ -296,25 +368,22 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
         failure_samples: Vec::new(),
     }));
     let idle = Rc::new(tokio::sync::Notify::new());
+    let schedule = Schedule::new(&load);
     let total = load.total();
     // Leave the runtime a moment to start waiting before the first request is due.
     let start = Instant::now() + Duration::from_millis(20);
-    let end = load.due(start, total);
+    let end = start + schedule.offset(schedule.len());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<u64>();
     let scheduler = {
         let cpus = load.cpus.clone();
-        let rate = load.rate;
         std::thread::Builder::new()
             .name("openload-scheduler".into())
             .spawn(move || {
                 if let Some(cpus) = &cpus {
                     pin_current_thread(cpus);
                 }
-                for i in 0..total {
-                    let due = start
-                        + Duration::from_nanos(
-                            (u128::from(i) * 1_000_000_000 / u128::from(rate)) as u64,
-                        );
+                for i in 0..schedule.len() {
+                    let due = start + schedule.offset(i);
                     let now = Instant::now();
                     if due > now {
                         std::thread::sleep(due - now);
@@ -329,7 +398,8 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
     // Bounded in time as well as in count: nothing is started after the last due time
     // plus a second, whatever the scheduler thread does.
     let stop_sending = end + Duration::from_secs(1);
-    let mut interrupted_scheduling = 0u64;
+    // Measured requests handed over by the scheduler.
+    let mut handed = 0u64;
     loop {
         let next = tokio::time::timeout_at(stop_sending.into(), rx.recv()).await;
         let i = match next {
@@ -341,11 +411,13 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
                 break;
             }
         };
-        let due = load.due(start, i);
+        let due = start + schedule.offset(i);
+        let measured = schedule.measured(i);
+        handed += u64::from(measured);
         {
             let mut s = stats.borrow_mut();
             if s.in_flight >= load.max_in_flight {
-                s.dropped += 1;
+                s.dropped += u64::from(measured);
                 continue;
             }
             s.in_flight += 1;
@@ -356,18 +428,11 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
             client.clone(),
             Rc::clone(&stats),
             Rc::clone(&idle),
-            i,
-            due,
+            Slot { i, due, measured },
         ));
     }
     let _ = scheduler.join();
-    let sent = {
-        let s = stats.borrow();
-        s.requests + u64::from(s.in_flight) + s.dropped
-    };
-    if sent < total {
-        interrupted_scheduling = total - sent;
-    }
+    let interrupted_scheduling = total.saturating_sub(handed);
     let drain_until = tokio::time::Instant::from(end.max(Instant::now())) + GRACE;
     while stats.borrow().in_flight > 0 {
         if tokio::time::timeout_at(drain_until, idle.notified())
@@ -425,14 +490,21 @@ fn latency_ms(h: &Histogram<u64>) -> Latency {
     }
 }
 
-/// Sends request `i` (due at `due`), checks the answer and records it.
+/// One scheduled request: its index, due time and whether it counts (not a ramp's).
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    i: u64,
+    due: Instant,
+    measured: bool,
+}
+
+/// Sends the request of `slot`, checks the answer and, when it is measured, records it.
 async fn one(
     load: Rc<Load>,
     client: Client<HttpConnector, Full<Bytes>>,
     stats: Rc<RefCell<Stats>>,
     idle: Rc<tokio::sync::Notify>,
-    i: u64,
-    due: Instant,
+    Slot { i, due, measured }: Slot,
 ) {
     let sent = Instant::now();
     let (body, token) = load.payload.body(i);
@@ -477,15 +549,17 @@ async fn one(
         )),
     };
     let mut s = stats.borrow_mut();
-    s.requests += 1;
-    match verdict {
-        Ok(()) => s.ok += 1,
-        Err(why) => s.fail(|| why),
+    if measured {
+        s.requests += 1;
+        match verdict {
+            Ok(()) => s.ok += 1,
+            Err(why) => s.fail(|| why),
+        }
+        s.latency
+            .saturating_record(micros(done.saturating_duration_since(due)));
+        s.send_lag
+            .saturating_record(micros(sent.saturating_duration_since(due)));
     }
-    s.latency
-        .saturating_record(micros(done.saturating_duration_since(due)));
-    s.send_lag
-        .saturating_record(micros(sent.saturating_duration_since(due)));
     s.in_flight -= 1;
     let idle_now = s.in_flight == 0;
     drop(s);
@@ -501,6 +575,20 @@ mod tests {
     /// A local server answering `{"data":{}}` one request at a time, each after `delay`:
     /// requests arriving faster than that queue up in it. Stops when the sender is dropped.
     fn slow_server(delay: Duration) -> (String, tokio::sync::oneshot::Sender<()>) {
+        let (url, stop, _) = counting_slow_server(delay);
+        (url, stop)
+    }
+
+    /// [`slow_server`], also counting the requests it answered.
+    fn counting_slow_server(
+        delay: Duration,
+    ) -> (
+        String,
+        tokio::sync::oneshot::Sender<()>,
+        Arc<std::sync::atomic::AtomicU64>,
+    ) {
+        let served = Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let counter = Arc::clone(&served);
         use hyper::server::conn::http1;
         use hyper::service::service_fn;
         use hyper_util::rt::TokioIo;
@@ -523,10 +611,13 @@ mod tests {
                             continue;
                         };
                         let gate = Arc::clone(&one_at_a_time);
+                        let counter = Arc::clone(&counter);
                         tokio::spawn(async move {
                             let service = service_fn(move |_req| {
                                 let gate = Arc::clone(&gate);
+                                let counter = Arc::clone(&counter);
                                 async move {
+                                    counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                                     let _turn = gate.lock().await;
                                     tokio::time::sleep(delay).await;
                                     Ok::<_, std::convert::Infallible>(hyper::Response::new(
@@ -546,7 +637,7 @@ mod tests {
                 }
             });
         });
-        (url, stop)
+        (url, stop, served)
     }
 
     fn slow_load(url: &str, rate: u32, max_in_flight: u32, expected: &[u8]) -> Load {
@@ -559,6 +650,7 @@ mod tests {
             duration: Duration::from_secs(1),
             max_in_flight,
             cpus: None,
+            ramp: None,
         }
     }
 
@@ -609,6 +701,69 @@ mod tests {
             outcome.failure_samples[0].contains("not the expected answer"),
             "{outcome:?}"
         );
+    }
+
+    fn schedule(from: u32, rate: u32, over_ms: u64) -> Schedule {
+        let mut load = slow_load("http://127.0.0.1:1/", rate, 10, b"");
+        load.ramp = Some(Ramp {
+            from,
+            over: Duration::from_millis(over_ms),
+        });
+        Schedule::new(&load)
+    }
+
+    /// A ramp from 100 to 300 req/s over 2 s holds (100 + 300) / 2 · 2 = 400 requests,
+    /// due ever closer together, the measured ones following at 300 req/s from 2 s on.
+    #[test]
+    fn a_ramp_comes_first_with_its_rate_rising_linearly() {
+        let s = schedule(100, 300, 2000);
+        assert_eq!((s.ramp_requests, s.measured, s.len()), (400, 300, 700));
+        assert!(!s.measured(399) && s.measured(400));
+        let at = |i| s.offset(i).as_secs_f64();
+        // At t the ramp has sent 100·t + 50·t² requests: 150 by 1 s.
+        assert!((at(150) - 1.0).abs() < 1e-6, "{}", at(150));
+        assert!(at(1) > at(399) - at(398), "gaps shrink as the rate rises");
+        assert!((at(400) - 2.0).abs() < 1e-9);
+        assert!((at(700) - 3.0).abs() < 1e-9);
+        let due: Vec<f64> = (0..s.len()).map(at).collect();
+        assert!(
+            due.windows(2).all(|w| w[0] <= w[1]),
+            "due times never go back"
+        );
+        // A falling ramp and a flat one schedule as the count says too.
+        let down = schedule(300, 100, 2000);
+        assert!((down.offset(250).as_secs_f64() - 1.0).abs() < 1e-6);
+        let flat = schedule(200, 200, 1000);
+        assert_eq!(flat.ramp_requests, 200);
+        assert_eq!(flat.offset(50), Duration::from_millis(250));
+        // From zero the first gap is the longest, and nothing divides by zero.
+        let cold = schedule(0, 100, 1000);
+        assert!((cold.offset(50).as_secs_f64() - 1.0).abs() < 1e-6);
+        assert_eq!(cold.offset(0), Duration::ZERO);
+    }
+
+    /// The ramp's requests reach the server but none is counted: the summary holds the
+    /// measured second's 50 requests only, with their latencies.
+    #[test]
+    fn ramp_requests_load_the_server_but_are_not_counted() {
+        let (url, _stop, served) = counting_slow_server(Duration::from_millis(1));
+        let mut load = slow_load(&url, 50, 100, br#"{"data":{"x":1}}"#);
+        load.ramp = Some(Ramp {
+            from: 10,
+            over: Duration::from_secs(1),
+        });
+        // Ramp answers are wrong too (the expected body differs), yet none fails.
+        let outcome = load.run().expect("run");
+        let s = &outcome.summary;
+        assert_eq!(
+            (s.requests, s.failures, s.dropped_iterations),
+            (50, 50, 0),
+            "{outcome:?}"
+        );
+        assert!((s.achieved_rate.expect("rate") - 50.0).abs() < 1e-9);
+        // (10 + 50) / 2 · 1 s = 30 ramp requests went out first.
+        let served = served.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(served, 80, "{outcome:?}");
     }
 
     #[test]
