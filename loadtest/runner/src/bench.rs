@@ -616,12 +616,7 @@ async fn measure_running(
     let sampler = Sampler::start(pid);
     let summary = k6_run(cfg.check, rate, cfg.duration_s, load.max_vus, None).await;
     let usage = sampler::usage(&sampler.finish().await);
-    let throttled = match (throttled_before, cgroup.and_then(Cgroup::throttling)) {
-        (Some((n0, s0)), Some((n1, s1))) => {
-            format!(", CFS-throttled {} periods ({:.2} s)", n1 - n0, s1 - s0)
-        }
-        _ => String::new(),
-    };
+    let throttled = throttled_since(throttled_before, cgroup);
     let summary = summary.context("measured run")?;
     let subgraph_requests = subgraph_total(client, &servers.base, false).await?;
     progress(format!(
@@ -660,6 +655,7 @@ async fn measure_running(
             // be capped by its in-flight limit instead of by the gateway.
             let max_vus = load.max_vus.max(in_flight_for(target, measured_p99_s));
             let sampler = Sampler::start(pid);
+            let throttled_before = cgroup.and_then(Cgroup::throttling);
             let cores_before = CoreTimes::read(&load_cores);
             // From the rate before (the measured run's, first), so the step measures its
             // rate and not the jump to it.
@@ -670,6 +666,7 @@ async fn measure_running(
                 .zip(CoreTimes::read(&load_cores))
                 .and_then(|(before, after)| after.busy_since(&before));
             let used = sampler::usage(&sampler.finish().await);
+            let throttled = throttled_since(throttled_before, cgroup);
             let s: Summary = s.context("capacity step")?;
             let step = Step {
                 target,
@@ -681,7 +678,7 @@ async fn measure_running(
                 load_busy,
             };
             progress(format!(
-                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped, gateway CPU {}, load cores {} busy{}{}",
+                "{} / {}: capacity step {}: target {target} req/s, achieved {:.1}, p99 {:.2} ms, {} failures, {} dropped, gateway CPU {}{throttled}, load cores {} busy{}{}",
                 scenario.name,
                 gateway.name,
                 steps.len() + 1,
@@ -706,6 +703,17 @@ async fn measure_running(
         subgraph_requests: Some(subgraph_requests),
         capacity,
     })
+}
+
+/// ", CFS-throttled N periods (S s)" since `before` (the gateway cgroup's `cpu.stat`), or
+/// nothing without a cgroup.
+fn throttled_since(before: Option<(u64, f64)>, cgroup: Option<&Cgroup>) -> String {
+    match (before, cgroup.and_then(Cgroup::throttling)) {
+        (Some((n0, s0)), Some((n1, s1))) => {
+            format!(", CFS-throttled {} periods ({:.2} s)", n1 - n0, s1 - s0)
+        }
+        _ => String::new(),
+    }
 }
 
 /// Runs the load of one gateway with the configured generator; both take the same inputs

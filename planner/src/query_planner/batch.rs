@@ -26,18 +26,29 @@ impl Planner<'_> {
         keys: &mut KeyTable,
     ) {
         let n = fetches.len();
-        let all: Vec<GroupId> = self.groups.ids().collect();
-        // Batching keeps every level: a member's dependents now wait for a fetch of the
-        // member's level, and its dependencies are below that level.
-        let level = compute_levels(&self.groups, &all);
-        let mut alive = vec![true; n];
-        let mut parts: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
         let batchable = |f: &Fetch| {
             f.renames.is_empty()
                 && f.entity
                     .as_ref()
                     .is_some_and(|e| e.contexts.is_empty() && e.parts.is_empty())
         };
+        // Most plans have no two batchable fetches to one subgraph: skip the level and
+        // ancestor walks then (a cold plan pays for them).
+        let mut subgraphs: Vec<_> = fetches
+            .iter()
+            .filter(|f| batchable(f))
+            .map(|f| f.subgraph)
+            .collect();
+        subgraphs.sort_unstable();
+        if !subgraphs.windows(2).any(|w| w[0] == w[1]) {
+            return;
+        }
+        let all: Vec<GroupId> = self.groups.ids().collect();
+        // Batching keeps every level: a member's dependents now wait for a fetch of the
+        // member's level, and its dependencies are below that level.
+        let level = compute_levels(&self.groups, &all);
+        let mut alive = vec![true; n];
+        let mut parts: Vec<Vec<usize>> = (0..n).map(|i| vec![i]).collect();
         for l in 0..=level.iter().copied().max().unwrap_or(0) {
             // Merges at lower levels changed what the fetches here wait for.
             let ancestors = self.ancestors();
