@@ -154,6 +154,27 @@ async fn loadtest_running(cluster: &RealCluster, ns: &str, name: &str) {
     .await;
 }
 
+/// Waits (at most 240 s) for LoadTest `name` to finish, prints its results as `what`, and
+/// checks that it Succeeded without a failed request; returns its status.
+async fn succeeded_without_failures(
+    cluster: &RealCluster,
+    ns: &str,
+    name: &str,
+    what: &str,
+    started: Instant,
+) -> Value {
+    let lt = loadtest_finished(cluster, ns, name, Duration::from_secs(240)).await;
+    let status = lt["status"].clone();
+    println!(
+        "MEASURED {what} done in {:?}: {}",
+        started.elapsed(),
+        status["results"]
+    );
+    assert_eq!(status["phase"], "Succeeded", "{status}");
+    assert_eq!(status["results"]["failures"], 0, "{what}: {status}");
+    status
+}
+
 /// One LoadTest over two targets in turn, the GraphGateway (by reference: its Service's DNS
 /// name) and the same gateway by its Service's ClusterIP: each gets the whole load, one after
 /// the other (never overlapping), with results and a verdict per target and a comparison
@@ -367,23 +388,19 @@ async fn gatling_smoke(cluster: &RealCluster, ns: &str) {
          \x20 resources: {requests: {cpu: 250m, memory: 256Mi}, limits: {cpu: \"1\", memory: 512Mi}}\n\
          \x20 thresholds: {latency: {p99: 10s}, maxErrorPercent: 1, minAchievedRatePercent: 90}\n",
     );
-    let lt = loadtest_finished(cluster, ns, "gatling-smoke", Duration::from_secs(240)).await;
-    let status = &lt["status"];
-    println!(
-        "MEASURED Gatling LoadTest (2 segments, 20 req/s, 15 s) done in {:?}: {}",
-        started.elapsed(),
-        status["results"]
-    );
-    assert_eq!(status["phase"], "Succeeded", "{status}");
+    let status = &succeeded_without_failures(
+        cluster,
+        ns,
+        "gatling-smoke",
+        "Gatling LoadTest (2 segments, 20 req/s, 15 s): every answer had data and no errors",
+        started,
+    )
+    .await;
     let results = &status["results"];
     let requests = results["requests"].as_u64().expect("requests");
     assert_eq!(
         requests, 300,
         "20 req/s for 15 s over two segments: {status}"
-    );
-    assert_eq!(
-        results["failures"], 0,
-        "every answer had data and no errors"
     );
     assert_eq!(results["latencyAggregation"], "Histogram", "{status}");
     let rate = results["achievedRate"].as_f64().expect("achievedRate");
@@ -434,16 +451,15 @@ async fn subscriptions_smoke(cluster: &RealCluster, ns: &str) {
          \x20 rate: 20\n  duration: 15s\n\
          \x20 thresholds: {latency: {p99: 10s}, maxErrorPercent: 1}\n",
     );
-    let lt = loadtest_finished(cluster, ns, "fan-out", Duration::from_secs(240)).await;
-    let status = &lt["status"];
-    println!(
-        "MEASURED subscriptions LoadTest (20 subscribers, 15 s) done in {:?}: {}",
-        started.elapsed(),
-        status["results"]
-    );
-    assert_eq!(status["phase"], "Succeeded", "{status}");
+    let status = &succeeded_without_failures(
+        cluster,
+        ns,
+        "fan-out",
+        "subscriptions LoadTest (20 subscribers, 15 s): every event had data",
+        started,
+    )
+    .await;
     let results = &status["results"];
-    assert_eq!(results["failures"], 0, "every event had data: {status}");
     // 20 subscribers × 10 events/s × 15 s, less the time subscribing takes.
     let events = results["requests"].as_u64().expect("events");
     assert!(
@@ -455,6 +471,7 @@ async fn subscriptions_smoke(cluster: &RealCluster, ns: &str) {
 }
 
 async fn changes_under_load(cluster: &RealCluster, ns: &str) {
+    let loaded = Instant::now();
     loadtest(cluster, ns, "rollout", 20, 60).await;
     loadtest_running(cluster, ns, "rollout").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -494,14 +511,15 @@ async fn changes_under_load(cluster: &RealCluster, ns: &str) {
         None,
     );
 
-    let lt = loadtest_finished(cluster, ns, "rollout", Duration::from_secs(240)).await;
-    let results = &lt["status"]["results"];
-    println!("LoadTest rollout results: {results}");
-    assert_eq!(lt["status"]["phase"], "Succeeded", "{}", lt["status"]);
-    assert_eq!(
-        results["failures"], 0,
-        "no request failed during the change and the rollout"
-    );
+    let status = &succeeded_without_failures(
+        cluster,
+        ns,
+        "rollout",
+        "LoadTest rollout: no request failed during the change and the rollout",
+        loaded,
+    )
+    .await;
+    let results = &status["results"];
     let requests = results["requests"].as_u64().expect("requests");
     assert!(
         requests >= 20 * 60 * 9 / 10,
