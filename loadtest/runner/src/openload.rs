@@ -188,7 +188,7 @@ pub struct Load {
 
 /// A linear change of the arrival rate from `from` to the run's rate over `over`, before
 /// the measured requests; its requests count towards nothing but the in-flight limit.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy)]
 pub struct Ramp {
     pub from: u32,
     pub over: Duration,
@@ -228,11 +228,11 @@ impl Schedule {
 
     /// The due time of request `i`, after the start.
     fn offset(&self, i: u64) -> Duration {
-        let lead = self.ramp.map_or(Duration::ZERO, |r| r.over);
         match self.ramp {
             Some(ramp) if i < self.ramp_requests => ramp_offset(ramp, self.rate, i),
-            _ => {
+            ramp => {
                 let k = i - self.ramp_requests;
+                let lead = ramp.map_or(Duration::ZERO, |r| r.over);
                 lead + Duration::from_nanos(
                     (u128::from(k) * 1_000_000_000 / u128::from(self.rate)) as u64,
                 )
