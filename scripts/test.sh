@@ -36,7 +36,7 @@ GRAPHFLEET_IMAGE_PROFILE=debug GRAPHFLEET_PREBUILT=1 scripts/cluster.sh images -
 export GRAPHFLEET_TEST_REAL_STATE=$real_state
 
 log "cargo test"
-cargo test --workspace --locked
+cargo test --workspace --locked --no-fail-fast
 
 log "benchmark smoke: every scenario through graphfleet-gateway under k6, answers equal to the monoliths"
 target/debug/graphfleet-bench --smoke --gateway graphfleet \

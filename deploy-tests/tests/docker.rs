@@ -380,7 +380,7 @@ fn referenced_images() -> BTreeSet<String> {
         texts.push(read(&file));
     }
     texts.push(read(&chart_dir().join("values.yaml")));
-    texts.push(read(&workspace_root().join("operator/src/crd/gateway.rs")));
+    texts.push(read(&workspace_root().join("api/src/gateway.rs")));
     let mut images = BTreeSet::new();
     for text in texts {
         for (i, _) in text.match_indices(REGISTRY) {

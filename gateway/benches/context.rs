@@ -74,7 +74,7 @@ fn recorded(
     let (seen, expected) = rt.block_on(async {
         let subgraphs = json_subgraph::start(data, sdls).await;
         let recorder = Recorder {
-            http: Config::default().transport(),
+            http: graphfleet_gateway::config::transport(&Config::default()),
             seen: Arc::default(),
         };
         let live = text.replace("http://127.0.0.1:4200", &subgraphs.base_url);

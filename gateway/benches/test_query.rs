@@ -67,7 +67,7 @@ fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
             .supergraph()
             .replace("http://127.0.0.1:4200", &subgraphs.base_url());
         let recorder = Recorder {
-            http: graphfleet_gateway::config::Config::default().transport(),
+            http: graphfleet_gateway::config::transport(&Default::default()),
             seen: Arc::default(),
         };
         let gateway = Gateway::with_transport(

@@ -2,12 +2,12 @@
 //! cached operation, see `operation::demand`), recorded per operation name and, in
 //! enforce mode, checked against `demand_control.max_cost` before any subgraph request.
 
-use crate::config::{DemandControlConfig, DemandControlMode};
 use crate::gateway::{CachedOperation, State};
 use crate::operation::demand::{CostPlan, INVALID_LIST_SIZE, TOO_EXPENSIVE};
 use crate::operation::{ConditionValues, RequestErrors, limits};
 use crate::telemetry::metrics::OperationMetrics;
 use apollo_compiler::response::JsonMap;
+use graphfleet_config::{DemandControlConfig, DemandControlMode};
 
 /// The request's estimate (`None` when demand control is off), or the error rejecting
 /// it: over `max_cost`, or a broken `@listSize` rule, both only in enforce mode.

@@ -1,7 +1,6 @@
 //! The request pipeline: cached parse + validate + plan, then execute.
 
 use crate::auth::authz::AuthMask;
-use crate::config::{Config, LimitsConfig};
 use crate::executor::metrics::FetchMetrics;
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::executor::{ExecutionContext, Part, execute, execute_incremental};
@@ -16,6 +15,7 @@ use crate::telemetry::metrics::{CacheMetrics, OperationMetrics};
 use crate::telemetry::{Metrics, RequestOutcome, RequestRecorder};
 use apollo_compiler::response::{GraphQLError, JsonMap};
 use arc_swap::ArcSwapOption;
+use graphfleet_config::{Config, LimitsConfig};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
@@ -323,7 +323,7 @@ impl State {
         Self {
             supergraph: Arc::new(supergraph),
             cache: PlanCache::with_weighter(CACHE_ITEMS, CACHE_WEIGHT, ByWeight),
-            limits: config.limits.operation(),
+            limits: crate::config::operation_limits(&config.limits),
             cache_metrics: CacheMetrics::default(),
             fetch_metrics: FetchMetrics::default(),
             labels,
@@ -477,7 +477,7 @@ impl Gateway<HttpTransport> {
     }
 
     pub fn with_config(config: Arc<Config>, supergraph: Supergraph) -> Self {
-        let transport = config.transport();
+        let transport = crate::config::transport(&config);
         Self::with_transport(config, supergraph, transport)
     }
 
@@ -487,7 +487,7 @@ impl Gateway<HttpTransport> {
         let persisted = crate::persisted::Persisted::from_config(&config).map(Arc::new);
         Self {
             persisted,
-            transport: config.transport(),
+            transport: crate::config::transport(&config),
             planning: planning_slots(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
             header_rules: crate::http::headers::HeaderRules::compile(

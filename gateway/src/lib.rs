@@ -43,7 +43,7 @@ pub fn plan_text_with_limits(
     operation_name: Option<&str>,
     limits: &config::LimitsConfig,
 ) -> anyhow::Result<String> {
-    let operation_limits = limits.operation();
+    let operation_limits = config::operation_limits(limits);
     let messages = |e: operation::RequestErrors| {
         anyhow::anyhow!(
             "{}",

@@ -6,8 +6,8 @@
 //! against its own copy of the federation metadata (made on first use) and is part of
 //! the plan-cache key, so a drawn request still hits the cache.
 
-use crate::config::ProgressiveOverrideConfig;
 use crate::supergraph::meta::FederationMeta;
+use graphfleet_config::ProgressiveOverrideConfig;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;

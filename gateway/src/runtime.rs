@@ -6,7 +6,7 @@
 //! The quota is the smallest one on the way from the process's cgroup up to the
 //! hierarchy's mount (a parent's limit binds its children too).
 
-use crate::config::Config;
+use graphfleet_config::Config;
 use std::path::{Path, PathBuf};
 
 /// Worker threads for the gateway's runtime: `config.workers` if set, else the cgroup

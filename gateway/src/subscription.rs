@@ -10,13 +10,13 @@
 //! memory. A supergraph reload and shutdown end every subscription with a last error
 //! saying why; clients resubscribe (to the new supergraph, or another pod).
 
-use crate::config::{SubgraphProtocol, SubscriptionsConfig};
 use crate::executor::subscription::{self as upstream, Protocol, Upstream};
 use crate::executor::transport::Transport;
 use crate::executor::{ExecutionContext, execute_event};
 use crate::gateway::{Gateway, Started};
 use crate::telemetry::metrics::SubscriptionMetrics;
 use bytes::Bytes;
+use graphfleet_config::{SubgraphProtocol, SubscriptionsConfig};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};

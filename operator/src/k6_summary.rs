@@ -6,7 +6,7 @@
 use graphfleet_loadtest::latency_histogram::{Histogram, HistogramError};
 use serde::Deserialize;
 
-use crate::crd::{LatencyAggregation, LatencySummary, LoadTestResults};
+use graphfleet_api::{LatencyAggregation, LatencySummary, LoadTestResults};
 
 /// Starts the log line on which scenario.js prints its whole summary (`GF_SUMMARY_STDOUT=1`).
 pub const LOG_MARKER: &str = "graphfleet-summary ";

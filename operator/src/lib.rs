@@ -9,7 +9,6 @@
 
 pub mod admin_server;
 pub mod controller;
-pub mod crd;
 pub mod diagnose;
 pub mod k6_summary;
 pub mod lease;

@@ -58,7 +58,7 @@ struct Args {
     #[arg(long, env = "GRAPHFLEET_RESYNC_SECONDS", default_value_t = 60)]
     resync_seconds: u64,
     /// Gateway image of GraphGateways that name none.
-    #[arg(long, env = "GRAPHFLEET_GATEWAY_IMAGE", default_value = graphfleet_operator::crd::DEFAULT_GATEWAY_IMAGE)]
+    #[arg(long, env = "GRAPHFLEET_GATEWAY_IMAGE", default_value = graphfleet_api::DEFAULT_GATEWAY_IMAGE)]
     gateway_image: String,
     /// Image of the k6 load-generator Jobs of LoadTests.
     #[arg(long, env = "GRAPHFLEET_K6_IMAGE", default_value = graphfleet_operator::resources::loadtest::DEFAULT_K6_IMAGE)]

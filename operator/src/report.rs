@@ -13,13 +13,13 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
 
-use crate::crd::{
-    LatencySummary, LoadTest, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
-    TargetStatus,
-};
 use crate::k6_summary::{Segment, merge_histograms};
 use crate::status::PASSED;
 use crate::status::loadtest::Observed;
+use graphfleet_api::{
+    LatencySummary, LoadTest, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
+    TargetStatus,
+};
 
 /// The report's key in its ConfigMap.
 pub const REPORT_KEY: &str = "REPORT.md";

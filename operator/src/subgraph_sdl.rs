@@ -10,7 +10,7 @@ use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, ResourceExt};
 
-use crate::crd::Subgraph;
+use graphfleet_api::Subgraph;
 
 /// Default timeout of one introspection request.
 pub const DEFAULT_INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(5);

@@ -3,7 +3,7 @@
 
 use graphfleet_loadtest::duration::{self, DurationError};
 
-use crate::crd::{LatencyAggregation, LatencyThresholds, LoadTestResults, LoadTestThresholds};
+use graphfleet_api::{LatencyAggregation, LatencyThresholds, LoadTestResults, LoadTestThresholds};
 
 /// Reasons of the `Passed` condition.
 pub const MET: &str = "ThresholdsMet";
@@ -247,7 +247,7 @@ pub fn no_results() -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::crd::LatencySummary;
+    use graphfleet_api::LatencySummary;
 
     fn results(p99: f64, failures: u64, achieved_rate: f64) -> LoadTestResults {
         LoadTestResults {

@@ -159,8 +159,7 @@ async fn reconcile_traces_are_exported_over_otlp() {
         "traced",
         &["--otlp-endpoint", &collector.endpoint],
     );
-    let subgraphs: Api<graphfleet_operator::crd::Subgraph> =
-        Api::namespaced(client.clone(), ns.name());
+    let subgraphs: Api<graphfleet_api::Subgraph> = Api::namespaced(client.clone(), ns.name());
     let sg = serde_json::from_value(serde_json::json!({
         "metadata": { "name": "accounts" },
         "spec": { "url": "http://accounts:4001/graphql", "sdl": common::fixture_sdl("accounts") },

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use graphfleet_operator::crd::{DEFAULT_GATEWAY_IMAGE, GraphGateway};
+use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway};
 use graphfleet_operator::resources::{self, gateway};
 
 const SUPERGRAPH: &str = "schema @link(url: \"https://specs.apollo.dev/link/v1.0\") { query: Query }\ntype Query { hello: String }\n";
@@ -34,9 +34,10 @@ fn fixtures() -> Vec<(String, GraphGateway)> {
 fn built_objects_match_snapshots() {
     let hash = resources::short_hash(SUPERGRAPH.as_bytes());
     for (name, gw) in fixtures() {
+        let pods = gateway::GatewayPods::of(&gw).expect("a valid fixture");
         let objects = serde_json::json!({
-            "configMap": gateway::config_map(&gw, SUPERGRAPH, &hash),
-            "deployment": gateway::deployment(&gw, &hash, DEFAULT_GATEWAY_IMAGE),
+            "configMap": gateway::config_map(&gw, &pods, SUPERGRAPH, &hash),
+            "deployment": gateway::deployment(&gw, &pods, &hash, DEFAULT_GATEWAY_IMAGE),
             "service": gateway::service(&gw),
             "podDisruptionBudget": gateway::pod_disruption_budget(&gw),
             "horizontalPodAutoscaler": gateway::horizontal_pod_autoscaler(&gw),
@@ -48,8 +49,19 @@ fn built_objects_match_snapshots() {
 #[test]
 fn a_new_supergraph_changes_only_the_pod_template_hash() {
     let (_, gw) = fixtures().remove(0);
-    let a = gateway::deployment(&gw, &resources::short_hash(b"one"), DEFAULT_GATEWAY_IMAGE);
-    let b = gateway::deployment(&gw, &resources::short_hash(b"two"), DEFAULT_GATEWAY_IMAGE);
+    let pods = gateway::GatewayPods::of(&gw).expect("a valid fixture");
+    let a = gateway::deployment(
+        &gw,
+        &pods,
+        &resources::short_hash(b"one"),
+        DEFAULT_GATEWAY_IMAGE,
+    );
+    let b = gateway::deployment(
+        &gw,
+        &pods,
+        &resources::short_hash(b"two"),
+        DEFAULT_GATEWAY_IMAGE,
+    );
     assert_ne!(a, b, "a new supergraph must change the pod template");
     let template_annotations = |d: &k8s_openapi::api::apps::v1::Deployment| {
         d.spec
@@ -71,7 +83,8 @@ fn defaults_place_pods_on_the_router_pool_with_cpu_limits() {
         .into_iter()
         .find(|(n, _)| n == "minimal")
         .expect("minimal fixture");
-    let deploy = gateway::deployment(&gw, "h", DEFAULT_GATEWAY_IMAGE);
+    let pods = gateway::GatewayPods::of(&gw).expect("a valid fixture");
+    let deploy = gateway::deployment(&gw, &pods, "h", DEFAULT_GATEWAY_IMAGE);
     let pod = deploy.spec.expect("spec").template.spec.expect("pod spec");
     assert_eq!(
         pod.node_selector

@@ -6,7 +6,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Operator, SubgraphServer, cluster_client, fixture_sdl, wait_for};
-use graphfleet_operator::crd::{GraphGateway, LoadTest, Subgraph};
+use graphfleet_api::{GraphGateway, LoadTest, Subgraph};
 use graphfleet_operator::resources;
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
@@ -630,7 +630,7 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
 
     let ws_over_http = gateway(
         "subs",
-        json!({ "config": { "subscriptions": { "subgraphs": [{ "subgraph": "reviews", "url": "http://reviews/graphql" }] } } }),
+        json!({ "config": { "subgraphs": { "reviews": { "subscription": { "url": "http://reviews/graphql" } } } } }),
     );
     let msg = rejected_with(gateways.create(&PostParams::default(), &ws_over_http).await);
     assert!(
@@ -639,13 +639,13 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
     );
     let relative = gateway(
         "wspath",
-        json!({ "config": { "subscriptions": { "websocketPath": "ws" } } }),
+        json!({ "config": { "subscriptions": { "websocket_path": "ws" } } }),
     );
     let msg = rejected_with(gateways.create(&PostParams::default(), &relative).await);
-    assert!(msg.contains("websocketPath"), "{msg}");
+    assert!(msg.contains("websocket_path"), "{msg}");
     let sse = gateway(
         "sse",
-        json!({ "config": { "subscriptions": { "websocketPath": "/ws", "subgraphs": [{ "subgraph": "reviews", "protocol": "sse", "url": "http://reviews/graphql/stream" }] } } }),
+        json!({ "config": { "subscriptions": { "websocket_path": "/ws" }, "subgraphs": { "reviews": { "subscription": { "protocol": "sse", "url": "http://reviews/graphql/stream" } } } } }),
     );
     gateways
         .create(&PostParams::default(), &sse)

@@ -7,7 +7,7 @@ mod common;
 
 use std::path::PathBuf;
 
-use graphfleet_operator::crd::{LatencyAggregation, LoadTest, LoadTestExecutor, LoadTestPhase};
+use graphfleet_api::{LatencyAggregation, LoadTest, LoadTestExecutor, LoadTestPhase};
 use graphfleet_operator::resources::loadtest::{
     self, DEFAULT_GATLING_IMAGE, DEFAULT_K6_IMAGE, GATLING_MAIN, SpecError,
 };

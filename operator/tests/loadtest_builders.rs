@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use graphfleet_operator::crd::{LatencyAggregation, LoadTest, LoadTestPhase};
+use graphfleet_api::{LatencyAggregation, LoadTest, LoadTestPhase};
 use graphfleet_operator::k6_summary;
 use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE, SpecError};
 use graphfleet_operator::status;
@@ -124,7 +124,7 @@ fn every_built_in_scenario_builds_a_payload() {
     }
 }
 
-fn summary(file: &str) -> graphfleet_operator::crd::LoadTestResults {
+fn summary(file: &str) -> graphfleet_api::LoadTestResults {
     k6_summary::parse_summary(&read("k6-summaries", file)).expect("fixture parses")
 }
 
@@ -304,14 +304,14 @@ impl Rng {
 }
 
 /// The old aggregate: each percentile the worst segment's (a bound, not the figure).
-fn worst_segment(segments: &[k6_summary::Segment]) -> graphfleet_operator::crd::LoadTestResults {
+fn worst_segment(segments: &[k6_summary::Segment]) -> graphfleet_api::LoadTestResults {
     let results: Vec<_> = segments.iter().map(|s| s.results.clone()).collect();
     k6_summary::aggregate_bounds(&results).expect("segments to bound")
 }
 
 /// `(name, quantile, merged figure, worst segment's figure)` for p50, p90, p95 and p99.
 fn merged_and_worst(
-    merged: &graphfleet_operator::crd::LoadTestResults,
+    merged: &graphfleet_api::LoadTestResults,
     segments: &[k6_summary::Segment],
 ) -> [(&'static str, f64, f64, f64); 4] {
     let (l, old) = (&merged.latency_ms, worst_segment(segments).latency_ms);
@@ -582,7 +582,7 @@ fn a_bad_duration_is_a_spec_condition_not_a_panic() {
 }
 
 fn condition<'a>(
-    status: &'a graphfleet_operator::crd::LoadTestStatus,
+    status: &'a graphfleet_api::LoadTestStatus,
     type_: &str,
 ) -> Option<&'a k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
     status.conditions.iter().find(|c| c.type_ == type_)
@@ -789,7 +789,7 @@ fn running_k6(index: i32, ip: Option<&str>) -> Pod {
 fn segments_start_together_once_every_k6_runs() {
     use status::loadtest::StartStep;
     let lt = loadtest("scenario-gateway");
-    let previous = graphfleet_operator::crd::LoadTestStatus::default();
+    let previous = graphfleet_api::LoadTestStatus::default();
     let two = [
         running_k6(0, Some("10.0.0.1")),
         running_k6(1, Some("10.0.0.2")),
@@ -826,7 +826,7 @@ fn segments_start_together_once_every_k6_runs() {
     assert_eq!(waiting.start_time, None, "the test has not started");
     let mut resumed = previous.clone();
     resumed.segments = (0..3)
-        .map(|i| graphfleet_operator::crd::SegmentStatus {
+        .map(|i| graphfleet_api::SegmentStatus {
             index: i,
             resumed_at: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
                 k8s_openapi::jiff::Timestamp::now(),
@@ -873,7 +873,7 @@ fn segments_start_together_once_every_k6_runs() {
 /// the tables and the merged histogram.
 #[test]
 fn summaries_from_the_pod_log_keep_the_histogram_a_termination_message_cannot() {
-    use graphfleet_operator::crd::SummarySource;
+    use graphfleet_api::SummarySource;
     use graphfleet_operator::report;
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     // Log-uniform from 0.011 ms to 66 s: about 790 non-empty buckets per segment.

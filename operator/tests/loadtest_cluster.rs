@@ -8,7 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Operator, cluster_client, wait_for};
-use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
+use graphfleet_api::{LoadTest, LoadTestPhase};
 use graphfleet_operator::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL};
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::batch::v1::Job;

@@ -7,9 +7,9 @@
 use std::collections::BTreeMap;
 use std::process::Command;
 
+use graphfleet_api::LoadTest;
 use graphfleet_loadtest::scenarios::{self, TOKEN_ZERO};
 use graphfleet_loadtest::{Mode, Options};
-use graphfleet_operator::crd::LoadTest;
 use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE};
 
 fn loadtest(scenario: &str) -> LoadTest {

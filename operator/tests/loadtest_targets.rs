@@ -2,7 +2,7 @@
 //! the status (per target and overall) from pods and Jobs, which target starts next, which
 //! Jobs stop after an abort, and the report's comparison. No cluster needed.
 
-use graphfleet_operator::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
+use graphfleet_api::{LoadTest, LoadTestPhase, LoadTestStatus};
 use graphfleet_operator::report;
 use graphfleet_operator::resources::loadtest::{
     self, DEFAULT_K6_IMAGE, SpecError, TARGET_LABEL, Target,

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use graphfleet_operator::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
+use graphfleet_api::{LoadTest, LoadTestPhase, LoadTestStatus};
 use graphfleet_operator::diagnose::{self, Problem, Rollout};
 use graphfleet_operator::resources::gateway::GATEWAY_CONTAINER;
 use graphfleet_operator::resources::loadtest;

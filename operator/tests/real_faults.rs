@@ -12,7 +12,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Operator, fixture_sdl, real_cluster_client, wait_for};
-use graphfleet_operator::crd::{GraphGateway, LoadTest, LoadTestPhase, Subgraph};
+use graphfleet_api::{GraphGateway, LoadTest, LoadTestPhase, Subgraph};
 use graphfleet_operator::resources::loadtest::{
     DEFAULT_K6_IMAGE, LOADTEST_LABEL, NODE_ANNOTATION, POD_ANNOTATION,
 };

@@ -7,7 +7,6 @@
 //! values, mask).
 
 use super::jwt::Claims;
-use crate::config::{AuthorizationConfig, Config, PolicyRule};
 use crate::gateway::{CachedOperation, RequestMeta, State};
 use crate::operation::shape::Shapes;
 use crate::operation::{
@@ -17,6 +16,7 @@ use crate::query_planner::{PlanBudget, PlanError, build_plan_within};
 use crate::supergraph::Supergraph;
 use crate::supergraph::auth::{AuthDirectives, Requirement, RequirementId};
 use crate::supergraph::meta::{FederationMeta, TypeId};
+use graphfleet_config::{AuthorizationConfig, Config, PolicyRule};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;

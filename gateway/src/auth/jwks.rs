@@ -2,9 +2,9 @@
 //! background. A failed read keeps the last good keys (and logs), so an identity
 //! provider's outage does not lock every client out.
 
-use crate::config::JwksSource;
 use arc_swap::ArcSwap;
 use bytes::Bytes;
+use graphfleet_config::JwksSource;
 use http_body_util::{BodyExt, Empty, Limited};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};

@@ -3,8 +3,8 @@
 //! audience checked by jsonwebtoken.
 
 use super::jwks::{Key, Source};
-use crate::config::AuthenticationConfig;
 use base64::Engine;
+use graphfleet_config::AuthenticationConfig;
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, Validation};
 use std::str::FromStr;
@@ -311,7 +311,7 @@ fn explain(e: &jsonwebtoken::errors::Error) -> AuthError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{JwksSource, TokenHeader};
+    use graphfleet_config::{JwksSource, TokenHeader};
 
     fn authenticator(header: TokenHeader, cookie: Option<&str>) -> Authenticator {
         let config = AuthenticationConfig {

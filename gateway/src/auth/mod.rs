@@ -8,7 +8,7 @@ pub mod jwt;
 
 pub use jwt::{AuthError, Claims};
 
-use crate::config::Config;
+use graphfleet_config::Config;
 
 /// A gateway's authentication state: the JWKS keys, kept fresh in the background.
 #[derive(Default)]

@@ -5,10 +5,11 @@
 //! the rest of the project uses) rather than by figment's own env value syntax.
 
 use super::Config;
-use super::validate::validate;
+use super::startup::startup_checks;
 use figment::error::{Actual, Kind};
 use figment::value::{Dict, Map, Value as FigValue};
 use figment::{Figment, Metadata, Profile, Provider};
+use graphfleet_config::validate;
 use serde_yaml_ng::Value;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -160,6 +161,7 @@ pub fn load(sources: &Sources) -> Result<Config, ConfigError> {
     resolve_relative_paths(&mut config, &provenance);
     let problems: Vec<Problem> = validate(&config)
         .into_iter()
+        .chain(startup_checks(&config))
         .map(|(path, message)| Problem {
             source: provenance.source_of(&path).cloned(),
             path: path.join("."),

@@ -1,475 +1,85 @@
-//! Gateway configuration: one strict schema, filled from a YAML file, then
-//! `GRAPHFLEET_*` environment overrides, then CLI flags (later sources win).
-//! Unknown keys are errors, so a typo never silently falls back to a default.
+//! The gateway's configuration: the schema is `graphfleet-config`'s (shared with the
+//! GraphGateway's `spec.config`); here it is loaded (a YAML file, then `GRAPHFLEET_*`
+//! environment overrides, then CLI flags; later sources win), its files are read, and
+//! it becomes the executor's transport and the planner's limits.
 
-mod auth;
 mod cli;
-mod demand;
-mod headers;
-mod http;
 mod load;
-mod persisted;
-mod size;
-mod subscription;
+mod startup;
 mod tls;
-mod validate;
 
-pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
 pub use cli::{Cli, Command, HELP, parse_args};
-pub use demand::{DemandControlConfig, DemandControlMode};
-pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
-pub use http::{
-    CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig, CsrfConfig,
-    DEFAULT_CSRF_HEADERS,
-};
+pub use graphfleet_config::*;
 pub use load::{
     CONFIG_ENV, ConfigError, ENV_PREFIX, FOREIGN_ENV, Override, Problem, Source, Sources,
     env_overrides, load, parse_scalar,
 };
-pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
-pub use size::parse_size;
-pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
-pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
+pub use tls::server_config;
 
-use serde::Deserialize;
-use std::collections::BTreeMap;
-use std::net::SocketAddr;
-use std::path::PathBuf;
-use std::time::Duration;
+use graphfleet_executor::transport::{FetchPolicy, Http2, HttpTransport, RequestEncoding};
 
-/// The whole gateway configuration.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Config {
-    /// Address the GraphQL and health/metrics endpoints listen on.
-    pub listen: SocketAddr,
-    /// HTTPS on the listener when set; plain HTTP otherwise.
-    pub tls: ListenerTlsConfig,
-    /// Path of the GraphQL endpoint.
-    pub graphql_path: String,
-    pub supergraph: SupergraphConfig,
-    pub shutdown: ShutdownConfig,
-    pub traffic: TrafficConfig,
-    /// Per-subgraph settings, by subgraph name as in the supergraph's `join__Graph`.
-    pub subgraphs: BTreeMap<String, SubgraphConfig>,
-    pub headers: HeadersConfig,
-    pub limits: LimitsConfig,
-    /// Operations registered ahead of time, run by id (off unless a list file is set).
-    pub persisted_documents: PersistedDocumentsConfig,
-    /// Automatic persisted queries (on by default, bounded cache).
-    pub apq: ApqConfig,
-    pub telemetry: TelemetryConfig,
-    /// Cross-origin resource sharing for browser clients (off unless origins are set).
-    pub cors: CorsConfig,
-    /// Cross-site request forgery prevention (on by default).
-    pub csrf: CsrfConfig,
-    /// Response compression per `Accept-Encoding` (off by default).
-    pub compression: CompressionConfig,
-    /// JWT validation (off unless `jwks` is set).
-    pub authentication: AuthenticationConfig,
-    /// Enforcement of `@authenticated`, `@requiresScopes` and `@policy`.
-    pub authorization: AuthorizationConfig,
-    /// Progressive override labels fixed on or off (`percent(N)` ones are drawn otherwise).
-    pub progressive_override: ProgressiveOverrideConfig,
-    /// Static cost estimates of operations from `@cost`/`@listSize` (off by default).
-    pub demand_control: DemandControlConfig,
-    /// Subscriptions: client transports and limits.
-    pub subscriptions: SubscriptionsConfig,
-    /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
-    pub workers: Option<usize>,
+/// The subgraph transport: `traffic` timeouts, deduplication, TLS, HTTP version and
+/// compression, overridden per subgraph by `subgraphs.<name>`.
+pub fn transport(config: &Config) -> HttpTransport {
+    let mut tls = tls::Loaded::new(&config.traffic.tls);
+    let traffic = &config.traffic;
+    let default = FetchPolicy {
+        timeout: traffic.subgraph_timeout,
+        deduplicate: traffic.deduplicate,
+        max_response_bytes: traffic.max_subgraph_response_bytes,
+        tls: tls.default_settings(),
+        http2: http2(traffic.http2),
+        compress_requests: encoding(traffic.compress_requests),
+        accept_compressed: traffic.accept_compressed_responses,
+    };
+    let per_subgraph: Vec<_> = config
+        .subgraphs
+        .iter()
+        .map(|(name, sg)| {
+            let policy = FetchPolicy {
+                timeout: sg.timeout.unwrap_or(default.timeout),
+                deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
+                max_response_bytes: default.max_response_bytes,
+                tls: tls.for_subgraph(name, sg.tls.as_ref()),
+                http2: sg.http2.map_or(default.http2, http2),
+                compress_requests: sg
+                    .compress_requests
+                    .map_or(default.compress_requests, encoding),
+                accept_compressed: sg
+                    .accept_compressed_responses
+                    .unwrap_or(default.accept_compressed),
+            };
+            (name.clone(), policy)
+        })
+        .collect();
+    HttpTransport::new(default, per_subgraph)
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
-            tls: ListenerTlsConfig::default(),
-            graphql_path: "/graphql".to_owned(),
-            supergraph: SupergraphConfig::default(),
-            shutdown: ShutdownConfig::default(),
-            traffic: TrafficConfig::default(),
-            subgraphs: BTreeMap::new(),
-            headers: HeadersConfig::default(),
-            limits: LimitsConfig::default(),
-            persisted_documents: PersistedDocumentsConfig::default(),
-            apq: ApqConfig::default(),
-            telemetry: TelemetryConfig::default(),
-            cors: CorsConfig::default(),
-            csrf: CsrfConfig::default(),
-            compression: CompressionConfig::default(),
-            authentication: AuthenticationConfig::default(),
-            authorization: AuthorizationConfig::default(),
-            progressive_override: ProgressiveOverrideConfig::default(),
-            demand_control: DemandControlConfig::default(),
-            subscriptions: SubscriptionsConfig::default(),
-            workers: None,
-        }
+/// The limits operations are prepared under.
+pub fn operation_limits(limits: &LimitsConfig) -> graphfleet_planner::OperationLimits {
+    graphfleet_planner::OperationLimits {
+        max_depth: limits.max_depth,
+        max_aliases: limits.max_aliases,
+        max_root_fields: limits.max_root_fields,
+        max_tokens: limits.max_tokens,
+        max_height: limits.max_height,
+        introspection: limits.introspection,
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SupergraphConfig {
-    /// The supergraph SDL file (required, from the file, env or `--supergraph`).
-    pub path: Option<PathBuf>,
-    /// Reload the supergraph when the file (or a ConfigMap symlink swap) changes.
-    pub watch: bool,
-    /// How often the file is re-checked in addition to filesystem events.
-    #[serde(with = "humantime_serde")]
-    pub poll_interval: Duration,
-}
-
-impl Default for SupergraphConfig {
-    fn default() -> Self {
-        Self {
-            path: None,
-            watch: true,
-            poll_interval: Duration::from_secs(5),
-        }
+fn http2(mode: Http2Mode) -> Http2 {
+    match mode {
+        Http2Mode::Off => Http2::Off,
+        Http2Mode::PriorKnowledge => Http2::PriorKnowledge,
+        Http2Mode::Alpn => Http2::Alpn,
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ShutdownConfig {
-    /// After SIGTERM: time allowed for in-flight requests to finish.
-    #[serde(with = "humantime_serde")]
-    pub grace_period: Duration,
-    /// After SIGTERM: time readiness reports failure before the listener closes, so
-    /// endpoints controllers stop routing new requests here first.
-    #[serde(with = "humantime_serde")]
-    pub readiness_delay: Duration,
-}
-
-impl Default for ShutdownConfig {
-    fn default() -> Self {
-        Self {
-            grace_period: Duration::from_secs(30),
-            readiness_delay: Duration::from_secs(0),
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TrafficConfig {
-    /// Whole-request timeout (parse to response).
-    #[serde(with = "humantime_serde")]
-    pub request_timeout: Duration,
-    /// Default timeout of one subgraph fetch.
-    #[serde(with = "humantime_serde")]
-    pub subgraph_timeout: Duration,
-    /// Default for in-flight deduplication of identical subgraph query requests (on:
-    /// queries have no side effects, and concurrent identical ones are common under load).
-    pub deduplicate: bool,
-    /// Longest a client may take to send a request's headers; slower connections are
-    /// closed (a slow client would otherwise hold its connection forever).
-    #[serde(with = "humantime_serde")]
-    pub header_read_timeout: Duration,
-    /// Longest a client connection may stay open with no request in flight and no
-    /// bytes moving; then it is closed. Longer than the 60 s idle timeout common in
-    /// load balancers, so the proxy in front closes first and never reuses a
-    /// connection the gateway is closing.
-    #[serde(with = "humantime_serde")]
-    pub idle_timeout: Duration,
-    /// Most client connections open at once; further clients wait to be accepted.
-    pub max_connections: usize,
-    /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
-    /// load balancer retries it elsewhere) instead of queueing behind them. Health and
-    /// metrics requests are never refused.
-    pub max_concurrent_requests: usize,
-    /// Largest subgraph response body accepted (bytes, or with a unit: `64MiB`).
-    #[serde(deserialize_with = "size::deserialize")]
-    pub max_subgraph_response_bytes: usize,
-    /// TLS towards `https://` subgraphs (extra CA, client certificate).
-    pub tls: SubgraphTlsConfig,
-    /// HTTP version towards subgraphs.
-    pub http2: Http2Mode,
-    /// Encoding of subgraph request bodies (`Content-Encoding`).
-    pub compress_requests: RequestCompression,
-    /// Ask subgraphs for compressed responses (`Accept-Encoding: gzip, br, zstd`).
-    /// Compressed responses are decoded whether asked for or not; off by default
-    /// because on a cluster network compressing costs both sides more CPU than the
-    /// saved bytes are worth.
-    pub accept_compressed_responses: bool,
-}
-
-/// `traffic.http2`, `subgraphs.<name>.http2`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Http2Mode {
-    /// HTTP/1.1.
-    #[default]
-    Off,
-    /// HTTP/2 only: h2c for `http://`, TLS with ALPN `h2` alone for `https://`.
-    PriorKnowledge,
-    /// `https://`: ALPN offers `h2` and `http/1.1`; `http://` stays HTTP/1.1.
-    Alpn,
-}
-
-/// `traffic.compress_requests`, `subgraphs.<name>.compress_requests`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestCompression {
-    #[default]
-    None,
-    Gzip,
-    Br,
-    Zstd,
-}
-
-impl Http2Mode {
-    fn executor(self) -> graphfleet_executor::transport::Http2 {
-        use graphfleet_executor::transport::Http2;
-        match self {
-            Self::Off => Http2::Off,
-            Self::PriorKnowledge => Http2::PriorKnowledge,
-            Self::Alpn => Http2::Alpn,
-        }
-    }
-}
-
-impl RequestCompression {
-    fn executor(self) -> graphfleet_executor::transport::RequestEncoding {
-        use graphfleet_executor::transport::RequestEncoding;
-        match self {
-            Self::None => RequestEncoding::None,
-            Self::Gzip => RequestEncoding::Gzip,
-            Self::Br => RequestEncoding::Br,
-            Self::Zstd => RequestEncoding::Zstd,
-        }
-    }
-}
-
-impl Default for TrafficConfig {
-    fn default() -> Self {
-        Self {
-            request_timeout: Duration::from_secs(30),
-            subgraph_timeout: Duration::from_secs(10),
-            deduplicate: true,
-            header_read_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(90),
-            max_connections: 10_000,
-            max_concurrent_requests: 2_048,
-            max_subgraph_response_bytes: 64 * 1024 * 1024,
-            tls: SubgraphTlsConfig::default(),
-            http2: Http2Mode::default(),
-            compress_requests: RequestCompression::default(),
-            accept_compressed_responses: false,
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SubgraphConfig {
-    /// Routing URL override (else the supergraph's `join__graph(url:)`).
-    pub url: Option<String>,
-    /// Fetch timeout override.
-    #[serde(with = "humantime_serde")]
-    pub timeout: Option<Duration>,
-    /// In-flight deduplication override.
-    pub deduplicate: Option<bool>,
-    /// TLS override, key by key over `traffic.tls`.
-    pub tls: Option<SubgraphTlsConfig>,
-    /// HTTP version override.
-    pub http2: Option<Http2Mode>,
-    /// Request compression override.
-    pub compress_requests: Option<RequestCompression>,
-    /// `Accept-Encoding` override.
-    pub accept_compressed_responses: Option<bool>,
-    /// Header rules for this subgraph, applied after `headers.rules`.
-    pub headers: Vec<HeaderRule>,
-    /// How subscriptions to this subgraph are sent.
-    pub subscription: SubgraphSubscriptionConfig,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HeadersConfig {
-    /// Forward the client's `Authorization` header to subgraphs.
-    pub forward_authorization: bool,
-    /// Other client headers forwarded to every subgraph (case-insensitive names).
-    pub propagate: Vec<String>,
-    /// Rules for every subgraph request, after `forward_authorization` and `propagate`.
-    pub rules: Vec<HeaderRule>,
-}
-
-impl Default for HeadersConfig {
-    fn default() -> Self {
-        Self {
-            forward_authorization: true,
-            propagate: Vec::new(),
-            rules: Vec::new(),
-        }
-    }
-}
-
-/// `@override(label:)` labels. A label is off unless listed in `enabled_labels`, except
-/// `percent(N)` labels, which are on for N % of requests unless listed here.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ProgressiveOverrideConfig {
-    /// Labels on for every request (a migration that is done, before recomposing).
-    pub enabled_labels: Vec<String>,
-    /// Labels off for every request, `percent(N)` ones included (a rollback).
-    pub disabled_labels: Vec<String>,
-}
-
-/// Request limits; `None` (`null` in YAML) means unlimited. The defaults let every
-/// operation a real client sends through and stop the ones only an attacker writes:
-/// see "Limits" in gateway/README.md for how they compare with other gateways'.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// Largest accepted request body, in bytes (`65536`, or with a unit: `512KiB`, `2MiB`).
-    #[serde(deserialize_with = "size::deserialize")]
-    pub max_body_bytes: usize,
-    /// Deepest field nesting in an operation (fragments expanded).
-    pub max_depth: Option<u32>,
-    /// Most aliased fields in an operation (fragments expanded).
-    pub max_aliases: Option<u32>,
-    /// Most root fields in the selected operation.
-    pub max_root_fields: Option<u32>,
-    /// Most lexical tokens in the query document.
-    pub max_tokens: Option<u32>,
-    /// Most distinct fields once fragments are merged: the planner's budget.
-    pub max_height: Option<u32>,
-    /// Largest response: subgraph response bodies of one request together, and the
-    /// response written to the client; beyond it the response is cut with an error.
-    #[serde(deserialize_with = "size::deserialize")]
-    pub max_response_bytes: usize,
-    /// Answer `__schema` / `__type`.
-    pub introspection: bool,
-}
-
-impl Config {
-    /// The subgraph transport: `traffic` timeouts, deduplication, TLS, HTTP version and
-    /// compression, overridden per subgraph by `subgraphs.<name>`.
-    pub fn transport(&self) -> graphfleet_executor::transport::HttpTransport {
-        use graphfleet_executor::transport::{FetchPolicy, HttpTransport};
-        let mut tls = tls::Loaded::new(&self.traffic.tls);
-        let default = FetchPolicy {
-            timeout: self.traffic.subgraph_timeout,
-            deduplicate: self.traffic.deduplicate,
-            max_response_bytes: self.traffic.max_subgraph_response_bytes,
-            tls: tls.default_settings(),
-            http2: self.traffic.http2.executor(),
-            compress_requests: self.traffic.compress_requests.executor(),
-            accept_compressed: self.traffic.accept_compressed_responses,
-        };
-        let per_subgraph: Vec<_> = self
-            .subgraphs
-            .iter()
-            .map(|(name, sg)| {
-                let policy = FetchPolicy {
-                    timeout: sg.timeout.unwrap_or(default.timeout),
-                    deduplicate: sg.deduplicate.unwrap_or(default.deduplicate),
-                    max_response_bytes: default.max_response_bytes,
-                    tls: tls.for_subgraph(name, sg.tls.as_ref()),
-                    http2: sg.http2.map_or(default.http2, Http2Mode::executor),
-                    compress_requests: sg
-                        .compress_requests
-                        .map_or(default.compress_requests, RequestCompression::executor),
-                    accept_compressed: sg
-                        .accept_compressed_responses
-                        .unwrap_or(default.accept_compressed),
-                };
-                (name.clone(), policy)
-            })
-            .collect();
-        HttpTransport::new(default, per_subgraph)
-    }
-}
-
-impl LimitsConfig {
-    /// The limits operations are prepared under.
-    pub fn operation(&self) -> graphfleet_planner::OperationLimits {
-        graphfleet_planner::OperationLimits {
-            max_depth: self.max_depth,
-            max_aliases: self.max_aliases,
-            max_root_fields: self.max_root_fields,
-            max_tokens: self.max_tokens,
-            max_height: self.max_height,
-            introspection: self.introspection,
-        }
-    }
-
-    /// No limit at all on operations (the body and response caps stay).
-    pub fn unlimited() -> Self {
-        Self {
-            max_depth: None,
-            max_aliases: None,
-            max_root_fields: None,
-            max_tokens: None,
-            max_height: None,
-            ..Self::default()
-        }
-    }
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        Self {
-            max_body_bytes: 2 * 1024 * 1024,
-            max_depth: Some(100),
-            max_aliases: Some(1_000),
-            max_root_fields: Some(500),
-            max_tokens: Some(15_000),
-            max_height: Some(5_000),
-            max_response_bytes: 64 * 1024 * 1024,
-            introspection: true,
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TelemetryConfig {
-    /// Serve Prometheus metrics at `metrics_path`.
-    pub metrics: bool,
-    pub metrics_path: String,
-    /// Log line format.
-    pub log_format: LogFormat,
-    /// OTLP trace export; off unless an endpoint is set.
-    pub tracing: TracingConfig,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        Self {
-            metrics: true,
-            metrics_path: "/metrics".to_owned(),
-            log_format: LogFormat::Text,
-            tracing: TracingConfig::default(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum LogFormat {
-    Text,
-    Json,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct TracingConfig {
-    /// OTLP endpoint (gRPC, e.g. `http://otel-collector:4317`); `None` disables tracing.
-    pub otlp_endpoint: Option<String>,
-    /// `service.name` resource attribute.
-    pub service_name: String,
-    /// Fraction of root traces sampled, 0.0..=1.0 (parent decisions are honoured).
-    pub sample_ratio: f64,
-}
-
-impl Default for TracingConfig {
-    fn default() -> Self {
-        Self {
-            otlp_endpoint: None,
-            service_name: "graphfleet-gateway".to_owned(),
-            sample_ratio: 1.0,
-        }
+fn encoding(compression: RequestCompression) -> RequestEncoding {
+    match compression {
+        RequestCompression::None => RequestEncoding::None,
+        RequestCompression::Gzip => RequestEncoding::Gzip,
+        RequestCompression::Br => RequestEncoding::Br,
+        RequestCompression::Zstd => RequestEncoding::Zstd,
     }
 }

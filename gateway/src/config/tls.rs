@@ -1,125 +1,68 @@
-//! TLS settings: towards subgraphs (`traffic.tls`, overridden per key by
-//! `subgraphs.<name>.tls`) and on the listener (top-level `tls`). The files are PEM and
-//! are read at start-up; an unreadable or unusable file is a configuration error
-//! naming the setting and the file.
+//! The TLS settings' PEM files read at start-up (listener and subgraphs); an unreadable
+//! or unusable file is a configuration error naming the setting and the file.
 
-use super::Config;
+use graphfleet_config::{Config, ListenerTlsConfig, SubgraphTlsConfig};
 use graphfleet_executor::transport::{ClientIdentity, TlsSettings};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
-/// TLS towards `https://` subgraphs, beyond the system and webpki roots.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SubgraphTlsConfig {
-    /// PEM bundle of CA certificates trusted in addition to the system roots.
-    pub ca_file: Option<PathBuf>,
-    /// PEM client certificate chain (leaf first) for subgraphs that ask for one (mTLS).
-    pub client_cert_file: Option<PathBuf>,
-    /// PEM private key of `client_cert_file` (PKCS#8, PKCS#1 or SEC1).
-    pub client_key_file: Option<PathBuf>,
+/// The files of a subgraph TLS setting read into transport settings; `None` when
+/// nothing is set (the transport's defaults). Errors are `(key, message)`.
+pub fn load(config: &SubgraphTlsConfig) -> Result<Option<TlsSettings>, (&'static str, String)> {
+    if config.is_empty() {
+        return Ok(None);
+    }
+    let identity = config.identity()?;
+    let extra_roots = match &config.ca_file {
+        Some(path) => ca_certificates(path).map_err(|e| ("ca_file", e))?,
+        None => Vec::new(),
+    };
+    let identity = match identity {
+        Some((cert, key)) => Some(ClientIdentity {
+            chain: certificates(cert).map_err(|e| ("client_cert_file", e))?,
+            key: private_key(key).map_err(|e| ("client_key_file", e))?,
+        }),
+        None => None,
+    };
+    let settings = TlsSettings {
+        extra_roots,
+        identity,
+    };
+    // The roots passed above, so what rustls refuses now is the key (or its pairing
+    // with the certificate).
+    settings.check().map_err(|why| {
+        let key = config.client_key_file.as_deref().unwrap_or(Path::new(""));
+        (
+            "client_key_file",
+            format!("{}: rejected: {why}", key.display()),
+        )
+    })?;
+    Ok(Some(settings))
 }
 
-impl SubgraphTlsConfig {
-    /// This subgraph's settings over `default`, key by key; the client certificate and
-    /// its key are one setting, so a subgraph naming either replaces both.
-    pub fn over(&self, default: &Self) -> Self {
-        let own_identity = self.client_cert_file.is_some() || self.client_key_file.is_some();
-        let identity = if own_identity { self } else { default };
-        Self {
-            ca_file: self.ca_file.clone().or_else(|| default.ca_file.clone()),
-            client_cert_file: identity.client_cert_file.clone(),
-            client_key_file: identity.client_key_file.clone(),
-        }
-    }
-
-    fn is_empty(&self) -> bool {
-        *self == Self::default()
-    }
-
-    /// The files read into transport settings; `None` when nothing is set (the
-    /// transport's defaults). Errors are `(key, message)`.
-    pub fn load(&self) -> Result<Option<TlsSettings>, (&'static str, String)> {
-        if self.is_empty() {
-            return Ok(None);
-        }
-        let identity = match (&self.client_cert_file, &self.client_key_file) {
-            (Some(cert), Some(key)) => Some((cert, key)),
-            (Some(_), None) => return Err(("client_cert_file", missing_pair("client_key_file"))),
-            (None, Some(_)) => return Err(("client_key_file", missing_pair("client_cert_file"))),
-            (None, None) => None,
-        };
-        let extra_roots = match &self.ca_file {
-            Some(path) => ca_certificates(path).map_err(|e| ("ca_file", e))?,
-            None => Vec::new(),
-        };
-        let identity = match identity {
-            Some((cert, key)) => Some(ClientIdentity {
-                chain: certificates(cert).map_err(|e| ("client_cert_file", e))?,
-                key: private_key(key).map_err(|e| ("client_key_file", e))?,
-            }),
-            None => None,
-        };
-        let settings = TlsSettings {
-            extra_roots,
-            identity,
-        };
-        // The roots passed above, so what rustls refuses now is the key (or its pairing
-        // with the certificate).
-        settings.check().map_err(|why| {
-            let key = self.client_key_file.as_deref().unwrap_or(Path::new(""));
-            (
-                "client_key_file",
-                format!("{}: rejected: {why}", key.display()),
-            )
-        })?;
-        Ok(Some(settings))
-    }
-}
-
-/// TLS on the listener: HTTPS instead of plain HTTP when both files are set.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ListenerTlsConfig {
-    /// PEM certificate chain served to clients (leaf first).
-    pub cert_file: Option<PathBuf>,
-    /// PEM private key of `cert_file` (PKCS#8, PKCS#1 or SEC1).
-    pub key_file: Option<PathBuf>,
-}
-
-impl ListenerTlsConfig {
-    /// The rustls server config (ALPN h2 and http/1.1), or `None` for plain HTTP.
-    /// Errors are `(key, message)`.
-    pub fn server_config(
-        &self,
-    ) -> Result<Option<Arc<rustls::ServerConfig>>, (&'static str, String)> {
-        let (cert, key) = match (&self.cert_file, &self.key_file) {
-            (None, None) => return Ok(None),
-            (Some(cert), Some(key)) => (cert, key),
-            (Some(_), None) => return Err(("cert_file", missing_pair("key_file"))),
-            (None, Some(_)) => return Err(("key_file", missing_pair("cert_file"))),
-        };
-        let chain = certificates(cert).map_err(|e| ("cert_file", e))?;
-        let key = private_key(key).map_err(|e| ("key_file", e))?;
-        let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("ring supports the default TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .map_err(|e| ("key_file", format!("rejected by TLS: {e}")))?;
-        // The server speaks both (hyper-util's auto builder); h2 first, as clients prefer.
-        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-        Ok(Some(Arc::new(config)))
-    }
-}
-
-fn missing_pair(other: &str) -> String {
-    format!("set without {other}; give both (certificate and key) or neither")
+/// The listener's rustls server config (ALPN h2 and http/1.1), or `None` for plain
+/// HTTP. Errors are `(key, message)`.
+pub fn server_config(
+    config: &ListenerTlsConfig,
+) -> Result<Option<Arc<rustls::ServerConfig>>, (&'static str, String)> {
+    let Some((cert, key)) = config.pair()? else {
+        return Ok(None);
+    };
+    let chain = certificates(cert).map_err(|e| ("cert_file", e))?;
+    let key = private_key(key).map_err(|e| ("key_file", e))?;
+    let mut config = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("ring supports the default TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(chain, key)
+    .map_err(|e| ("key_file", format!("rejected by TLS: {e}")))?;
+    // The server speaks both (hyper-util's auto builder); h2 first, as clients prefer.
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    Ok(Some(Arc::new(config)))
 }
 
 /// Every certificate in a PEM file; at least one.
@@ -170,17 +113,23 @@ fn read(path: &Path) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
-/// Start-up checks of every TLS setting: pairs complete, files readable and usable.
+/// Start-up checks of every TLS setting's files: readable and usable. A half pair is
+/// `graphfleet_config::validate`'s to report, so those settings are skipped here.
 pub(crate) fn validate(config: &Config, report: &mut impl FnMut(&[&str], String)) {
-    if let Err((key, why)) = config.tls.server_config() {
+    if config.tls.pair().is_ok()
+        && let Err((key, why)) = server_config(&config.tls)
+    {
         report(&["tls", key], why);
     }
-    if let Err((key, why)) = config.traffic.tls.load() {
+    if config.traffic.tls.identity().is_ok()
+        && let Err((key, why)) = load(&config.traffic.tls)
+    {
         report(&["traffic", "tls", key], why);
     }
     for (name, subgraph) in &config.subgraphs {
         if let Some(tls) = &subgraph.tls
-            && let Err((key, why)) = tls.load()
+            && tls.identity().is_ok()
+            && let Err((key, why)) = load(tls)
         {
             report(&["subgraphs", name, "tls", key], why);
         }
@@ -235,51 +184,11 @@ impl Loaded {
 /// Then the setting is dropped with an error in the log, which fails closed (fewer
 /// trusted CAs, no client certificate) rather than stopping a running gateway.
 fn load_checked(config: &SubgraphTlsConfig, at: &str) -> Option<Arc<TlsSettings>> {
-    match config.load() {
+    match load(config) {
         Ok(settings) => settings.map(Arc::new),
         Err((key, why)) => {
             tracing::error!("{at}.{key}: {why}; using the default TLS settings");
             None
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn paths(ca: Option<&str>, cert: Option<&str>, key: Option<&str>) -> SubgraphTlsConfig {
-        SubgraphTlsConfig {
-            ca_file: ca.map(PathBuf::from),
-            client_cert_file: cert.map(PathBuf::from),
-            client_key_file: key.map(PathBuf::from),
-        }
-    }
-
-    #[test]
-    fn a_subgraph_overrides_key_by_key_and_the_client_pair_as_one() {
-        let default = paths(Some("ca"), Some("cert"), Some("key"));
-        assert_eq!(
-            paths(Some("own-ca"), None, None).over(&default),
-            paths(Some("own-ca"), Some("cert"), Some("key"))
-        );
-        assert_eq!(
-            paths(None, Some("own-cert"), Some("own-key")).over(&default),
-            paths(Some("ca"), Some("own-cert"), Some("own-key"))
-        );
-        assert_eq!(
-            SubgraphTlsConfig::default().over(&default),
-            default,
-            "nothing set: the default"
-        );
-    }
-
-    #[test]
-    fn half_a_client_identity_names_the_missing_key() {
-        let (key, why) = paths(None, Some("cert.pem"), None)
-            .load()
-            .expect_err("a certificate without its key");
-        assert_eq!(key, "client_cert_file");
-        assert!(why.contains("without client_key_file"), "{why}");
     }
 }

@@ -1,8 +1,8 @@
 //! Header rules, compiled once per gateway and applied to each request: the client's
 //! headers (and JWT claims) in, the subgraph requests' headers out.
 
-use crate::config::{HeaderAction, HeaderRule, HeadersConfig, SubgraphConfig};
 use crate::executor::headers::SubgraphHeaders;
+use graphfleet_config::{HeaderAction, HeaderRule, HeadersConfig, SubgraphConfig};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use regex::Regex;
 use serde_json::{Map, Value};
@@ -231,7 +231,7 @@ fn claim_value(claims: &Map<String, Value>, claim: &str) -> Option<HeaderValue> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use graphfleet_config::Config;
     use serde_json::json;
 
     fn rules(yaml: &str) -> HeaderRules {

@@ -11,7 +11,7 @@
 //! that let a browser script read the answer.
 
 use super::HandlerBody;
-use crate::config::{CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig};
+use graphfleet_config::{CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig};
 use http::header::HeaderValue;
 use http::{HeaderName, Method, Request, Response};
 use http_body_util::Either;
@@ -51,7 +51,7 @@ impl HttpLayers {
     }
 
     /// From the gateway config.
-    pub fn from_config(config: &crate::config::Config) -> Self {
+    pub fn from_config(config: &graphfleet_config::Config) -> Self {
         Self::new(&config.cors, &config.compression)
     }
 

@@ -1,11 +1,11 @@
 //! GraphQL over HTTP (hyper 1): POST and GET on /graphql with
 //! `application/graphql-response+json` / `application/json` negotiation, and health.
 
-use crate::config::CsrfConfig;
 use crate::executor::transport::Transport;
 use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
 use crate::lifecycle::Readiness;
 use bytes::Bytes;
+use graphfleet_config::CsrfConfig;
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use hyper::header::{ACCEPT, ALLOW, CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};

@@ -10,11 +10,11 @@
 use super::handle;
 use super::idle::{Activity, Tracked};
 use super::layers::HttpLayers;
-use crate::config::Config;
 use crate::gateway::Gateway;
 use crate::reload::{self, Reloader};
 use crate::supergraph::Supergraph;
 use anyhow::Context;
+use graphfleet_config::Config;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulConnection, GracefulShutdown};
@@ -104,9 +104,7 @@ pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
 
 /// The TLS acceptor of the listener, or `None` for plain HTTP (the default).
 fn listener_tls(config: &Config) -> anyhow::Result<Option<TlsAcceptor>> {
-    let server = config
-        .tls
-        .server_config()
+    let server = crate::config::server_config(&config.tls)
         .map_err(|(key, why)| anyhow::anyhow!("tls.{key}: {why}"))?;
     Ok(server.map(TlsAcceptor::from))
 }

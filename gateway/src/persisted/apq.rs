@@ -1,7 +1,7 @@
 //! The automatic persisted query cache: operation text by its SHA-256, bounded both in
 //! entries and in bytes.
 
-use crate::config::ApqConfig;
+use graphfleet_config::ApqConfig;
 use std::sync::Arc;
 
 /// Bytes an entry costs beyond its text (key, `Arc` header, the cache's own slot).

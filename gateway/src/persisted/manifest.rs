@@ -1,7 +1,7 @@
 //! Persisted document list files: Apollo's persisted query manifest, and the key-value
 //! map (`{"<id>": "<document>"}`) that Relay's compiler and Hive's app deployments write.
 
-use crate::config::ManifestFormat;
+use graphfleet_config::ManifestFormat;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
 use std::path::Path;

@@ -10,11 +10,11 @@
 pub mod apq;
 pub mod manifest;
 
-use crate::config::{Config, ManifestFormat, PersistedMode};
 use crate::operation::RequestErrors;
 use crate::operation::limits::error;
 use apq::ApqCache;
 use arc_swap::ArcSwap;
+use graphfleet_config::{Config, ManifestFormat, PersistedMode};
 use manifest::DocumentList;
 use parking_lot::Mutex;
 use sha2::{Digest, Sha256};

@@ -4,8 +4,8 @@
 //! Pipeline spans are only created while export is on ([`enabled`]); otherwise the hot
 //! path pays one relaxed atomic load per span site.
 
-use crate::config::{LogFormat, TelemetryConfig};
 use anyhow::Context as _;
+use graphfleet_config::{LogFormat, TelemetryConfig};
 use opentelemetry::propagation::{Extractor, TextMapPropagator};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::propagation::TraceContextPropagator;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
-use graphfleet_operator::crd::{LoadTest, LoadTestPhase};
+use graphfleet_api::{LoadTest, LoadTestPhase};
 use kube::ResourceExt;
 
 use crate::k6::{Latency, Summary};
@@ -154,7 +154,7 @@ fn gateway_runs(lt: &LoadTest, resources: &[Resources]) -> Vec<GatewayRun> {
 struct Run {
     label: String,
     phase: LoadTestPhase,
-    results: Option<graphfleet_operator::crd::LoadTestResults>,
+    results: Option<graphfleet_api::LoadTestResults>,
     message: Option<String>,
     start: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
     end: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,

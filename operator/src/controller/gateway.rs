@@ -19,11 +19,12 @@ use kube::{Resource, ResourceExt};
 use super::{
     Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
 };
-use crate::crd::{CompositionErrorStatus, GraphGateway, Subgraph};
 use crate::diagnose::{self, Rollout};
+use crate::resources::gateway::GatewayPods;
 use crate::resources::{self, MANAGER};
 use crate::status::gateway::{CompositionOutcome, Observed, gateway_status};
 use crate::subgraph_sdl::load_sdl;
+use graphfleet_api::{CompositionErrorStatus, GraphGateway, Subgraph};
 
 /// The label selector a gateway selects Subgraphs with, or why it is invalid.
 pub fn subgraph_selector(gw: &GraphGateway) -> Result<Selector, String> {
@@ -177,22 +178,54 @@ fn composer_failed(why: &str) -> CompositionOutcome {
     }
 }
 
+/// The pods' config and the composed supergraph, or why nothing can be applied: a
+/// config the gateway would refuse (checked first: it needs no subgraph) or a failed
+/// composition.
+async fn prepare(
+    ctx: &Context,
+    gw: &GraphGateway,
+) -> Result<Result<(GatewayPods, Supergraph), CompositionOutcome>, Error> {
+    let pods = match GatewayPods::of(gw) {
+        Ok(pods) => pods,
+        Err(problems) => return Ok(Err(invalid_config(problems))),
+    };
+    Ok(compose_gateway(ctx, gw)
+        .await?
+        .map(|supergraph| (pods, supergraph)))
+}
+
+/// The outcome when `spec.config` (or `spec.mounts`) would be refused by the gateway.
+fn invalid_config(problems: Vec<String>) -> CompositionOutcome {
+    CompositionOutcome::Failed {
+        reason: "InvalidConfig".to_owned(),
+        errors: problems
+            .into_iter()
+            .map(|message| CompositionErrorStatus {
+                code: "INVALID_CONFIG".to_owned(),
+                message,
+                subgraphs: Vec::new(),
+            })
+            .collect(),
+    }
+}
+
 #[tracing::instrument(skip_all)]
 async fn apply_gateway_objects(
     ctx: &Context,
     gw: &GraphGateway,
     ns: &str,
+    pods: &GatewayPods,
     sg: &Supergraph,
 ) -> Result<(), Error> {
     let name = gw.name_any();
     apply(
         &api::<ConfigMap>(ctx, ns),
-        &resources::gateway::config_map(gw, &sg.sdl, &sg.hash),
+        &resources::gateway::config_map(gw, pods, &sg.sdl, &sg.hash),
     )
     .await?;
     apply(
         &api::<Deployment>(ctx, ns),
-        &resources::gateway::deployment(gw, &sg.hash, &ctx.settings.default_image),
+        &resources::gateway::deployment(gw, pods, &sg.hash, &ctx.settings.default_image),
     )
     .await?;
     apply(&api::<Service>(ctx, ns), &resources::gateway::service(gw)).await?;
@@ -233,9 +266,9 @@ pub(super) async fn reconcile_gateway(
     let ns = gw.namespace().ok_or(Error::NoNamespace)?;
     let name = gw.name_any();
     let previous_hash = gw.status.as_ref().and_then(|s| s.supergraph_hash.clone());
-    let outcome = match compose_gateway(&ctx, &gw).await? {
-        Ok(supergraph) => {
-            apply_gateway_objects(&ctx, &gw, &ns, &supergraph).await?;
+    let outcome = match prepare(&ctx, &gw).await? {
+        Ok((pods, supergraph)) => {
+            apply_gateway_objects(&ctx, &gw, &ns, &pods, &supergraph).await?;
             if previous_hash.as_deref() != Some(supergraph.hash.as_str()) {
                 let note = format!(
                     "supergraph {} from {} subgraphs",

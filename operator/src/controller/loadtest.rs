@@ -14,7 +14,6 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::k6_api::K6Api;
 use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, now};
-use crate::crd::{LoadTest, LoadTestPhase, LoadTestStatus};
 use crate::k6_summary::summary_from_log;
 use crate::report;
 use crate::resources::loadtest::K6_CONTAINER;
@@ -24,6 +23,7 @@ use crate::status::loadtest::{
     LoggedSummaries, StartStep, jobs_to_stop, next_target, observe, record_resume, rejected_status,
     start_step,
 };
+use graphfleet_api::{LoadTest, LoadTestPhase, LoadTestStatus};
 
 /// Re-check period while the segments' k6 initialize before a synchronized start (no pod
 /// event says when k6 is ready).

@@ -25,10 +25,10 @@ use kube::{Api, Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::crd::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 use crate::metrics::Metrics;
 use crate::resources::{self, MANAGER};
 use crate::subgraph_sdl::Introspector;
+use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 
 pub mod gateway;
 mod k6_api;

@@ -11,10 +11,10 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::{Context, Error, SUBGRAPH_CONTROLLER, api, now};
-use crate::crd::{Subgraph, SubgraphStatus};
 use crate::resources::{self, MANAGER};
 use crate::status;
 use crate::subgraph_sdl::load_sdl;
+use graphfleet_api::{Subgraph, SubgraphStatus};
 
 #[tracing::instrument(skip_all, fields(subgraph = %sg.name_any(), namespace = sg.namespace().unwrap_or_default()))]
 pub(super) async fn reconcile_subgraph(

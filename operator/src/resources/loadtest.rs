@@ -20,8 +20,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use kube::{Resource, ResourceExt};
 
 use super::{MANAGER, container_security_context, pod_security_context, short_hash};
-use crate::crd::{LoadTest, LoadTestExecutor, LoadTestTarget, POOL_LABEL};
 use crate::diagnose;
+use graphfleet_api::{LoadTest, LoadTestExecutor, LoadTestTarget, POOL_LABEL};
 
 /// Default load-generator image (k6 plus graphfleet's scripts).
 pub const DEFAULT_K6_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-k6:0.1.0";
@@ -724,7 +724,7 @@ mod tests {
 
     #[test]
     fn the_crd_validates_durations_with_the_parsers_pattern() {
-        use crate::crd::{LoadTest, duration_rule};
+        use graphfleet_api::{LoadTest, duration_rule};
         use kube::CustomResourceExt;
         let crd = serde_json::to_value(LoadTest::crd()).expect("CRD serializes");
         let rules = &crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -733,6 +733,6 @@ mod tests {
         assert!(duration_rule().contains(duration::PATTERN));
         // CEL string literals have no `\.` escape: the API server would refuse the CRD.
         assert!(!duration_rule().contains('\\'), "{rules}");
-        assert_eq!(rules[1]["rule"], crate::crd::nonzero_duration_rule());
+        assert_eq!(rules[1]["rule"], graphfleet_api::nonzero_duration_rule());
     }
 }

@@ -7,12 +7,10 @@ use k8s_openapi::api::core::v1::{
 };
 use sha2::{Digest, Sha256};
 
-pub mod auth;
-mod demand;
 pub mod gateway;
+pub mod gateway_config;
+pub mod gateway_mounts;
 pub mod loadtest;
-mod routing;
-mod subscriptions;
 
 /// Field manager of every server-side apply, and the `managed-by` label of what it creates.
 pub const MANAGER: &str = "graphfleet-operator";

@@ -4,8 +4,8 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::{COMPOSED, DEGRADED, PROGRESSING, READY, set_condition};
-use crate::crd::{CompositionErrorStatus, GraphGatewayStatus};
 use crate::diagnose::{Problem, Rollout};
+use graphfleet_api::{CompositionErrorStatus, GraphGatewayStatus};
 
 /// Result of gathering and composing the selected subgraphs.
 #[derive(Clone, Debug, PartialEq)]

@@ -10,10 +10,6 @@ use kube::ResourceExt;
 
 use std::collections::BTreeMap;
 
-use crate::crd::{
-    LoadTest, LoadTestPhase, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
-    TargetStatus,
-};
 use crate::diagnose;
 use crate::k6_summary::{Segment, aggregate, parse_segment, segments_without_histogram};
 use crate::resources::loadtest::{
@@ -23,6 +19,10 @@ use crate::resources::loadtest::{
 };
 use crate::status::{PASSED, SPEC_VALID, set_condition};
 use crate::thresholds;
+use graphfleet_api::{
+    LoadTest, LoadTestPhase, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
+    TargetStatus,
+};
 
 fn finished_condition(job: &Job) -> Option<&JobCondition> {
     job.status

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use graphfleet_api::all_crds;
 use graphfleet_operator::controller::{self, Settings};
-use graphfleet_operator::crd::all_crds;
 use graphfleet_operator::metrics::Metrics;
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

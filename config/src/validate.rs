@@ -1,45 +1,26 @@
-//! Semantic checks that types alone cannot express. Each problem is a dotted path
-//! (as key segments) and a message; the loader adds the source that wrote the value.
+//! Semantic checks that types alone cannot express, without touching a file: the
+//! gateway runs them at start-up (then reads the files the settings name), the operator
+//! on a GraphGateway's `spec.config`. Each problem is a dotted path (as key segments)
+//! and a message; the gateway's loader adds the source that wrote the value.
 
 use super::Config;
+use super::checks::{UNPROPAGATABLE, http_url};
 use std::time::Duration;
 
-type Problems = Vec<(Vec<String>, String)>;
+/// Each problem: the setting's path as key segments, and what is wrong with it.
+pub type Problems = Vec<(Vec<String>, String)>;
 
 /// Paths the gateway serves itself; the GraphQL and metrics endpoints must not shadow them.
 const HEALTH_PREFIX: &str = "/health/";
 
-/// Headers the gateway's HTTP client manages; copying the client's (or a header rule
-/// writing them) would corrupt the subgraph request.
-pub(super) const UNPROPAGATABLE: &[&str] = &[
-    "host",
-    "content-length",
-    "content-type",
-    "content-encoding",
-    "transfer-encoding",
-    "connection",
-    "keep-alive",
-    "te",
-    "trailer",
-    "upgrade",
-    "proxy-connection",
-    "accept-encoding",
-];
-
-pub(crate) fn validate(config: &Config) -> Problems {
+/// Every problem of `config` that needs no file to find; empty when there is none.
+/// A missing `supergraph.path` is not one: the gateway requires it, the operator sets it.
+pub fn validate(config: &Config) -> Problems {
     let mut out = Problems::new();
     let mut report = |path: &[&str], message: String| {
         out.push((path.iter().map(|s| (*s).to_owned()).collect(), message));
     };
 
-    if config.supergraph.path.is_none() {
-        report(
-            &["supergraph", "path"],
-            "required: set it in the config file, as GRAPHFLEET_SUPERGRAPH__PATH, or with \
-             --supergraph PATH"
-                .to_owned(),
-        );
-    }
     endpoint_paths(config, &mut report);
     subscriptions(config, &mut report);
     positive(
@@ -118,12 +99,27 @@ pub(crate) fn validate(config: &Config) -> Problems {
         );
     }
     tracing(config, &mut report);
-    super::tls::validate(config, &mut report);
+    tls_pairs(config, &mut report);
     super::persisted::validate(config, &mut report);
     super::http::validate(config, &mut report);
     super::auth::validate(config, &mut report);
     super::demand::validate(config, &mut report);
     out
+}
+
+/// Certificates and keys come in pairs.
+fn tls_pairs(config: &Config, report: &mut impl FnMut(&[&str], String)) {
+    if let Err((key, why)) = config.tls.pair() {
+        report(&["tls", key], why);
+    }
+    if let Err((key, why)) = config.traffic.tls.identity() {
+        report(&["traffic", "tls", key], why);
+    }
+    for (name, subgraph) in &config.subgraphs {
+        if let Some(Err((key, why))) = subgraph.tls.as_ref().map(|tls| tls.identity()) {
+            report(&["subgraphs", name, "tls", key], why);
+        }
+    }
 }
 
 fn endpoint_paths(config: &Config, report: &mut impl FnMut(&[&str], String)) {
@@ -261,26 +257,6 @@ fn tracing(config: &Config, report: &mut impl FnMut(&[&str], String)) {
     }
 }
 
-/// An absolute `http://` or `https://` URL with a host.
-pub(crate) fn http_url(text: &str) -> Result<(), String> {
-    let uri: http::Uri = text
-        .parse()
-        .map_err(|e| format!("{text:?} is not a URL: {e}"))?;
-    match uri.scheme_str() {
-        Some("http" | "https") => {}
-        Some(other) => return Err(format!("{text:?} has scheme {other:?}; use http or https")),
-        None => {
-            return Err(format!(
-                "{text:?} is not an absolute URL (like http://host:4001/graphql)"
-            ));
-        }
-    }
-    match uri.host() {
-        Some(host) if !host.is_empty() => Ok(()),
-        _ => Err(format!("{text:?} has no host")),
-    }
-}
-
 fn propagatable(name: &str) -> Result<(), String> {
     let header = http::HeaderName::from_bytes(name.as_bytes())
         .map_err(|_| format!("{name:?} is not a valid HTTP header name"))?;
@@ -318,11 +294,11 @@ mod tests {
         for path in ["/health", "/health/live", "metrics"] {
             let mut config = Config::default();
             config.telemetry.metrics_path = path.to_owned();
-            assert_eq!(validate(&config).len(), 2, "{path}: and supergraph.path");
+            assert_eq!(validate(&config).len(), 1, "{path}");
         }
         let mut config = Config::default();
         config.telemetry.metrics_path = "/healthz".to_owned();
-        assert_eq!(validate(&config).len(), 1, "only supergraph.path");
+        assert!(validate(&config).is_empty());
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! Demand control (`demand_control`): a static cost estimate of every operation from
 //! the supergraph's `@cost` and `@listSize`, recorded and optionally enforced.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct DemandControlConfig {
     /// Estimate each operation's cost (off by default: nothing is computed).
@@ -32,7 +33,7 @@ impl Default for DemandControlConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum DemandControlMode {
     Measure,

@@ -4,13 +4,14 @@
 //! config never meet a setting they would refuse (tower-http panics on some).
 
 use super::size;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;
 
 /// Cross-origin resource sharing: which browser origins may read the gateway's answers.
 /// Off (no CORS headers, `OPTIONS` is 405) unless `allow_origins` or
 /// `allow_origin_patterns` names an origin.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CorsConfig {
     /// Origins allowed, exactly as browsers send them: `scheme://host[:port]`, no path
@@ -31,6 +32,7 @@ pub struct CorsConfig {
     /// How long browsers may cache a preflight answer (`Access-Control-Max-Age`); unset
     /// leaves it to the browser (5 s in Chromium and Firefox).
     #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub max_age: Option<Duration>,
 }
 
@@ -76,7 +78,7 @@ pub const DEFAULT_CSRF_HEADERS: &[&str] = &["x-apollo-operation-name", "apollo-r
 /// browser would send cross-origin without a CORS preflight (no `Content-Type`, or
 /// `text/plain`, `application/x-www-form-urlencoded` or `multipart/form-data`) and that
 /// carries none of `required_headers` is refused with 400 before anything runs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CsrfConfig {
     pub enabled: bool,
@@ -94,7 +96,7 @@ impl Default for CsrfConfig {
 }
 
 /// Response compression per the client's `Accept-Encoding`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CompressionConfig {
     pub enabled: bool,
@@ -103,6 +105,7 @@ pub struct CompressionConfig {
     pub algorithms: Vec<CompressionAlgorithm>,
     /// Responses smaller than this are sent as they are (bytes, or with a unit: `1KiB`).
     #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
     pub min_size: usize,
     /// Effort: `fastest`, `default` (gzip 6, br 4, zstd 3) or `best` (slow; for small
     /// hot responses only).
@@ -124,7 +127,7 @@ impl Default for CompressionConfig {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CompressionAlgorithm {
     Gzip,
@@ -132,7 +135,7 @@ pub enum CompressionAlgorithm {
     Zstd,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CompressionLevel {
     Fastest,
@@ -270,7 +273,7 @@ fn header_name(name: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::Config;
 
     fn problems(config: &Config) -> Vec<String> {
         let mut out = Vec::new();

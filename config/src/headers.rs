@@ -2,12 +2,14 @@
 //! propagate, rename, insert (static or from a JWT claim) and remove, in order.
 
 use super::Config;
+use schemars::JsonSchema;
 use serde::Deserialize;
 
 /// One header rule: exactly one of `propagate`, `insert` and `remove`. Rules run in
 /// order: the global ones build the headers every subgraph gets, then a subgraph's own
 /// rules change its copy.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "[has(self.propagate), has(self.insert), has(self.remove)].filter(x, x).size() == 1", "message": "set exactly one of propagate, insert and remove"}]))]
 #[serde(default, deny_unknown_fields)]
 pub struct HeaderRule {
     /// Copy client headers (every value).
@@ -39,7 +41,7 @@ impl HeaderRule {
 }
 
 /// Which headers a rule applies to: one name, or every name matching a regex.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PropagateRule {
     /// The header's name (case-insensitive).
@@ -52,7 +54,7 @@ pub struct PropagateRule {
     pub default: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct InsertRule {
     /// The header to set.
@@ -64,7 +66,7 @@ pub struct InsertRule {
     pub from_claim: Option<String>,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct RemoveRule {
     pub named: Option<String>,
@@ -171,7 +173,7 @@ fn one_of(
 fn check_name(key: &str, name: &str, report: &mut impl FnMut(&str, String)) {
     match http::HeaderName::from_bytes(name.as_bytes()) {
         Err(_) => report(key, format!("{name:?} is not a valid HTTP header name")),
-        Ok(h) if super::validate::UNPROPAGATABLE.contains(&h.as_str()) => report(
+        Ok(h) if super::checks::UNPROPAGATABLE.contains(&h.as_str()) => report(
             key,
             format!("{name:?} is set by the gateway for each subgraph request"),
         ),

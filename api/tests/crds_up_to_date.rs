@@ -6,22 +6,22 @@ use std::path::PathBuf;
 fn committed_crds_match_the_rust_types() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../crds");
     let mut stale = Vec::new();
-    for (stem, crd) in graphfleet_operator::crd::all_crds() {
+    for (stem, crd) in graphfleet_api::all_crds() {
         let path = dir.join(format!("{stem}.yaml"));
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
-        if committed != graphfleet_operator::crd::crd_yaml(&crd) {
+        if committed != graphfleet_api::crd_yaml(&crd) {
             stale.push(path.display().to_string());
         }
     }
     assert!(
         stale.is_empty(),
-        "stale CRDs {stale:?}: run `cargo run -p graphfleet-operator --bin crdgen`"
+        "stale CRDs {stale:?}: run `cargo run -p graphfleet-api --bin crdgen`"
     );
 }
 
 #[test]
 fn gateway_crd_has_scale_status_and_printer_columns() {
-    let (_, crd) = graphfleet_operator::crd::all_crds()
+    let (_, crd) = graphfleet_api::all_crds()
         .into_iter()
         .find(|(stem, _)| *stem == "graphgateways")
         .expect("graphgateways CRD is generated");

@@ -2,38 +2,48 @@
 //! that keep open subscriptions bounded, and `subgraphs.<name>.subscription`: how the
 //! gateway subscribes to the subgraph owning a subscription root field.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;
 
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct SubscriptionsConfig {
     /// Accept subscription operations (off: they get a request error).
     pub enabled: bool,
     /// Path of the WebSocket endpoint (`graphql-transport-ws`); `None`: `graphql_path`.
+    #[schemars(regex(pattern = r"^/"))]
     pub websocket_path: Option<String>,
     /// Most subscriptions open in the gateway at once; one more is refused.
+    #[schemars(range(min = 1))]
     pub max_open: usize,
     /// Most subscriptions open at once from one client address.
+    #[schemars(range(min = 1))]
     pub max_per_client: usize,
     /// Most WebSocket connections open at once from one client address.
+    #[schemars(range(min = 1))]
     pub max_connections_per_client: usize,
     /// Most operations at once on one WebSocket connection.
+    #[schemars(range(min = 1))]
     pub max_per_connection: usize,
     /// Events queued for one subscriber; a subscriber that falls further behind is cut
     /// with an error (memory stays bounded by slow consumers).
+    #[schemars(range(min = 1))]
     pub queue_size: usize,
     /// Identical subscriptions (same operation, variables and forwarded headers) share
     /// one subgraph subscription and each event is completed once for all of them.
     pub deduplicate: bool,
     /// Longest a WebSocket client may take to send `connection_init`.
     #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub init_timeout: Duration,
     /// Keep-alive interval of SSE and multipart streams (a comment / an empty part).
     #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub heartbeat_interval: Duration,
     /// Longest wait for a subgraph to accept a subscription.
     #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub subgraph_connect_timeout: Duration,
 }
 
@@ -56,7 +66,12 @@ impl Default for SubscriptionsConfig {
 }
 
 /// `subgraphs.<name>.subscription`.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+// The API server checks the URL's scheme against the protocol (CEL), as `validate` does.
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!has(self.url) || ((has(self.protocol) && self.protocol == 'sse') ? (self.url.startsWith('http://') || self.url.startsWith('https://')) : (self.url.startsWith('ws://') || self.url.startsWith('wss://')))",
+    "message": "url must start with ws:// or wss:// for protocol websocket, http:// or https:// for sse"
+}]))]
 #[serde(default, deny_unknown_fields)]
 pub struct SubgraphSubscriptionConfig {
     pub protocol: SubgraphProtocol,
@@ -65,7 +80,7 @@ pub struct SubgraphSubscriptionConfig {
     pub url: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SubgraphProtocol {
     /// `graphql-transport-ws`.

@@ -2,17 +2,19 @@
 //! supergraph's `@authenticated`, `@requiresScopes` and `@policy`). See "Authentication
 //! and authorization" in gateway/README.md.
 
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// JWT validation. Off unless `jwks` names at least one key source.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthenticationConfig {
     /// Where the verification keys come from (JSON Web Key Sets); every key of every
     /// source is tried by `kid` and algorithm.
+    #[schemars(length(max = 16))]
     pub jwks: Vec<JwksSource>,
     /// Accepted `iss` values; empty accepts any issuer.
     pub issuers: Vec<String>,
@@ -22,6 +24,7 @@ pub struct AuthenticationConfig {
     pub algorithms: Vec<String>,
     /// Leeway for `exp` and `nbf`, for clocks that disagree a little.
     #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub leeway: Duration,
     /// The request header that carries the token.
     pub header: TokenHeader,
@@ -58,7 +61,7 @@ impl AuthenticationConfig {
 }
 
 /// `authentication.header`.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct TokenHeader {
     /// Header name (case-insensitive).
@@ -79,7 +82,8 @@ impl Default for TokenHeader {
 
 /// One JWKS: a file (re-read when it changes, e.g. a mounted Secret) or a URL fetched
 /// every `refresh_interval`. A failed refresh keeps the last good keys and logs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "[has(self.file), has(self.url)].filter(x, x).size() == 1", "message": "set exactly one of file and url"}]))]
 #[serde(deny_unknown_fields)]
 pub struct JwksSource {
     /// A JWKS JSON file.
@@ -88,6 +92,7 @@ pub struct JwksSource {
     pub url: Option<String>,
     /// How often the source is read again.
     #[serde(with = "humantime_serde", default = "default_refresh")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub refresh_interval: Duration,
 }
 
@@ -96,7 +101,7 @@ fn default_refresh() -> Duration {
 }
 
 /// Enforcement of the supergraph's authorization directives.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthorizationConfig {
     /// Enforce `@authenticated`, `@requiresScopes` and `@policy` when the supergraph
@@ -126,10 +131,12 @@ impl Default for AuthorizationConfig {
 /// A policy granted when claim `claim` (a dot-separated path into the claims) equals
 /// `equals`, or is an array or space-separated string containing `contains`. Exactly
 /// one of the two is set.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[schemars(extend("x-kubernetes-validations" = [{"rule": "[has(self.equals), has(self.contains)].filter(x, x).size() == 1", "message": "set exactly one of equals and contains"}]))]
 #[serde(deny_unknown_fields)]
 pub struct PolicyRule {
     pub claim: String,
+    #[schemars(schema_with = "crate::schema::any_value")]
     pub equals: Option<serde_json::Value>,
     pub contains: Option<String>,
 }
@@ -149,7 +156,7 @@ pub(super) fn validate(config: &super::Config, report: &mut impl FnMut(&[&str], 
                 "set exactly one of file or url".to_owned(),
             ),
             (None, Some(url)) => {
-                if let Err(why) = super::validate::http_url(url) {
+                if let Err(why) = super::checks::http_url(url) {
                     report(&["authentication", "jwks", &i, "url"], why);
                 }
             }

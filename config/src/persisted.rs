@@ -4,13 +4,14 @@
 //! the key and the problem; the gateway parses it again when it builds its list.
 
 use super::size;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
 /// Persisted documents (trusted documents): operations registered ahead of time,
 /// which clients run by id. Off unless `path` is set.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct PersistedDocumentsConfig {
     /// The list file (a relative path is relative to the config file); the operator
@@ -25,6 +26,7 @@ pub struct PersistedDocumentsConfig {
     pub watch: bool,
     /// How often the file is re-checked in addition to filesystem events.
     #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
     pub poll_interval: Duration,
 }
 
@@ -47,7 +49,7 @@ impl PersistedDocumentsConfig {
 }
 
 /// `persisted_documents.format`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ManifestFormat {
     /// An object with `"format": "apollo-persisted-query-manifest"` is Apollo's, any
@@ -64,7 +66,7 @@ pub enum ManifestFormat {
 }
 
 /// `persisted_documents.mode`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PersistedMode {
     /// Listed documents by id, and any operation sent as text (and APQ, when on).
@@ -79,7 +81,7 @@ pub enum PersistedMode {
 
 /// Automatic persisted queries: a client sends the SHA-256 of its operation, and the
 /// text only when the gateway does not have it yet.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApqConfig {
     /// On by default, as in Apollo Router and Apollo Server; inactive when
@@ -89,6 +91,7 @@ pub struct ApqConfig {
     pub max_entries: usize,
     /// Most operation text kept, in bytes (`32MiB`).
     #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
     pub max_bytes: usize,
 }
 
@@ -111,11 +114,8 @@ pub(crate) fn validate(config: &super::Config, report: &mut impl FnMut(&[&str], 
         );
     }
     match &docs.path {
-        Some(path) => {
-            if let Err(e) = crate::persisted::manifest::load(path, docs.format) {
-                report(&["persisted_documents", "path"], e.to_string());
-            }
-        }
+        // The gateway reads the list at start-up.
+        Some(_) => {}
         None if docs.mode != PersistedMode::AllowArbitrary => report(
             &["persisted_documents", "mode"],
             "needs persisted_documents.path: without a list every operation would be refused"

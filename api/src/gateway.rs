@@ -1,0 +1,255 @@
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Affinity, ResourceRequirements, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::{CustomResource, KubeSchema};
+use schemars::transform::{Transform, transform_subschemas};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::{Deserialize, Serialize};
+
+/// Image used when a GraphGateway names none.
+pub const DEFAULT_GATEWAY_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gateway:0.1.0";
+
+/// A fleet of graphfleet gateways serving the supergraph composed from selected Subgraphs.
+// Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "graphfleet.dev",
+    version = "v1alpha1",
+    kind = "GraphGateway",
+    namespaced,
+    status = "GraphGatewayStatus",
+    shortname = "gw",
+    category = "graphfleet",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(
+        name = "Ready",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].status"
+    ),
+    printcolumn(
+        name = "Composed",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Composed\")].status"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(
+        name = "Available",
+        type_ = "integer",
+        json_path = ".status.readyReplicas"
+    ),
+    printcolumn(
+        name = "Supergraph",
+        type_ = "string",
+        json_path = ".status.supergraphHash"
+    ),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphGatewaySpec {
+    /// Selects Subgraphs by label; absent selects every Subgraph in `namespaces`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subgraph_selector: Option<LabelSelector>,
+    /// Namespaces searched for Subgraphs; absent or empty means the gateway's own namespace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespaces: Vec<String>,
+    /// Desired gateway pods (ignored while `autoscaling` is set).
+    #[serde(default = "default_replicas")]
+    #[schemars(range(min = 0, max = 1000))]
+    pub replicas: i32,
+    /// Gateway container image.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub image: Option<String>,
+    /// Container resources; defaults to 1 CPU requested and limited, 256Mi/512Mi memory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Pod node selector; defaults to the router pool (`graphfleet.dev/pool: router`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_selector: Option<BTreeMap<String, String>>,
+    /// Pod tolerations; defaults to tolerating the router pool's NoSchedule taint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerations: Option<Vec<Toleration>>,
+    /// Pod affinity rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// The gateway's configuration, in the gateway's own schema and key names (snake
+    /// case, as in its config file and environment variables; see gateway/README.md).
+    /// `listen` and `supergraph` are the operator's; file paths come from `mounts`.
+    #[serde(default, skip_serializing_if = "is_empty")]
+    pub config: GatewayConfig,
+    /// Files from Secrets and ConfigMaps the gateway reads (TLS, JWKS, persisted
+    /// documents): mounted into the pods, their paths set in `config`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mounts: Option<super::GatewayMounts>,
+    /// Rolling-update strategy of the gateway Deployment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rollout: Option<RolloutStrategy>,
+    /// Horizontal pod autoscaling on CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub autoscaling: Option<Autoscaling>,
+    /// PodDisruptionBudget for the gateway pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
+}
+
+fn default_replicas() -> i32 {
+    1
+}
+
+fn is_empty(config: &GatewayConfig) -> bool {
+    config.0.is_empty()
+}
+
+/// The gateway's own configuration: graphfleet-config's schema, the keys of the
+/// gateway's config file (gateway/README.md), spelt as there. Kept as the user wrote it,
+/// so the pods get exactly the keys set here (the gateway's defaults fill the rest);
+/// the operator reads it as the gateway does before any pod changes.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(transparent)]
+pub struct GatewayConfig(pub serde_json::Map<String, serde_json::Value>);
+
+impl JsonSchema for GatewayConfig {
+    fn schema_name() -> Cow<'static, str> {
+        "GatewayConfig".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = graphfleet_config::Config::json_schema(generator);
+        DefaultsIntoDescriptions.transform(&mut schema);
+        schema
+    }
+}
+
+/// Moves each `default` of the gateway's schema into its description. The API server
+/// would write schema defaults into every stored GraphGateway, pinning the gateway's
+/// defaults of the day; the pods should get only what the user set, so a newer gateway
+/// brings its own. `kubectl explain` still shows each default.
+struct DefaultsIntoDescriptions;
+
+impl Transform for DefaultsIntoDescriptions {
+    fn transform(&mut self, schema: &mut Schema) {
+        transform_subschemas(self, schema);
+        let Some(object) = schema.as_object_mut() else {
+            return;
+        };
+        let Some(default) = object.remove("default") else {
+            return;
+        };
+        let text = match &default {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let described = match object.get("description").and_then(|d| d.as_str()) {
+            Some(d) => format!("{d}\nDefault: `{text}`."),
+            None => format!("Default: `{text}`."),
+        };
+        object.insert("description".to_owned(), described.into());
+    }
+}
+
+impl GatewayConfig {
+    /// The settings as the gateway reads them, or why it would refuse them.
+    pub fn parse(&self) -> Result<graphfleet_config::Config, serde_json::Error> {
+        serde_json::from_value(serde_json::Value::Object(self.0.clone()))
+    }
+}
+
+/// Deployment rolling-update parameters.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RolloutStrategy {
+    /// Extra pods during a rollout (count or percentage); default 25%.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_surge: Option<IntOrString>,
+    /// Pods that may be unavailable during a rollout; default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+    /// Seconds a new pod must be ready before it counts as available.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub min_ready_seconds: Option<i32>,
+}
+
+/// CPU-based horizontal autoscaling.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("self.maxReplicas >= self.minReplicas")
+    .message("autoscaling.maxReplicas must be >= autoscaling.minReplicas"))]
+#[serde(rename_all = "camelCase")]
+pub struct Autoscaling {
+    #[schemars(range(min = 1))]
+    pub min_replicas: i32,
+    #[schemars(range(min = 1))]
+    pub max_replicas: i32,
+    /// Average CPU utilisation (percent of the request) to aim for.
+    #[serde(default = "default_cpu_target")]
+    #[schemars(range(min = 1, max = 100))]
+    pub target_cpu_utilization_percentage: i32,
+}
+
+fn default_cpu_target() -> i32 {
+    70
+}
+
+/// Exactly one of `minAvailable` or `maxUnavailable`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.minAvailable) != has(self.maxUnavailable)")
+    .message("podDisruptionBudget needs exactly one of minAvailable or maxUnavailable"))]
+#[serde(rename_all = "camelCase")]
+pub struct PodDisruptionBudgetSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available: Option<IntOrString>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
+}
+
+/// Observed state of a GraphGateway.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GraphGatewayStatus {
+    /// Generation of the spec this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// `Composed`, `Ready`, `Progressing`, `Degraded`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// Short SHA-256 of the supergraph being served (the last good one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supergraph_hash: Option<String>,
+    /// Subgraphs in the served supergraph.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subgraphs: Vec<String>,
+    /// Errors of the latest failed composition (empty when it succeeded).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub composition_errors: Vec<CompositionErrorStatus>,
+    /// Pods of the gateway Deployment.
+    #[serde(default)]
+    pub replicas: i32,
+    /// Ready pods of the gateway Deployment.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Label selector of the pods, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+}
+
+/// One composition error as reported in status.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CompositionErrorStatus {
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub subgraphs: Vec<String>,
+}

@@ -1,0 +1,419 @@
+//! The gateway's configuration schema, the one source for every tool: the gateway
+//! loads it (file, `GRAPHFLEET_*` environment, flags), and the GraphGateway's
+//! `spec.config` embeds its JSON schema, so the API server validates the same keys and
+//! `kubectl explain` shows the same docs. Unknown keys are errors, so a typo never
+//! silently falls back to a default. Nothing here reads a file.
+
+mod auth;
+mod checks;
+mod demand;
+mod headers;
+mod http;
+mod persisted;
+mod schema;
+mod size;
+mod subscription;
+mod tls;
+mod validate;
+
+pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
+pub use demand::{DemandControlConfig, DemandControlMode};
+pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
+pub use http::{
+    CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig, CsrfConfig,
+    DEFAULT_CSRF_HEADERS,
+};
+pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
+pub use size::parse_size;
+pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
+pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
+pub use validate::{Problems, validate};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The whole gateway configuration.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address the GraphQL and health/metrics endpoints listen on.
+    pub listen: SocketAddr,
+    /// HTTPS on the listener when set; plain HTTP otherwise.
+    pub tls: ListenerTlsConfig,
+    /// Path of the GraphQL endpoint.
+    #[schemars(regex(pattern = r"^/"))]
+    pub graphql_path: String,
+    pub supergraph: SupergraphConfig,
+    pub shutdown: ShutdownConfig,
+    pub traffic: TrafficConfig,
+    /// Per-subgraph settings, by subgraph name as in the supergraph's `join__Graph`.
+    #[schemars(extend("maxProperties" = 256))]
+    pub subgraphs: BTreeMap<String, SubgraphConfig>,
+    pub headers: HeadersConfig,
+    pub limits: LimitsConfig,
+    /// Operations registered ahead of time, run by id (off unless a list file is set).
+    pub persisted_documents: PersistedDocumentsConfig,
+    /// Automatic persisted queries (on by default, bounded cache).
+    pub apq: ApqConfig,
+    pub telemetry: TelemetryConfig,
+    /// Cross-origin resource sharing for browser clients (off unless origins are set).
+    pub cors: CorsConfig,
+    /// Cross-site request forgery prevention (on by default).
+    pub csrf: CsrfConfig,
+    /// Response compression per `Accept-Encoding` (off by default).
+    pub compression: CompressionConfig,
+    /// JWT validation (off unless `jwks` is set).
+    pub authentication: AuthenticationConfig,
+    /// Enforcement of `@authenticated`, `@requiresScopes` and `@policy`.
+    pub authorization: AuthorizationConfig,
+    /// Progressive override labels fixed on or off (`percent(N)` ones are drawn otherwise).
+    pub progressive_override: ProgressiveOverrideConfig,
+    /// Static cost estimates of operations from `@cost`/`@listSize` (off by default).
+    pub demand_control: DemandControlConfig,
+    /// Subscriptions: client transports and limits.
+    pub subscriptions: SubscriptionsConfig,
+    /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
+    pub workers: Option<usize>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 4000)),
+            tls: ListenerTlsConfig::default(),
+            graphql_path: "/graphql".to_owned(),
+            supergraph: SupergraphConfig::default(),
+            shutdown: ShutdownConfig::default(),
+            traffic: TrafficConfig::default(),
+            subgraphs: BTreeMap::new(),
+            headers: HeadersConfig::default(),
+            limits: LimitsConfig::default(),
+            persisted_documents: PersistedDocumentsConfig::default(),
+            apq: ApqConfig::default(),
+            telemetry: TelemetryConfig::default(),
+            cors: CorsConfig::default(),
+            csrf: CsrfConfig::default(),
+            compression: CompressionConfig::default(),
+            authentication: AuthenticationConfig::default(),
+            authorization: AuthorizationConfig::default(),
+            progressive_override: ProgressiveOverrideConfig::default(),
+            demand_control: DemandControlConfig::default(),
+            subscriptions: SubscriptionsConfig::default(),
+            workers: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SupergraphConfig {
+    /// The supergraph SDL file (required, from the file, env or `--supergraph`).
+    pub path: Option<PathBuf>,
+    /// Reload the supergraph when the file (or a ConfigMap symlink swap) changes.
+    pub watch: bool,
+    /// How often the file is re-checked in addition to filesystem events.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub poll_interval: Duration,
+}
+
+impl Default for SupergraphConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            watch: true,
+            poll_interval: Duration::from_secs(5),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ShutdownConfig {
+    /// After SIGTERM: time allowed for in-flight requests to finish.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub grace_period: Duration,
+    /// After SIGTERM: time readiness reports failure before the listener closes, so
+    /// endpoints controllers stop routing new requests here first.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub readiness_delay: Duration,
+}
+
+impl Default for ShutdownConfig {
+    fn default() -> Self {
+        Self {
+            grace_period: Duration::from_secs(30),
+            readiness_delay: Duration::from_secs(0),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrafficConfig {
+    /// Whole-request timeout (parse to response).
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub request_timeout: Duration,
+    /// Default timeout of one subgraph fetch.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub subgraph_timeout: Duration,
+    /// Default for in-flight deduplication of identical subgraph query requests (on:
+    /// queries have no side effects, and concurrent identical ones are common under load).
+    pub deduplicate: bool,
+    /// Longest a client may take to send a request's headers; slower connections are
+    /// closed (a slow client would otherwise hold its connection forever).
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub header_read_timeout: Duration,
+    /// Longest a client connection may stay open with no request in flight and no
+    /// bytes moving; then it is closed. Longer than the 60 s idle timeout common in
+    /// load balancers, so the proxy in front closes first and never reuses a
+    /// connection the gateway is closing.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub idle_timeout: Duration,
+    /// Most client connections open at once; further clients wait to be accepted.
+    pub max_connections: usize,
+    /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
+    /// load balancer retries it elsewhere) instead of queueing behind them. Health and
+    /// metrics requests are never refused.
+    pub max_concurrent_requests: usize,
+    /// Largest subgraph response body accepted (bytes, or with a unit: `64MiB`).
+    #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
+    pub max_subgraph_response_bytes: usize,
+    /// TLS towards `https://` subgraphs (extra CA, client certificate).
+    pub tls: SubgraphTlsConfig,
+    /// HTTP version towards subgraphs.
+    pub http2: Http2Mode,
+    /// Encoding of subgraph request bodies (`Content-Encoding`).
+    pub compress_requests: RequestCompression,
+    /// Ask subgraphs for compressed responses (`Accept-Encoding: gzip, br, zstd`).
+    /// Compressed responses are decoded whether asked for or not; off by default
+    /// because on a cluster network compressing costs both sides more CPU than the
+    /// saved bytes are worth.
+    pub accept_compressed_responses: bool,
+}
+
+/// `traffic.http2`, `subgraphs.<name>.http2`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Http2Mode {
+    /// HTTP/1.1. Spelt `disabled`, not `off`: YAML 1.1 readers (kubectl's among them)
+    /// take a bare `off` for the boolean false; the gateway's own file accepts `off` too.
+    #[default]
+    #[serde(rename = "disabled", alias = "off")]
+    Off,
+    /// HTTP/2 only: h2c for `http://`, TLS with ALPN `h2` alone for `https://`.
+    PriorKnowledge,
+    /// `https://`: ALPN offers `h2` and `http/1.1`; `http://` stays HTTP/1.1.
+    Alpn,
+}
+
+/// `traffic.compress_requests`, `subgraphs.<name>.compress_requests`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestCompression {
+    #[default]
+    None,
+    Gzip,
+    Br,
+    Zstd,
+}
+
+impl Default for TrafficConfig {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(30),
+            subgraph_timeout: Duration::from_secs(10),
+            deduplicate: true,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(90),
+            max_connections: 10_000,
+            max_concurrent_requests: 2_048,
+            max_subgraph_response_bytes: 64 * 1024 * 1024,
+            tls: SubgraphTlsConfig::default(),
+            http2: Http2Mode::default(),
+            compress_requests: RequestCompression::default(),
+            accept_compressed_responses: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubgraphConfig {
+    /// Routing URL override (else the supergraph's `join__graph(url:)`).
+    pub url: Option<String>,
+    /// Fetch timeout override.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub timeout: Option<Duration>,
+    /// In-flight deduplication override.
+    pub deduplicate: Option<bool>,
+    /// TLS override, key by key over `traffic.tls`.
+    pub tls: Option<SubgraphTlsConfig>,
+    /// HTTP version override.
+    pub http2: Option<Http2Mode>,
+    /// Request compression override.
+    pub compress_requests: Option<RequestCompression>,
+    /// `Accept-Encoding` override.
+    pub accept_compressed_responses: Option<bool>,
+    /// Header rules for this subgraph, applied after `headers.rules`.
+    #[schemars(length(max = 64))]
+    pub headers: Vec<HeaderRule>,
+    /// How subscriptions to this subgraph are sent.
+    pub subscription: SubgraphSubscriptionConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct HeadersConfig {
+    /// Forward the client's `Authorization` header to subgraphs.
+    pub forward_authorization: bool,
+    /// Other client headers forwarded to every subgraph (case-insensitive names).
+    pub propagate: Vec<String>,
+    /// Rules for every subgraph request, after `forward_authorization` and `propagate`.
+    #[schemars(length(max = 64))]
+    pub rules: Vec<HeaderRule>,
+}
+
+impl Default for HeadersConfig {
+    fn default() -> Self {
+        Self {
+            forward_authorization: true,
+            propagate: Vec::new(),
+            rules: Vec::new(),
+        }
+    }
+}
+
+/// `@override(label:)` labels. A label is off unless listed in `enabled_labels`, except
+/// `percent(N)` labels, which are on for N % of requests unless listed here.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProgressiveOverrideConfig {
+    /// Labels on for every request (a migration that is done, before recomposing).
+    pub enabled_labels: Vec<String>,
+    /// Labels off for every request, `percent(N)` ones included (a rollback).
+    pub disabled_labels: Vec<String>,
+}
+
+/// Request limits; `None` (`null` in YAML) means unlimited. The defaults let every
+/// operation a real client sends through and stop the ones only an attacker writes:
+/// see "Limits" in gateway/README.md for how they compare with other gateways'.
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Largest accepted request body, in bytes (`65536`, or with a unit: `512KiB`, `2MiB`).
+    #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
+    pub max_body_bytes: usize,
+    /// Deepest field nesting in an operation (fragments expanded).
+    pub max_depth: Option<u32>,
+    /// Most aliased fields in an operation (fragments expanded).
+    pub max_aliases: Option<u32>,
+    /// Most root fields in the selected operation.
+    pub max_root_fields: Option<u32>,
+    /// Most lexical tokens in the query document.
+    pub max_tokens: Option<u32>,
+    /// Most distinct fields once fragments are merged: the planner's budget.
+    pub max_height: Option<u32>,
+    /// Largest response: subgraph response bodies of one request together, and the
+    /// response written to the client; beyond it the response is cut with an error.
+    #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
+    pub max_response_bytes: usize,
+    /// Answer `__schema` / `__type`.
+    pub introspection: bool,
+}
+
+impl LimitsConfig {
+    /// No limit at all on operations (the body and response caps stay).
+    pub fn unlimited() -> Self {
+        Self {
+            max_depth: None,
+            max_aliases: None,
+            max_root_fields: None,
+            max_tokens: None,
+            max_height: None,
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 2 * 1024 * 1024,
+            max_depth: Some(100),
+            max_aliases: Some(1_000),
+            max_root_fields: Some(500),
+            max_tokens: Some(15_000),
+            max_height: Some(5_000),
+            max_response_bytes: 64 * 1024 * 1024,
+            introspection: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// Serve Prometheus metrics at `metrics_path`.
+    pub metrics: bool,
+    #[schemars(regex(pattern = r"^/"))]
+    pub metrics_path: String,
+    /// Log line format.
+    pub log_format: LogFormat,
+    /// OTLP trace export; off unless an endpoint is set.
+    pub tracing: TracingConfig,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            metrics: true,
+            metrics_path: "/metrics".to_owned(),
+            log_format: LogFormat::Text,
+            tracing: TracingConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct TracingConfig {
+    /// OTLP endpoint (gRPC, e.g. `http://otel-collector:4317`); `None` disables tracing.
+    pub otlp_endpoint: Option<String>,
+    /// `service.name` resource attribute.
+    pub service_name: String,
+    /// Fraction of root traces sampled, 0.0..=1.0 (parent decisions are honoured).
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub sample_ratio: f64,
+}
+
+impl Default for TracingConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "graphfleet-gateway".to_owned(),
+            sample_ratio: 1.0,
+        }
+    }
+}

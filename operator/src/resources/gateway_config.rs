@@ -1,0 +1,156 @@
+//! The config file a GraphGateway's pods read (`gateway.json`): `spec.config` as the user
+//! wrote it, the operator's shutdown timings unless set there, and the paths of the files
+//! `spec.mounts` brings in. It is read and validated exactly as the gateway will read it,
+//! so a config the gateway would refuse never reaches a pod.
+
+use serde_json::{Map, Value};
+
+use super::gateway_mounts::{Mounted, Target};
+use graphfleet_api::GraphGateway;
+
+/// Keys the operator owns: the pods listen on the gateway port and serve the supergraph
+/// the operator composes (both passed as flags).
+const OPERATOR_KEYS: &[(&str, &str)] = &[
+    (
+        "listen",
+        "the pods listen on port 4000 behind the gateway's Service",
+    ),
+    (
+        "supergraph",
+        "the operator composes and mounts the supergraph",
+    ),
+];
+/// Seconds a terminating gateway stays listening (but unready) before it drains.
+pub const READINESS_DELAY_SECONDS: u32 = 5;
+/// Seconds from the end of the readiness delay until a gateway gives up on in-flight
+/// requests.
+pub const DRAIN_GRACE_SECONDS: u32 = 25;
+
+/// A GraphGateway's gateway config, rendered and checked.
+#[derive(Debug, Clone)]
+pub struct GatewayConfigFile {
+    /// The file's text (JSON, keys sorted, so equal configs hash alike).
+    pub text: String,
+    /// The settings the gateway will run with (before its flags).
+    pub config: graphfleet_config::Config,
+}
+
+impl GatewayConfigFile {
+    /// The pod's kill deadline: the readiness delay and the drain, in whole seconds.
+    pub fn termination_grace_seconds(&self) -> i64 {
+        let shutdown = &self.config.shutdown;
+        let total = shutdown.readiness_delay + shutdown.grace_period;
+        i64::try_from(total.as_secs() + u64::from(total.subsec_nanos() > 0))
+            .expect("a config duration fits in i64 seconds")
+    }
+}
+
+/// The config file of `gw`'s pods, or every problem that keeps the gateway from
+/// accepting it, each as `spec.config.<key>: <why>` (or `spec.mounts`).
+pub fn gateway_config_file(
+    gw: &GraphGateway,
+    mounted: &Mounted,
+) -> Result<GatewayConfigFile, Vec<String>> {
+    let mut root = gw.spec.config.0.clone();
+    let mut problems: Vec<String> = OPERATOR_KEYS
+        .iter()
+        .filter(|(key, _)| root.contains_key(*key))
+        .map(|(key, why)| format!("spec.config.{key}: set by the operator ({why}); remove it"))
+        .collect();
+    shutdown_defaults(&mut root);
+    for (target, path) in &mounted.files {
+        if let Err(why) = place(&mut root, target, path) {
+            problems.push(why);
+        }
+    }
+    let value = Value::Object(root);
+    let config: graphfleet_config::Config = match serde_path_to_error::deserialize(&value) {
+        Ok(config) => config,
+        Err(e) => {
+            let at = e.path().to_string();
+            let at = if at == "." {
+                String::new()
+            } else {
+                format!(".{at}")
+            };
+            problems.push(format!("spec.config{at}: {}", e.inner()));
+            return Err(problems);
+        }
+    };
+    problems.extend(
+        graphfleet_config::validate(&config)
+            .into_iter()
+            .map(|(path, why)| format!("spec.config.{}: {why}", path.join("."))),
+    );
+    if !problems.is_empty() {
+        return Err(problems);
+    }
+    let text = serde_json::to_string_pretty(&value).expect("JSON values always serialize");
+    Ok(GatewayConfigFile { text, config })
+}
+
+/// Pods: readiness fails at SIGTERM, the listener stays open while endpoints controllers
+/// stop routing here, then in-flight requests drain; the pod's kill deadline follows.
+fn shutdown_defaults(root: &mut Map<String, Value>) {
+    let Some(shutdown) = object(root, "shutdown") else {
+        return;
+    };
+    for (key, seconds) in [
+        ("readiness_delay", READINESS_DELAY_SECONDS),
+        ("grace_period", DRAIN_GRACE_SECONDS),
+    ] {
+        shutdown
+            .entry(key)
+            .or_insert_with(|| Value::from(format!("{seconds}s")));
+    }
+}
+
+/// A mounted file's path at its config key; the key must not be set by the user too.
+fn place(root: &mut Map<String, Value>, target: &Target, path: &str) -> Result<(), String> {
+    match target {
+        Target::Set(keys) => {
+            let (last, parents) = keys.split_last().expect("a target names a key");
+            let mut at = root;
+            for key in parents {
+                at = object(at, key).ok_or_else(|| not_an_object(keys, key))?;
+            }
+            if at.contains_key(last) {
+                return Err(format!(
+                    "spec.config.{}: also set by spec.mounts; set it in one place",
+                    keys.join(".")
+                ));
+            }
+            at.insert(last.clone(), Value::from(path));
+        }
+        Target::Jwks => {
+            let authn = object(root, "authentication")
+                .ok_or_else(|| "spec.config.authentication: must be a mapping".to_owned())?;
+            let jwks = authn
+                .entry("jwks")
+                .or_insert_with(|| Value::Array(Vec::new()));
+            let Value::Array(sources) = jwks else {
+                return Err("spec.config.authentication.jwks: must be a list".to_owned());
+            };
+            sources.push(serde_json::json!({ "file": path }));
+        }
+    }
+    Ok(())
+}
+
+/// The mapping at `key` (made when absent), or `None` when `key` holds something else.
+fn object<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    match map.entry(key).or_insert_with(|| Value::Object(Map::new())) {
+        Value::Object(inner) => Some(inner),
+        _ => None,
+    }
+}
+
+fn not_an_object(keys: &[String], key: &str) -> String {
+    let upto: Vec<&str> = keys
+        .iter()
+        .map(String::as_str)
+        .take_while(|k| *k != key)
+        .chain([key])
+        .collect();
+    format!("spec.config.{}: must be a mapping", upto.join("."))
+}
