@@ -7,9 +7,8 @@ use apollo_compiler::ast::Type;
 use apollo_compiler::schema::ExtendedType;
 
 use crate::errors::{ErrorSink, codes};
-use crate::fieldsets::Coord;
 use crate::specs::FedDirective;
-use crate::subgraph::{Subgraph, str_arg};
+use crate::subgraph::{Coord, Subgraph, str_arg};
 
 /// One argument whose value comes from a context (an element of `contextArguments`).
 #[derive(Debug, Clone, PartialEq, Eq)]

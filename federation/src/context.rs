@@ -3,24 +3,13 @@
 //! contextual arguments of each field (`@join__field(contextArguments:)`), whose values
 //! the gateway reads from an ancestor object and passes to the subgraph.
 
+// Defined in `meta`, whose `FieldResolver` holds it, so `meta` needs nothing from here.
+pub use crate::meta::ContextArgument;
+
 use crate::SupergraphError;
 use crate::meta::{SelTree, SelTreeItem};
 use apollo_compiler::ast::{Definition, Directive, Document, Selection, Value};
 use apollo_compiler::{Name, Node, Schema};
-
-/// One argument of a field whose value comes from a context, in one subgraph.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ContextArgument {
-    /// The argument's name in the subgraph (absent from the API schema).
-    pub name: Name,
-    /// Its type in the subgraph, as text (`String!`): the variable's type.
-    pub ty: String,
-    /// The context, as named in the supergraph (`<subgraph>__<name>`).
-    pub context: String,
-    /// What to read from the object that set the context: one field (per type
-    /// condition), whose value is the argument's.
-    pub selection: SelTree,
-}
 
 /// The local name of the context spec's `@context` directive, when the spec is linked.
 pub fn directive_name(schema: &Schema) -> Option<String> {

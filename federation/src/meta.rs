@@ -194,7 +194,7 @@ pub struct FieldResolver {
     pub subgraph_type: Option<String>,
     /// Arguments whose values come from a context (`@fromContext` in the subgraph):
     /// the field is only ever fetched through `_entities`, with them as variables.
-    pub context_arguments: Vec<crate::context::ContextArgument>,
+    pub context_arguments: Vec<ContextArgument>,
 }
 
 impl FieldResolver {
@@ -203,6 +203,20 @@ impl FieldResolver {
     pub fn needs_inputs(&self) -> bool {
         self.requires.is_some() || !self.context_arguments.is_empty()
     }
+}
+
+/// One argument of a field whose value comes from a context, in one subgraph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContextArgument {
+    /// The argument's name in the subgraph (absent from the API schema).
+    pub name: Name,
+    /// Its type in the subgraph, as text (`String!`): the variable's type.
+    pub ty: String,
+    /// The context, as named in the supergraph (`<subgraph>__<name>`).
+    pub context: String,
+    /// What to read from the object that set the context: one field (per type
+    /// condition), whose value is the argument's.
+    pub selection: SelTree,
 }
 
 #[derive(Debug, Clone)]

@@ -17,10 +17,7 @@ use self::selections::{check_key_selection, collect, non_external_leaves, top_fi
 use crate::context::{self, ContextArg};
 use crate::errors::{ErrorSink, codes};
 use crate::specs::FedDirective;
-use crate::subgraph::{Subgraph, bool_arg, str_arg};
-
-/// (type, field), both as named in the subgraph.
-pub type Coord = (String, String);
+use crate::subgraph::{Coord, Subgraph, bool_arg, str_arg};
 
 #[derive(Debug, Clone)]
 pub struct Key {

@@ -5,9 +5,8 @@ use std::collections::HashSet;
 use apollo_compiler::executable::{Selection, SelectionSet};
 use apollo_compiler::schema::ExtendedType;
 
-use super::Coord;
 use crate::errors::{ErrorSink, codes};
-use crate::subgraph::Subgraph;
+use crate::subgraph::{Coord, Subgraph};
 
 /// Leaf fields of a `@requires`/`@provides` selection that are not external and have
 /// no external field above them (an interface field counts as external when some

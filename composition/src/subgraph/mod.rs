@@ -20,6 +20,9 @@ use apollo_compiler::validation::Valid;
 use crate::Location;
 use crate::specs::FedDirective;
 
+/// (type, field), both as named in the subgraph.
+pub type Coord = (String, String);
+
 /// The federation spec a subgraph links (Federation 1 subgraphs have no `@link`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct FedVersion {

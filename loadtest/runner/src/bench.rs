@@ -3,94 +3,27 @@
 //! the load generator (native or k6) while sampling /proc, read the subgraph counters and
 //! optionally search capacity.
 
-use std::cell::Cell;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use sha2::{Digest, Sha256};
 use tokio::process::Child;
 
 use crate::capacity::{self, Step};
+use crate::config::{Config, Generator};
+use crate::driver::Driver;
 use crate::gateway::{Gateway, Kind, Slots};
 use crate::http::Client;
-use crate::k6::{self, Check, Expected, Summary};
-use crate::openload::{self, ExpectedBody, Payload, Ramp};
-use crate::process::{self, Cgroup, Launch, Placement};
+use crate::k6::{Check, Expected, Summary};
+use crate::openload::Ramp;
+use crate::oracle::{conformance, oracle};
+use crate::process::{self, Cgroup};
+use crate::progress::progress;
 use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun, System};
 use crate::sampler::{self, CoreTimes, Sampler};
 use crate::scenario::Scenario;
-
-pub struct Config {
-    pub repo: PathBuf,
-    pub out: PathBuf,
-    pub generator: Generator,
-    /// The k6 binary, when k6 generates the load.
-    pub k6: Option<PathBuf>,
-    pub subgraphs_bin: PathBuf,
-    pub gateways: Vec<(Gateway, Result<Option<PathBuf>, String>, String)>,
-    pub scenarios: Vec<Scenario>,
-    pub placement: Placement,
-    pub duration_s: u32,
-    pub warmup_s: u32,
-    pub rate: Option<u32>,
-    /// Measured runs per scenario and gateway, taking turns (see [`pick_rounds`]).
-    pub rounds: u32,
-    pub check: Check,
-    pub smoke: bool,
-    pub capacity: Option<CapacityConfig>,
-    pub start_timeout: Duration,
-    /// Subscriber counts and event interval of the `subscriptions` scenario.
-    pub fanout: crate::fanout::FanoutConfig,
-    /// A supergraph to serve instead of the set's committed one (e.g. the operator's).
-    pub supergraph: Option<PathBuf>,
-}
-
-/// What drives the load.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Generator {
-    /// The runner's own open-model client ([`openload`]): several times the gateways' rate
-    /// on one core, latency from each request's scheduled time at microsecond resolution.
-    Native,
-    /// k6 running loadtest/k6/scenario.js (saturates its core near 1,000 small req/s).
-    K6,
-}
-
-impl Generator {
-    pub fn name(self) -> &'static str {
-        match self {
-            Generator::Native => "native",
-            Generator::K6 => "k6",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-pub struct CapacityConfig {
-    pub steps: u32,
-    pub duration_s: u32,
-    pub factor: f64,
-    pub start: Option<u32>,
-    /// The uncounted ramp from the rate before to each step's (native generator only).
-    pub ramp: Duration,
-}
-
-/// What a scenario needs from the set's servers.
-pub(crate) struct SetServers {
-    pub(crate) subgraphs: Child,
-    base: String,
-    pub(crate) supergraph: PathBuf,
-}
-
-pub fn progress(msg: impl AsRef<str>) {
-    eprintln!(
-        "[bench {}] {}",
-        humantime::format_rfc3339_seconds(std::time::SystemTime::now()),
-        msg.as_ref()
-    );
-}
+use crate::servers::{SetServers, free_port, launch_gateway, start_set, wait_ready};
 
 pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     let work = cfg.out.join("work");
@@ -246,233 +179,6 @@ pub(crate) fn pick_rounds(mut outcomes: Vec<Outcome>) -> (Outcome, Vec<f64>) {
     (outcomes.swap_remove(median), shown)
 }
 
-/// How to start `graphfleet-subgraphs` on this machine.
-#[derive(Clone, Copy)]
-pub struct SubgraphServer<'a> {
-    pub bin: &'a Path,
-    /// taskset list (k6 and subgraph cores), when the gateway has cores of its own.
-    pub cpus: Option<&'a str>,
-}
-
-impl Config {
-    pub(crate) fn server(&self) -> SubgraphServer<'_> {
-        SubgraphServer {
-            bin: &self.subgraphs_bin,
-            cpus: self.placement.others.as_deref(),
-        }
-    }
-}
-
-/// Starts `graphfleet-subgraphs` on an ephemeral port and returns the child and its base URL.
-pub(crate) async fn start_server(
-    server: SubgraphServer<'_>,
-    set: &str,
-    monolith: bool,
-    extra_args: &[String],
-    log: &Path,
-) -> anyhow::Result<(Child, String)> {
-    let _ = std::fs::remove_file(log);
-    let mut command = format!(
-        "{} --set {} --listen 127.0.0.1:0",
-        process::sh_quote(&server.bin.to_string_lossy()),
-        process::sh_quote(set)
-    );
-    if monolith {
-        command.push_str(" --monolith");
-    }
-    if server.cpus.is_some() {
-        command.push_str(" --threads 1");
-    }
-    for arg in extra_args {
-        command.push(' ');
-        command.push_str(&process::sh_quote(arg));
-    }
-    let mut child = process::spawn(&Launch {
-        command,
-        env: vec![],
-        cwd: None,
-        cpus: server.cpus,
-        cgroup: None,
-        log,
-    })?;
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(30) {
-        if let Some(status) = child.try_wait().context("polling the subgraph server")? {
-            bail!(
-                "graphfleet-subgraphs --set {set} exited ({status}):\n{}",
-                process::log_tail(log, 10)
-            );
-        }
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        if let Some(url) = text.split_whitespace().find(|w| w.starts_with("http://")) {
-            return Ok((child, url.trim_end_matches('/').to_owned()));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    process::stop(&mut child).await;
-    bail!(
-        "graphfleet-subgraphs --set {set} printed no address within 30 s:\n{}",
-        process::log_tail(log, 10)
-    )
-}
-
-/// Asks the set's monolith for the scenario's answer and writes it for k6.
-pub async fn oracle(
-    server: SubgraphServer<'_>,
-    client: &Client,
-    scenario: &Scenario,
-    body: &str,
-    dir: &Path,
-) -> anyhow::Result<Expected> {
-    let (mut mono, base) =
-        start_server(server, &scenario.set, true, &[], &dir.join("monolith.log")).await?;
-    let answer = client
-        .post_json(&format!("{base}/graphql"), Bytes::from(body.to_owned()))
-        .await;
-    process::stop(&mut mono).await;
-    let (status, bytes) = answer.context("asking the monolith for the expected response")?;
-    let json: serde_json::Value =
-        serde_json::from_slice(&bytes).context("the monolith's answer is not JSON")?;
-    if status != 200 || json.get("errors").is_some() || !json["data"].is_object() {
-        bail!(
-            "the monolith answered the scenario query with status {status}: {}",
-            String::from_utf8_lossy(&bytes[..bytes.len().min(300)])
-        );
-    }
-    let text = std::str::from_utf8(&bytes).context("the monolith's answer is not UTF-8")?;
-    let file = dir.join("expected.json");
-    std::fs::write(&file, &bytes).context("writing expected.json")?;
-    Ok(Expected {
-        file,
-        len_utf16: text.encode_utf16().count(),
-        sha256: Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-        bytes: bytes.len(),
-    })
-}
-
-async fn start_set(
-    cfg: &Config,
-    client: &Client,
-    set: &str,
-    dir: &Path,
-) -> anyhow::Result<SetServers> {
-    start_set_with(cfg, client, set, dir, &[]).await
-}
-
-/// [`start_set`] with extra `graphfleet-subgraphs` arguments.
-pub(crate) async fn start_set_with(
-    cfg: &Config,
-    client: &Client,
-    set: &str,
-    dir: &Path,
-    extra_args: &[String],
-) -> anyhow::Result<SetServers> {
-    let (subgraphs, base) = start_server(
-        cfg.server(),
-        set,
-        false,
-        extra_args,
-        &dir.join("subgraphs.log"),
-    )
-    .await?;
-    let committed = match &cfg.supergraph {
-        Some(file) => file.clone(),
-        None => cfg
-            .repo
-            .join("loadtest/sets")
-            .join(set)
-            .join("supergraph.graphql"),
-    };
-    let text = std::fs::read_to_string(&committed)
-        .with_context(|| format!("reading {}", committed.display()))?;
-    let supergraph = dir.join("supergraph.graphql");
-    std::fs::write(&supergraph, text.replace("http://127.0.0.1:4200", &base))
-        .context("writing the supergraph")?;
-    let stats = client
-        .get(&format!("{base}/stats"))
-        .await
-        .context("GET /stats of the subgraphs")?;
-    if stats.0 != 200 {
-        bail!("GET {base}/stats answered {}", stats.0);
-    }
-    Ok(SetServers {
-        subgraphs,
-        base,
-        supergraph,
-    })
-}
-
-/// Checks the gateway's answer once before any load. Byte-identical to the monolith's: k6
-/// compares against the monolith. The same answer formatted differently (e.g. `1` for
-/// `1.0`): k6 compares against this gateway's own bytes. Anything else is an error naming
-/// the first difference.
-async fn conformance(
-    client: &Client,
-    url: &str,
-    payload: &Path,
-    expected: &Expected,
-    dir: &Path,
-    name: &str,
-) -> anyhow::Result<Expected> {
-    let body = std::fs::read(payload).context("reading the payload")?;
-    let (status, got) = client
-        .post_json(url, Bytes::from(body))
-        .await
-        .context("first request")?;
-    judge(status, &got, expected, dir, name)
-}
-
-/// The expected answer k6 should check `name`'s responses against, given its first answer
-/// (see [`conformance`]).
-pub fn judge(
-    status: u16,
-    got: &[u8],
-    expected: &Expected,
-    dir: &Path,
-    name: &str,
-) -> anyhow::Result<Expected> {
-    let want = std::fs::read(&expected.file).context("reading the expected answer")?;
-    if status == 200 && got[..] == want[..] {
-        return Ok(expected.clone());
-    }
-    let snippet = || String::from_utf8_lossy(&got[..got.len().min(300)]).into_owned();
-    let answer: serde_json::Value = serde_json::from_slice(got)
-        .with_context(|| format!("status {status}, not JSON: {}", snippet()))?;
-    if status != 200 || answer.get("errors").is_some() {
-        bail!("answered with status {status}: {}", snippet());
-    }
-    let want: serde_json::Value =
-        serde_json::from_slice(&want).context("parsing the expected answer")?;
-    if let Some(d) = crate::compare::first_difference(&want["data"], &answer["data"]) {
-        bail!("the answer differs from the monolith's {d}");
-    }
-    progress(format!(
-        "{name}: same answer as the monolith, formatted differently ({} bytes vs {})",
-        got.len(),
-        expected.bytes
-    ));
-    let file = dir.join(format!("{name}-answer.json"));
-    std::fs::write(&file, got).context("writing the gateway's answer")?;
-    let text = std::str::from_utf8(got).context("the answer is not UTF-8")?;
-    Ok(Expected {
-        file,
-        len_utf16: text.encode_utf16().count(),
-        sha256: Sha256::digest(got)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect(),
-        bytes: got.len(),
-    })
-}
-
-pub(crate) fn free_port() -> anyhow::Result<u16> {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
-    Ok(l.local_addr().context("local address")?.port())
-}
-
 async fn subgraph_total(client: &Client, base: &str, reset: bool) -> anyhow::Result<u64> {
     let url = format!("{base}/stats{}", if reset { "/reset" } else { "" });
     let (status, body) = if reset {
@@ -540,27 +246,6 @@ async fn measure(
 fn in_flight_for(rate: u32, p99_s: f64) -> u32 {
     let window = (2.0 * p99_s).max(0.1);
     (f64::from(rate) * window).ceil() as u32 + 1
-}
-
-/// Starts a measured gateway: in its own cgroup `tag` with the run's CPU budget, pinned to
-/// the gateway's cores, its output in `log` (replaced). Keep the cgroup until it stops.
-pub(crate) fn launch_gateway(
-    cfg: &Config,
-    command: crate::command::Command,
-    tag: &str,
-    log: &Path,
-) -> anyhow::Result<(Child, Option<Cgroup>)> {
-    let cgroup = Cgroup::create(tag, cfg.placement.cpus);
-    let _ = std::fs::remove_file(log);
-    let child = process::spawn(&Launch {
-        command: command.line,
-        env: command.env,
-        cwd: command.cwd.as_deref(),
-        cpus: cfg.placement.gateway.as_deref(),
-        cgroup: cgroup.as_ref(),
-        log,
-    })?;
-    Ok((child, cgroup))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -640,7 +325,7 @@ async fn measure_running(
             .placement
             .others
             .as_deref()
-            .and_then(crate::process::parse_cpu_list)
+            .and_then(process::parse_cpu_list)
             .unwrap_or_default();
         let measured_p99_s = summary.latency_ms.map_or(0.0, |l| l.p99 / 1000.0);
         let mut next = Some(c.start.unwrap_or(rate).max(1));
@@ -716,146 +401,6 @@ fn throttled_since(before: Option<(u64, f64)>, cgroup: Option<&Cgroup>) -> Strin
     }
 }
 
-/// Runs the load of one gateway with the configured generator; both take the same inputs
-/// and yield the same [`Summary`].
-struct Driver<'a> {
-    cfg: &'a Config,
-    url: &'a str,
-    payload: &'a Path,
-    expected: &'a Expected,
-    /// No-cache scenario: each run gets a fresh nonce, each request its own token.
-    unique: bool,
-    script: PathBuf,
-    summary_file: PathBuf,
-    log: PathBuf,
-    /// Native only: the payload and the expected answer, read once.
-    native: Option<(Vec<u8>, Arc<ExpectedBody>)>,
-    /// The native generator's send lag (p99, ms) in its last run.
-    lag_p99_ms: Cell<Option<f64>>,
-}
-
-impl<'a> Driver<'a> {
-    fn new(
-        cfg: &'a Config,
-        scenario: &Scenario,
-        url: &'a str,
-        payload: &'a Path,
-        expected: &'a Expected,
-        dir: &Path,
-        gateway: &str,
-    ) -> anyhow::Result<Self> {
-        let log = dir.join(format!("{gateway}-{}.log", cfg.generator.name()));
-        let _ = std::fs::remove_file(&log);
-        let native = match cfg.generator {
-            Generator::K6 => None,
-            Generator::Native => Some((
-                std::fs::read(payload).context("reading the payload")?,
-                Arc::new(ExpectedBody::new(
-                    std::fs::read(&expected.file).context("reading the expected answer")?,
-                )),
-            )),
-        };
-        Ok(Driver {
-            cfg,
-            url,
-            payload,
-            expected,
-            unique: scenario.unique,
-            script: cfg.repo.join("loadtest/k6/scenario.js"),
-            summary_file: dir.join(format!("{gateway}-summary.json")),
-            log,
-            native,
-            lag_p99_ms: Cell::new(None),
-        })
-    }
-
-    fn lag_note(&self) -> String {
-        self.lag_p99_ms.get().map_or(String::new(), |l| {
-            format!(", generator send lag p99 {l:.2} ms")
-        })
-    }
-
-    async fn run(
-        &self,
-        check: Check,
-        rate: u32,
-        duration_s: u32,
-        vus: u32,
-        max_vus: u32,
-        ramp: Option<Ramp>,
-    ) -> anyhow::Result<Summary> {
-        let nonce = self.unique.then(crate::scenario::next_nonce);
-        let Some((payload, expected)) = &self.native else {
-            let k6 = self
-                .cfg
-                .k6
-                .as_deref()
-                .context("k6 generates the load but no k6 binary was resolved")?;
-            return k6::Run {
-                k6,
-                script: &self.script,
-                url: self.url,
-                payload: self.payload,
-                expected: self.expected,
-                check,
-                rate,
-                vus,
-                max_vus,
-                duration_s,
-                unique: nonce,
-                summary: &self.summary_file,
-                log: &self.log,
-                cpus: self.cfg.placement.others.as_deref(),
-            }
-            .run()
-            .await;
-        };
-        let load = openload::Load {
-            url: self
-                .url
-                .parse()
-                .with_context(|| format!("{} is not a URL", self.url))?,
-            payload: Payload::new(payload, nonce)?,
-            expected: Arc::clone(expected),
-            check,
-            rate,
-            duration: Duration::from_secs(u64::from(duration_s)),
-            max_in_flight: max_vus.max(1),
-            cpus: self.cfg.placement.others.clone(),
-            ramp,
-        };
-        let outcome = tokio::task::spawn_blocking(move || load.run())
-            .await
-            .context("the load generator panicked")??;
-        self.lag_p99_ms.set(Some(outcome.send_lag_p99_ms));
-        let s = &outcome.summary;
-        let line = format!(
-            "native: {rate} req/s for {duration_s} s (at most {max_vus} in flight, check {check:?}): {} requests, {} ok, {} failures, {} dropped, p50 {:.3} ms, p99 {:.3} ms, send lag p99 {:.3} ms, peak in flight {}{}\n",
-            s.requests,
-            s.ok,
-            s.failures,
-            s.dropped_iterations,
-            s.latency_ms.map_or(0.0, |l| l.med),
-            s.latency_ms.map_or(0.0, |l| l.p99),
-            outcome.send_lag_p99_ms,
-            outcome.peak_in_flight,
-            outcome
-                .failure_samples
-                .iter()
-                .map(|f| format!("\n  failure: {f}"))
-                .collect::<String>()
-        );
-        use std::io::Write as _;
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.log)
-            .and_then(|mut f| f.write_all(line.as_bytes()))
-            .with_context(|| format!("writing {}", self.log.display()))?;
-        Ok(outcome.summary)
-    }
-}
-
 async fn system_info(cfg: &Config) -> System {
     let machine = crate::host::Machine::this();
     let load_generator = match (&cfg.k6, cfg.generator) {
@@ -887,29 +432,6 @@ async fn system_info(cfg: &Config) -> System {
         placement: cfg.placement.describe(),
         cpu_limit: limit,
     }
-}
-
-/// Wait until the gateway `child` (named `name`, logging to `log`) answers a `{ __typename }`
-/// query at `url`; an error with its log's tail if it exits first.
-pub(crate) async fn wait_ready(
-    client: &crate::http::Client,
-    child: &mut Child,
-    url: &str,
-    limit: std::time::Duration,
-    name: &str,
-    log: &Path,
-) -> anyhow::Result<()> {
-    let probe = Bytes::from_static(br#"{"query":"{ __typename }"}"#);
-    client
-        .wait_ok(url, Some(probe), limit, || match child.try_wait() {
-            Ok(Some(status)) => bail!(
-                "the gateway exited ({status}):\n{}",
-                process::log_tail(log, 15)
-            ),
-            _ => Ok(()),
-        })
-        .await
-        .with_context(|| format!("{name} did not become ready (log: {})", log.display()))
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@ mod capacity;
 mod charts;
 mod command;
 mod compare;
+mod config;
+mod driver;
 mod fanout;
 mod gateway;
 mod host;
@@ -16,14 +18,17 @@ mod k6;
 mod kube_io;
 mod loadtests;
 mod openload;
+mod oracle;
 mod paths;
 mod peers;
 mod podsample;
 mod process;
+mod progress;
 mod report;
 mod results;
 mod sampler;
 mod scenario;
+mod servers;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -31,7 +36,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use crate::bench::Generator;
+use crate::config::Generator;
 use crate::gateway::{Gateway, Kind};
 use crate::k6::Check;
 use crate::peers::Peer;
@@ -512,14 +517,14 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     if cli.rounds > 1 && (cli.capacity || cli.smoke) {
         bail!("--rounds repeats the measured run only: run --capacity and --smoke without it");
     }
-    let capacity = (cli.capacity && !cli.smoke).then_some(bench::CapacityConfig {
+    let capacity = (cli.capacity && !cli.smoke).then_some(config::CapacityConfig {
         steps: cli.capacity_steps.clamp(1, 50),
         duration_s: cli.capacity_duration.max(1),
         factor: cli.capacity_factor.clamp(1.05, 10.0),
         start: cli.capacity_start,
         ramp: Duration::from_secs(u64::from(cli.capacity_ramp)),
     });
-    let cfg = bench::Config {
+    let cfg = config::Config {
         repo,
         out: out.clone(),
         generator,
@@ -536,7 +541,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         smoke: cli.smoke,
         capacity,
         start_timeout: Duration::from_secs(cli.start_timeout.max(1)),
-        fanout: fanout::FanoutConfig {
+        fanout: config::FanoutConfig {
             subscribers: match (cli.subscribers.is_empty(), cli.smoke) {
                 (false, _) => cli.subscribers.clone(),
                 (true, true) => vec![5],

@@ -45,7 +45,7 @@ const REPARSE_LIMIT: usize = 1 << 20;
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 
 /// The answer responses are compared with (the monolith's, or the gateway's own bytes when
-/// it formats the same data differently; see `bench::judge`).
+/// it formats the same data differently; see `oracle::judge`).
 pub struct ExpectedBody {
     pub bytes: Vec<u8>,
     /// `data` of the answer, parsed on the first byte mismatch.

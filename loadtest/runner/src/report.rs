@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::Context;
 use graphfleet_loadtest::report::table;
 
-use crate::results::{GatewayRun, Measured, Outcome, Report, ScenarioRun};
+use crate::results::{FanoutRow, GatewayRun, Measured, Outcome, Report, ScenarioRun};
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -216,7 +216,7 @@ fn capacity_rows(s: &ScenarioRun) -> Vec<Vec<String>> {
         .collect()
 }
 
-fn fanout_section(out: &mut String, s: &ScenarioRun, rows: &[crate::fanout::FanoutRow]) {
+fn fanout_section(out: &mut String, s: &ScenarioRun, rows: &[FanoutRow]) {
     let _ = writeln!(
         out,
         "Set `{}`. Each subscriber is its own graphql-transport-ws connection from graphfleet-bench's client (one current-thread runtime on the non-gateway cores); the measured window is {} s, after every subscription was acknowledged and had time for an event. Latency runs from the subgraph's emission (`Review.publishedAt`) to receipt; every event is checked (a `next` with data and no errors). Memory per subscription is (RSS with N open − RSS before) / N.\n",

@@ -3,7 +3,9 @@
 use serde::Serialize;
 
 use crate::capacity::Capacity;
+use crate::gateway::Gateway;
 use crate::k6::Summary;
+use crate::progress::progress;
 use crate::sampler::Usage;
 
 #[derive(Debug, Clone, Serialize)]
@@ -91,7 +93,7 @@ impl Outcome {
         match result {
             Ok(m) => Outcome::Measured(Box::new(m)),
             Err(e) => {
-                crate::bench::progress(format!("{scenario} / {gateway}: {e:#}"));
+                progress(format!("{scenario} / {gateway}: {e:#}"));
                 Outcome::Failed {
                     error: format!("{e:#}"),
                 }
@@ -127,7 +129,7 @@ pub struct ScenarioRun {
     pub gateways: Vec<GatewayRun>,
     /// The `subscriptions` scenario's rows (its `gateways` stay empty).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub fanout: Option<Vec<crate::fanout::FanoutRow>>,
+    pub fanout: Option<Vec<FanoutRow>>,
 }
 
 impl ScenarioRun {
@@ -150,6 +152,93 @@ impl ScenarioRun {
             gateways: Vec::new(),
             fanout: None,
         }
+    }
+}
+
+/// One measured (gateway, variant, subscriber count) of the `subscriptions` fan-out.
+#[derive(Debug, Clone, Serialize)]
+pub struct FanoutRow {
+    pub gateway: String,
+    pub label: String,
+    /// The gateway's settings for this row, e.g. `dedup on`.
+    pub variant: String,
+    pub subscribers: u32,
+    /// Set when the row could not be measured.
+    pub error: Option<String>,
+    pub opened: u32,
+    pub open_failures: u32,
+    /// Seconds from the first connect until every subscription was acknowledged.
+    pub open_seconds: f64,
+    /// Events every subscriber should get per second (subscribers / interval).
+    pub expected_per_s: f64,
+    /// Events delivered per second in the measured window, all subscribers together.
+    pub delivered_per_s: f64,
+    pub events_in_window: u64,
+    /// Events that were not a `next` with data and no errors, or subscriptions that
+    /// ended before the run did (`error`, `complete`, a closed socket).
+    pub bad_events: u64,
+    pub ended_early: u32,
+    pub failure_samples: Vec<String>,
+    /// End-to-end latency (emission at the subgraph → receipt), ms.
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_max_ms: Option<f64>,
+    /// Gateway CPU over the window (1.0 = one core).
+    pub cpu_avg: Option<f64>,
+    /// Resident memory before any subscription, and the window's average with N open.
+    pub rss_before: Option<u64>,
+    pub rss_open: Option<u64>,
+    /// (rss_open − rss_before) / subscribers, bytes.
+    pub bytes_per_subscription: Option<f64>,
+}
+
+impl FanoutRow {
+    pub fn failed(gateway: &Gateway, variant: &str, subscribers: u32, error: String) -> Self {
+        FanoutRow {
+            gateway: gateway.name.clone(),
+            label: gateway.label.clone(),
+            variant: variant.to_owned(),
+            subscribers,
+            error: Some(error),
+            opened: 0,
+            open_failures: 0,
+            open_seconds: 0.0,
+            expected_per_s: 0.0,
+            delivered_per_s: 0.0,
+            events_in_window: 0,
+            bad_events: 0,
+            ended_early: 0,
+            failure_samples: Vec::new(),
+            latency_p50_ms: None,
+            latency_p99_ms: None,
+            latency_max_ms: None,
+            cpu_avg: None,
+            rss_before: None,
+            rss_open: None,
+            bytes_per_subscription: None,
+        }
+    }
+
+    /// Problems that fail a smoke run.
+    pub fn problems(&self) -> Option<String> {
+        if let Some(e) = &self.error {
+            return Some(e.clone());
+        }
+        let broken = self.open_failures > 0
+            || self.bad_events > 0
+            || self.ended_early > 0
+            || self.events_in_window == 0;
+        broken.then(|| {
+            format!(
+                "{} opened, {} failed to open, {} events, {} bad, {} ended early: {}",
+                self.opened,
+                self.open_failures,
+                self.events_in_window,
+                self.bad_events,
+                self.ended_early,
+                self.failure_samples.join("; ")
+            )
+        })
     }
 }
 

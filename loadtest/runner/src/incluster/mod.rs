@@ -20,12 +20,14 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, LogParams, PostParams};
 use kube::{Client, ResourceExt};
 
-use crate::bench::{SubgraphServer, judge, oracle, progress};
+use crate::config::SubgraphServer;
 use crate::gateway::{Gateway, Kind};
 use crate::k6::{Check, Expected, Summary};
 use crate::kube_io;
+use crate::oracle::{judge, oracle};
 use crate::peers::Peer;
 use crate::podsample::{PodCgroup, PodSampler};
+use crate::progress::progress;
 use crate::results::{GatewayInfo, GatewayRun, Measured, Outcome, Report, ScenarioRun};
 use crate::scenario::Scenario;
 use objects::{Images, K6End, K6Run};
