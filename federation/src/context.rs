@@ -4,7 +4,7 @@
 //! the gateway reads from an ancestor object and passes to the subgraph.
 
 // Defined in `meta`, whose `FieldResolver` holds it, so `meta` needs nothing from here.
-pub use crate::meta::ContextArgument;
+use crate::meta::ContextArgument;
 
 use crate::SupergraphError;
 use crate::meta::{SelTree, SelTreeItem};

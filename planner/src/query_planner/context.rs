@@ -10,7 +10,7 @@ use super::requires::concrete_fragments;
 use super::selection::{SelectedField, selections_from_tree};
 use apollo_compiler::ast::{Argument, Value};
 use apollo_compiler::{Name, Node};
-use graphfleet_federation::context::ContextArgument;
+use graphfleet_federation::meta::ContextArgument;
 
 impl<'a> Planner<'a> {
     /// `f` with its contextual arguments `args` passed as new variables, and those
