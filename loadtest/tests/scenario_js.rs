@@ -45,8 +45,8 @@ fn block(name: &str) -> &'static str {
 }
 
 /// Runs `program` (after `block`) under node with `input` as JSON in `input`, returning what
-/// it prints as JSON; `None` when node is not installed.
-fn node(block: &str, program: &str, input: &serde_json::Value) -> Option<serde_json::Value> {
+/// it prints as JSON. node is required (scripts/test.sh installs it).
+fn node(block: &str, program: &str, input: &serde_json::Value) -> serde_json::Value {
     let source = format!(
         "{block}\nconst input = JSON.parse(require('fs').readFileSync(0, 'utf8'));\n{program}\n"
     );
@@ -58,11 +58,7 @@ fn node(block: &str, program: &str, input: &serde_json::Value) -> Option<serde_j
         .spawn()
     {
         Ok(child) => child,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            println!("skipped: node is not installed, so scenario.js cannot be run");
-            return None;
-        }
-        Err(e) => panic!("running node: {e}"),
+        Err(e) => panic!("running node (scripts/test.sh installs it): {e}"),
     };
     child
         .stdin
@@ -76,7 +72,7 @@ fn node(block: &str, program: &str, input: &serde_json::Value) -> Option<serde_j
         "node failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(serde_json::from_slice(&out.stdout).expect("node printed JSON"))
+    serde_json::from_slice(&out.stdout).expect("node printed JSON")
 }
 
 #[test]
@@ -90,13 +86,11 @@ fn rust_buckets_match_the_fixture() {
 fn script_buckets_match_the_fixture() {
     let cases = bucket_cases();
     let values: Vec<&str> = cases.iter().map(|(v, _)| v.as_str()).collect();
-    let Some(got) = node(
+    let got = node(
         block("latency histogram"),
         "console.log(JSON.stringify(input.map((v) => bucketOf(Number(v)))));",
         &serde_json::json!(values),
-    ) else {
-        return;
-    };
+    );
     let got: Vec<u64> = serde_json::from_value(got).expect("bucket list");
     for ((text, expected), got) in cases.iter().zip(&got) {
         assert_eq!(got, expected, "scenario.js puts {text} ms elsewhere");
@@ -122,13 +116,11 @@ fn script_histogram_decodes_to_the_rust_histogram() {
     let program = "const counts = new Array(HIST_BUCKETS).fill(0);\n\
                    for (const v of input) counts[bucketOf(v)] += 1;\n\
                    console.log(JSON.stringify(encodeHistogram(counts)));";
-    let Some(encoded) = node(
+    let encoded = node(
         block("latency histogram"),
         program,
         &serde_json::json!(values),
-    ) else {
-        return;
-    };
+    );
     let encoded: Vec<u64> = serde_json::from_value(encoded).expect("a list of integers");
     let mut expected = Histogram::new();
     for v in &values {
@@ -154,13 +146,11 @@ fn script_durations_match_the_fixture() {
     let cases = duration_cases();
     let texts: Vec<&str> = cases.iter().map(|(t, _)| t.as_str()).collect();
     // NaN (malformed) prints as null in JSON.
-    let Some(got) = node(
+    let got = node(
         block("durations"),
         "console.log(JSON.stringify(input.map(seconds)));",
         &serde_json::json!(texts),
-    ) else {
-        return;
-    };
+    );
     let got: Vec<Option<f64>> = serde_json::from_value(got).expect("numbers or null");
     assert_eq!(got.len(), cases.len());
     for ((text, want), got) in cases.iter().zip(got) {
@@ -168,6 +158,31 @@ fn script_durations_match_the_fixture() {
             (Some(got), Some(want)) => assert!((got - want).abs() <= want * 1e-12, "{text:?}"),
             (got, want) => assert_eq!(got, *want, "scenario.js reads {text:?} as {got:?}"),
         }
+    }
+}
+
+/// GF_CHECK=graphql (the operator's LoadTests) fails what a client counts as failed.
+#[test]
+fn the_graphql_check_fails_errors_and_missing_data() {
+    let cases = [
+        (r#"{"data":{"a":1}}"#, true),
+        (r#"{"data":{"errors":[1]}}"#, true),
+        (r#"{"data":{"a":"\"errors\":[]"}}"#, true),
+        (r#"{"data":{"a":null},"errors":[{"message":"x"}]}"#, false),
+        (r#"{"data":null,"errors":[{"message":"x"}]}"#, false),
+        (r#"{"errors":[{"message":"x"}]}"#, false),
+        (r#"{"data":{"a":1},"#, false),
+        ("not json", false),
+    ];
+    let bodies: Vec<&str> = cases.iter().map(|(b, _)| *b).collect();
+    let got = node(
+        block("graphql check"),
+        "console.log(JSON.stringify(input.map(graphqlOk)));",
+        &serde_json::json!(bodies),
+    );
+    let got: Vec<bool> = serde_json::from_value(got).expect("booleans");
+    for ((body, want), got) in cases.iter().zip(got) {
+        assert_eq!(got, *want, "{body}");
     }
 }
 

@@ -352,8 +352,9 @@ fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
     let mut vars = vec![
         env("GF_URL", url),
         env("GF_PAYLOAD", format!("{MOUNT_DIR}/{PAYLOAD_KEY}")),
-        // The built-in scenarios have no monolith answer to compare with in-cluster.
-        env("GF_CHECK", "none"),
+        // No monolith answer to compare with in-cluster: a request fails as a client sees
+        // it (a non-200, an answer without data, or with GraphQL errors), as in Gatling.
+        env("GF_CHECK", "graphql"),
         env("GF_EXECUTOR", "constant-arrival-rate"),
         env("GF_RATE", spec.rate.to_string()),
         env("GF_DURATION", spec.duration.clone()),
