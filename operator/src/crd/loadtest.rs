@@ -208,16 +208,19 @@ pub struct LatencyThresholds {
     pub max: Option<String>,
 }
 
-/// The CEL rule admitting `graphfleet_loadtest::duration`'s grammar.
+/// The CEL rule admitting `graphfleet_bench_model::duration`'s grammar.
 pub fn duration_rule() -> String {
-    format!("self.matches('{}')", graphfleet_loadtest::duration::PATTERN)
+    format!(
+        "self.matches('{}')",
+        graphfleet_bench_model::duration::PATTERN
+    )
 }
 
 /// The CEL rule refusing a zero duration (`0s`, `0.0m0s`).
 pub fn nonzero_duration_rule() -> String {
     format!(
         "!self.matches('{}')",
-        graphfleet_loadtest::duration::ZERO_PATTERN
+        graphfleet_bench_model::duration::ZERO_PATTERN
     )
 }
 
