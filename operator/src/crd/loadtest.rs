@@ -65,7 +65,7 @@ pub struct LoadTestSpec {
     /// `many-plans-no-cache` (each request a new document: no plan-cache hits), `query`,
     /// `small`, `small-delayed`, `subscriptions` (k6 only: `rate` graphql-transport-ws
     /// subscribers hold `subscription { reviewAdded { … } }` for `duration`; results count
-    /// events, latency from the subgraph's emission) (`graphfleet_loadtest::scenarios`; the
+    /// events, latency from the subgraph's emission) (`graphfleet_bench_model::scenarios`; the
     /// target must serve the scenario's set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
