@@ -65,7 +65,7 @@ pub struct LoadTestSpec {
     /// `many-plans-no-cache` (each request a new document: no plan-cache hits), `query`,
     /// `small`, `small-delayed`, `subscriptions` (k6 only: `rate` graphql-transport-ws
     /// subscribers hold `subscription { reviewAdded { … } }` for `duration`; results count
-    /// events, latency from the subgraph's emission) (`graphfleet_loadtest::scenarios`; the
+    /// events, latency from the subgraph's emission) (`graphfleet_bench_model::scenarios`; the
     /// target must serve the scenario's set).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1))]
@@ -208,16 +208,19 @@ pub struct LatencyThresholds {
     pub max: Option<String>,
 }
 
-/// The CEL rule admitting `graphfleet_loadtest::duration`'s grammar.
+/// The CEL rule admitting `graphfleet_bench_model::duration`'s grammar.
 pub fn duration_rule() -> String {
-    format!("self.matches('{}')", graphfleet_loadtest::duration::PATTERN)
+    format!(
+        "self.matches('{}')",
+        graphfleet_bench_model::duration::PATTERN
+    )
 }
 
 /// The CEL rule refusing a zero duration (`0s`, `0.0m0s`).
 pub fn nonzero_duration_rule() -> String {
     format!(
         "!self.matches('{}')",
-        graphfleet_loadtest::duration::ZERO_PATTERN
+        graphfleet_bench_model::duration::ZERO_PATTERN
     )
 }
 

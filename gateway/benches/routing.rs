@@ -5,11 +5,11 @@
 //! two (the draw and the key it adds).
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::gateway::State;
 use graphfleet_gateway::http::headers::HeaderRules;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::Set;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::hint::black_box;
 

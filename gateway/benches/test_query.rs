@@ -12,12 +12,13 @@
 
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
+use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::Transport;
 use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
 use graphfleet_gateway::http::{HandlerBody, HttpLayers, csrf_blocked};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Mode, Options, Set, spawn};
+use graphfleet_loadtest::{Mode, Options, spawn};
 use http_body_util::{BodyExt, Full};
 use std::hint::black_box;
 use std::sync::Arc;

@@ -480,7 +480,7 @@ async fn the_binary_serves_with_the_configured_layers() {
     let subgraphs = support::fed::subgraphs(&[]).await;
     let dir = support::process::test_dir("browser-binary");
     let file = dir.join("supergraph.graphql");
-    let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
+    let sdl = graphfleet_bench_model::Set::Fed.supergraph_at(&subgraphs.base_url());
     std::fs::write(&file, sdl).expect("write the supergraph");
     let settings = [
         r#"cors.allow_origins=["https://app.example.com"]"#,

@@ -24,7 +24,7 @@ struct Part {
 
 async fn gateway(delays: &[(&str, Duration)]) -> (graphfleet_loadtest::Handle, String) {
     let subgraphs = support::fed::subgraphs(delays).await;
-    let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
+    let sdl = graphfleet_bench_model::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -210,7 +210,7 @@ async fn the_initial_payload_does_not_wait_for_a_deferred_slow_subgraph() {
         .await
         .expect("bind an ephemeral loopback port");
     let monolith = graphfleet_loadtest::spawn(
-        graphfleet_loadtest::Set::Fed,
+        graphfleet_bench_model::Set::Fed,
         graphfleet_loadtest::Mode::Monolith,
         listener,
         Default::default(),

@@ -12,10 +12,11 @@
 
 mod support;
 
+use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::{Config, LimitsConfig};
 use graphfleet_gateway::gateway::State;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Handle, Set};
+use graphfleet_loadtest::Handle;
 use serde_json::{Value, json};
 use support::fed;
 

@@ -5,7 +5,8 @@
 mod support;
 
 use bytes::Bytes;
-use graphfleet_loadtest::{Handle, Set};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::Handle;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::fed;

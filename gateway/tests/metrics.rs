@@ -3,11 +3,12 @@
 
 mod support;
 
+use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::{Config, SubgraphConfig};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::reload::{Check, Reloader};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Mode, Options, Set, spawn};
+use graphfleet_loadtest::{Mode, Options, spawn};
 use prometheus_parse::{Scrape, Value};
 use serde_json::json;
 use std::sync::Arc;

@@ -5,7 +5,8 @@
 mod support;
 
 use bytes::Bytes;
-use graphfleet_loadtest::{Handle, Set};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::Handle;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -3,8 +3,9 @@
 
 mod support;
 
+use graphfleet_bench_model::{Set, sets::ALL};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Mode, Options, Set, sets::ALL, spawn};
+use graphfleet_loadtest::{Mode, Options, spawn};
 use std::path::PathBuf;
 
 fn set_dir(set: Set) -> PathBuf {

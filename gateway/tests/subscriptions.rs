@@ -8,12 +8,13 @@
 mod support;
 
 use bytes::Bytes;
+use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::{
     Config, SubgraphConfig, SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig,
 };
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Handle, Mode, Options, Set, StreamOptions};
+use graphfleet_loadtest::{Handle, Mode, Options, StreamOptions};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use std::sync::Arc;

@@ -23,7 +23,7 @@ async fn gateway_delayed(
     delays: &[(&str, Duration)],
 ) -> (graphfleet_loadtest::Handle, String, String) {
     let subgraphs = support::fed::subgraphs(delays).await;
-    let sdl = graphfleet_loadtest::Set::Fed.supergraph_at(&subgraphs.base_url());
+    let sdl = graphfleet_bench_model::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");
     let http = support::start_gateway_with_config(config, supergraph).await;
     let ws = http.replacen("http://", "ws://", 1);

@@ -9,8 +9,10 @@ use std::hint::black_box;
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use graphfleet_bench_model::Set;
 use graphfleet_loadtest::engine::Endpoint;
-use graphfleet_loadtest::{Mode, Options, Set, spawn};
+use graphfleet_loadtest::sets::{monolith_endpoint, subgraph_endpoints};
+use graphfleet_loadtest::{Mode, Options, spawn};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
@@ -44,7 +46,7 @@ fn reviews_request() -> Vec<u8> {
 }
 
 fn endpoint(set: Set, name: &str) -> Endpoint {
-    set.subgraph_endpoints()
+    subgraph_endpoints(set)
         .expect("the set's schemas are valid")
         .into_iter()
         .find(|e| e.name() == name)
@@ -71,7 +73,7 @@ fn handler(c: &mut Criterion) {
             b.iter(|| black_box(endpoint.handle(black_box(&body))))
         });
     }
-    let monolith = Set::Fed.monolith_endpoint().expect("fed monolith");
+    let monolith = monolith_endpoint(Set::Fed).expect("fed monolith");
     let test_query = serde_json::to_vec(&json!({
         "query": include_str!("../sets/fed/queries/query.graphql"),
     }))
@@ -83,9 +85,7 @@ fn handler(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("handler_big");
     group.sample_size(10);
-    let big = Set::BigResponse
-        .monolith_endpoint()
-        .expect("big-response monolith");
+    let big = monolith_endpoint(Set::BigResponse).expect("big-response monolith");
     let query = serde_json::to_vec(&json!({
         "query": include_str!("../sets/big-response/queries/big-response.graphql"),
     }))

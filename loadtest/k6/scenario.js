@@ -24,9 +24,9 @@ function int(name, fallback) {
   return n;
 }
 
-// BEGIN durations: graphfleet_loadtest::duration::parse's grammar (the LoadTest CRD's):
+// BEGIN durations: graphfleet_bench_model::duration::parse's grammar (the LoadTest CRD's):
 // <number><unit> parts, units h, m, s, ms ("250ms", "30s", "1m30s", "1h2m3.5s").
-// loadtest/tests/scenario_js.rs runs this block under node on k6/testdata/durations.json.
+// loadtest/model/tests/scenario_js.rs runs this block under node on k6/testdata/durations.json.
 // A duration in seconds; NaN if malformed.
 function seconds(duration) {
   const unit = { h: 3600, m: 60, s: 1, ms: 0.001 };
@@ -44,9 +44,10 @@ function seconds(duration) {
 }
 // END durations
 
-// BEGIN latency histogram: graphfleet_loadtest::latency_histogram's buckets, which the
-// operator merges across segments; the same constants and formula (loadtest/tests/scenario_js.rs
-// runs this block under node on k6/testdata/buckets.json, as the Rust module is checked on it).
+// BEGIN latency histogram: graphfleet_bench_model::latency_histogram's buckets, which the
+// operator merges across segments; the same constants and formula
+// (loadtest/model/tests/scenario_js.rs runs this block under node on k6/testdata/buckets.json,
+// as the Rust module is checked on it).
 const HIST_MIN_MS = 0.01;
 const HIST_LN_GAMMA = 0.01980262729617973;
 const HIST_BUCKETS = 910;

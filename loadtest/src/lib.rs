@@ -1,4 +1,5 @@
-//! Benchmark subgraphs, monolith oracles and the load-test runner.
+//! Benchmark subgraphs and monolith oracles (the sets' files, scenarios and k6 scripts are
+//! graphfleet-bench-model's).
 //!
 //! [`spawn`] starts a set's subgraphs (each at `/<subgraph>`) or its monolith (at
 //! `/graphql`) on a listener, with request counters at `GET /stats` (reset with
@@ -14,13 +15,10 @@
 //! subgraphs.shutdown().await;
 //! ```
 //!
-//! [`engine::Endpoint::handle`] runs one request body in-process, without HTTP.
+//! [`engine::Endpoint::handle`] runs one request body in-process, without HTTP
+//! ([`sets::subgraph_endpoints`], [`sets::monolith_endpoint`]).
 
-pub mod duration;
 pub mod engine;
-pub mod latency_histogram;
-pub mod report;
-pub mod scenarios;
 mod server;
 pub mod sets;
 
@@ -28,21 +26,3 @@ pub use server::{
     DEFAULT_EVENT_INTERVAL, Handle, Mode, Options, ServeError, StreamOptions, serve, spawn,
     spawn_with,
 };
-pub use sets::Set;
-
-/// The k6 script every scenario runs (`loadtest/k6/scenario.js`), for the operator to ship in
-/// LoadTest ConfigMaps without reading this crate's files by path.
-pub const K6_SCENARIO_JS: &str = include_str!("../k6/scenario.js");
-
-/// The k6 script of the `subscriptions` scenario (`loadtest/k6/subscriptions.js`): its
-/// rate is the number of graphql-transport-ws subscribers (k6/websockets).
-pub const K6_SUBSCRIPTIONS_JS: &str = include_str!("../k6/subscriptions.js");
-
-/// The k6 script a built-in scenario runs.
-pub fn k6_script(scenario: &str) -> &'static str {
-    if scenario == scenarios::SUBSCRIPTIONS {
-        K6_SUBSCRIPTIONS_JS
-    } else {
-        K6_SCENARIO_JS
-    }
-}

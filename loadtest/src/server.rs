@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
+use graphfleet_bench_model::Set;
 use http_body_util::{BodyExt, Either, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::header::{ACCEPT, CONTENT_TYPE, HeaderValue};
@@ -32,7 +33,7 @@ use tokio::sync::{broadcast, oneshot, watch};
 use tokio::task::{AbortHandle, JoinSet};
 
 use crate::engine::{Endpoint, SchemaError};
-use crate::sets::Set;
+use crate::sets::{monolith_endpoint, subgraph_endpoints};
 
 /// Request bodies above this are refused (the biggest `_entities` call is far smaller).
 const MAX_BODY: usize = 64 << 20;
@@ -212,8 +213,7 @@ impl App {
 
     fn routes(set: Set, mode: Mode, opts: &Options) -> Result<Self, ServeError> {
         let routes: Vec<Route> = match mode {
-            Mode::Subgraphs => set
-                .subgraph_endpoints()?
+            Mode::Subgraphs => subgraph_endpoints(set)?
                 .into_iter()
                 .map(|endpoint| {
                     let intrinsic = set
@@ -224,7 +224,7 @@ impl App {
                     route(endpoint, intrinsic)
                 })
                 .collect(),
-            Mode::Monolith => vec![route(set.monolith_endpoint()?, None)],
+            Mode::Monolith => vec![route(monolith_endpoint(set)?, None)],
         };
         let mut app = App {
             routes,

@@ -1,8 +1,9 @@
 //! Executor semantics the oracles rely on, checked on exact response bytes:
 //! field order = query order, merging, aliases, directives, variables, null propagation.
 
-use graphfleet_loadtest::Set;
+use graphfleet_bench_model::Set;
 use graphfleet_loadtest::engine::Endpoint;
+use graphfleet_loadtest::sets::{monolith_endpoint, subgraph_endpoints};
 use serde_json::{Value, json};
 
 fn run(endpoint: &Endpoint, query: &str, variables: Value) -> (u16, String) {
@@ -15,7 +16,7 @@ fn run(endpoint: &Endpoint, query: &str, variables: Value) -> (u16, String) {
 }
 
 fn fed() -> Endpoint {
-    Set::Fed.monolith_endpoint().expect("fed monolith")
+    monolith_endpoint(Set::Fed).expect("fed monolith")
 }
 
 #[test]
@@ -75,9 +76,7 @@ fn operation_name_selects_among_several() {
 
 #[test]
 fn field_errors_null_the_nearest_nullable_parent() {
-    let endpoint = Set::BigResponse
-        .monolith_endpoint()
-        .expect("big-response monolith");
+    let endpoint = monolith_endpoint(Set::BigResponse).expect("big-response monolith");
     // nodes(n:) is [Node!]!: an out-of-range n errors and nulls all of data.
     let (status, body) = run(&endpoint, "{ nodes(n: -1) { id } }", Value::Null);
     assert_eq!(status, 200);
@@ -96,8 +95,7 @@ fn field_errors_null_the_nearest_nullable_parent() {
     assert_eq!(response["errors"][0]["path"], json!(["nodes", 0, "nodes"]));
 
     // Multiplied list sizes are cut off with an error instead of exhausting memory.
-    let limited = Set::BigResponse
-        .monolith_endpoint()
+    let limited = monolith_endpoint(Set::BigResponse)
         .expect("big-response monolith")
         .with_max_response(1 << 20);
     let (status, body) = run(
@@ -161,8 +159,7 @@ fn deep_and_unknown_input_is_rejected_cleanly() {
 #[test]
 fn subscription_events_execute_the_selection_per_event() {
     use graphfleet_loadtest::engine::Execution;
-    let reviews = Set::Fed
-        .subgraph_endpoints()
+    let reviews = subgraph_endpoints(Set::Fed)
         .expect("fed subgraphs")
         .into_iter()
         .find(|e| e.name() == "reviews")
@@ -229,8 +226,7 @@ fn subscription_events_execute_the_selection_per_event() {
         ));
     }
     // Endpoints without a Subscription type refuse subscription documents.
-    let products = Set::Fed
-        .subgraph_endpoints()
+    let products = subgraph_endpoints(Set::Fed)
         .expect("fed subgraphs")
         .into_iter()
         .find(|e| e.name() == "products")

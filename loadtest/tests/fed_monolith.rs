@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 
 use apollo_compiler::ExecutableDocument;
 use apollo_compiler::executable::{Selection, SelectionSet};
+use graphfleet_bench_model::Set;
 use graphfleet_loadtest::engine::api_schema;
-use graphfleet_loadtest::{Mode, Options, Set};
+use graphfleet_loadtest::{Mode, Options};
 use serde_json::Value;
 
 /// Counts response objects per GraphQL type by walking the response along the query.

@@ -4,7 +4,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use graphfleet_loadtest::{Mode, Options, Set};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::{Mode, Options};
 use serde_json::{Value, json};
 
 const USERS: &str = "query($representations: [_Any!]!) { _entities(representations: $representations) { __typename ... on User { id name username birthday } } }";

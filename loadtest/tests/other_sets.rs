@@ -5,7 +5,8 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use graphfleet_loadtest::{Mode, Options, Set};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::{Mode, Options};
 use serde_json::{Value, json};
 
 async fn data(client: &common::HttpClient, url: &str, query: &str, variables: Value) -> Value {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use graphfleet_loadtest::sets::ALL;
+use graphfleet_bench_model::sets::ALL;
 use graphfleet_loadtest::{Mode, Options};
 use serde_json::Value;
 
@@ -103,7 +103,7 @@ fn supergraph_at_rewrites_every_routing_url() {
     for set in ALL {
         let rewritten = set.supergraph_at("http://10.0.0.9:1234/");
         assert!(
-            !rewritten.contains(graphfleet_loadtest::sets::DEFAULT_BASE_URL),
+            !rewritten.contains(graphfleet_bench_model::sets::DEFAULT_BASE_URL),
             "{}",
             set.name()
         );

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
-use graphfleet_loadtest::{Handle, Mode, Options, Set, StreamOptions, spawn_with};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::{Handle, Mode, Options, StreamOptions, spawn_with};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;

@@ -4,7 +4,7 @@ mod common;
 
 use std::process::Command;
 
-use graphfleet_loadtest::sets::ALL;
+use graphfleet_bench_model::sets::ALL;
 
 #[test]
 fn committed_supergraphs_match_the_oracle() {

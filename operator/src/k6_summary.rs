@@ -3,7 +3,7 @@
 //! `LoadTestResults` plus the segment's latency histogram, and the segments' results combined
 //! into the whole test's.
 
-use graphfleet_loadtest::latency_histogram::{Histogram, HistogramError};
+use graphfleet_bench_model::latency_histogram::{Histogram, HistogramError};
 use serde::Deserialize;
 
 use graphfleet_api::{LatencyAggregation, LatencySummary, LoadTestResults};

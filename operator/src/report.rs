@@ -2,13 +2,13 @@
 //! tables (the whole test, its latency distribution from the merged histogram, each segment;
 //! with `spec.targets` a side-by-side comparison and the same per target) the merged
 //! histograms themselves and an SVG chart of latency by percentile, so `kubectl` users get
-//! what the local runner prints. Tables and chart are `graphfleet_loadtest::report`'s, the
+//! what the local runner prints. Tables and chart are `graphfleet_bench_model::report`'s, the
 //! runner's too.
 
 use std::collections::BTreeMap;
 
-use graphfleet_loadtest::latency_histogram;
-use graphfleet_loadtest::report::{latency_by_percentile_svg, table as aligned_table};
+use graphfleet_bench_model::latency_histogram;
+use graphfleet_bench_model::report::{latency_by_percentile_svg, table as aligned_table};
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -396,7 +396,7 @@ pub fn target_histogram_key(target: &str) -> String {
     format!("histogram-{target}.json")
 }
 
-/// Latency (ms, linear) by percentile on a "nines" axis: `graphfleet_loadtest::report`'s.
+/// Latency (ms, linear) by percentile on a "nines" axis: `graphfleet_bench_model::report`'s.
 pub fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
     latency_by_percentile_svg(&[("all", h)])
 }

@@ -1,7 +1,7 @@
 //! A LoadTest's thresholds evaluated on its whole-test results (pure): which bounds held, which
 //! did not, and the words for the `Passed` condition.
 
-use graphfleet_loadtest::duration::{self, DurationError};
+use graphfleet_bench_model::duration::{self, DurationError};
 
 use graphfleet_api::{LatencyAggregation, LatencyThresholds, LoadTestResults, LoadTestThresholds};
 

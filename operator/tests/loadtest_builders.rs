@@ -10,8 +10,8 @@ use graphfleet_operator::status;
 use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
 
-use graphfleet_loadtest::K6_SCENARIO_JS as SCENARIO_JS;
-use graphfleet_loadtest::latency_histogram::{Histogram, RELATIVE_ERROR};
+use graphfleet_bench_model::K6_SCENARIO_JS as SCENARIO_JS;
+use graphfleet_bench_model::latency_histogram::{Histogram, RELATIVE_ERROR};
 
 fn fixture_dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -1,4 +1,4 @@
-//! Every scenario graphfleet-bench knows (`graphfleet_loadtest::scenarios`, the list the bench
+//! Every scenario graphfleet-bench knows (`graphfleet_bench_model::scenarios`, the list the bench
 //! discovers: see the runner's `the_discovered_scenarios_are_the_librarys_list`) is accepted
 //! in `LoadTest.spec.scenario`, and what the operator builds for it (the ConfigMap's script
 //! and payload, the Job's k6 arguments and environment) runs under the pinned k6, the k6 of
@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use graphfleet_api::LoadTest;
-use graphfleet_loadtest::scenarios::{self, TOKEN_ZERO};
+use graphfleet_bench_model::scenarios::{self, TOKEN_ZERO};
+use graphfleet_loadtest::sets::monolith_endpoint;
 use graphfleet_loadtest::{Mode, Options};
 use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE};
 
@@ -126,7 +127,7 @@ async fn every_scenario_runs_under_k6_as_the_operator_builds_it() {
         if s.name == scenarios::SUBSCRIPTIONS {
             assert_eq!(
                 data["script.js"],
-                graphfleet_loadtest::K6_SUBSCRIPTIONS_JS,
+                graphfleet_bench_model::K6_SUBSCRIPTIONS_JS,
                 "the fan-out runs its own script"
             );
             subscriptions_run(&k6, container, &mount.mount_path, &here, &monolith).await;
@@ -135,9 +136,7 @@ async fn every_scenario_runs_under_k6_as_the_operator_builds_it() {
         }
         // The answer a request must get: the monolith's to the zero-token payload (each
         // no-cache request's own token is put back before comparing, as in the bench).
-        let expected = s
-            .set
-            .monolith_endpoint()
+        let expected = monolith_endpoint(s.set)
             .expect("monolith")
             .handle(data["payload.json"].as_bytes());
         assert_eq!(expected.status, 200, "{}", s.name);

@@ -2,12 +2,13 @@
 //! in-process fed subgraphs (no network), and a gateway with strict limits.
 
 use bytes::Bytes;
+use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::{Config, LimitsConfig};
 use graphfleet_gateway::executor::transport::{FetchError, SubgraphRequest, Transport};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::Set;
 use graphfleet_loadtest::engine::Endpoint;
+use graphfleet_loadtest::sets::subgraph_endpoints;
 use std::time::Duration;
 
 /// Subgraph requests answered by the loadtest's subgraph engines, by subgraph name.
@@ -47,7 +48,7 @@ pub fn supergraph() -> Supergraph {
 }
 
 pub fn gateway() -> Gateway<InProcess> {
-    let endpoints = Set::Fed.subgraph_endpoints().expect("fed subgraphs");
+    let endpoints = subgraph_endpoints(Set::Fed).expect("fed subgraphs");
     Gateway::with_transport(
         std::sync::Arc::new(strict_config()),
         supergraph(),

@@ -3,7 +3,8 @@
 use super::HttpClient;
 use super::process::GatewayProcess;
 use bytes::Bytes;
-use graphfleet_loadtest::{Handle, Mode, Options, Set};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::{Handle, Mode, Options};
 use http_body_util::{BodyExt, Full};
 use std::path::Path;
 use std::time::Duration;

@@ -5,14 +5,15 @@
 
 use std::sync::LazyLock;
 
-use graphfleet_loadtest::Set;
+use graphfleet_bench_model::Set;
 use graphfleet_loadtest::engine::Endpoint;
+use graphfleet_loadtest::sets::{monolith_endpoint, subgraph_endpoints};
 use libfuzzer_sys::fuzz_target;
 
 static ENDPOINTS: LazyLock<Vec<Endpoint>> = LazyLock::new(|| {
-    let mut endpoints = Set::Fed.subgraph_endpoints().expect("fed subgraphs");
-    endpoints.push(Set::Fed.monolith_endpoint().expect("fed monolith"));
-    endpoints.extend(Set::Apollo.subgraph_endpoints().expect("apollo subgraphs"));
+    let mut endpoints = subgraph_endpoints(Set::Fed).expect("fed subgraphs");
+    endpoints.push(monolith_endpoint(Set::Fed).expect("fed monolith"));
+    endpoints.extend(subgraph_endpoints(Set::Apollo).expect("apollo subgraphs"));
     endpoints
 });
 

@@ -42,7 +42,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             "scenario {} (set {}, {rate} req/s for {} s)",
             scenario.name, scenario.set, cfg.duration_s
         ));
-        let result = if scenario.name == graphfleet_loadtest::scenarios::SUBSCRIPTIONS {
+        let result = if scenario.name == graphfleet_bench_model::scenarios::SUBSCRIPTIONS {
             run.rate = cfg.fanout.subscribers.iter().copied().max().unwrap_or(0);
             crate::fanout::run_scenario(cfg, &cfg.fanout, &client, scenario, &work, &mut run).await
         } else {

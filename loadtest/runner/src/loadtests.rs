@@ -51,7 +51,7 @@ pub fn parse_timings(text: &str) -> Vec<(String, String)> {
 /// Seconds of a LoadTest duration (`30s`, `1m30s`, `1h2m3.5s`, `500ms`), read as the operator
 /// reads it.
 fn duration_s(spec: &str) -> Option<f64> {
-    graphfleet_loadtest::duration::parse(spec)
+    graphfleet_bench_model::duration::parse(spec)
         .ok()
         .map(|d| d.as_secs_f64())
 }

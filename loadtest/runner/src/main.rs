@@ -233,14 +233,14 @@ enum Command {
 }
 
 /// A time in whole seconds: a bare number of seconds (`30`), or a duration in the LoadTest
-/// CRD's grammar (`30s`, `1m30s`, `1h2m3.5s`; `graphfleet_loadtest::duration`).
+/// CRD's grammar (`30s`, `1m30s`, `1h2m3.5s`; `graphfleet_bench_model::duration`).
 fn whole_seconds(text: &str) -> Result<u32, String> {
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
         return text
             .parse()
             .map_err(|_| format!("{text} seconds is too long"));
     }
-    let d = graphfleet_loadtest::duration::parse(text).map_err(|e| e.to_string())?;
+    let d = graphfleet_bench_model::duration::parse(text).map_err(|e| e.to_string())?;
     if d.subsec_nanos() != 0 {
         return Err(format!(
             "{text} is not a whole number of seconds; the runner measures in seconds"
@@ -443,7 +443,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     if cli.in_cluster && cli.scenarios.is_empty() {
         // "Every scenario" in the cluster leaves out the subscription fan-out, which runs
         // in host mode or as a LoadTest; asked for by name, it is reported as refused.
-        scenarios.retain(|s| s.name != graphfleet_loadtest::scenarios::SUBSCRIPTIONS);
+        scenarios.retain(|s| s.name != graphfleet_bench_model::scenarios::SUBSCRIPTIONS);
     }
     cli.supergraph = absolute("--supergraph", cli.supergraph.as_ref())?;
     if cli.supergraph.is_some() {

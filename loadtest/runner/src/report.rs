@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use anyhow::Context;
-use graphfleet_loadtest::report::table;
+use graphfleet_bench_model::report::table;
 
 use crate::results::{FanoutRow, GatewayRun, Measured, Outcome, Report, ScenarioRun};
 

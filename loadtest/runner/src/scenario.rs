@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use graphfleet_loadtest::scenarios::{DEFAULT_LOAD, NO_CACHE_OF, known};
-pub use graphfleet_loadtest::scenarios::{Load, TOKEN_ZERO, unique_query};
+use graphfleet_bench_model::scenarios::{DEFAULT_LOAD, NO_CACHE_OF, known};
+pub use graphfleet_bench_model::scenarios::{Load, TOKEN_ZERO, unique_query};
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
@@ -226,9 +226,9 @@ mod tests {
     fn the_discovered_scenarios_are_the_librarys_list() {
         let all = discover(&sets_dir()).expect("discover");
         let discovered: Vec<&str> = all.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(discovered, graphfleet_loadtest::scenarios::names());
+        assert_eq!(discovered, graphfleet_bench_model::scenarios::names());
         for s in &all {
-            let lib = graphfleet_loadtest::scenarios::find(&s.name).expect("listed");
+            let lib = graphfleet_bench_model::scenarios::find(&s.name).expect("listed");
             assert_eq!(
                 (s.set.as_str(), s.unique, s.load, s.description.as_str()),
                 (lib.set.name(), lib.unique, lib.load, lib.description),

@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Parser;
-use graphfleet_loadtest::{Mode, Options, Set, StreamOptions, duration, serve};
+use graphfleet_bench_model::{Set, duration};
+use graphfleet_loadtest::{Mode, Options, StreamOptions, serve};
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -66,7 +67,7 @@ fn parse_interval(s: &str) -> anyhow::Result<(Option<String>, Duration)> {
 }
 
 /// `SUBGRAPH=MS` (a bare number: milliseconds, as before) or `SUBGRAPH=DURATION` in the
-/// LoadTest CRD's grammar (`graphfleet_loadtest::duration`).
+/// LoadTest CRD's grammar (`graphfleet_bench_model::duration`).
 fn parse_delay(s: &str) -> anyhow::Result<(String, Duration)> {
     let Some((name, delay)) = s.split_once('=') else {
         bail!("expected SUBGRAPH=MS or SUBGRAPH=DURATION (e.g. products=5ms), got {s:?}");

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use bytes::Bytes;
-use graphfleet_loadtest::{Handle, Mode, Options, Set, spawn};
+use graphfleet_bench_model::Set;
+use graphfleet_loadtest::{Handle, Mode, Options, spawn};
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::client::legacy::Client;

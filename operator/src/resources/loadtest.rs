@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use graphfleet_loadtest::duration::DurationError;
-use graphfleet_loadtest::scenarios::{self, UniqueQueryError};
-use graphfleet_loadtest::{duration, k6_script};
+use graphfleet_bench_model::duration::DurationError;
+use graphfleet_bench_model::scenarios::{self, UniqueQueryError};
+use graphfleet_bench_model::{duration, k6_script};
 use k8s_openapi::api::batch::v1::{
     Job, JobSpec, PodFailurePolicy, PodFailurePolicyOnExitCodesRequirement,
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
@@ -93,7 +93,7 @@ impl SpecError {
     }
 }
 
-/// Names of the built-in scenarios: graphfleet-bench's (`graphfleet_loadtest::scenarios`).
+/// Names of the built-in scenarios: graphfleet-bench's (`graphfleet_bench_model::scenarios`).
 pub fn scenario_names() -> Vec<&'static str> {
     scenarios::names()
 }
@@ -650,7 +650,7 @@ pub const POD_ANNOTATION: &str = "graphfleet.dev/pod";
 pub const NODE_ANNOTATION: &str = "graphfleet.dev/node";
 
 /// A duration as the CRD admits it (`250ms`, `30s`, `1m30s`, `1h2m3.5s`):
-/// `graphfleet_loadtest::duration`, the grammar scenario.js and graphfleet-bench read too.
+/// `graphfleet_bench_model::duration`, the grammar scenario.js and graphfleet-bench read too.
 pub fn parse_duration(text: &str) -> Result<Duration, DurationError> {
     duration::parse(text)
 }

@@ -212,7 +212,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             "scenario {} (set {}, {rate} req/s for {} s, in-cluster)",
             scenario.name, scenario.set, cfg.duration_s
         ));
-        if scenario.name == graphfleet_loadtest::scenarios::SUBSCRIPTIONS {
+        if scenario.name == graphfleet_bench_model::scenarios::SUBSCRIPTIONS {
             // The fan-out runs in host mode, or in the cluster as a LoadTest.
             run.error = Some(
                 "the subscriptions scenario runs in host mode (graphfleet-bench --scenario subscriptions) or as a LoadTest (spec.scenario: subscriptions), not with --in-cluster".to_owned(),

@@ -4,7 +4,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
 /**
- * graphfleet_loadtest::duration's grammar (the LoadTest CRD's): {@code <number><unit>} parts,
+ * graphfleet_bench_model::duration's grammar (the LoadTest CRD's): {@code <number><unit>} parts,
  * units h, m, s, ms ("250ms", "30s", "1m30s", "1h2m3.5s"). SelfCheck runs this on
  * loadtest/k6/testdata/durations.json, as scenario.js's seconds() is checked.
  */

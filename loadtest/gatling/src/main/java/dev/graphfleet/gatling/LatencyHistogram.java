@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * graphfleet_loadtest::latency_histogram's buckets, which the operator merges across
+ * graphfleet_bench_model::latency_histogram's buckets, which the operator merges across
  * segments: the same constants and formula as the Rust module and scenario.js's bucketOf
  * (SelfCheck runs this on loadtest/k6/testdata/buckets.json, as the others are checked).
  */

@@ -1,5 +1,6 @@
 //! scenario.js and the Rust modules it mirrors agree: its latency buckets
-//! (`graphfleet_loadtest::latency_histogram`) and its durations (`graphfleet_loadtest::duration`).
+//! (`graphfleet_bench_model::latency_histogram`) and its durations
+//! (`graphfleet_bench_model::duration`).
 //! The Rust side is checked against fixtures in `loadtest/k6/testdata/`; the script's blocks
 //! (between its `// BEGIN <name>` and `// END <name>` lines) are run under node on the same
 //! fixtures, so a change to either side that the other lacks fails here.
@@ -7,12 +8,12 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use graphfleet_loadtest::K6_SCENARIO_JS;
-use graphfleet_loadtest::duration;
-use graphfleet_loadtest::latency_histogram::{Histogram, bucket};
+use graphfleet_bench_model::K6_SCENARIO_JS;
+use graphfleet_bench_model::duration;
+use graphfleet_bench_model::latency_histogram::{Histogram, bucket};
 
 fn testdata(name: &str) -> serde_json::Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/k6/testdata/");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../k6/testdata/");
     let text = std::fs::read_to_string(format!("{path}{name}")).expect("readable fixture");
     serde_json::from_str(&text).expect("fixture is JSON")
 }
@@ -207,7 +208,7 @@ fn crd_patterns_admit_exactly_what_parses() {
 /// ConfigMap), so what is checked above holds for it too.
 #[test]
 fn subscriptions_js_shares_the_checked_blocks() {
-    let subscriptions = graphfleet_loadtest::K6_SUBSCRIPTIONS_JS;
+    let subscriptions = graphfleet_bench_model::K6_SUBSCRIPTIONS_JS;
     for name in ["durations", "latency histogram"] {
         let start = subscriptions
             .find(&format!("// BEGIN {name}"))

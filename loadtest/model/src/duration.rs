@@ -1,7 +1,7 @@
 //! Load-test durations, one grammar for every place that reads them: the LoadTest CRD (its
 //! validation pattern is [`PATTERN`]), the operator, `graphfleet-bench` and `seconds()` in
 //! `loadtest/k6/scenario.js` (which mirrors [`parse`]; `tests/scenario_js.rs` runs both on
-//! `k6/testdata/durations.json`).
+//! `loadtest/k6/testdata/durations.json`).
 //!
 //! A duration is one or more `<number><unit>` parts, the number a decimal without sign or
 //! exponent (`1`, `1.5`), the unit `h`, `m`, `s` or `ms`: `250ms`, `30s`, `1m30s`,

@@ -6,7 +6,7 @@
 //! `BEGIN latency histogram` and `END latency histogram` lines) and writes [`Histogram::encode`]'s
 //! form in its summary; the operator decodes and merges them. The JS and this file must use
 //! the same formula: `tests/scenario_js.rs` runs the script's function under node on
-//! `k6/testdata/buckets.json` and checks this module against the same file.
+//! `loadtest/k6/testdata/buckets.json` and checks this module against the same file.
 //!
 //! Bucket 0 holds every value ≤ [`MIN_MS`] (and anything not a positive number); bucket
 //! `i ≥ 1` holds `(MIN_MS·γ^(i-1), MIN_MS·γ^i]` with γ = [`GAMMA`]; the last bucket also takes
