@@ -2,7 +2,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Affinity, ResourceRequirements, Toleration};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{CustomResource, KubeSchema};
 use schemars::transform::{Transform, transform_subschemas};
@@ -50,6 +50,7 @@ pub const DEFAULT_GATEWAY_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gateway:0
         type_ = "string",
         json_path = ".status.supergraphHash"
     ),
+    printcolumn(name = "Phase", type_ = "string", json_path = ".status.phase"),
     printcolumn(
         name = "Age",
         type_ = "date",
@@ -93,6 +94,9 @@ pub struct GraphGatewaySpec {
     /// documents): mounted into the pods, their paths set in `config`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mounts: Option<super::GatewayMounts>,
+    /// Which supergraph revision the pods serve, and how many revisions are kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supergraph: Option<SupergraphDelivery>,
     /// Rolling-update strategy of the gateway Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutStrategy>,
@@ -166,6 +170,44 @@ impl GatewayConfig {
     }
 }
 
+/// Supergraph revisions: every composition is an immutable ConfigMap
+/// `<gateway>-supergraph-<hash>` that pod templates name, so a pod never changes schema
+/// under itself.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SupergraphDelivery {
+    /// Serve this revision (a hash from `status.revisions`) instead of the latest
+    /// composition: a rollback is setting it, going forward again is removing it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9a-f]{16}$"))]
+    pub revision: Option<String>,
+    /// Revisions kept in `status.revisions` (and as ConfigMaps); default 10. Older ones
+    /// are deleted, never the one served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 100))]
+    pub revision_history_limit: Option<i32>,
+}
+
+/// Revisions kept when `spec.supergraph.revisionHistoryLimit` is unset.
+pub const DEFAULT_REVISION_HISTORY: usize = 10;
+
+impl GraphGatewaySpec {
+    /// Revisions to keep.
+    pub fn revision_history_limit(&self) -> usize {
+        self.supergraph
+            .as_ref()
+            .and_then(|s| s.revision_history_limit)
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(DEFAULT_REVISION_HISTORY)
+    }
+
+    /// The revision the spec pins, if any.
+    pub fn pinned_revision(&self) -> Option<&str> {
+        self.supergraph.as_ref()?.revision.as_deref()
+    }
+}
+
 /// Deployment rolling-update parameters.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -224,9 +266,16 @@ pub struct GraphGatewayStatus {
     /// `Composed`, `Ready`, `Progressing`, `Degraded`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
-    /// Short SHA-256 of the supergraph being served (the last good one).
+    /// The revision the pods are given (the last good composition, or the pinned one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supergraph_hash: Option<String>,
+    /// Where the fleet is: `Pending` (nothing to serve yet), `RollingOut`, `Serving` (every
+    /// pod serves `supergraphHash`) or `Degraded`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Supergraph revisions, newest first (at most `spec.supergraph.revisionHistoryLimit`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<SupergraphRevision>,
     /// Subgraphs in the served supergraph.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subgraphs: Vec<String>,
@@ -242,6 +291,39 @@ pub struct GraphGatewayStatus {
     /// Label selector of the pods, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+}
+
+/// One composed supergraph.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SupergraphRevision {
+    /// Short SHA-256 of the supergraph; its ConfigMap is `<gateway>-supergraph-<hash>`.
+    pub hash: String,
+    /// When it was first composed.
+    pub composed_at: Time,
+    /// The subgraphs it was composed from, with their SDL hashes.
+    pub subgraphs: Vec<SubgraphSchemaRef>,
+    pub outcome: RevisionOutcome,
+}
+
+/// A subgraph's schema in a revision.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubgraphSchemaRef {
+    pub name: String,
+    /// Short SHA-256 of its SDL.
+    pub sdl_hash: String,
+}
+
+/// What became of a revision.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, JsonSchema)]
+pub enum RevisionOutcome {
+    /// The pods are given it.
+    Serving,
+    /// Served before, replaced since.
+    Superseded,
+    /// Composed but never served (e.g. while another revision was pinned).
+    Composed,
 }
 
 /// One composition error as reported in status.

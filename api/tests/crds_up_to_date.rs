@@ -48,6 +48,7 @@ fn gateway_crd_has_scale_status_and_printer_columns() {
             "Replicas",
             "Available",
             "Supergraph",
+            "Phase",
             "Age"
         ]
     );

@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway};
-use graphfleet_operator::resources::{self, gateway};
+use graphfleet_operator::resources::{self, gateway, gateway_revisions};
+use kube::ResourceExt;
 
 const SUPERGRAPH: &str = "schema @link(url: \"https://specs.apollo.dev/link/v1.0\") { query: Query }\ntype Query { hello: String }\n";
 
@@ -36,7 +37,8 @@ fn built_objects_match_snapshots() {
     for (name, gw) in fixtures() {
         let pods = gateway::GatewayPods::of(&gw).expect("a valid fixture");
         let objects = serde_json::json!({
-            "configMap": gateway::config_map(&gw, &pods, SUPERGRAPH, &hash),
+            "supergraphConfigMap": gateway_revisions::supergraph_config_map(&gw, SUPERGRAPH, &hash),
+            "configConfigMap": gateway_revisions::config_file_config_map(&gw, &pods.config.text),
             "deployment": gateway::deployment(&gw, &pods, &hash, DEFAULT_GATEWAY_IMAGE),
             "service": gateway::service(&gw),
             "podDisruptionBudget": gateway::pod_disruption_budget(&gw),
@@ -69,12 +71,31 @@ fn a_new_supergraph_changes_only_the_pod_template_hash() {
             .and_then(|s| s.template.metadata.as_ref())
             .and_then(|m| m.annotations.clone())
     };
-    let mut b_without_hash = b.clone();
-    if let Some(spec) = b_without_hash.spec.as_mut() {
-        spec.template.metadata = a.spec.as_ref().and_then(|s| s.template.metadata.clone());
+    let supergraph_volume = |d: &k8s_openapi::api::apps::v1::Deployment| {
+        let pod = d.spec.as_ref()?.template.spec.as_ref()?;
+        let volume = pod
+            .volumes
+            .as_ref()?
+            .iter()
+            .find(|v| v.name == "supergraph")?;
+        Some(volume.config_map.as_ref()?.name.clone())
+    };
+    let mut b_as_a = b.clone();
+    if let Some(spec) = b_as_a.spec.as_mut() {
+        let a_template = &a.spec.as_ref().expect("spec").template;
+        spec.template.metadata = a_template.metadata.clone();
+        spec.template.spec = a_template.spec.clone();
     }
-    assert_eq!(a, b_without_hash, "only the template metadata differs");
+    assert_eq!(a, b_as_a, "only the pod template differs");
     assert_ne!(template_annotations(&a), template_annotations(&b));
+    // The pods mount the revision's own immutable ConfigMap.
+    assert_eq!(
+        supergraph_volume(&b),
+        Some(gateway_revisions::supergraph_config_map_name(
+            &gw.name_any(),
+            &resources::short_hash(b"two")
+        ))
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use common::{Operator, SubgraphServer, cluster_client, fixture_sdl, wait_for};
 use graphfleet_api::{GraphGateway, LoadTest, Subgraph};
-use graphfleet_operator::resources;
+use graphfleet_operator::resources::{self, gateway_revisions};
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
@@ -68,16 +68,28 @@ async fn set_inline_sdl(api: &Api<Subgraph>, name: &str, sdl: &str) {
     .expect("patch subgraph sdl");
 }
 
-/// The hash annotation of the gateway ConfigMap, once it exists.
-async fn served_hash(client: &Client, ns: &str) -> Option<String> {
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .get_opt(&resources::gateway::config_map_name("shop"))
+/// The revision the gateway `shop` serves and its supergraph, once its immutable
+/// revision ConfigMap exists.
+async fn served_supergraph(client: &Client, ns: &str) -> Option<(String, String)> {
+    let gw = Api::<GraphGateway>::namespaced(client.clone(), ns)
+        .get_opt("shop")
         .await
         .ok()??;
-    cm.metadata
-        .annotations?
-        .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
-        .cloned()
+    let hash = gw.status?.supergraph_hash?;
+    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .get_opt(&gateway_revisions::supergraph_config_map_name(
+            "shop", &hash,
+        ))
+        .await
+        .ok()??;
+    assert_eq!(cm.immutable, Some(true), "a revision never changes");
+    let sdl = cm.data?.remove(gateway_revisions::SUPERGRAPH_KEY)?;
+    Some((hash, sdl))
+}
+
+/// The revision the gateway `shop` serves, once it exists.
+async fn served_hash(client: &Client, ns: &str) -> Option<String> {
+    served_supergraph(client, ns).await.map(|(hash, _)| hash)
 }
 
 fn condition(gw: &GraphGateway, type_: &str) -> Option<(String, String)> {
@@ -157,17 +169,8 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     let operator = Operator::start(&client, &ns);
     create(&shop.gateways, &shop_gateway()).await;
 
-    // Composed: the ConfigMap holds a supergraph of all three subgraphs.
-    let first = wait_for("first supergraph", WAIT, || served_hash(&client, &ns)).await;
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&resources::gateway::config_map_name("shop"))
-        .await
-        .expect("supergraph ConfigMap");
-    let sdl = cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(resources::gateway::SUPERGRAPH_KEY))
-        .expect("supergraph key");
+    // Composed: the served revision holds a supergraph of all three subgraphs.
+    let (first, sdl) = wait_for("first supergraph", WAIT, || served_supergraph(&client, &ns)).await;
     for graph in ["ACCOUNTS", "PRODUCTS", "REVIEWS"] {
         assert!(sdl.contains(graph), "supergraph lacks {graph}:\n{sdl}");
     }
@@ -312,10 +315,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
 
     // A broken SDL: Composed=False with the errors; the last good supergraph and the
     // Deployment are untouched.
-    let cm_before = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&resources::gateway::config_map_name("shop"))
-        .await
-        .expect("cm");
+    let served_before = served_supergraph(&client, &ns).await.expect("served");
     let deploy_before = deployments.get("shop").await.expect("deployment");
     set_inline_sdl(&shop.subgraphs, "accounts", "type Query { me: User\n").await;
     let failed = wait_for("Composed=False", WAIT, || async {
@@ -356,21 +356,34 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     );
     // Give the operator a few more reconciles to (wrongly) roll out, then compare.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    let cm_after = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&resources::gateway::config_map_name("shop"))
-        .await
-        .expect("cm");
+    let served_after = served_supergraph(&client, &ns).await.expect("served");
     let deploy_after = deployments.get("shop").await.expect("deployment");
-    assert_eq!(cm_after.data, cm_before.data, "last good supergraph kept");
-    assert_eq!(
-        cm_after.metadata.resource_version,
-        cm_before.metadata.resource_version
-    );
+    assert_eq!(served_after, served_before, "last good supergraph kept");
     assert_eq!(
         deploy_after.metadata.generation, deploy_before.metadata.generation,
         "no rollout"
     );
     assert_eq!(deploy_after.spec, deploy_before.spec);
+
+    // While composition fails, spec changes still reach the Deployment, with the last good
+    // revision, and observedGeneration says so.
+    let scaled = shop
+        .gateways
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "spec": { "replicas": 3 } })),
+        )
+        .await
+        .expect("scale the gateway");
+    wait_for("replicas applied while composition fails", WAIT, || async {
+        let d = deployments.get("shop").await.ok()?;
+        let gw = shop.gateways.get("shop").await.ok()?;
+        let observed = gw.status?.observed_generation;
+        (d.spec?.replicas == Some(3) && observed == scaled.metadata.generation).then_some(())
+    })
+    .await;
+    assert_eq!(served_hash(&client, &ns).await, Some(second.clone()));
 
     // Fixing the SDL recomposes to the same supergraph as before the break.
     set_inline_sdl(&shop.subgraphs, "accounts", &changed).await;
@@ -380,14 +393,53 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
     })
     .await;
 
+    // Every composition is a revision; pinning an older one serves it again (a rollback),
+    // unpinning goes back to the latest.
+    let gw = shop.gateways.get("shop").await.expect("gateway");
+    let revisions: Vec<String> = gw
+        .status
+        .as_ref()
+        .map(|s| s.revisions.iter().map(|r| r.hash.clone()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        revisions.first(),
+        Some(&second),
+        "newest first: {revisions:?}"
+    );
+    assert!(revisions.contains(&first), "{revisions:?}");
+    let pin = |revision: Option<&str>| {
+        let gateways = shop.gateways.clone();
+        let patch = json!({ "spec": { "supergraph": { "revision": revision } } });
+        async move {
+            gateways
+                .patch("shop", &PatchParams::default(), &Patch::Merge(patch))
+                .await
+                .expect("pin a revision")
+        }
+    };
+    pin(Some(&first)).await;
+    wait_for("the pinned revision in the pod template", WAIT, || async {
+        let d = deployments.get("shop").await.ok()?;
+        let annotations = d.spec?.template.metadata?.annotations?;
+        let hash = annotations.get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)?;
+        (*hash == first && served_hash(&client, &ns).await.as_ref() == Some(&first)).then_some(())
+    })
+    .await;
+    pin(None).await;
+    wait_for("the latest revision again", WAIT, || async {
+        (served_hash(&client, &ns).await.as_ref() == Some(&second)).then_some(())
+    })
+    .await;
+
     // Deleting the gateway garbage-collects everything it owns.
     shop.gateways
         .delete("shop", &DeleteParams::foreground())
         .await
         .expect("delete gateway");
     wait_for("owned objects collected", WAIT, || async {
-        let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get_opt(&resources::gateway::config_map_name("shop"))
+        let owned = ListParams::default().labels("app.kubernetes.io/instance=shop");
+        let config_maps = Api::<ConfigMap>::namespaced(client.clone(), &ns)
+            .list(&owned)
             .await
             .ok()?;
         let deploy = deployments.get_opt("shop").await.ok()?;
@@ -395,7 +447,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
             .get_opt("shop")
             .await
             .ok()?;
-        (cm.is_none() && deploy.is_none() && svc.is_none()).then_some(())
+        (config_maps.items.is_empty() && deploy.is_none() && svc.is_none()).then_some(())
     })
     .await;
     operator.stop().await;
@@ -467,11 +519,8 @@ async fn configmap_and_introspected_schema_changes_recompose() {
         served_hash(&client, &ns).await.filter(|h| *h != first)
     })
     .await;
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-        .get(&resources::gateway::config_map_name("shop"))
-        .await
-        .expect("cm");
-    assert!(cm.data.expect("data")[resources::gateway::SUPERGRAPH_KEY].contains("rating"));
+    let (_, sdl) = served_supergraph(&client, &ns).await.expect("served");
+    assert!(sdl.contains("rating"));
 
     // The Subgraph reconciler reports the loaded schema's hash.
     let sg = wait_for("products SchemaLoaded", WAIT, || async {
@@ -495,15 +544,7 @@ async fn configmap_and_introspected_schema_changes_recompose() {
         .await
         .expect("delete reviews");
     let second = wait_for("recomposed without reviews", WAIT, || async {
-        let cm = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .get(&resources::gateway::config_map_name("shop"))
-            .await
-            .ok()?;
-        let sdl = cm.data?.remove(resources::gateway::SUPERGRAPH_KEY)?;
-        let hash = cm
-            .metadata
-            .annotations?
-            .remove(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)?;
+        let (hash, sdl) = served_supergraph(&client, &ns).await?;
         (!sdl.contains("REVIEWS")).then_some(hash)
     })
     .await;

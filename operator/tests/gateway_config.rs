@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use graphfleet_api::GraphGateway;
 use graphfleet_gateway::config as gateway_config;
-use graphfleet_operator::resources::gateway::{self, CONFIG_KEY, GatewayPods, MOUNT_DIR};
+use graphfleet_operator::resources::gateway::{self, CONFIG_DIR, GatewayPods, SUPERGRAPH_DIR};
 use graphfleet_operator::resources::gateway_mounts::MOUNTS_DIR;
+use graphfleet_operator::resources::gateway_revisions::CONFIG_KEY;
 
 fn fixture(name: &str) -> GraphGateway {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -60,7 +61,7 @@ fn load_in_container(gw: &GraphGateway) -> Result<gateway_config::Config, String
         .map(|e| {
             let value = e.value.unwrap_or_default();
             if e.name == gateway_config::CONFIG_ENV {
-                assert_eq!(value, format!("{MOUNT_DIR}/{CONFIG_KEY}"));
+                assert_eq!(value, format!("{CONFIG_DIR}/{CONFIG_KEY}"));
                 (e.name, file.to_string_lossy().into_owned())
             } else {
                 (e.name, value)
@@ -87,7 +88,9 @@ fn expected(gw: &GraphGateway) -> gateway_config::Config {
         .parse()
         .expect("spec.config is a gateway config");
     config.listen = "0.0.0.0:4000".parse().expect("an address");
-    config.supergraph.path = Some(Path::new(MOUNT_DIR).join("supergraph.graphql"));
+    config.supergraph.path = Some(Path::new(SUPERGRAPH_DIR).join("supergraph.graphql"));
+    // A pod serves the revision its template names, never another.
+    config.supergraph.watch = false;
     config
 }
 

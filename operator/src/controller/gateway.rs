@@ -21,10 +21,15 @@ use super::{
 };
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
+use crate::resources::gateway_meta as meta;
+use crate::resources::gateway_revisions as revisions;
 use crate::resources::{self, MANAGER};
 use crate::status::gateway::{CompositionOutcome, Observed, gateway_status};
+use crate::status::revisions as status_revisions;
 use crate::subgraph_sdl::load_sdl;
-use graphfleet_api::{CompositionErrorStatus, GraphGateway, Subgraph};
+use graphfleet_api::{
+    CompositionErrorStatus, GraphGateway, Subgraph, SubgraphSchemaRef, SupergraphRevision,
+};
 
 /// The label selector a gateway selects Subgraphs with, or why it is invalid.
 pub fn subgraph_selector(gw: &GraphGateway) -> Result<Selector, String> {
@@ -97,6 +102,8 @@ struct Supergraph {
     sdl: String,
     hash: String,
     subgraphs: Vec<String>,
+    /// Each subgraph's SDL hash, for `status.revisions`.
+    schemas: Vec<SubgraphSchemaRef>,
 }
 
 #[tracing::instrument(skip_all)]
@@ -126,6 +133,14 @@ async fn compose_gateway(
         }));
     }
     let names: Vec<String> = gathered.inputs.iter().map(|i| i.name.clone()).collect();
+    let schemas = gathered
+        .inputs
+        .iter()
+        .map(|i| SubgraphSchemaRef {
+            name: i.name.clone(),
+            sdl_hash: resources::short_hash(i.sdl.as_bytes()),
+        })
+        .collect();
     let started = Instant::now();
     let inputs = gathered.inputs;
     let result = match tokio::task::spawn_blocking(move || compose(&inputs)).await {
@@ -146,6 +161,7 @@ async fn compose_gateway(
                 sdl: composed.supergraph_sdl,
                 hash,
                 subgraphs: names,
+                schemas,
             }))
         }
         Err(errors) => {
@@ -178,22 +194,6 @@ fn composer_failed(why: &str) -> CompositionOutcome {
     }
 }
 
-/// The pods' config and the composed supergraph, or why nothing can be applied: a
-/// config the gateway would refuse (checked first: it needs no subgraph) or a failed
-/// composition.
-async fn prepare(
-    ctx: &Context,
-    gw: &GraphGateway,
-) -> Result<Result<(GatewayPods, Supergraph), CompositionOutcome>, Error> {
-    let pods = match GatewayPods::of(gw) {
-        Ok(pods) => pods,
-        Err(problems) => return Ok(Err(invalid_config(problems))),
-    };
-    Ok(compose_gateway(ctx, gw)
-        .await?
-        .map(|supergraph| (pods, supergraph)))
-}
-
 /// The outcome when `spec.config` (or `spec.mounts`) would be refused by the gateway.
 fn invalid_config(problems: Vec<String>) -> CompositionOutcome {
     CompositionOutcome::Failed {
@@ -209,23 +209,52 @@ fn invalid_config(problems: Vec<String>) -> CompositionOutcome {
     }
 }
 
+/// The revision the pods should serve: the pinned one (if its ConfigMap is kept), else
+/// the new composition, else the one served so far (so spec changes still apply while
+/// composition fails). `Err` names why a pinned revision cannot be served.
+async fn target_revision(
+    ctx: &Context,
+    gw: &GraphGateway,
+    ns: &str,
+    composed: Option<&Supergraph>,
+) -> Result<Result<Option<String>, CompositionOutcome>, Error> {
+    if let Some(pinned) = gw.spec.pinned_revision() {
+        let name = revisions::supergraph_config_map_name(&gw.name_any(), pinned);
+        if api::<ConfigMap>(ctx, ns).get_opt(&name).await?.is_some() {
+            return Ok(Ok(Some(pinned.to_owned())));
+        }
+        return Ok(Err(CompositionOutcome::Failed {
+            reason: "RevisionNotFound".to_owned(),
+            errors: vec![CompositionErrorStatus {
+                code: "REVISION_NOT_FOUND".to_owned(),
+                message: format!(
+                    "spec.supergraph.revision {pinned} is not a kept revision (see status.revisions)"
+                ),
+                subgraphs: Vec::new(),
+            }],
+        }));
+    }
+    let served = gw.status.as_ref().and_then(|s| s.supergraph_hash.clone());
+    Ok(Ok(composed.map(|sg| sg.hash.clone()).or(served)))
+}
+
 #[tracing::instrument(skip_all)]
 async fn apply_gateway_objects(
     ctx: &Context,
     gw: &GraphGateway,
     ns: &str,
     pods: &GatewayPods,
-    sg: &Supergraph,
+    hash: &str,
 ) -> Result<(), Error> {
     let name = gw.name_any();
     apply(
         &api::<ConfigMap>(ctx, ns),
-        &resources::gateway::config_map(gw, pods, &sg.sdl, &sg.hash),
+        &revisions::config_file_config_map(gw, &pods.config.text),
     )
     .await?;
     apply(
         &api::<Deployment>(ctx, ns),
-        &resources::gateway::deployment(gw, pods, &sg.hash, &ctx.settings.default_image),
+        &resources::gateway::deployment(gw, pods, hash, &ctx.settings.default_image),
     )
     .await?;
     apply(&api::<Service>(ctx, ns), &resources::gateway::service(gw)).await?;
@@ -241,6 +270,53 @@ async fn apply_gateway_objects(
         resources::gateway::horizontal_pod_autoscaler(gw),
     )
     .await?;
+    // The one mutable supergraph ConfigMap of earlier versions.
+    apply_or_delete(
+        &api::<ConfigMap>(ctx, ns),
+        &format!("{name}-supergraph"),
+        None,
+    )
+    .await?;
+    Ok(())
+}
+
+/// Deletes the revision ConfigMaps no longer in `status.revisions` and all but the newest
+/// config files (never the one in use).
+async fn collect_garbage(
+    ctx: &Context,
+    gw: &GraphGateway,
+    ns: &str,
+    kept: &[SupergraphRevision],
+    pods: Option<&GatewayPods>,
+) -> Result<(), Error> {
+    let config_maps = api::<ConfigMap>(ctx, ns);
+    let list = |component| {
+        let params = ListParams::default().labels(&meta::component_selector(gw, component));
+        let config_maps = config_maps.clone();
+        async move { config_maps.list(&params).await.map(|l| l.items) }
+    };
+    let revision_maps = list(meta::SUPERGRAPH_COMPONENT).await?;
+    let config_files = list(meta::CONFIG_COMPONENT).await?;
+    let kept: Vec<&str> = kept.iter().map(|r| r.hash.as_str()).collect();
+    let in_use = pods
+        .map(|p| {
+            revisions::config_file_config_map_name(
+                &gw.name_any(),
+                &revisions::config_hash(&p.config.text),
+            )
+        })
+        .unwrap_or_default();
+    let keep = gw.spec.revision_history_limit();
+    for name in revisions::collectable(
+        &gw.name_any(),
+        &revision_maps,
+        &kept,
+        &config_files,
+        &in_use,
+        keep,
+    ) {
+        apply_or_delete(&config_maps, &name, None).await?;
+    }
     Ok(())
 }
 
@@ -266,60 +342,67 @@ pub(super) async fn reconcile_gateway(
     let ns = gw.namespace().ok_or(Error::NoNamespace)?;
     let name = gw.name_any();
     let previous_hash = gw.status.as_ref().and_then(|s| s.supergraph_hash.clone());
-    let outcome = match prepare(&ctx, &gw).await? {
-        Ok((pods, supergraph)) => {
-            apply_gateway_objects(&ctx, &gw, &ns, &pods, &supergraph).await?;
-            if previous_hash.as_deref() != Some(supergraph.hash.as_str()) {
-                let note = format!(
-                    "supergraph {} from {} subgraphs",
-                    supergraph.hash,
-                    supergraph.subgraphs.len()
-                );
-                publish(&ctx, &gw, EventType::Normal, "Composed", note).await;
-                tracing::info!(gateway = %name, namespace = %ns, hash = %supergraph.hash, "new supergraph");
+    let pods = GatewayPods::of(&gw);
+    let composed = compose_gateway(&ctx, &gw).await?;
+    if let Ok(sg) = &composed {
+        // Every composition is kept as its revision, served or not.
+        apply(
+            &api::<ConfigMap>(&ctx, &ns),
+            &revisions::supergraph_config_map(&gw, &sg.sdl, &sg.hash),
+        )
+        .await?;
+    }
+    let target = target_revision(&ctx, &gw, &ns, composed.as_ref().ok()).await?;
+    let mut applied = false;
+    let mut served_hash = previous_hash.clone();
+    if let (Ok(pods), Ok(Some(hash))) = (&pods, &target) {
+        apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await?;
+        applied = true;
+        served_hash = Some(hash.clone());
+    }
+    if served_hash != previous_hash
+        && let Some(hash) = &served_hash
+    {
+        let note = match &composed {
+            Ok(sg) if sg.hash == *hash => {
+                format!("supergraph {hash} from {} subgraphs", sg.subgraphs.len())
             }
-            CompositionOutcome::Composed {
-                hash: supergraph.hash,
-                subgraphs: supergraph.subgraphs,
-            }
-        }
-        Err(failed) => {
-            if let CompositionOutcome::Failed { reason, errors } = &failed {
-                let note = errors
-                    .iter()
-                    .map(|e| format!("{}: {}", e.code, e.message))
-                    .collect::<Vec<_>>()
-                    .join("; ");
-                tracing::warn!(gateway = %name, namespace = %ns, %reason, errors = %note, "composition failed; keeping the last good supergraph");
-                publish(&ctx, &gw, EventType::Warning, reason, note).await;
-            }
-            failed
-        }
-    };
-    let served_hash = api::<ConfigMap>(&ctx, &ns)
-        .get_opt(&resources::gateway::config_map_name(&name))
-        .await?
-        .and_then(|cm| {
-            cm.annotations()
-                .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
-                .cloned()
-        });
+            _ => format!("supergraph revision {hash}"),
+        };
+        publish(&ctx, &gw, EventType::Normal, "Serving", note).await;
+        tracing::info!(gateway = %name, namespace = %ns, %hash, "serving a new supergraph revision");
+    }
+    let outcome = outcome(&pods, &composed, &target);
+    if let CompositionOutcome::Failed { reason, errors } = &outcome {
+        let note = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.code, e.message))
+            .collect::<Vec<_>>()
+            .join("; ");
+        tracing::warn!(gateway = %name, namespace = %ns, %reason, errors = %note, "not applied as composed; serving the last good revision");
+        publish(&ctx, &gw, EventType::Warning, reason, note).await;
+    }
+    let history = revision_history(&gw, &composed, served_hash.as_deref());
+    collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
-    let pods = match &deployment {
+    let params = ListParams::default().labels(&meta::selector_string(&gw));
+    let gateway_pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
+    let problem = match &deployment {
         Some(d) if !Rollout::of(d).complete() => {
-            let params = ListParams::default().labels(&resources::gateway::selector_string(&gw));
-            let pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
-            diagnose::rollout_problem(d, &pods, resources::gateway::GATEWAY_CONTAINER)
+            diagnose::rollout_problem(d, &gateway_pods, resources::gateway::GATEWAY_CONTAINER)
         }
         _ => None,
     };
     let observed = Observed {
         generation: gw.metadata.generation,
+        applied,
         outcome: &outcome,
+        serving_pods: serving(&gateway_pods, served_hash.as_deref()),
         served_hash,
+        revisions: history,
         rollout: deployment.as_ref().map(Rollout::of),
-        selector: resources::gateway::selector_string(&gw),
-        pods,
+        selector: meta::selector_string(&gw),
+        pods: problem,
     };
     let new_status = gateway_status(gw.status.as_ref(), &observed, &now());
     let ready = observed.rollout.is_some_and(|r| r.complete());
@@ -347,6 +430,73 @@ pub(super) async fn reconcile_gateway(
     })
 }
 
+/// What status reports of this reconcile: the first thing that kept the spec or the
+/// composition from being served, else the composition.
+fn outcome(
+    pods: &Result<GatewayPods, Vec<String>>,
+    composed: &Result<Supergraph, CompositionOutcome>,
+    target: &Result<Option<String>, CompositionOutcome>,
+) -> CompositionOutcome {
+    if let Err(problems) = pods {
+        return invalid_config(problems.clone());
+    }
+    if let Err(failed) = target {
+        return failed.clone();
+    }
+    match composed {
+        Ok(sg) => CompositionOutcome::Composed {
+            hash: sg.hash.clone(),
+            subgraphs: sg.subgraphs.clone(),
+        },
+        Err(failed) => failed.clone(),
+    }
+}
+
+/// `status.revisions` after this reconcile.
+fn revision_history(
+    gw: &GraphGateway,
+    composed: &Result<Supergraph, CompositionOutcome>,
+    served: Option<&str>,
+) -> Vec<SupergraphRevision> {
+    let previous = gw
+        .status
+        .as_ref()
+        .map(|s| s.revisions.as_slice())
+        .unwrap_or_default();
+    let composed = composed.as_ref().ok().map(|sg| status_revisions::Composed {
+        hash: &sg.hash,
+        subgraphs: sg.schemas.clone(),
+    });
+    status_revisions::record(
+        previous,
+        composed,
+        served,
+        gw.spec.revision_history_limit(),
+        &now(),
+    )
+}
+
+/// Ready gateway pods started from a template naming revision `hash`.
+fn serving(pods: &[Pod], hash: Option<&str>) -> i32 {
+    let Some(hash) = hash else { return 0 };
+    let count = pods
+        .iter()
+        .filter(|p| {
+            let names = p
+                .annotations()
+                .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
+                .is_some_and(|h| h == hash);
+            let ready = p
+                .status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+            names && ready && p.metadata.deletion_timestamp.is_none()
+        })
+        .count();
+    i32::try_from(count).expect("pod counts fit in i32")
+}
+
 /// Gateways (from the controller's own cache) that select `subgraph`.
 pub(super) fn gateways_selecting(
     store: &Store<GraphGateway>,
@@ -362,7 +512,7 @@ pub(super) fn gateways_selecting(
 
 /// The GraphGateway a gateway pod belongs to (from its instance label).
 pub(super) fn gateway_of(pod: &Pod) -> Option<ObjectRef<GraphGateway>> {
-    let name = pod.labels().get(resources::gateway::INSTANCE_LABEL)?;
+    let name = pod.labels().get(meta::INSTANCE_LABEL)?;
     Some(ObjectRef::new(name).within(&pod.namespace()?))
 }
 

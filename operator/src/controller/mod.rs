@@ -210,7 +210,7 @@ pub async fn run(
         // Pod states (image pulls, crashes, readiness) explain a gateway that is not Ready.
         .watches(
             all_or_namespaced::<Pod>(&client, ns),
-            watcher::Config::default().labels(&resources::gateway::gateway_pods_selector()),
+            watcher::Config::default().labels(&resources::gateway_meta::gateway_pods_selector()),
             |pod| gateway::gateway_of(&pod),
         )
         .graceful_shutdown_on(shutdown.clone())

@@ -1,12 +1,17 @@
-//! Pure builders of a GraphGateway's objects (given its composed supergraph): the supergraph
-//! ConfigMap, the Deployment, Service, PodDisruptionBudget and HorizontalPodAutoscaler, and
-//! the names and labels the controller finds them by.
+//! Pure builders of a GraphGateway's workload (given the supergraph revision to serve): the
+//! Deployment, Service, PodDisruptionBudget and HorizontalPodAutoscaler. The ConfigMaps
+//! the pods mount are `gateway_revisions`'; names and labels are `gateway_meta`'s.
 
 use std::collections::BTreeMap;
 
 use super::gateway_config::{GatewayConfigFile, gateway_config_file};
+use super::gateway_meta::{labels, meta, selector_labels};
 use super::gateway_mounts::{Mounted, mounted};
-use super::{MANAGER, container_security_context, pod_security_context, short_hash};
+use super::gateway_revisions::{
+    CONFIG_KEY, SUPERGRAPH_KEY, config_file_config_map_name, config_hash,
+    supergraph_config_map_name,
+};
+use super::{container_security_context, pod_security_context};
 use graphfleet_api::{GraphGateway, POOL_LABEL};
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
@@ -16,13 +21,14 @@ use k8s_openapi::api::autoscaling::v2::{
     MetricTarget, ResourceMetricSource,
 };
 use k8s_openapi::api::core::v1::{
-    ConfigMap, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec, PodTemplateSpec, Probe,
-    ResourceRequirements, Service, ServicePort, ServiceSpec, Toleration,
+    ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec,
+    PodTemplateSpec, Probe, ResourceRequirements, Service, ServicePort, ServiceSpec, Toleration,
+    Volume, VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::{Resource, ResourceExt};
+use kube::ResourceExt;
 
 /// Pool the gateway pods land on unless the spec says otherwise.
 pub const ROUTER_POOL: &str = "router";
@@ -30,68 +36,14 @@ pub const ROUTER_POOL: &str = "router";
 pub const SUPERGRAPH_HASH_ANNOTATION: &str = "graphfleet.dev/supergraph-hash";
 /// Pod-template annotation carrying the gateway-config hash.
 pub const CONFIG_HASH_ANNOTATION: &str = "graphfleet.dev/config-hash";
-/// ConfigMap keys mounted into the gateway.
-pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
-pub const CONFIG_KEY: &str = "gateway.json";
 /// Name of the gateway container in the gateway pods.
 pub const GATEWAY_CONTAINER: &str = "gateway";
 /// Port the gateway listens on inside the pod.
 pub const GATEWAY_PORT: i32 = 4000;
-pub const MOUNT_DIR: &str = "/etc/graphfleet";
-/// Label naming the GraphGateway a gateway pod belongs to.
-pub const INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
-const NAME_LABEL: &str = "app.kubernetes.io/name";
-const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-const GATEWAY_APP: &str = "graphfleet-gateway";
-
-/// Name of the ConfigMap holding the supergraph of a gateway.
-pub fn config_map_name(gateway: &str) -> String {
-    format!("{gateway}-supergraph")
-}
-
-/// Labels that select a gateway's pods.
-pub fn selector_labels(gw: &GraphGateway) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        (NAME_LABEL.to_owned(), GATEWAY_APP.to_owned()),
-        (INSTANCE_LABEL.to_owned(), gw.name_any()),
-    ])
-}
-
-/// Selects the pods of every GraphGateway the operator manages.
-pub fn gateway_pods_selector() -> String {
-    format!("{NAME_LABEL}={GATEWAY_APP},{MANAGED_BY_LABEL}={MANAGER}")
-}
-
-/// `selector_labels` as a label-selector string (for status and the scale subresource).
-pub fn selector_string(gw: &GraphGateway) -> String {
-    selector_labels(gw)
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
-fn labels(gw: &GraphGateway) -> BTreeMap<String, String> {
-    let mut labels = selector_labels(gw);
-    labels.insert(MANAGED_BY_LABEL.to_owned(), MANAGER.to_owned());
-    labels
-}
-
-fn owner(gw: &GraphGateway) -> OwnerReference {
-    gw.controller_owner_ref(&())
-        .expect("a GraphGateway read from the API server has a name and uid")
-}
-
-fn meta(gw: &GraphGateway, name: String) -> ObjectMeta {
-    ObjectMeta {
-        name: Some(name),
-        namespace: gw.namespace(),
-        labels: Some(labels(gw)),
-        owner_references: Some(vec![owner(gw)]),
-        ..ObjectMeta::default()
-    }
-}
-
+/// Where the pod's supergraph revision is mounted.
+pub const SUPERGRAPH_DIR: &str = "/etc/graphfleet/supergraph";
+/// Where the pod's gateway config file is mounted.
+pub const CONFIG_DIR: &str = "/etc/graphfleet/config";
 /// What a GraphGateway's pods are built from besides its spec: the gateway config file
 /// and the files `spec.mounts` brings in.
 #[derive(Debug, Clone)]
@@ -107,28 +59,6 @@ impl GatewayPods {
         let mounted = mounted(gw);
         let config = gateway_config_file(gw, &mounted)?;
         Ok(Self { config, mounted })
-    }
-}
-
-/// The ConfigMap holding the supergraph and the gateway config.
-pub fn config_map(
-    gw: &GraphGateway,
-    pods: &GatewayPods,
-    supergraph_sdl: &str,
-    supergraph_hash: &str,
-) -> ConfigMap {
-    let mut meta = meta(gw, config_map_name(&gw.name_any()));
-    meta.annotations = Some(BTreeMap::from([(
-        SUPERGRAPH_HASH_ANNOTATION.to_owned(),
-        supergraph_hash.to_owned(),
-    )]));
-    ConfigMap {
-        metadata: meta,
-        data: Some(BTreeMap::from([
-            (SUPERGRAPH_KEY.to_owned(), supergraph_sdl.to_owned()),
-            (CONFIG_KEY.to_owned(), pods.config.text.clone()),
-        ])),
-        ..ConfigMap::default()
     }
 }
 
@@ -166,7 +96,7 @@ fn probe(path: &str, period_seconds: i32, failure_threshold: i32) -> Probe {
 }
 
 fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str) -> Container {
-    let supergraph_path = format!("{MOUNT_DIR}/{SUPERGRAPH_KEY}");
+    let supergraph_path = format!("{SUPERGRAPH_DIR}/{SUPERGRAPH_KEY}");
     Container {
         name: GATEWAY_CONTAINER.to_owned(),
         image: Some(
@@ -183,7 +113,7 @@ fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str)
         ]),
         env: Some(vec![EnvVar {
             name: "GRAPHFLEET_CONFIG".to_owned(),
-            value: Some(format!("{MOUNT_DIR}/{CONFIG_KEY}")),
+            value: Some(format!("{CONFIG_DIR}/{CONFIG_KEY}")),
             ..EnvVar::default()
         }]),
         ports: Some(vec![ContainerPort {
@@ -204,20 +134,58 @@ fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str)
     }
 }
 
-/// The supergraph ConfigMap, /tmp, and what `spec.mounts` brings in.
-fn volume_mounts(pods: &GatewayPods) -> Vec<k8s_openapi::api::core::v1::VolumeMount> {
-    let mut mounts = super::read_only_and_tmp("supergraph", MOUNT_DIR);
+/// The supergraph revision, the config file, /tmp, and what `spec.mounts` brings in.
+fn volume_mounts(pods: &GatewayPods) -> Vec<VolumeMount> {
+    let read_only = |name: &str, dir: &str| VolumeMount {
+        name: name.to_owned(),
+        mount_path: dir.to_owned(),
+        read_only: Some(true),
+        ..VolumeMount::default()
+    };
+    let mut mounts = vec![
+        read_only("supergraph", SUPERGRAPH_DIR),
+        read_only("config", CONFIG_DIR),
+        VolumeMount {
+            name: "tmp".to_owned(),
+            mount_path: "/tmp".to_owned(),
+            ..VolumeMount::default()
+        },
+    ];
     mounts.extend(pods.mounted.mounts.iter().cloned());
     mounts
 }
 
-fn volumes(gw: &GraphGateway, pods: &GatewayPods) -> Vec<k8s_openapi::api::core::v1::Volume> {
-    let mut volumes = super::config_map_and_tmp("supergraph", &config_map_name(&gw.name_any()));
+fn volumes(gw: &GraphGateway, pods: &GatewayPods, supergraph_hash: &str) -> Vec<Volume> {
+    let gateway = gw.name_any();
+    let config_map = |name: &str, config_map: String| Volume {
+        name: name.to_owned(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: config_map,
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    };
+    let mut volumes = vec![
+        config_map(
+            "supergraph",
+            supergraph_config_map_name(&gateway, supergraph_hash),
+        ),
+        config_map(
+            "config",
+            config_file_config_map_name(&gateway, &config_hash(&pods.config.text)),
+        ),
+        super::tmp_volume(),
+    ];
     volumes.extend(pods.mounted.volumes.iter().cloned());
     volumes
 }
 
-fn pod_spec(gw: &GraphGateway, pods: &GatewayPods, default_image: &str) -> PodSpec {
+fn pod_spec(
+    gw: &GraphGateway,
+    pods: &GatewayPods,
+    supergraph_hash: &str,
+    default_image: &str,
+) -> PodSpec {
     let spec = &gw.spec;
     PodSpec {
         containers: vec![gateway_container(gw, pods, default_image)],
@@ -235,7 +203,7 @@ fn pod_spec(gw: &GraphGateway, pods: &GatewayPods, default_image: &str) -> PodSp
         automount_service_account_token: Some(false),
         termination_grace_period_seconds: Some(pods.config.termination_grace_seconds()),
         security_context: Some(pod_security_context()),
-        volumes: Some(volumes(gw, pods)),
+        volumes: Some(volumes(gw, pods, supergraph_hash)),
         ..PodSpec::default()
     }
 }
@@ -271,7 +239,7 @@ pub fn deployment(
         ),
         (
             CONFIG_HASH_ANNOTATION.to_owned(),
-            short_hash(pods.config.text.as_bytes()),
+            config_hash(&pods.config.text),
         ),
     ]);
     Deployment {
@@ -291,7 +259,7 @@ pub fn deployment(
                     annotations: Some(template_annotations),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod_spec(gw, pods, default_image)),
+                spec: Some(pod_spec(gw, pods, supergraph_hash, default_image)),
             },
             ..DeploymentSpec::default()
         }),

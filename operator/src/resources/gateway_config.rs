@@ -57,6 +57,11 @@ pub fn gateway_config_file(
         .filter(|(key, _)| root.contains_key(*key))
         .map(|(key, why)| format!("spec.config.{key}: set by the operator ({why}); remove it"))
         .collect();
+    // Pods serve the revision their template names; a new one comes with new pods.
+    root.insert(
+        "supergraph".to_owned(),
+        serde_json::json!({ "watch": false }),
+    );
     shutdown_defaults(&mut root);
     for (target, path) in &mounted.files {
         if let Err(why) = place(&mut root, target, path) {

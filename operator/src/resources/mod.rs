@@ -9,7 +9,9 @@ use sha2::{Digest, Sha256};
 
 pub mod gateway;
 pub mod gateway_config;
+pub mod gateway_meta;
 pub mod gateway_mounts;
+pub mod gateway_revisions;
 pub mod loadtest;
 
 /// Field manager of every server-side apply, and the `managed-by` label of what it creates.

@@ -24,9 +24,15 @@ pub enum CompositionOutcome {
 /// Everything a GraphGateway status is derived from.
 pub struct Observed<'a> {
     pub generation: Option<i64>,
+    /// Whether this generation's spec was applied (`observedGeneration` says so only then).
+    pub applied: bool,
     pub outcome: &'a CompositionOutcome,
-    /// Hash of the supergraph in the ConfigMap (the last good one), if any.
+    /// The revision the pod template names (the last good or the pinned one), if any.
     pub served_hash: Option<String>,
+    /// `status.revisions` after this reconcile (`revisions::record`).
+    pub revisions: Vec<graphfleet_api::SupergraphRevision>,
+    /// Ready gateway pods whose template names `served_hash`.
+    pub serving_pods: i32,
     pub rollout: Option<Rollout>,
     pub selector: String,
     /// Why the gateway pods are not Ready, from their own state (`diagnose::rollout_problem`).
@@ -60,7 +66,10 @@ pub fn gateway_status(
 ) -> GraphGatewayStatus {
     let mut status = previous.cloned().unwrap_or_default();
     let generation = observed.generation;
-    status.observed_generation = generation;
+    if observed.applied {
+        status.observed_generation = generation;
+    }
+    status.revisions = observed.revisions.clone();
     status.selector = Some(observed.selector.clone());
     status.supergraph_hash = observed.served_hash.clone();
     let conditions = &mut status.conditions;
@@ -102,12 +111,12 @@ pub fn gateway_status(
             "DeploymentMissing",
             "the gateway Deployment does not exist yet".to_owned(),
         ),
-        (Some(hash), Some(r)) if r.complete() => (
+        (Some(hash), Some(r)) if r.complete() && observed.serving_pods >= r.desired => (
             true,
             "RolloutComplete",
             format!(
-                "{}/{} replicas serve supergraph {hash}",
-                r.available, r.desired
+                "{}/{} pods serve supergraph {hash}",
+                observed.serving_pods, r.desired
             ),
         ),
         (Some(_), Some(r)) => {
@@ -174,6 +183,15 @@ pub fn gateway_status(
     set_condition(
         conditions, DEGRADED, degraded, &reason, message, generation, now,
     );
+    status.phase = Some(
+        match (&observed.served_hash, degraded, ready) {
+            (None, _, _) => "Pending",
+            (Some(_), true, _) => "Degraded",
+            (Some(_), false, true) => "Serving",
+            (Some(_), false, false) => "RollingOut",
+        }
+        .to_owned(),
+    );
     status
 }
 
@@ -197,8 +215,11 @@ mod tests {
     fn observed<'a>(outcome: &'a CompositionOutcome, rollout: Option<Rollout>) -> Observed<'a> {
         Observed {
             generation: Some(3),
+            applied: true,
             outcome,
             served_hash: Some("abc".to_owned()),
+            revisions: Vec::new(),
+            serving_pods: rollout.map_or(0, |r| r.ready),
             rollout,
             selector: "app=x".to_owned(),
             pods: None,

@@ -5,6 +5,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 pub mod gateway;
 pub mod loadtest;
+pub mod revisions;
 
 pub const COMPOSED: &str = "Composed";
 pub const READY: &str = "Ready";
