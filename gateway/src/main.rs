@@ -36,29 +36,13 @@ fn keep_freed_memory_warm() {
 
 fn main() -> ExitCode {
     keep_freed_memory_warm();
-    // The config decides how to log, so its errors go straight to stderr.
-    let (cli, config) = match load() {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            eprintln!("graphfleet-gateway: invalid configuration:\n{e}");
-            return ExitCode::from(2);
-        }
-    };
-    match run(cli, config) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("graphfleet-gateway: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
-}
-
-fn load() -> Result<(Cli, Config), config::ConfigError> {
-    let cli = config::parse_args(std::env::args().skip(1))?;
-    if cli.command == Command::Help {
-        return Ok((cli, Config::default()));
-    }
-    let env = std::env::vars_os()
+    // clap prints --help and --version (status 0) and usage errors (status 2).
+    let Cli {
+        command,
+        config_file,
+        overrides,
+    } = config::parse_args(std::env::args_os().skip(1)).unwrap_or_else(|e| e.exit());
+    let env: Vec<(String, String)> = std::env::vars_os()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),
@@ -67,20 +51,29 @@ fn load() -> Result<(Cli, Config), config::ConfigError> {
         })
         .collect();
     let sources = Sources {
-        file: cli.config_file.clone(),
+        file: config_file,
         env,
-        flags: cli.overrides.clone(),
+        flags: overrides,
     };
-    let config = config::load(&sources)?;
-    Ok((cli, config))
+    // The config decides how to log, so its errors go straight to stderr.
+    let config = match config::load(&sources) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("graphfleet-gateway: invalid configuration:\n{e}");
+            return ExitCode::from(2);
+        }
+    };
+    match run(command, config, &sources.env) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("graphfleet-gateway: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
-fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
-    match cli.command {
-        Command::Help => {
-            print!("{}", config::HELP);
-            Ok(())
-        }
+fn run(command: Command, config: Config, env: &[(String, String)]) -> anyhow::Result<()> {
+    match command {
         Command::Check => {
             println!("configuration ok");
             Ok(())
@@ -109,6 +102,10 @@ fn run(cli: Cli, config: Config) -> anyhow::Result<()> {
         Command::Serve => {
             // Dropped on the way out, which flushes pending trace spans.
             let _telemetry = graphfleet_gateway::telemetry::init(&config.telemetry)?;
+            let ignored = config::ignored_env(env);
+            if !ignored.is_empty() {
+                tracing::debug!(variables = ?ignored, "GRAPHFLEET_ variables ignored: not gateway settings");
+            }
             graphfleet_gateway::http::serve_blocking(Arc::new(config))
         }
     }

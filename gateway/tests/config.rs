@@ -39,12 +39,11 @@ fn run_case(dir: &Path) -> String {
             (k.to_owned(), v.to_owned())
         })
         .collect();
-    let result = config::parse_args(args).and_then(|cli| {
-        config::load(&Sources {
-            file: cli.config_file,
-            env,
-            flags: cli.overrides,
-        })
+    let cli = config::parse_args(args).expect("the case's arguments parse");
+    let result = config::load(&Sources {
+        file: cli.config_file,
+        env,
+        flags: cli.overrides,
     });
     let text = match result {
         Ok(config) => format!("{config:#?}"),
@@ -141,6 +140,9 @@ fn check_accepts_the_operator_format_and_help_lists_the_rules() {
     let out = output(
         gateway()
             .env("GRAPHFLEET_CONFIG", dir.join("gateway.json"))
+            // Not the gateway's: a service link and another tool's variable.
+            .env("GRAPHFLEET_TRAFFIC_SERVICE_HOST", "10.0.0.1")
+            .env("GRAPHFLEET_LOG_FORMAT", "json")
             .args([
                 "check",
                 "--supergraph",
@@ -154,14 +156,32 @@ fn check_accepts_the_operator_format_and_help_lists_the_rules() {
     assert!(help.status.success());
     let text = String::from_utf8_lossy(&help.stdout);
     for needle in [
-        "--config FILE",
-        "--subgraph-url NAME=URL",
-        "--set KEY=VALUE",
-        "GRAPHFLEET_<SECTION>__<KEY>",
+        "--config <FILE>",
+        "--subgraph-url <NAME=URL>",
+        "--set <KEY=VALUE>",
+        "GRAPHFLEET_<KEY>__<SUB>",
         "later wins",
     ] {
         assert!(text.contains(needle), "--help lacks {needle:?}:\n{text}");
     }
+}
+
+#[test]
+fn usage_errors_name_the_flag_and_version_answers() {
+    let out = output(gateway().args(["check", "--set", "limits.max_depth"]));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "stderr:\n{stderr}");
+    assert!(
+        stderr.contains("invalid value 'limits.max_depth' for '--set <KEY=VALUE>'"),
+        "stderr:\n{stderr}"
+    );
+
+    let version = output(gateway().arg("--version"));
+    assert!(version.status.success(), "{version:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&version.stdout),
+        format!("graphfleet-gateway {}\n", env!("CARGO_PKG_VERSION"))
+    );
 }
 
 /// Starts the gateway through `wrapper` (e.g. `taskset -c 0 BIN`), waits until it

@@ -1,44 +1,101 @@
-//! The command line: a command plus config flags, turned into loader overrides in
+//! The command line (clap): a command plus config flags, turned into loader overrides in
 //! command-line order (so a later flag wins over an earlier one for the same key).
 
-use super::load::{ConfigError, Override, Source, parse_scalar};
+use super::load::{Override, Source, parse_scalar};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_yaml_ng::Value;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-pub const HELP: &str = "\
-graphfleet-gateway: a GraphQL federation gateway
+const BIN: &str = "graphfleet-gateway";
 
-USAGE:
-  graphfleet-gateway [FLAGS]                                serve GraphQL
-  graphfleet-gateway plan --query FILE [--operation NAME] [FLAGS]
-                                                            print the query plan
-  graphfleet-gateway check [FLAGS]                          validate the config and exit
-
-FLAGS:
-  --config FILE            YAML or JSON config file (else $GRAPHFLEET_CONFIG)
-  --supergraph PATH        supergraph SDL file (supergraph.path)
-  --listen ADDR            listen address, e.g. 0.0.0.0:4000 (listen)
-  --subgraph-url NAME=URL  routing URL override of subgraph NAME (subgraphs.NAME.url)
-  --set KEY=VALUE          any setting by dotted key, e.g. --set limits.max_depth=12;
-                           VALUE is read as YAML (12, true, 1500ms, [a, b])
-  -h, --help               this text
-  Flags also take the form --flag=VALUE.
-
-SOURCES (later wins): defaults < config file < environment < flags.
+const AFTER_HELP: &str = "\
+SOURCES (later wins): defaults < config file < environment < flags in command-line order.
+Flags also take the form --flag=VALUE; config flags go before or after the command.
 
 ENVIRONMENT:
   GRAPHFLEET_CONFIG=FILE            the config file (--config wins)
-  GRAPHFLEET_<SECTION>__<KEY>=VALUE  one setting; `__` separates keys, names are
-                                    lowercased, VALUE is read as YAML, e.g.
-                                    GRAPHFLEET_LISTEN=0.0.0.0:4000
+  GRAPHFLEET_<KEY>=VALUE            a top-level setting, e.g. GRAPHFLEET_LISTEN=0.0.0.0:4000
+  GRAPHFLEET_<KEY>__<SUB>=VALUE     a nested one; `__` separates keys, e.g.
                                     GRAPHFLEET_LIMITS__MAX_DEPTH=12
                                     GRAPHFLEET_SUBGRAPHS__PRODUCTS__URL=http://products:4001
-  Any other GRAPHFLEET_ variable is an error, except the project's tool variables
-  (GRAPHFLEET_CACHE, GRAPHFLEET_LOG_FORMAT, ...) and Kubernetes service links.
+  Names are lowercased and VALUE is read as YAML. <KEY> is a top-level key of the
+  config (listen, limits, traffic, ...); other GRAPHFLEET_ variables are ignored.
   RUST_LOG filters log lines (default info).
 
-Every setting is described in gateway/README.md.
-";
+Every setting is described in gateway/README.md.";
+
+/// A GraphQL federation gateway: serves GraphQL unless a command is given.
+#[derive(Debug, Parser)]
+#[command(name = BIN, version, after_help = AFTER_HELP, args_override_self = true)]
+#[command(disable_help_subcommand = true)]
+struct Args {
+    #[command(subcommand)]
+    command: Option<Sub>,
+    #[command(flatten)]
+    flags: Flags,
+}
+
+#[derive(Debug, Subcommand)]
+enum Sub {
+    /// Print the query plan of an operation.
+    #[command(after_help = AFTER_HELP)]
+    Plan {
+        /// GraphQL document holding the operation.
+        #[arg(long, value_name = "FILE")]
+        query: PathBuf,
+        /// Operation to plan when the document has several.
+        #[arg(long, value_name = "NAME")]
+        operation: Option<String>,
+        #[command(flatten)]
+        flags: Flags,
+    },
+    /// Validate the configuration and exit.
+    #[command(after_help = AFTER_HELP)]
+    Check {
+        #[command(flatten)]
+        flags: Flags,
+    },
+}
+
+/// The config flags, accepted before the command and after it.
+#[derive(Debug, clap::Args)]
+struct Flags {
+    /// YAML or JSON config file (else $GRAPHFLEET_CONFIG).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Supergraph SDL file (supergraph.path).
+    #[arg(long, value_name = "PATH", value_parser = supergraph)]
+    supergraph: Vec<Override>,
+    /// Listen address, e.g. 0.0.0.0:4000 (listen).
+    #[arg(long, value_name = "ADDR", value_parser = listen)]
+    listen: Vec<Override>,
+    /// Routing URL of subgraph NAME (subgraphs.NAME.url).
+    #[arg(long, value_name = "NAME=URL", value_parser = subgraph_url)]
+    subgraph_url: Vec<Override>,
+    /// Any setting by dotted key, e.g. limits.max_depth=12; VALUE is YAML (12, true, [a, b]).
+    #[arg(long, value_name = "KEY=VALUE", value_parser = set)]
+    set: Vec<Override>,
+}
+
+impl Flags {
+    /// The overrides in command-line order. clap keeps each flag's values apart, so they
+    /// are merged by their positions on the command line (`matches` is where `self` was
+    /// read from).
+    fn overrides(self, matches: &ArgMatches) -> Vec<Override> {
+        let mut placed: Vec<(usize, Override)> = [
+            ("supergraph", self.supergraph),
+            ("listen", self.listen),
+            ("subgraph_url", self.subgraph_url),
+            ("set", self.set),
+        ]
+        .into_iter()
+        .flat_map(|(id, values)| matches.indices_of(id).into_iter().flatten().zip(values))
+        .collect();
+        placed.sort_by_key(|(index, _)| *index);
+        placed.into_iter().map(|(_, over)| over).collect()
+    }
+}
 
 /// What to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +107,6 @@ pub enum Command {
     },
     /// Load and validate the config, then exit.
     Check,
-    Help,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -62,79 +118,75 @@ pub struct Cli {
     pub overrides: Vec<Override>,
 }
 
-fn usage(message: String) -> ConfigError {
-    ConfigError::one(None, "", format!("{message} (see --help)"))
-}
-
-/// Parse the arguments after the program name.
-pub fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Cli, ConfigError> {
-    let mut command = None;
-    let mut query = None;
-    let mut operation = None;
-    let mut config_file = None;
-    let mut overrides = Vec::new();
-    let mut it = args.into_iter();
-    while let Some(arg) = it.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = || {
-            inline
-                .clone()
-                .or_else(|| it.next())
-                .ok_or_else(|| usage(format!("{flag} needs a value")))
-        };
-        match flag.as_str() {
-            "plan" | "check" if command.is_none() => command = Some(flag.clone()),
-            "-h" | "--help" => command = Some("help".to_owned()),
-            "--query" => query = Some(PathBuf::from(value()?)),
-            "--operation" => operation = Some(value()?),
-            "--config" => config_file = Some(PathBuf::from(value()?)),
-            "--listen" => overrides.push(string_flag(&flag, &["listen"], value()?)),
-            "--supergraph" => {
-                overrides.push(string_flag(&flag, &["supergraph", "path"], value()?));
-            }
-            "--subgraph-url" => overrides.push(subgraph_url(&value()?)?),
-            "--set" => overrides.push(set(&value()?)?),
-            _ => return Err(usage(format!("unknown argument {arg:?}"))),
+impl Cli {
+    /// Adds flags that come after the ones already taken.
+    fn take(&mut self, mut flags: Flags, matches: &ArgMatches) {
+        if let Some(file) = flags.config.take() {
+            self.config_file = Some(file);
         }
+        self.overrides.extend(flags.overrides(matches));
     }
-    let plan = command.as_deref() == Some("plan");
-    if !plan && (query.is_some() || operation.is_some()) {
-        return Err(usage(
-            "--query and --operation only go with plan".to_owned(),
-        ));
-    }
-    let command = match command.as_deref() {
-        None => Command::Serve,
-        Some("help") => Command::Help,
-        Some("check") => Command::Check,
-        Some(_) => Command::Plan {
-            query: query.ok_or_else(|| usage("plan needs --query FILE".to_owned()))?,
-            operation,
-        },
-    };
-    Ok(Cli {
-        command,
-        config_file,
-        overrides,
-    })
 }
 
-fn string_flag(flag: &str, path: &[&str], value: String) -> Override {
+/// Parse the arguments after the program name. `--help`, `--version` and usage errors
+/// are clap errors: `Error::exit` prints them (help and version to stdout, with status 0).
+pub fn parse_args<I, T>(args: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString>,
+{
+    let argv = std::iter::once(OsString::from(BIN)).chain(args.into_iter().map(Into::into));
+    let matches = Args::command().try_get_matches_from(argv)?;
+    let args = Args::from_arg_matches(&matches)?;
+    let mut cli = Cli {
+        command: Command::Serve,
+        config_file: None,
+        overrides: Vec::new(),
+    };
+    cli.take(args.flags, &matches);
+    if let (Some(sub), Some((_, sub_matches))) = (args.command, matches.subcommand()) {
+        let flags = match sub {
+            Sub::Plan {
+                query,
+                operation,
+                flags,
+            } => {
+                cli.command = Command::Plan { query, operation };
+                flags
+            }
+            Sub::Check { flags } => {
+                cli.command = Command::Check;
+                flags
+            }
+        };
+        cli.take(flags, sub_matches);
+    }
+    Ok(cli)
+}
+
+fn string_flag(flag: &str, path: &[&str], value: &str) -> Override {
     Override {
         path: path.iter().map(|s| (*s).to_owned()).collect(),
-        value: Value::String(value),
+        value: Value::String(value.to_owned()),
         source: Source::Flag(flag.to_owned()),
     }
 }
 
-fn subgraph_url(arg: &str) -> Result<Override, ConfigError> {
+// The value parsers: clap names the flag and the value in their errors.
+
+fn supergraph(arg: &str) -> Result<Override, String> {
+    Ok(string_flag("--supergraph", &["supergraph", "path"], arg))
+}
+
+fn listen(arg: &str) -> Result<Override, String> {
+    Ok(string_flag("--listen", &["listen"], arg))
+}
+
+fn subgraph_url(arg: &str) -> Result<Override, String> {
     let (name, url) = arg
         .split_once('=')
         .filter(|(name, _)| !name.is_empty())
-        .ok_or_else(|| usage(format!("--subgraph-url needs NAME=URL, got {arg:?}")))?;
+        .ok_or("expected NAME=URL")?;
     Ok(Override {
         path: vec!["subgraphs".to_owned(), name.to_owned(), "url".to_owned()],
         value: Value::String(url.to_owned()),
@@ -142,15 +194,11 @@ fn subgraph_url(arg: &str) -> Result<Override, ConfigError> {
     })
 }
 
-fn set(arg: &str) -> Result<Override, ConfigError> {
-    let (key, value) = arg
-        .split_once('=')
-        .ok_or_else(|| usage(format!("--set needs KEY=VALUE, got {arg:?}")))?;
+fn set(arg: &str) -> Result<Override, String> {
+    let (key, value) = arg.split_once('=').ok_or("expected KEY=VALUE")?;
     let path: Vec<String> = key.split('.').map(str::to_owned).collect();
     if path.iter().any(String::is_empty) {
-        return Err(usage(format!(
-            "--set key {key:?} is not a dotted path like limits.max_depth"
-        )));
+        return Err(format!("{key:?} is not a dotted key like limits.max_depth"));
     }
     Ok(Override {
         path,
@@ -162,37 +210,127 @@ fn set(arg: &str) -> Result<Override, ConfigError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::error::ErrorKind;
 
-    fn parse(args: &[&str]) -> Result<Cli, ConfigError> {
-        parse_args(args.iter().map(|s| (*s).to_owned()))
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        parse_args(args)
+    }
+
+    fn error(args: &[&str]) -> String {
+        parse(args).expect_err("invalid").to_string()
+    }
+
+    fn written(cli: &Cli) -> Vec<String> {
+        cli.overrides
+            .iter()
+            .map(|o| format!("{}={}", o.source, o.path.join(".")))
+            .collect()
     }
 
     #[test]
-    fn flags_become_ordered_overrides() {
+    fn flags_become_overrides_in_command_line_order() {
         let cli = parse(&[
-            "--listen=0.0.0.0:1",
             "--set",
             "limits.max_depth=3",
+            "--listen=0.0.0.0:1",
+            "--subgraph-url",
+            "products=http://p:1",
             "--config",
             "f",
+            "--set=listen=0.0.0.0:2",
+            "--supergraph",
+            "s.graphql",
+            "--config=g",
         ])
         .expect("valid");
         assert_eq!(cli.command, Command::Serve);
-        assert_eq!(cli.config_file, Some(PathBuf::from("f")));
-        let paths: Vec<_> = cli.overrides.iter().map(|o| o.path.join(".")).collect();
-        assert_eq!(paths, ["listen", "limits.max_depth"]);
-        assert_eq!(cli.overrides[1].value, Value::from(3));
+        assert_eq!(cli.config_file, Some(PathBuf::from("g")));
+        assert_eq!(
+            written(&cli),
+            [
+                "flag --set limits.max_depth=limits.max_depth",
+                "flag --listen=listen",
+                "flag --subgraph-url products=subgraphs.products.url",
+                "flag --set listen=listen",
+                "flag --supergraph=supergraph.path",
+            ]
+        );
+        assert_eq!(cli.overrides[0].value, Value::from(3));
+        assert_eq!(cli.overrides[2].value, Value::from("http://p:1"));
     }
 
     #[test]
-    fn plan_needs_a_query_and_bad_flags_are_named() {
-        let plan = parse(&["plan", "--query", "q.graphql"]).expect("valid");
-        assert!(matches!(plan.command, Command::Plan { .. }));
-        assert!(parse(&["plan"]).is_err());
-        let err = parse(&["--lisen", "x"]).expect_err("unknown flag");
-        assert!(err.to_string().contains("\"--lisen\""), "{err}");
-        assert!(parse(&["--set", "novalue"]).is_err());
-        assert!(parse(&["--subgraph-url", "=http://x"]).is_err());
-        assert!(parse(&["--listen"]).is_err());
+    fn flags_after_the_command_follow_the_ones_before_it() {
+        let cli = parse(&[
+            "--config",
+            "a",
+            "--listen",
+            "0.0.0.0:1",
+            "plan",
+            "--set",
+            "listen=0.0.0.0:2",
+            "--query",
+            "q.graphql",
+            "--config",
+            "b",
+        ])
+        .expect("valid");
+        let query = PathBuf::from("q.graphql");
+        assert_eq!(
+            cli.command,
+            Command::Plan {
+                query,
+                operation: None
+            }
+        );
+        assert_eq!(cli.config_file, Some(PathBuf::from("b")));
+        assert_eq!(
+            written(&cli),
+            ["flag --listen=listen", "flag --set listen=listen"]
+        );
+        let check = parse(&["check", "--supergraph", "s"]).expect("valid");
+        assert_eq!(check.command, Command::Check);
+        assert_eq!(written(&check), ["flag --supergraph=supergraph.path"]);
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        assert!(error(&["plan"]).contains("--query <FILE>"));
+        let unknown = error(&["--lisen", "x"]);
+        assert!(unknown.contains("'--lisen'"), "{unknown}");
+        let set = error(&["--set", "novalue"]);
+        assert!(
+            set.contains("'novalue' for '--set <KEY=VALUE>': expected KEY=VALUE"),
+            "{set}"
+        );
+        let dotted = error(&["--set=limits..x=1"]);
+        assert!(dotted.contains("'--set <KEY=VALUE>'"), "{dotted}");
+        let url = error(&["--subgraph-url", "=http://x"]);
+        assert!(url.contains("'--subgraph-url <NAME=URL>'"), "{url}");
+        assert!(error(&["--listen"]).contains("--listen <ADDR>"));
+        assert!(error(&["--query", "q.graphql"]).contains("'--query'"));
+    }
+
+    #[test]
+    fn help_and_version_are_answers_not_failures() {
+        for (args, kind) in [
+            (&["--help"][..], ErrorKind::DisplayHelp),
+            (&["-h"], ErrorKind::DisplayHelp),
+            (&["plan", "--help"], ErrorKind::DisplayHelp),
+            (&["--version"], ErrorKind::DisplayVersion),
+        ] {
+            let answer = parse(args).expect_err("not a run");
+            assert_eq!(answer.kind(), kind, "{args:?}");
+            assert_eq!(answer.exit_code(), 0, "{args:?}");
+        }
+        let help = Args::command().render_long_help().to_string();
+        for needle in ["SOURCES (later wins)", "ENVIRONMENT:", "--set <KEY=VALUE>"] {
+            assert!(help.contains(needle), "{needle:?} not in:\n{help}");
+        }
+    }
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        Args::command().debug_assert();
     }
 }

@@ -11,48 +11,15 @@ use figment::value::{Dict, Map, Value as FigValue};
 use figment::{Figment, Metadata, Profile, Provider};
 use graphfleet_config::validate;
 use serde_yaml_ng::Value;
+use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 /// Environment variable naming the config file (`--config` wins over it).
 pub const CONFIG_ENV: &str = "GRAPHFLEET_CONFIG";
-/// Prefix of environment overrides: `GRAPHFLEET_<SECTION>__<KEY>`.
+/// Prefix of environment overrides: `GRAPHFLEET_<KEY>` and `GRAPHFLEET_<KEY>__<SUB>...`.
 pub const ENV_PREFIX: &str = "GRAPHFLEET_";
-
-/// `GRAPHFLEET_` variables that belong to the project's other tools (operator, load test,
-/// scripts), not to the gateway: a shell or pod that has them still starts the gateway.
-pub const FOREIGN_ENV: &[&str] = &[
-    "GRAPHFLEET_APT_SOURCES",
-    "GRAPHFLEET_BENCH_DURATION",
-    "GRAPHFLEET_CACHE",
-    "GRAPHFLEET_CAPACITY",
-    "GRAPHFLEET_CONCURRENCY",
-    "GRAPHFLEET_DEBOUNCE_MS",
-    "GRAPHFLEET_DURATION",
-    "GRAPHFLEET_GATEWAY_IMAGE",
-    "GRAPHFLEET_GATLING_IMAGE",
-    "GRAPHFLEET_IMAGE_PROFILE",
-    "GRAPHFLEET_K6_BIN",
-    "GRAPHFLEET_K6_IMAGE",
-    "GRAPHFLEET_KUBELET_ARGS",
-    "GRAPHFLEET_KUBELET_ARGS_CLIENT",
-    "GRAPHFLEET_KUBELET_ARGS_ROUTER",
-    "GRAPHFLEET_KUBELET_ARGS_SUBGRAPH",
-    "GRAPHFLEET_LEADER_ELECTION",
-    "GRAPHFLEET_LEASE_DURATION_SECONDS",
-    "GRAPHFLEET_LEASE_NAME",
-    "GRAPHFLEET_LOG_FORMAT",
-    "GRAPHFLEET_OPERATOR_BIN",
-    "GRAPHFLEET_OPS_ADDR",
-    "GRAPHFLEET_PEERS",
-    "GRAPHFLEET_PREBUILT",
-    "GRAPHFLEET_RATE",
-    "GRAPHFLEET_RESYNC_SECONDS",
-    "GRAPHFLEET_SCENARIOS",
-    "GRAPHFLEET_STATE",
-    "GRAPHFLEET_TEST_KUBECONFIG",
-    "GRAPHFLEET_TEST_REAL_STATE",
-];
 
 /// Where a setting came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -195,41 +162,59 @@ pub fn parse_scalar(text: &str) -> Value {
     }
 }
 
-/// Whether Kubernetes injected `name=value` for a Service whose name starts with
-/// `graphfleet` (`GRAPHFLEET_OPERATOR_SERVICE_HOST`, `..._PORT=tcp://...`,
-/// `..._PORT_8080_TCP_ADDR`): never ours, since our nested keys use `__`.
-fn is_service_link(name: &str, value: &str) -> bool {
-    if name.contains("__") {
-        return false;
-    }
-    let docker_link = ["tcp://", "udp://", "sctp://"];
-    name.ends_with("_SERVICE_HOST")
-        || name.contains("_SERVICE_PORT")
-        || (name.ends_with("_PORT") && docker_link.iter().any(|p| value.starts_with(p)))
-        || name
-            .split_once("_PORT_")
-            .is_some_and(|(_, rest)| rest.starts_with(|c: char| c.is_ascii_digit()))
+/// The config schema's top-level keys. A `GRAPHFLEET_` variable is a setting only when
+/// its first key is one of them: the project's other tools and the service links
+/// Kubernetes injects (`GRAPHFLEET_TRAFFIC_SERVICE_HOST`) share the prefix, not the keys.
+fn top_level_keys() -> &'static BTreeSet<String> {
+    static KEYS: LazyLock<BTreeSet<String>> = LazyLock::new(|| {
+        schemars::schema_for!(Config)
+            .get("properties")
+            .and_then(serde_json::Value::as_object)
+            .expect("the config schema lists its properties")
+            .keys()
+            .cloned()
+            .collect()
+    });
+    &KEYS
 }
 
-/// The `GRAPHFLEET_<SECTION>__<KEY>` variables as overrides, sorted by name so the
-/// result does not depend on the environment's order.
-pub fn env_overrides(env: &[(String, String)]) -> Result<Vec<Override>, ConfigError> {
-    let mut vars: Vec<&(String, String)> = env
+/// The keys a variable sets, lowercased, or `None` when it is not a gateway setting.
+fn setting_path(name: &str) -> Option<Vec<String>> {
+    let rest = name.strip_prefix(ENV_PREFIX)?;
+    let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+    top_level_keys().contains(&path[0]).then_some(path)
+}
+
+/// The `GRAPHFLEET_` variables that are neither the config file nor a setting, sorted:
+/// the gateway does not read them.
+pub fn ignored_env(env: &[(String, String)]) -> Vec<&str> {
+    let mut names: Vec<&str> = env
         .iter()
-        .filter(|(k, _)| k.starts_with(ENV_PREFIX) && k != CONFIG_ENV)
-        .filter(|(k, v)| !FOREIGN_ENV.contains(&k.as_str()) && !is_service_link(k, v))
+        .map(|(name, _)| name.as_str())
+        .filter(|name| name.starts_with(ENV_PREFIX) && *name != CONFIG_ENV)
+        .filter(|name| setting_path(name).is_none())
+        .collect();
+    names.sort_unstable();
+    names
+}
+
+/// The `GRAPHFLEET_<KEY>__<SUB>...` variables as overrides, sorted by name so the result
+/// does not depend on the environment's order.
+pub fn env_overrides(env: &[(String, String)]) -> Result<Vec<Override>, ConfigError> {
+    let mut vars: Vec<(&String, Vec<String>, &String)> = env
+        .iter()
+        .filter(|(name, _)| name != CONFIG_ENV)
+        .filter_map(|(name, value)| Some((name, setting_path(name)?, value)))
         .collect();
     vars.sort();
     vars.into_iter()
-        .map(|(name, value)| {
+        .map(|(name, path, value)| {
             let source = Source::Env(name.clone());
-            let rest = &name[ENV_PREFIX.len()..];
-            let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
             if path.iter().any(String::is_empty) {
                 return Err(ConfigError::one(
                     Some(source),
                     "",
-                    "not a setting: use GRAPHFLEET_<SECTION>__<KEY> with non-empty parts, \
+                    "not a setting: use GRAPHFLEET_<KEY>__<SUB> with non-empty parts, \
                      e.g. GRAPHFLEET_LIMITS__MAX_DEPTH",
                 ));
             }
@@ -476,24 +461,51 @@ mod tests {
     }
 
     #[test]
-    fn kubernetes_service_links_are_not_settings() {
-        for (name, value) in [
-            ("GRAPHFLEET_OPERATOR_SERVICE_HOST", "10.0.0.1"),
-            ("GRAPHFLEET_OPERATOR_SERVICE_PORT", "8080"),
-            ("GRAPHFLEET_OPERATOR_SERVICE_PORT_HTTP", "8080"),
-            ("GRAPHFLEET_OPERATOR_PORT", "tcp://10.0.0.1:8080"),
-            ("GRAPHFLEET_OPERATOR_PORT_8080_TCP_ADDR", "10.0.0.1"),
-        ] {
-            assert!(is_service_link(name, value), "{name}");
+    fn only_variables_under_a_top_level_key_are_settings() {
+        let keys = top_level_keys();
+        for key in ["listen", "limits", "subgraphs", "workers"] {
+            assert!(keys.contains(key), "{key} in {keys:?}");
         }
-        for (name, value) in [
+        // `GRAPHFLEET_CONFIG` names the file; a `config` key could never be set from env.
+        assert!(!keys.contains("config"), "{keys:?}");
+        let env: Vec<(String, String)> = [
             ("GRAPHFLEET_LISTEN", "0.0.0.0:4000"),
-            ("GRAPHFLEET_LIMITS__MAX_DEPTH", "3"),
-            ("GRAPHFLEET_LISTEN_PORT", "4000"),
-            ("GRAPHFLEET_X_PORTAL", "1"),
-        ] {
-            assert!(!is_service_link(name, value), "{name}");
-        }
+            ("GRAPHFLEET_LIMITS__MAX_DEPHT", "3"),
+            ("GRAPHFLEET_limits__max_depth", "4"),
+            ("GRAPHFLEET_CONFIG", "gateway.yaml"),
+            ("GRAPHFLEET_LISTNE", "typo"),
+            ("GRAPHFLEET_CACHE", "/tmp/cache"),
+            ("GRAPHFLEET_TRAFFIC_SERVICE_HOST", "10.0.0.1"),
+            ("GRAPHFLEET_TRAFFIC_PORT_8080_TCP_ADDR", "10.0.0.1"),
+            ("GRAPHFLEET_LIMITS", ""),
+            ("RUST_LOG", "debug"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+        let overrides = env_overrides(&env).expect("well-formed names");
+        let read: Vec<String> = overrides
+            .iter()
+            .map(|o| format!("{}: {}", o.source, o.path.join(".")))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                "env GRAPHFLEET_LIMITS: limits",
+                "env GRAPHFLEET_LIMITS__MAX_DEPHT: limits.max_depht",
+                "env GRAPHFLEET_LISTEN: listen",
+                "env GRAPHFLEET_limits__max_depth: limits.max_depth",
+            ]
+        );
+        assert_eq!(
+            ignored_env(&env),
+            [
+                "GRAPHFLEET_CACHE",
+                "GRAPHFLEET_LISTNE",
+                "GRAPHFLEET_TRAFFIC_PORT_8080_TCP_ADDR",
+                "GRAPHFLEET_TRAFFIC_SERVICE_HOST",
+            ]
+        );
     }
 
     #[test]

@@ -8,11 +8,11 @@ mod load;
 mod startup;
 mod tls;
 
-pub use cli::{Cli, Command, HELP, parse_args};
+pub use cli::{Cli, Command, parse_args};
 pub use graphfleet_config::*;
 pub use load::{
-    CONFIG_ENV, ConfigError, ENV_PREFIX, FOREIGN_ENV, Override, Problem, Source, Sources,
-    env_overrides, load, parse_scalar,
+    CONFIG_ENV, ConfigError, ENV_PREFIX, Override, Problem, Source, Sources, env_overrides,
+    ignored_env, load, parse_scalar,
 };
 pub use tls::server_config;
 
