@@ -211,6 +211,7 @@ async fn gateway_composes_rolls_out_recomposes_and_keeps_last_good_supergraph() 
             "REPLICAS",
             "AVAILABLE",
             "SUPERGRAPH",
+            "PHASE",
             "AGE"
         ],
         "{table}"
