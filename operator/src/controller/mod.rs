@@ -86,6 +86,25 @@ pub struct Context {
     pub k6_summaries: std::sync::Mutex<std::collections::HashMap<String, String>>,
 }
 
+impl Context {
+    /// A context whose events are reported by the operator's manager name, from this pod
+    /// (`POD_NAME`) when set.
+    pub fn new(client: Client, metrics: Arc<Metrics>, settings: Settings) -> Self {
+        let reporter = Reporter {
+            controller: MANAGER.to_owned(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            introspector: Introspector::new(),
+            metrics,
+            settings,
+            k6_summaries: Default::default(),
+        }
+    }
+}
+
 /// A failed reconcile (retried with a short backoff).
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -168,18 +187,7 @@ pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let reporter = Reporter {
-        controller: MANAGER.to_owned(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        introspector: Introspector::new(),
-        metrics,
-        recorder: Recorder::new(client.clone(), reporter),
-        settings: settings.clone(),
-        k6_summaries: Default::default(),
-    });
+    let ctx = Arc::new(Context::new(client.clone(), metrics, settings.clone()));
     let ns = settings.namespace.as_deref();
     let config = ControllerConfig::default()
         .debounce(settings.debounce)
