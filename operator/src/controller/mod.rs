@@ -33,6 +33,8 @@ use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 pub mod gateway;
 mod k6_api;
 mod loadtest;
+#[cfg(test)]
+mod mock_api;
 mod subgraph;
 
 const GATEWAY_CONTROLLER: &str = "graphgateway";
