@@ -33,6 +33,8 @@ use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 pub mod gateway;
 mod k6_api;
 mod loadtest;
+#[cfg(test)]
+mod mock_api;
 mod subgraph;
 
 const GATEWAY_CONTROLLER: &str = "graphgateway";
@@ -84,6 +86,25 @@ pub struct Context {
     pub settings: Settings,
     /// k6 summaries read from finished segment pods' logs, by pod uid (a log is read once).
     pub k6_summaries: std::sync::Mutex<std::collections::HashMap<String, String>>,
+}
+
+impl Context {
+    /// A context whose events are reported by the operator's manager name, from this pod
+    /// (`POD_NAME`) when set.
+    pub fn new(client: Client, metrics: Arc<Metrics>, settings: Settings) -> Self {
+        let reporter = Reporter {
+            controller: MANAGER.to_owned(),
+            instance: std::env::var("POD_NAME").ok(),
+        };
+        Self {
+            recorder: Recorder::new(client.clone(), reporter),
+            client,
+            introspector: Introspector::new(),
+            metrics,
+            settings,
+            k6_summaries: Default::default(),
+        }
+    }
 }
 
 /// A failed reconcile (retried with a short backoff).
@@ -168,18 +189,7 @@ pub async fn run(
     settings: Settings,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) {
-    let reporter = Reporter {
-        controller: MANAGER.to_owned(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        introspector: Introspector::new(),
-        metrics,
-        recorder: Recorder::new(client.clone(), reporter),
-        settings: settings.clone(),
-        k6_summaries: Default::default(),
-    });
+    let ctx = Arc::new(Context::new(client.clone(), metrics, settings.clone()));
     let ns = settings.namespace.as_deref();
     let config = ControllerConfig::default()
         .debounce(settings.debounce)
