@@ -69,3 +69,12 @@ async fn harness_fails_an_unexpected_call() {
 async fn harness_fails_a_missing_call() {
     run_case("harness/missing-call", reconcile_subgraph).await;
 }
+
+#[tokio::test]
+async fn gateway_invalid_config() {
+    run_case(
+        "gateway/invalid-config",
+        crate::controller::gateway::reconcile_gateway,
+    )
+    .await;
+}
