@@ -159,6 +159,8 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         ("graphfleet.dev", "graphgateways/status", "patch"),
         ("apps", "deployments", "patch"),
         ("", "configmaps", "get"),
+        // Revisions past the history limit.
+        ("", "configmaps", "delete"),
         ("autoscaling", "horizontalpodautoscalers", "delete"),
         ("policy", "poddisruptionbudgets", "create"),
         ("", "services", "create"),
@@ -177,7 +179,7 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         ("graphfleet.dev", "subgraphs", "patch"),
         ("graphfleet.dev", "graphgateways/status", "update"),
         ("apps", "deployments", "delete"),
-        ("", "configmaps", "delete"),
+        ("", "services", "delete"),
         ("", "secrets", "get"),
         ("", "pods", "create"),
         ("", "nodes", "list"),

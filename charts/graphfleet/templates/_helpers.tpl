@@ -79,8 +79,12 @@ LoadTests get rights when the operator grows a LoadTest controller.
 - apiGroups: ["graphfleet.dev"]
   resources: ["graphgateways/finalizers"]
   verbs: ["update"]
+# Delete: supergraph revisions and config files past spec.supergraph.revisionHistoryLimit.
 - apiGroups: [""]
-  resources: ["configmaps", "services"]
+  resources: ["configmaps"]
+  verbs: ["get", "list", "watch", "create", "patch", "delete"]
+- apiGroups: [""]
+  resources: ["services"]
   verbs: ["get", "list", "watch", "create", "patch"]
 - apiGroups: ["apps"]
   resources: ["deployments"]
