@@ -97,6 +97,9 @@ pub struct GraphGatewaySpec {
     /// Which supergraph revision the pods serve, and how many revisions are kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supergraph: Option<SupergraphDelivery>,
+    /// Checks a new composition passes before any pod changes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<DeliverySpec>,
     /// Rolling-update strategy of the gateway Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rollout: Option<RolloutStrategy>,
@@ -188,6 +191,38 @@ pub struct SupergraphDelivery {
     pub revision_history_limit: Option<i32>,
 }
 
+/// Checks before rollout.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliverySpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checks: Option<ChecksSpec>,
+}
+
+/// What a new composition is checked for against the revision being served.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChecksSpec {
+    /// Breaking changes of the API schema (a type, field, argument or enum value removed, a
+    /// type changed where clients see it, a required argument added, ...): `Warn` (the
+    /// default: an Event and the revision's `breakingChanges`) or `Block` (the serving
+    /// revision stays; the annotation `graphfleet.dev/allow-breaking-revision: <hash>`
+    /// lets that one revision through).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub breaking_changes: Option<CheckPolicy>,
+}
+
+/// What a failed check does.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+pub enum CheckPolicy {
+    #[default]
+    Warn,
+    Block,
+}
+
+/// The annotation letting one blocked revision (its hash) through its checks.
+pub const ALLOW_BREAKING_ANNOTATION: &str = "graphfleet.dev/allow-breaking-revision";
+
 /// Revisions kept when `spec.supergraph.revisionHistoryLimit` is unset.
 pub const DEFAULT_REVISION_HISTORY: usize = 10;
 
@@ -205,6 +240,15 @@ impl GraphGatewaySpec {
     /// The revision the spec pins, if any.
     pub fn pinned_revision(&self) -> Option<&str> {
         self.supergraph.as_ref()?.revision.as_deref()
+    }
+
+    /// What breaking changes do.
+    pub fn breaking_changes(&self) -> CheckPolicy {
+        self.delivery
+            .as_ref()
+            .and_then(|d| d.checks.as_ref())
+            .and_then(|c| c.breaking_changes)
+            .unwrap_or_default()
     }
 }
 
@@ -304,6 +348,18 @@ pub struct SupergraphRevision {
     /// The subgraphs it was composed from, with their SDL hashes.
     pub subgraphs: Vec<SubgraphSchemaRef>,
     pub outcome: RevisionOutcome,
+    /// Breaking API-schema changes against the revision served when it was composed
+    /// (`coordinate: what changed`, at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub breaking_changes: Vec<String>,
+    /// How many dangerous changes (an enum value or union member added, a default
+    /// changed, ...) it had against that revision.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dangerous_changes: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A subgraph's schema in a revision.
@@ -324,6 +380,8 @@ pub enum RevisionOutcome {
     Superseded,
     /// Composed but never served (e.g. while another revision was pinned).
     Composed,
+    /// Kept from the pods by a check (`spec.delivery.checks`).
+    Blocked,
 }
 
 /// One composition error as reported in status.

@@ -15,6 +15,7 @@ pub mod lease;
 pub mod metrics;
 pub mod report;
 pub mod resources;
+pub mod schema_checks;
 pub mod status;
 pub mod subgraph_sdl;
 pub mod thresholds;

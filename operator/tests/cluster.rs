@@ -743,3 +743,83 @@ fn report(what: &str, samples: &mut [Duration]) {
         samples.len()
     );
 }
+
+/// `spec.delivery.checks.breakingChanges: Block` keeps a composition that removes a field
+/// clients can select from the pods, says which field, and lets it through once the
+/// revision is allowed by annotation; an additive change goes through at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breaking_changes_are_blocked_before_any_pod_changes() {
+    let shop = shop("gw-checks").await;
+    let ns = shop.ns.name().to_owned();
+    let client = shop.client.clone();
+    let operator = Operator::start(&client, &ns);
+    let mut gw = shop_gateway();
+    gw.spec = serde_json::from_value(json!({
+        "subgraphSelector": { "matchLabels": { "graph": "shop" } },
+        "replicas": 2,
+        "delivery": { "checks": { "breakingChanges": "Block" } },
+    }))
+    .expect("a valid spec");
+    create(&shop.gateways, &gw).await;
+    let first = wait_for("first supergraph", WAIT, || served_hash(&client, &ns)).await;
+
+    // Additive: served.
+    let added =
+        fixture_sdl("accounts").replace("username: String", "username: String\n  nickname: String");
+    set_inline_sdl(&shop.subgraphs, "accounts", &added).await;
+    let second = wait_for("an additive change served", WAIT, || async {
+        served_hash(&client, &ns).await.filter(|h| *h != first)
+    })
+    .await;
+
+    // Breaking: User.username removed; the served revision stays and status says why.
+    let removed = added.replace("  username: String\n", "");
+    set_inline_sdl(&shop.subgraphs, "accounts", &removed).await;
+    let blocked = wait_for("BreakingChangesBlocked", WAIT, || async {
+        let gw = shop.gateways.get("shop").await.ok()?;
+        (condition(&gw, "Composed")?.1 == "BreakingChangesBlocked").then_some(gw)
+    })
+    .await;
+    let status = blocked.status.clone().expect("status");
+    assert_eq!(status.supergraph_hash.as_deref(), Some(second.as_str()));
+    assert!(
+        status.composition_errors[0]
+            .message
+            .starts_with("User.username:"),
+        "{:?}",
+        status.composition_errors
+    );
+    let newest = &status.revisions[0];
+    assert_eq!(newest.outcome, graphfleet_api::RevisionOutcome::Blocked);
+    assert!(newest.breaking_changes[0].starts_with("User.username:"));
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), &ns);
+    let template_hash = || async {
+        let d = deployments.get("shop").await.ok()?;
+        let annotations = d.spec?.template.metadata?.annotations?;
+        annotations
+            .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
+            .cloned()
+    };
+    assert_eq!(
+        template_hash().await,
+        Some(second.clone()),
+        "no pod changed"
+    );
+
+    // Allowed once by annotation: served.
+    shop.gateways
+        .patch(
+            "shop",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "metadata": { "annotations": {
+                graphfleet_api::ALLOW_BREAKING_ANNOTATION: newest.hash,
+            } } })),
+        )
+        .await
+        .expect("allow the revision");
+    wait_for("the allowed revision served", WAIT, || async {
+        (template_hash().await.as_ref() == Some(&newest.hash)).then_some(())
+    })
+    .await;
+    operator.stop().await;
+}

@@ -9,21 +9,24 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use kube::ResourceExt;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{Selector, SelectorExt};
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Resource, ResourceExt};
 
+use super::gateway_checks;
 use super::{
     Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
+    publish,
 };
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
 use crate::resources::gateway_meta as meta;
 use crate::resources::gateway_revisions as revisions;
 use crate::resources::{self, MANAGER};
+use crate::schema_checks::Verdict;
 use crate::status::gateway::{CompositionOutcome, Observed, gateway_status};
 use crate::status::revisions as status_revisions;
 use crate::subgraph_sdl::load_sdl;
@@ -320,19 +323,6 @@ async fn collect_garbage(
     Ok(())
 }
 
-async fn publish(ctx: &Context, gw: &GraphGateway, type_: EventType, reason: &str, note: String) {
-    let event = Event {
-        type_,
-        reason: reason.to_owned(),
-        note: Some(note.chars().take(1000).collect()),
-        action: "Compose".to_owned(),
-        secondary: None,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &gw.object_ref(&())).await {
-        tracing::warn!(error = %e, "publishing event failed");
-    }
-}
-
 #[tracing::instrument(skip_all, fields(gateway = %gw.name_any(), namespace = gw.namespace().unwrap_or_default()))]
 pub(super) async fn reconcile_gateway(
     gw: Arc<GraphGateway>,
@@ -352,7 +342,16 @@ pub(super) async fn reconcile_gateway(
         )
         .await?;
     }
-    let target = target_revision(&ctx, &gw, &ns, composed.as_ref().ok()).await?;
+    let verdict = match (&composed, gw.spec.pinned_revision()) {
+        (Ok(sg), None) => {
+            gateway_checks::check(&ctx, &gw, &ns, previous_hash.as_deref(), &sg.hash, &sg.sdl)
+                .await?
+        }
+        _ => None,
+    };
+    let blocked = verdict.as_ref().is_some_and(|v| v.blocked);
+    let servable = composed.as_ref().ok().filter(|_| !blocked);
+    let target = target_revision(&ctx, &gw, &ns, servable).await?;
     let mut applied = false;
     let mut served_hash = previous_hash.clone();
     if let (Ok(pods), Ok(Some(hash))) = (&pods, &target) {
@@ -372,7 +371,7 @@ pub(super) async fn reconcile_gateway(
         publish(&ctx, &gw, EventType::Normal, "Serving", note).await;
         tracing::info!(gateway = %name, namespace = %ns, %hash, "serving a new supergraph revision");
     }
-    let outcome = outcome(&pods, &composed, &target);
+    let outcome = outcome(&pods, &composed, &target, verdict.as_ref());
     if let CompositionOutcome::Failed { reason, errors } = &outcome {
         let note = errors
             .iter()
@@ -382,7 +381,7 @@ pub(super) async fn reconcile_gateway(
         tracing::warn!(gateway = %name, namespace = %ns, %reason, errors = %note, "not applied as composed; serving the last good revision");
         publish(&ctx, &gw, EventType::Warning, reason, note).await;
     }
-    let history = revision_history(&gw, &composed, served_hash.as_deref());
+    let history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
     collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
     let params = ListParams::default().labels(&meta::selector_string(&gw));
@@ -436,12 +435,27 @@ fn outcome(
     pods: &Result<GatewayPods, Vec<String>>,
     composed: &Result<Supergraph, CompositionOutcome>,
     target: &Result<Option<String>, CompositionOutcome>,
+    verdict: Option<&Verdict>,
 ) -> CompositionOutcome {
     if let Err(problems) = pods {
         return invalid_config(problems.clone());
     }
     if let Err(failed) = target {
         return failed.clone();
+    }
+    if let Some(verdict) = verdict.filter(|v| v.blocked) {
+        return CompositionOutcome::Failed {
+            reason: "BreakingChangesBlocked".to_owned(),
+            errors: verdict
+                .breaking
+                .iter()
+                .map(|change| CompositionErrorStatus {
+                    code: "BREAKING_CHANGE".to_owned(),
+                    message: change.clone(),
+                    subgraphs: Vec::new(),
+                })
+                .collect(),
+        };
     }
     match composed {
         Ok(sg) => CompositionOutcome::Composed {
@@ -456,6 +470,7 @@ fn outcome(
 fn revision_history(
     gw: &GraphGateway,
     composed: &Result<Supergraph, CompositionOutcome>,
+    verdict: Option<&Verdict>,
     served: Option<&str>,
 ) -> Vec<SupergraphRevision> {
     let previous = gw
@@ -466,6 +481,7 @@ fn revision_history(
     let composed = composed.as_ref().ok().map(|sg| status_revisions::Composed {
         hash: &sg.hash,
         subgraphs: sg.schemas.clone(),
+        verdict,
     });
     status_revisions::record(
         previous,

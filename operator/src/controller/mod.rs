@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde::Serialize;
@@ -31,6 +31,7 @@ use crate::subgraph_sdl::Introspector;
 use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 
 pub mod gateway;
+mod gateway_checks;
 mod k6_api;
 mod loadtest;
 #[cfg(test)]
@@ -161,6 +162,20 @@ where
             Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
             Err(e) => Err(e),
         },
+    }
+}
+
+/// Publishes an Event about `gw` (a failed publish is logged, never fatal).
+async fn publish(ctx: &Context, gw: &GraphGateway, type_: EventType, reason: &str, note: String) {
+    let event = Event {
+        type_,
+        reason: reason.to_owned(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Compose".to_owned(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&event, &gw.object_ref(&())).await {
+        tracing::warn!(error = %e, "publishing event failed");
     }
 }
 

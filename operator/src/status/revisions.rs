@@ -9,6 +9,8 @@ use graphfleet_api::{RevisionOutcome, SubgraphSchemaRef, SupergraphRevision};
 pub struct Composed<'a> {
     pub hash: &'a str,
     pub subgraphs: Vec<SubgraphSchemaRef>,
+    /// Its checks against the served revision, when they ran.
+    pub verdict: Option<&'a crate::schema_checks::Verdict>,
 }
 
 /// The history after this reconcile: `composed` added when new, `serving` marked as the
@@ -22,6 +24,10 @@ pub fn record(
     now: &Time,
 ) -> Vec<SupergraphRevision> {
     let mut revisions = previous.to_vec();
+    let blocked = composed
+        .as_ref()
+        .filter(|c| c.verdict.is_some_and(|v| v.blocked))
+        .map(|c| c.hash.to_owned());
     if let Some(new) = composed
         && !revisions.iter().any(|r| r.hash == new.hash)
     {
@@ -32,14 +38,20 @@ pub fn record(
                 composed_at: now.clone(),
                 subgraphs: new.subgraphs,
                 outcome: RevisionOutcome::Composed,
+                breaking_changes: new.verdict.map(|v| v.breaking.clone()).unwrap_or_default(),
+                dangerous_changes: new
+                    .verdict
+                    .map_or(0, |v| u32::try_from(v.dangerous).unwrap_or(u32::MAX)),
             },
         );
     }
     for revision in &mut revisions {
         let is_served = serving == Some(revision.hash.as_str());
+        let is_blocked = blocked.as_deref() == Some(revision.hash.as_str());
         revision.outcome = match (revision.outcome, is_served) {
             (_, true) => RevisionOutcome::Serving,
             (RevisionOutcome::Serving, false) => RevisionOutcome::Superseded,
+            (RevisionOutcome::Composed, false) if is_blocked => RevisionOutcome::Blocked,
             (other, false) => other,
         };
     }
@@ -69,6 +81,7 @@ mod tests {
                 name: "a".to_owned(),
                 sdl_hash: format!("sdl-{hash}"),
             }],
+            verdict: None,
         }
     }
 
