@@ -362,13 +362,16 @@ pub(super) async fn reconcile_gateway(
     if served_hash != previous_hash
         && let Some(hash) = &served_hash
     {
-        let note = match &composed {
-            Ok(sg) if sg.hash == *hash => {
-                format!("supergraph {hash} from {} subgraphs", sg.subgraphs.len())
-            }
-            _ => format!("supergraph revision {hash}"),
+        // `Composed` for a new composition going out, `Serving` for a kept revision
+        // (pinned, or the last good one again).
+        let (reason, note) = match &composed {
+            Ok(sg) if sg.hash == *hash => (
+                "Composed",
+                format!("supergraph {hash} from {} subgraphs", sg.subgraphs.len()),
+            ),
+            _ => ("Serving", format!("supergraph revision {hash}")),
         };
-        publish(&ctx, &gw, EventType::Normal, "Serving", note).await;
+        publish(&ctx, &gw, EventType::Normal, reason, note).await;
         tracing::info!(gateway = %name, namespace = %ns, %hash, "serving a new supergraph revision");
     }
     let outcome = outcome(&pods, &composed, &target, verdict.as_ref());
