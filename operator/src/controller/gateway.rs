@@ -16,11 +16,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::gateway_checks;
 use super::{
     Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
     publish,
 };
+use super::{gateway_checks, gateway_revisions};
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
 use crate::resources::gateway_meta as meta;
@@ -283,46 +283,6 @@ async fn apply_gateway_objects(
     Ok(())
 }
 
-/// Deletes the revision ConfigMaps no longer in `status.revisions` and all but the newest
-/// config files (never the one in use).
-async fn collect_garbage(
-    ctx: &Context,
-    gw: &GraphGateway,
-    ns: &str,
-    kept: &[SupergraphRevision],
-    pods: Option<&GatewayPods>,
-) -> Result<(), Error> {
-    let config_maps = api::<ConfigMap>(ctx, ns);
-    let list = |component| {
-        let params = ListParams::default().labels(&meta::component_selector(gw, component));
-        let config_maps = config_maps.clone();
-        async move { config_maps.list(&params).await.map(|l| l.items) }
-    };
-    let revision_maps = list(meta::SUPERGRAPH_COMPONENT).await?;
-    let config_files = list(meta::CONFIG_COMPONENT).await?;
-    let kept: Vec<&str> = kept.iter().map(|r| r.hash.as_str()).collect();
-    let in_use = pods
-        .map(|p| {
-            revisions::config_file_config_map_name(
-                &gw.name_any(),
-                &revisions::config_hash(&p.config.text),
-            )
-        })
-        .unwrap_or_default();
-    let keep = gw.spec.revision_history_limit();
-    for name in revisions::collectable(
-        &gw.name_any(),
-        &revision_maps,
-        &kept,
-        &config_files,
-        &in_use,
-        keep,
-    ) {
-        apply_or_delete(&config_maps, &name, None).await?;
-    }
-    Ok(())
-}
-
 #[tracing::instrument(skip_all, fields(gateway = %gw.name_any(), namespace = gw.namespace().unwrap_or_default()))]
 pub(super) async fn reconcile_gateway(
     gw: Arc<GraphGateway>,
@@ -385,7 +345,7 @@ pub(super) async fn reconcile_gateway(
         publish(&ctx, &gw, EventType::Warning, reason, note).await;
     }
     let history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
-    collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
+    gateway_revisions::collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
     let params = ListParams::default().labels(&meta::selector_string(&gw));
     let gateway_pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
@@ -399,7 +359,7 @@ pub(super) async fn reconcile_gateway(
         generation: gw.metadata.generation,
         applied,
         outcome: &outcome,
-        serving_pods: serving(&gateway_pods, served_hash.as_deref()),
+        serving_pods: gateway_revisions::serving(&gateway_pods, served_hash.as_deref()),
         served_hash,
         revisions: history,
         rollout: deployment.as_ref().map(Rollout::of),
@@ -493,27 +453,6 @@ fn revision_history(
         gw.spec.revision_history_limit(),
         &now(),
     )
-}
-
-/// Ready gateway pods started from a template naming revision `hash`.
-fn serving(pods: &[Pod], hash: Option<&str>) -> i32 {
-    let Some(hash) = hash else { return 0 };
-    let count = pods
-        .iter()
-        .filter(|p| {
-            let names = p
-                .annotations()
-                .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
-                .is_some_and(|h| h == hash);
-            let ready = p
-                .status
-                .as_ref()
-                .and_then(|s| s.conditions.as_ref())
-                .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
-            names && ready && p.metadata.deletion_timestamp.is_none()
-        })
-        .count();
-    i32::try_from(count).expect("pod counts fit in i32")
 }
 
 /// Gateways (from the controller's own cache) that select `subgraph`.

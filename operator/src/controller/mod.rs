@@ -32,6 +32,7 @@ use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 
 pub mod gateway;
 mod gateway_checks;
+mod gateway_revisions;
 mod k6_api;
 mod loadtest;
 #[cfg(test)]
