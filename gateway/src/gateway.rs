@@ -218,10 +218,10 @@ impl<T: Transport> Gateway<T> {
             .filter(|_| dc.expose_in_extensions);
         let claims = meta.claims.as_ref();
         let mask = authorize::authorize(&self.config, &state, &cached, claims, values)?;
-        let variant = self
+        let planned = self
             .planning
             .variant(&state, &cached, values, mask, deadline);
-        let variant = variant.await?;
+        let variant = planned.await?;
         let plan = match &variant.plan {
             Ok(plan) => plan,
             Err(e) => return Err(plan_error(e).into()),
@@ -240,15 +240,9 @@ impl<T: Transport> Gateway<T> {
             };
             let transport = self.transport.clone();
             if kind.is_subscription() {
-                let subscriptions = &self.subscriptions;
-                let subscribed = execute::subscribe(
-                    subscriptions,
-                    started,
-                    meta.client,
-                    transport,
-                    &self.config,
-                );
-                return subscribed.map(Outcome::Subscribed);
+                let (subscriptions, client) = (&self.subscriptions, meta.client);
+                return execute::subscribe(subscriptions, started, client, transport, &self.config)
+                    .map(Outcome::Subscribed);
             }
             let incremental = execute::incremental(started, cost, transport, &self.config);
             return incremental.await.map(Outcome::Incremental);
