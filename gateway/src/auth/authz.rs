@@ -4,7 +4,8 @@
 //! Mask 0 takes the ordinary cached plan; another mask gets its own plan (denied
 //! fields left out of every subgraph request) and shapes (denied fields answered
 //! with `null` and an `UNAUTHORIZED_FIELD_OR_TYPE` error), cached per (condition
-//! values, mask).
+//! values, mask). The pipeline's authorization stage (`pipeline::authorize`) asks for
+//! the mask per request.
 
 use super::jwt::Claims;
 use crate::operation::shape::Shapes;

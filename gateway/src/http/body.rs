@@ -3,6 +3,7 @@
 //! request's query string up to the same length. Other methods are refused.
 
 use crate::pipeline::error::RequestError;
+use crate::pipeline::request::Media;
 use bytes::Bytes;
 use graphfleet_config::Config;
 use http_body_util::{BodyExt, Limited};
@@ -59,7 +60,7 @@ async fn post_body(
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    if content_type.split(';').next().map(str::trim) != Some("application/json") {
+    if content_type.split(';').next().map(str::trim) != Some(Media::Json.as_str()) {
         return Err(RequestError::http(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             None,

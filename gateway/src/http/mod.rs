@@ -40,8 +40,6 @@ pub use ws::serve_socket;
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub std::net::IpAddr);
 
-const JSON: &str = "application/json";
-
 fn response(
     status: StatusCode,
     content_type: &str,
@@ -85,7 +83,7 @@ fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<HandlerBody> {
         "reload_error": reload.last_error,
     });
     let body = serde_json::to_vec(&body).expect("static JSON serializes");
-    response(status, JSON, body)
+    response(status, Media::Json.as_str(), body)
 }
 
 /// Answer one request; generic over the transport so fuzzing can run without network.
@@ -125,9 +123,11 @@ fn route<T: Transport>(gateway: &Gateway<T>, req: &Request<Incoming>) -> Route {
     let upgrade = ws::is_upgrade(req);
     let ws_path = config.subscriptions.websocket_path.as_deref();
     match path {
-        "/health" | "/health/live" => {
-            Route::Answered(response(StatusCode::OK, JSON, &b"{\"status\":\"UP\"}"[..]))
-        }
+        "/health" | "/health/live" => Route::Answered(response(
+            StatusCode::OK,
+            Media::Json.as_str(),
+            &b"{\"status\":\"UP\"}"[..],
+        )),
         "/health/ready" => Route::Answered(readiness(gateway)),
         _ if upgrade && path == ws_path.unwrap_or(&config.graphql_path) => Route::WebSocket,
         _ if path == config.graphql_path => Route::GraphQL,

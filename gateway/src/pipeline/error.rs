@@ -7,8 +7,13 @@ use crate::operation::{RequestErrors, limits};
 use apollo_compiler::response::GraphQLError;
 use http::{HeaderName, HeaderValue, StatusCode};
 
+/// Boxed: every stage returns it in a `Result`, whose `Ok` side stays as small as
+/// the value it carries.
 #[derive(Debug)]
-pub struct RequestError {
+pub struct RequestError(Box<Refusal>);
+
+#[derive(Debug)]
+struct Refusal {
     status: Status,
     header: Option<(HeaderName, HeaderValue)>,
     /// `{"errors":[…]}`, written once when the error is made.
@@ -63,16 +68,16 @@ impl RequestError {
             None => serde_json::json!({ "message": message }),
         };
         let body = serde_json::json!({ "errors": [error] });
-        Self {
+        Self(Box::new(Refusal {
             status: Status::Fixed(status),
             header: None,
             body: serde_json::to_vec(&body).expect("JSON values serialize"),
-        }
+        }))
     }
 
     /// The same error, answered with the header `name: value` too.
     pub fn with_header(mut self, name: HeaderName, value: &'static str) -> Self {
-        self.header = Some((name, HeaderValue::from_static(value)));
+        self.0.header = Some((name, HeaderValue::from_static(value)));
         self
     }
 
@@ -81,17 +86,17 @@ impl RequestError {
         struct Body<'a> {
             errors: &'a [GraphQLError],
         }
-        Self {
+        Self(Box::new(Refusal {
             status,
             header: None,
             body: serde_json::to_vec(&Body { errors }).expect("errors serialize"),
-        }
+        }))
     }
 
     /// The HTTP status in `media`: GraphQL over HTTP answers a request error 400 under
     /// its own media type and 200 under `application/json`.
     pub fn status(&self, media: Media) -> StatusCode {
-        match (self.status, media) {
+        match (self.0.status, media) {
             (Status::Invalid, Media::GraphQLResponse) => StatusCode::BAD_REQUEST,
             (Status::Invalid, Media::Json) => StatusCode::OK,
             (Status::NotReady, _) => StatusCode::SERVICE_UNAVAILABLE,
@@ -101,19 +106,19 @@ impl RequestError {
 
     /// The header the status needs (`Allow`, `Retry-After`, `WWW-Authenticate`), if any.
     pub fn header(&self) -> Option<&(HeaderName, HeaderValue)> {
-        self.header.as_ref()
+        self.0.header.as_ref()
     }
 
     pub fn body(&self) -> &[u8] {
-        &self.body
+        &self.0.body
     }
 
     pub fn into_body(self) -> Vec<u8> {
-        self.body
+        self.0.body
     }
 
     /// True while no supergraph is loaded (the metrics count it apart).
     pub fn is_not_ready(&self) -> bool {
-        self.status == Status::NotReady
+        self.0.status == Status::NotReady
     }
 }
