@@ -7,8 +7,8 @@
 use criterion::{Criterion, criterion_group, criterion_main};
 use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::Config;
-use graphfleet_gateway::gateway::State;
 use graphfleet_gateway::http::headers::HeaderRules;
+use graphfleet_gateway::pipeline::plan_cache::State;
 use graphfleet_gateway::supergraph::Supergraph;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use std::hint::black_box;

@@ -15,8 +15,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::Transport;
-use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
+use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::http::{HandlerBody, HttpLayers, csrf_blocked};
+use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_loadtest::{Mode, Options, spawn};
 use http_body_util::{BodyExt, Full};
@@ -276,9 +277,9 @@ fn demand_control(
 ) {
     use apollo_compiler::response::JsonMap;
     use graphfleet_gateway::config::DemandControlMode;
-    use graphfleet_gateway::demand;
     use graphfleet_gateway::operation::ConditionValues;
     use graphfleet_gateway::operation::demand::CostPlan;
+    use graphfleet_gateway::pipeline::demand;
     let config = |mode: Option<DemandControlMode>| {
         let mut config = Config::default();
         if let Some(mode) = mode {

@@ -2,12 +2,11 @@
 
 pub mod auth;
 pub mod config;
-pub mod demand;
 pub mod gateway;
 pub mod http;
 pub mod lifecycle;
 pub mod persisted;
-pub mod progressive_override;
+pub mod pipeline;
 pub mod reload;
 pub mod runtime;
 pub mod subscription;

@@ -10,13 +10,13 @@
 //! memory. A supergraph reload and shutdown end every subscription with a last error
 //! saying why; clients resubscribe (to the new supergraph, or another pod).
 
+use crate::executor::execute_event;
 use crate::executor::subscription::{self as upstream, Protocol, Upstream};
 use crate::executor::transport::Transport;
-use crate::executor::{ExecutionContext, execute_event};
-use crate::gateway::{Gateway, Started};
+use crate::pipeline::operation::Started;
 use crate::telemetry::metrics::SubscriptionMetrics;
 use bytes::Bytes;
-use graphfleet_config::{SubgraphProtocol, SubscriptionsConfig};
+use graphfleet_config::{Config, SubgraphProtocol, SubscriptionsConfig};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use sha2::{Digest, Sha256};
@@ -393,16 +393,18 @@ pub fn errors(code: &str, message: &str) -> Bytes {
     Bytes::from(serde_json::to_vec(&body).expect("static JSON serializes"))
 }
 
-impl<T: Transport> Gateway<T> {
+impl Subscriptions {
     /// Start `started` (a subscription, planned) for `client`: join the identical
-    /// subscription already open, or subscribe to the subgraph in a task of its own.
-    pub(crate) fn subscribe(
+    /// subscription already open, or subscribe to the subgraph in a task of its own,
+    /// completing its events over `transport`.
+    pub(crate) fn subscribe<T: Transport>(
         self: &Arc<Self>,
         started: Started,
         client: Option<IpAddr>,
+        transport: Arc<T>,
+        config: &Config,
     ) -> Result<Subscription, String> {
-        let hub = &self.subscriptions;
-        let slot = hub.admit(client)?;
+        let slot = self.admit(client)?;
         let Ok(plan) = &started.variant.plan else {
             return Err("the subscription has no plan".into());
         };
@@ -411,17 +413,11 @@ impl<T: Transport> Gateway<T> {
         };
         let fetch = &plan.fetches[plan.subscription_fetch().expect("checked above")];
         let name = fetch.subgraph_name.clone();
-        let url = started
-            .state
-            .supergraph
-            .meta
-            .subgraph(fetch.subgraph)
-            .url
-            .clone();
+        let url = started.supergraph.meta.subgraph(fetch.subgraph).url.clone();
         let headers = started.headers.for_subgraph(&name).clone();
-        let upstream = self.upstream(&name, &url, headers)?;
-        let key = hub.config.deduplicate.then(|| dedup_key(&started, &body));
-        let mut sources = hub.sources.lock();
+        let upstream = self.upstream(config, &name, &url, headers)?;
+        let key = self.config.deduplicate.then(|| dedup_key(&started, &body));
+        let mut sources = self.sources.lock();
         if let Some(tx) = key.and_then(|k| sources.get(&k)) {
             return Ok(Subscription {
                 rx: tx.subscribe(),
@@ -429,18 +425,20 @@ impl<T: Transport> Gateway<T> {
                 ended: false,
             });
         }
-        let (tx, rx) = broadcast::channel(hub.config.queue_size.max(1));
+        let (tx, rx) = broadcast::channel(self.config.queue_size.max(1));
         if let Some(k) = key {
             sources.insert(k, tx.clone());
         }
         drop(sources);
-        let gateway = self.clone();
-        let closing = hub.closing.subscribe();
-        tokio::spawn(async move {
-            gateway
-                .produce(started, upstream, body, tx, key, closing)
-                .await;
-        });
+        let source = Source {
+            started,
+            transport,
+            max_response_bytes: config.limits.max_response_bytes,
+            tx,
+            key,
+        };
+        let closing = self.closing.subscribe();
+        tokio::spawn(self.clone().produce(source, upstream, body, closing));
         Ok(Subscription {
             rx,
             slot,
@@ -451,11 +449,12 @@ impl<T: Transport> Gateway<T> {
     /// Where and how subgraph `name` (at `url`) is subscribed to.
     fn upstream(
         &self,
+        config: &Config,
         name: &str,
         url: &str,
         headers: http::HeaderMap,
     ) -> Result<Upstream, String> {
-        let own = self.config.subgraphs.get(name).map(|s| &s.subscription);
+        let own = config.subgraphs.get(name).map(|s| &s.subscription);
         let protocol = own.map(|s| s.protocol).unwrap_or_default();
         let url = match own.and_then(|s| s.url.clone()) {
             Some(url) => url,
@@ -463,7 +462,6 @@ impl<T: Transport> Gateway<T> {
                 .ok_or_else(|| format!("subgraph {name}'s URL {url} is not http(s)://"))?,
             None => url.to_owned(),
         };
-        let config = &self.subscriptions.config;
         Ok(Upstream {
             protocol: match protocol {
                 SubgraphProtocol::Websocket => Protocol::WebSocket,
@@ -471,27 +469,31 @@ impl<T: Transport> Gateway<T> {
             },
             url,
             headers,
-            connect_timeout: config.subgraph_connect_timeout,
-            buffer: config.queue_size,
+            connect_timeout: self.config.subgraph_connect_timeout,
+            buffer: self.config.queue_size,
         })
     }
 
     /// Run one subgraph subscription: complete each event and send it to the
     /// subscribers, until the subgraph ends it, the last subscriber leaves, or the
     /// gateway reloads or shuts down.
-    async fn produce(
+    async fn produce<T: Transport>(
         self: Arc<Self>,
-        started: Started,
+        source: Source<T>,
         upstream: Upstream,
         body: Bytes,
-        tx: broadcast::Sender<Arc<Event>>,
-        key: Option<[u8; 32]>,
         mut closing: watch::Receiver<Closing>,
     ) {
-        let hub = &self.subscriptions;
+        let Source {
+            started,
+            transport,
+            max_response_bytes,
+            tx,
+            key,
+        } = source;
         let end = |last: Option<Bytes>| {
             if let Some(k) = key {
-                hub.sources.lock().remove(&k);
+                self.sources.lock().remove(&k);
             }
             let _ = tx.send(Arc::new(Event::End(last)));
         };
@@ -506,28 +508,18 @@ impl<T: Transport> Gateway<T> {
             Ok(events) => events,
             Err(e) => return end(Some(errors(e.code, &e.message))),
         };
-        hub.metrics.upstreams.inc();
-        let _upstream = scopeguard(|| hub.metrics.upstreams.dec());
+        self.metrics.upstreams.inc();
+        let _upstream = scopeguard(|| self.metrics.upstreams.dec());
         let Ok(plan) = &started.variant.plan else {
             return end(None);
         };
-        let ctx = ExecutionContext {
-            supergraph: &started.state.supergraph,
-            prepared: &started.cached.prepared,
-            shapes: started.variant.shapes(&started.cached.prepared),
-            plan,
-            variables: &started.variables,
-            transport: &self.transport,
-            headers: &started.headers,
-            fetch_metrics: &started.state.fetch_metrics,
-            max_response_bytes: self.config.limits.max_response_bytes,
-        };
+        let ctx = started.context(plan, &*transport, max_response_bytes);
         loop {
             tokio::select! {
                 event = events.next() => match event {
                     Some(Ok(event)) => {
                         let executed = Box::pin(execute_event(&ctx, event)).await;
-                        hub.metrics.events.inc();
+                        self.metrics.events.inc();
                         let _ = tx.send(Arc::new(Event::Next(Bytes::from(executed.body))));
                     }
                     Some(Err(e)) => return end(Some(errors(e.code, &e.message))),
@@ -535,7 +527,7 @@ impl<T: Transport> Gateway<T> {
                 },
                 () = tx.closed() => {
                     // A subscriber may have joined since: leave only if none did.
-                    let mut sources = hub.sources.lock();
+                    let mut sources = self.sources.lock();
                     if tx.receiver_count() == 0 {
                         if let Some(k) = key {
                             sources.remove(&k);
@@ -559,6 +551,17 @@ impl<T: Transport> Gateway<T> {
             }
         }
     }
+}
+
+/// One subgraph subscription's producer: the request it completes events for, and
+/// where the results go.
+struct Source<T> {
+    started: Started,
+    transport: Arc<T>,
+    max_response_bytes: usize,
+    tx: broadcast::Sender<Arc<Event>>,
+    /// Its key among the shared subscriptions (deduplication on).
+    key: Option<[u8; 32]>,
 }
 
 /// Runs `f` when dropped.

@@ -288,7 +288,8 @@ async fn overall_request_timeout_is_504() {
 
 #[tokio::test]
 async fn url_overrides_survive_a_supergraph_swap() {
-    use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta};
+    use graphfleet_gateway::gateway::Gateway;
+    use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
     let fault = fault_subgraph::start().await;
     let mut config = Config::default();
     config.subgraphs.insert(

@@ -31,7 +31,7 @@ async fn run_fixture(dir: &Path) {
         .meta
         .override_labels()
         .into_iter()
-        .filter(|l| graphfleet_gateway::progressive_override::percent(l).is_some())
+        .filter(|l| graphfleet_gateway::pipeline::progressive_override::percent(l).is_some())
         .map(str::to_owned)
         .collect();
     let gateway = support::start_gateway_with_config(config, supergraph).await;

@@ -14,7 +14,7 @@ mod support;
 
 use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::{Config, LimitsConfig};
-use graphfleet_gateway::gateway::State;
+use graphfleet_gateway::pipeline::plan_cache::State;
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_loadtest::Handle;
 use serde_json::{Value, json};

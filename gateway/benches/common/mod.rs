@@ -8,7 +8,8 @@ use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::{
     FetchError, HttpTransport, SubgraphRequest, Transport,
 };
-use graphfleet_gateway::gateway::{Gateway, RequestMeta};
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::pipeline::request::RequestMeta;
 use graphfleet_gateway::supergraph::Supergraph;
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;

@@ -4,8 +4,10 @@
 #![no_main]
 
 use apollo_compiler::response::JsonMap;
-use graphfleet_gateway::gateway::{Gateway, GraphQLRequest, RequestMeta, State};
+use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::operation;
+use graphfleet_gateway::pipeline::plan_cache::State;
+use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
 use graphfleet_gateway_fuzz::{InProcess, gateway, strict_config, supergraph};
 use libfuzzer_sys::fuzz_target;
 use std::sync::LazyLock;

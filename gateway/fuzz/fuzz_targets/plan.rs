@@ -3,7 +3,7 @@
 //! `State::prepare` under strict limits. No execution. Any panic is a bug.
 #![no_main]
 
-use graphfleet_gateway::gateway::State;
+use graphfleet_gateway::pipeline::plan_cache::State;
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_gateway_fuzz::strict_config;
 use libfuzzer_sys::fuzz_target;

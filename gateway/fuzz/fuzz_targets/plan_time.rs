@@ -5,7 +5,7 @@
 #![no_main]
 
 use graphfleet_gateway::config::LimitsConfig;
-use graphfleet_gateway::gateway::State;
+use graphfleet_gateway::pipeline::plan_cache::State;
 use graphfleet_gateway_fuzz::{fragment_program, supergraph};
 use libfuzzer_sys::fuzz_target;
 use std::sync::LazyLock;

@@ -6,7 +6,8 @@
 #![no_main]
 
 use futures::{SinkExt, StreamExt};
-use graphfleet_gateway::gateway::{Gateway, RequestMeta};
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::pipeline::request::RequestMeta;
 use graphfleet_gateway_fuzz::{InProcess, gateway};
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, LazyLock};

@@ -4,19 +4,17 @@
 //! Mask 0 takes the ordinary cached plan; another mask gets its own plan (denied
 //! fields left out of every subgraph request) and shapes (denied fields answered
 //! with `null` and an `UNAUTHORIZED_FIELD_OR_TYPE` error), cached per (condition
-//! values, mask).
+//! values, mask). The pipeline's authorization stage (`pipeline::authorize`) asks for
+//! the mask per request.
 
 use super::jwt::Claims;
-use crate::gateway::{CachedOperation, RequestMeta, State};
 use crate::operation::shape::Shapes;
-use crate::operation::{
-    Condition, ConditionValues, OpFieldId, OpIr, OpSel, PreparedOperation, RequestErrors,
-};
+use crate::operation::{Condition, ConditionValues, OpIr, PreparedOperation, RequestErrors};
 use crate::query_planner::{PlanBudget, PlanError, build_plan_within};
 use crate::supergraph::Supergraph;
 use crate::supergraph::auth::{AuthDirectives, Requirement, RequirementId};
 use crate::supergraph::meta::{FederationMeta, TypeId};
-use graphfleet_config::{AuthorizationConfig, Config, PolicyRule};
+use graphfleet_config::{AuthorizationConfig, PolicyRule};
 use parking_lot::Mutex;
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
@@ -131,95 +129,6 @@ impl<V> OperationAuth<V> {
         }
         variants.insert((values, mask), variant);
     }
-}
-
-/// The requirements `meta`'s request fails for `cached` (empty when the supergraph
-/// has no authorization directive or `authorization.enabled` is off: nothing is
-/// evaluated then); an error when `reject_unauthorized` refuses it because it selects
-/// a denied field that its condition variables (`values`) do not exclude.
-pub fn authorize(
-    config: &Config,
-    state: &State,
-    cached: &CachedOperation,
-    meta: &RequestMeta,
-    values: ConditionValues,
-) -> Result<AuthMask, RequestErrors> {
-    let directives = &state.supergraph.auth;
-    if directives.is_empty() || !config.authorization.enabled {
-        return Ok(AuthMask::default());
-    }
-    let auth = cached
-        .auth
-        .get_or_init(|| OperationAuth::of(&state.supergraph, &cached.prepared.ir));
-    let mask = auth.denied(directives, &config.authorization, meta.claims.as_ref())?;
-    if !mask.is_empty() && config.authorization.reject_unauthorized {
-        let ir = &cached.prepared.ir;
-        let requested = requested_denied(ir, values, &auth.denied_fields(mask));
-        if !requested.is_empty() {
-            return Err(rejection(ir, &requested));
-        }
-    }
-    Ok(mask)
-}
-
-/// The denied fields (`denied`, by `OpFieldId`) a request with condition values `values`
-/// selects: those no `@skip`/`@include` (of theirs or of an enclosing selection)
-/// excludes, outside the sub-selections of other denied fields.
-fn requested_denied(ir: &OpIr, values: ConditionValues, denied: &[bool]) -> Vec<OpFieldId> {
-    let mut out = Vec::new();
-    let mut seen = vec![false; ir.selsets.len()];
-    let mut stack = vec![ir.root()];
-    while let Some(set) = stack.pop() {
-        if std::mem::replace(&mut seen[set.0 as usize], true) {
-            continue;
-        }
-        for sel in ir.selset(set) {
-            match sel {
-                OpSel::Field(id) => {
-                    let field = ir.field(*id);
-                    if field.conditions.excluded(ir, Some(values)) {
-                        continue;
-                    }
-                    if denied.get(id.0 as usize).copied().unwrap_or(false) {
-                        out.push(*id);
-                    } else if let Some(child) = field.selection {
-                        stack.push(child);
-                    }
-                }
-                OpSel::Fragment {
-                    conditions,
-                    selection,
-                    ..
-                } => {
-                    if !conditions.excluded(ir, Some(values)) {
-                        stack.push(*selection);
-                    }
-                }
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// The error refusing a whole request (`reject_unauthorized`), naming what it may not
-/// read.
-fn rejection(ir: &OpIr, requested: &[OpFieldId]) -> RequestErrors {
-    let mut names: Vec<String> = Vec::new();
-    for id in requested {
-        let f = ir.field(*id);
-        let name = format!("{}.{}", f.parent_type, f.name);
-        if !names.contains(&name) {
-            names.push(name);
-        }
-    }
-    RequestErrors(vec![crate::operation::limits::error(
-        UNAUTHORIZED_CODE,
-        format!(
-            "Unauthorized field or type: this request may not read {}",
-            names.join(", ")
-        ),
-    )])
 }
 
 /// The plan and shapes of `prepared` for a request with condition values `values`

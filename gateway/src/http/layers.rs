@@ -11,6 +11,8 @@
 //! that let a browser script read the answer.
 
 use super::HandlerBody;
+use crate::pipeline::error::RequestError;
+use crate::pipeline::request::Media;
 use graphfleet_config::{CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig};
 use http::header::HeaderValue;
 use http::{HeaderName, Method, Request, Response};
@@ -148,11 +150,12 @@ fn refused_preflight<B>(origins: &Origins, request: &Request<B>) -> Option<Respo
         "CORS preflight refused: origin {shown:?} is not in cors.allow_origins and matches \
          no cors.allow_origin_patterns"
     );
-    let mut response = super::response(
+    let refused = RequestError::http(
         http::StatusCode::FORBIDDEN,
-        super::JSON,
-        super::coded_error_body("CORS_ORIGIN_NOT_ALLOWED", &message),
+        Some("CORS_ORIGIN_NOT_ALLOWED"),
+        &message,
     );
+    let mut response = super::refuse(refused, Media::Json);
     // The answer depends on these request headers, as tower-http's own answers do.
     response.headers_mut().insert(
         http::header::VARY,

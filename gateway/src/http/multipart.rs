@@ -3,7 +3,7 @@
 //! as the executor writes it. Every other answer is one buffered body.
 
 use crate::executor::Part;
-use crate::gateway::Incremental;
+use crate::pipeline::respond::Incremental;
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::{Body, Frame, SizeHint};

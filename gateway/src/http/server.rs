@@ -53,7 +53,7 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
         gateway.swap_supergraph(supergraph);
         None
     };
-    let _watch_documents = crate::persisted::watch(&gateway, &config)?;
+    let _watch_documents = crate::persisted::watch(gateway.persisted.as_deref(), &config)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(crate::runtime::worker_threads(&config))
         .enable_all()
@@ -87,7 +87,7 @@ pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
     let graceful = GracefulShutdown::new();
     let slots = connection_slots(&gateway);
     let layers = Arc::new(HttpLayers::from_config(&gateway.config));
-    let _watch_documents = crate::persisted::watch(&gateway, &gateway.config)
+    let _watch_documents = crate::persisted::watch(gateway.persisted.as_deref(), &gateway.config)
         .inspect_err(|e| tracing::error!("cannot watch the persisted documents file: {e}"));
     loop {
         accept_one(

@@ -5,7 +5,7 @@
 //! streams open; a client that goes away drops the body and so ends its subscription.
 
 use super::multipart::HandlerBody;
-use crate::gateway::Outcome;
+use crate::pipeline::respond::Outcome;
 use crate::subscription::{Next, Subscription, Undelivered};
 use bytes::Bytes;
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};

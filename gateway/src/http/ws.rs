@@ -7,7 +7,9 @@
 use super::multipart::HandlerBody;
 use super::stream::errors_payload;
 use crate::executor::transport::Transport;
-use crate::gateway::{Gateway, GraphQLRequest, Outcome, RequestMeta};
+use crate::gateway::Gateway;
+use crate::pipeline::request::{GraphQLRequest, RequestMeta};
+use crate::pipeline::respond::Outcome;
 use crate::subscription::{Next, Undelivered};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
@@ -358,10 +360,10 @@ async fn operation<T: Transport>(
     };
     let mut subscription = match outcome {
         Outcome::Subscribed(s) => s,
-        Outcome::RequestError(body)
-        | Outcome::NotReady(body)
-        | Outcome::MutationNotAllowed(body) => {
-            let _ = outbox.send(error_message(id, &errors_of(&body))).await;
+        Outcome::Refused(error) => {
+            let _ = outbox
+                .send(error_message(id, &errors_of(error.body())))
+                .await;
             return;
         }
         other => {

@@ -269,13 +269,13 @@ impl Persisted {
     }
 }
 
-/// Reload the persisted documents file of `gateway` when it changes
-/// (`persisted_documents.watch`); `None` when there is nothing to watch.
-pub fn watch<T: crate::executor::transport::Transport>(
-    gateway: &crate::gateway::Gateway<T>,
+/// Reload `persisted`'s documents file when it changes (`persisted_documents.watch`);
+/// `None` when there is nothing to watch.
+pub fn watch(
+    persisted: Option<&Persisted>,
     config: &Config,
 ) -> std::io::Result<Option<crate::reload::WatchHandle>> {
-    let docs = gateway.persisted.as_ref().and_then(|p| p.documents.clone());
+    let docs = persisted.and_then(|p| p.documents.clone());
     let (Some(docs), true) = (docs, config.persisted_documents.watch) else {
         return Ok(None);
     };
@@ -285,53 +285,6 @@ pub fn watch<T: crate::executor::transport::Transport>(
         docs.reload();
     })
     .map(Some)
-}
-
-/// The operation text of `request`: its `query` when it names no persisted document
-/// (the only check on the path of a plain request), else what `persisted` resolves.
-pub fn query_of<'r>(
-    persisted: Option<&Persisted>,
-    request: &'r crate::gateway::GraphQLRequest,
-) -> Result<Query<'r>, RequestErrors> {
-    let apq_hash = request
-        .extensions
-        .as_ref()
-        .and_then(|e| e.persisted_query.as_ref())
-        .map(|p| p.sha256_hash.as_str());
-    let document_id = request.document_id.as_deref();
-    let query = request.query.as_deref();
-    let Some(persisted) = persisted else {
-        return match (query, document_id, apq_hash) {
-            (_, Some(id), _) => Err(documents_off(id)),
-            (Some(query), None, _) => Ok(Query::Text(query)),
-            (None, None, Some(_)) => Err(not_supported()),
-            (None, None, None) => Err(RequestErrors::message("request has no query")),
-        };
-    };
-    persisted.resolve(Ids {
-        query,
-        document_id,
-        apq_hash,
-    })
-}
-
-/// What a request with `extensions.persistedQuery` gets when both features are off:
-/// Apollo clients then stop sending hashes and send text.
-pub fn not_supported() -> RequestErrors {
-    one(
-        "PERSISTED_QUERY_NOT_SUPPORTED",
-        "PersistedQueryNotSupported",
-    )
-}
-
-/// A `documentId` when persisted documents are off.
-pub fn documents_off(id: &str) -> RequestErrors {
-    one(
-        "PERSISTED_DOCUMENT_NOT_FOUND",
-        format!(
-            "persisted document '{id}' cannot be run: persisted documents are not enabled on this gateway"
-        ),
-    )
 }
 
 fn apq_not_found() -> RequestErrors {

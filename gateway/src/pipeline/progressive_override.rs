@@ -1,4 +1,5 @@
-//! Progressive override: which `@override(label:)` labels are enabled for a request.
+//! Stage 2, progressive override: which `@override(label:)` labels are enabled for a
+//! request.
 //!
 //! Labels named in `progressive_override.enabled_labels` are always on and those in
 //! `disabled_labels` always off. A `percent(N)` label that is neither is drawn per
@@ -134,7 +135,7 @@ mod tests {
     use super::*;
     use crate::supergraph::Supergraph;
 
-    const SUPERGRAPH: &str = include_str!("../tests/fixtures/override/supergraph.graphql");
+    const SUPERGRAPH: &str = include_str!("../../tests/fixtures/override/supergraph.graphql");
 
     fn labels(config: ProgressiveOverrideConfig) -> (FederationMeta, OverrideLabels) {
         let mut meta = Supergraph::parse(SUPERGRAPH)

@@ -1,8 +1,10 @@
-//! Demand control in the pipeline: the operation's cost estimate (compiled once per
-//! cached operation, see `operation::demand`), recorded per operation name and, in
-//! enforce mode, checked against `demand_control.max_cost` before any subgraph request.
+//! Stage 5, demand control: the operation's cost estimate (compiled once per cached
+//! operation, see `operation::demand`), recorded per operation name and, in enforce
+//! mode, checked against `demand_control.max_cost` before any subgraph request.
 
-use crate::gateway::{CachedOperation, State};
+use super::error::RequestError;
+use super::operation::CachedOperation;
+use super::plan_cache::State;
 use crate::operation::demand::{CostPlan, INVALID_LIST_SIZE, TOO_EXPENSIVE};
 use crate::operation::{ConditionValues, RequestErrors, limits};
 use crate::telemetry::metrics::OperationMetrics;
@@ -18,7 +20,7 @@ pub fn check(
     variables: &JsonMap,
     values: ConditionValues,
     metrics: Option<&OperationMetrics>,
-) -> Result<Option<f64>, RequestErrors> {
+) -> Result<Option<f64>, RequestError> {
     if !config.enabled {
         return Ok(None);
     }
@@ -32,7 +34,7 @@ pub fn check(
         None => match plan.estimate(supergraph, variables, values) {
             Ok(cost) => cost,
             Err(e) if enforce => {
-                return Err(RequestErrors(vec![limits::error(INVALID_LIST_SIZE, e.0)]));
+                return Err(RequestError::coded(INVALID_LIST_SIZE, e.0));
             }
             Err(e) => {
                 tracing::debug!(error = %e, "demand control cannot estimate this request");
@@ -49,14 +51,14 @@ pub fn check(
     }
 }
 
-fn too_expensive(estimate: f64, max: u64) -> RequestErrors {
+fn too_expensive(estimate: f64, max: u64) -> RequestError {
     let mut error = limits::error(
         TOO_EXPENSIVE,
         format!("the operation's estimated cost {estimate} is over the maximum of {max}"),
     );
     error.extensions.insert("cost.estimated", estimate.into());
     error.extensions.insert("cost.max", max.into());
-    RequestErrors(vec![error])
+    RequestErrors(vec![error]).into()
 }
 
 /// `body` (a response object) with `"extensions":{"cost":{"estimated":N}}` added.

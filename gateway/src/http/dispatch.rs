@@ -1,0 +1,50 @@
+//! Running a decoded request through the pipeline by the request deadline, and answering
+//! it the way the client takes it: one JSON body, `@defer` parts, or a stream of
+//! subscription events (SSE, multipart).
+
+use super::negotiate::Accepts;
+use super::{HandlerBody, multipart, response, stream};
+use crate::executor::transport::Transport;
+use crate::gateway::Gateway;
+use crate::pipeline::error::RequestError;
+use crate::pipeline::request::{GraphQLRequest, RequestMeta};
+use crate::pipeline::respond::Outcome;
+use hyper::{Response, StatusCode};
+
+/// The answer to `request`, or the error refusing it (the pipeline's, or 504 past
+/// `deadline`).
+pub(super) async fn answer<T: Transport>(
+    gateway: &Gateway<T>,
+    request: &GraphQLRequest,
+    meta: &RequestMeta,
+    accepts: Accepts,
+    deadline: tokio::time::Instant,
+) -> Result<Response<HandlerBody>, RequestError> {
+    let executed = gateway.execute_shared(request, meta);
+    let Ok(outcome) = tokio::time::timeout_at(deadline, executed).await else {
+        let timeout = gateway.config.traffic.request_timeout;
+        return Err(RequestError::http(
+            StatusCode::GATEWAY_TIMEOUT,
+            Some("GATEWAY_TIMEOUT"),
+            &format!("the request did not complete within {timeout:?}"),
+        ));
+    };
+    if let Some(kind) = accepts.stream {
+        let subscribed = matches!(outcome, Outcome::Subscribed(_));
+        // Multipart clients (Apollo Client) read request errors as plain JSON; the SSE
+        // protocol carries them as a `next` event.
+        if subscribed || kind == stream::StreamKind::Sse {
+            let heartbeat = gateway.config.subscriptions.heartbeat_interval;
+            return Ok(stream::response(kind, outcome, heartbeat));
+        }
+    }
+    match outcome {
+        Outcome::Refused(error) => Err(error),
+        Outcome::Incremental(incremental) => Ok(multipart::response(incremental)),
+        whole => {
+            // A big body's buffer goes back to the executor's pool once sent.
+            let body = crate::executor::response::buffers::into_bytes(whole.into_body());
+            Ok(response(StatusCode::OK, accepts.media.as_str(), body))
+        }
+    }
+}
