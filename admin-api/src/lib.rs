@@ -183,7 +183,10 @@ mod tests {
         fleet.add(&UsageReport {
             now: 1_000,
             requests: 10,
-            operations: vec![op("a", 7, 990, vec![client("web", 7)]), op("b", 3, 900, vec![])],
+            operations: vec![
+                op("a", 7, 990, vec![client("web", 7)]),
+                op("b", 3, 900, vec![]),
+            ],
             ..UsageReport::default()
         });
         // A pod whose clock runs 500 s ahead saw `a` 2 s before it answered.

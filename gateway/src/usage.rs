@@ -230,8 +230,11 @@ impl UsageRecorder {
 
     /// Everything recorded, most used first.
     pub fn report(&self, supergraph: Option<&[u8; 32]>) -> UsageReport {
-        let mut operations: Vec<OperationUsage> =
-            self.entries.iter().map(|(_, entry)| entry.report()).collect();
+        let mut operations: Vec<OperationUsage> = self
+            .entries
+            .iter()
+            .map(|(_, entry)| entry.report())
+            .collect();
         operations.retain(|op| op.count > 0);
         operations.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.id.cmp(&b.id)));
         UsageReport {
@@ -294,7 +297,12 @@ mod tests {
     fn requests_count_per_operation_and_client_with_a_bounded_client_list() {
         let usage = recorder(1 << 20);
         let slot = OnceLock::new();
-        for client in [app("web", "1"), app("web", "1"), app("ios", "2"), app("cli", "3")] {
+        for client in [
+            app("web", "1"),
+            app("web", "1"),
+            app("ios", "2"),
+            app("cli", "3"),
+        ] {
             usage.record(&slot, Some("Q"), "query Q { a }", Some(&client));
         }
         usage.record(&slot, Some("Q"), "query Q { a }", None);
@@ -308,7 +316,11 @@ mod tests {
         assert_eq!((op.name.as_deref(), op.count), (Some("Q"), 6));
         assert_eq!(op.id, hex(&operation_id(Some("Q"), "query Q { a }")));
         let clients: Vec<_> = op.clients.iter().map(|c| (&*c.name, c.count)).collect();
-        assert_eq!(clients, [("ios", 1), ("web", 2)], "at most two clients kept");
+        assert_eq!(
+            clients,
+            [("ios", 1), ("web", 2)],
+            "at most two clients kept"
+        );
         assert!(op.last_seen >= op.first_seen && op.first_seen >= report.since);
     }
 
@@ -342,14 +354,22 @@ mod tests {
         // Whether or not `Hot` was dropped, its next request shows up in the report.
         usage.record(&hot, Some("Hot"), "query Hot { a }", None);
         let again = usage.report(None);
-        assert!(again.operations.iter().any(|op| op.name.as_deref() == Some("Hot")));
+        assert!(
+            again
+                .operations
+                .iter()
+                .any(|op| op.name.as_deref() == Some("Hot"))
+        );
     }
 
     #[test]
     fn client_headers_of_either_convention_name_the_app() {
         let mut headers = http::HeaderMap::new();
         assert_eq!(ClientApp::from_headers(&headers), None);
-        headers.insert("apollographql-client-name", "web".parse().expect("a header"));
+        headers.insert(
+            "apollographql-client-name",
+            "web".parse().expect("a header"),
+        );
         headers.insert("graphql-client-version", "7".parse().expect("a header"));
         assert_eq!(ClientApp::from_headers(&headers), Some(app("web", "7")));
     }

@@ -61,7 +61,10 @@ async fn served_operations_and_the_served_supergraph_are_on_the_admin_listener_o
     let gateway = fed::start_gateway(
         &dir,
         &file,
-        &["admin.listen=127.0.0.1:0", "usage.max_clients_per_operation=2"],
+        &[
+            "admin.listen=127.0.0.1:0",
+            "usage.max_clients_per_operation=2",
+        ],
     )
     .await;
     let admin = admin_addr(&gateway).await;
@@ -97,7 +100,12 @@ async fn served_operations_and_the_served_supergraph_are_on_the_admin_listener_o
         .map(|c| (c.name.as_str(), c.version.as_deref(), c.count))
         .collect();
     assert_eq!(clients, [("ios", None, 1), ("web", Some("1.2"), 3)]);
-    assert!(report.operations.iter().all(|op| op.last_seen <= report.now));
+    assert!(
+        report
+            .operations
+            .iter()
+            .all(|op| op.last_seen <= report.now)
+    );
 
     let reply = get(&format!("http://{admin}/health/ready")).await;
     assert_eq!(reply.status, 200);
@@ -135,9 +143,16 @@ async fn with_recording_off_nothing_is_recorded() {
     )
     .await;
     assert_eq!(post(&gateway, TOP, &[]).await, 200);
-    let reply = get(&format!("http://{}/usage/operations", admin_addr(&gateway).await)).await;
+    let reply = get(&format!(
+        "http://{}/usage/operations",
+        admin_addr(&gateway).await
+    ))
+    .await;
     assert_eq!(reply.status, 404);
-    assert_eq!(String::from_utf8_lossy(&reply.body), "usage.record is off\n");
+    assert_eq!(
+        String::from_utf8_lossy(&reply.body),
+        "usage.record is off\n"
+    );
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -181,3 +181,149 @@ fn describe(id: &str, share: f64, op: &FleetOperation) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use graphfleet_admin_api::{ClientUsage, OperationUsage, UsageReport};
+    use graphfleet_composition::{SubgraphInput, compose};
+
+    const ACCOUNTS: &str = include_str!("../tests/fixtures/subgraphs/accounts.graphql");
+    const PRODUCTS: &str = include_str!("../tests/fixtures/subgraphs/products.graphql");
+    const REVIEWS: &str = include_str!("../tests/fixtures/subgraphs/reviews.graphql");
+
+    fn supergraph(accounts: &str, products: &str, reviews: &str) -> Supergraph {
+        let inputs: Vec<SubgraphInput> = [
+            ("accounts", accounts),
+            ("products", products),
+            ("reviews", reviews),
+        ]
+        .into_iter()
+        .map(|(name, sdl)| SubgraphInput {
+            name: name.to_owned(),
+            url: format!("http://{name}/graphql"),
+            sdl: sdl.to_owned(),
+        })
+        .collect();
+        let composed = compose(&inputs).expect("the fixture subgraphs compose");
+        Supergraph::parse(&composed.supergraph_sdl).expect("a composed supergraph loads")
+    }
+
+    fn op(name: &str, document: &str, count: u64, last_seen: u64) -> OperationUsage {
+        OperationUsage {
+            id: format!("{name:0>12}"),
+            name: Some(name.to_owned()),
+            document: document.to_owned(),
+            count,
+            first_seen: 0,
+            last_seen,
+            clients: vec![ClientUsage {
+                name: "web".to_owned(),
+                version: Some("1.2".to_owned()),
+                count,
+            }],
+        }
+    }
+
+    /// Served over the last 100 s (the report's clock reads 1,000).
+    fn usage() -> FleetUsage {
+        let mut fleet = FleetUsage::default();
+        fleet.add(&UsageReport {
+            now: 1_000,
+            requests: 100,
+            operations: vec![
+                op(
+                    "Top",
+                    "query Top { topProducts { upc name price } }",
+                    60,
+                    999,
+                ),
+                op(
+                    "Authors",
+                    "query Authors { topProducts { reviews { author { username } } } }",
+                    30,
+                    990,
+                ),
+                // Last seen 900 s ago: outside a 600 s window.
+                op("Prices", "query Prices { topProducts { price } }", 10, 100),
+            ],
+            ..UsageReport::default()
+        });
+        fleet
+    }
+
+    const WINDOW: UsagePolicy = UsagePolicy {
+        window: 600,
+        minimum_share: 0.0,
+    };
+
+    #[test]
+    fn a_removed_field_names_the_served_operations_it_breaks() {
+        let served = supergraph(ACCOUNTS, PRODUCTS, REVIEWS);
+        let new = supergraph(ACCOUNTS, &PRODUCTS.replace("  price: Int\n", ""), REVIEWS);
+        let verdict = check(&usage(), Some(&served), &new, WINDOW);
+        assert_eq!(verdict.checked, 3);
+        let found: Vec<(&str, bool)> = verdict
+            .invalid
+            .iter()
+            .map(|f| (f.text.as_str(), f.counts))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "Top (id 000000000Top, 60.0% of requests, last seen 1s ago, clients web 1.2): type `Product` does not have a field `price`",
+                    true
+                ),
+                (
+                    "Prices (id 000000Prices, 10.0% of requests, last seen 900s ago, clients web 1.2): interface, union and object types must have a subselection set; type `Product` does not have a field `price`",
+                    false
+                ),
+            ]
+        );
+        assert_eq!(verdict.blocking().count(), 1);
+        assert!(
+            verdict.changed_plans.is_empty(),
+            "{:?}",
+            verdict.changed_plans
+        );
+    }
+
+    #[test]
+    fn the_minimum_share_leaves_rare_operations_out() {
+        let served = supergraph(ACCOUNTS, PRODUCTS, REVIEWS);
+        let new = supergraph(ACCOUNTS, &PRODUCTS.replace("  price: Int\n", ""), REVIEWS);
+        let policy = UsagePolicy {
+            window: u64::MAX,
+            minimum_share: 0.5,
+        };
+        let verdict = check(&usage(), Some(&served), &new, policy);
+        let counting: Vec<bool> = verdict.invalid.iter().map(|f| f.counts).collect();
+        assert_eq!(
+            counting,
+            [true, false],
+            "Top (60%) counts, Prices (10%) does not"
+        );
+    }
+
+    #[test]
+    fn a_field_moving_between_subgraphs_shows_as_a_plan_change() {
+        let served = supergraph(ACCOUNTS, PRODUCTS, REVIEWS);
+        // `User.username` becomes resolvable by reviews too: authors need no accounts fetch.
+        let shareable = |sdl: &str| sdl.replace("[\"@key\"]", "[\"@key\", \"@shareable\"]");
+        let accounts =
+            shareable(ACCOUNTS).replace("username: String", "username: String @shareable");
+        let reviews = shareable(REVIEWS).replace(
+            "type User @key(fields: \"id\") {\n  id: ID!\n",
+            "type User @key(fields: \"id\") {\n  id: ID!\n  username: String @shareable\n",
+        );
+        let new = supergraph(&accounts, PRODUCTS, &reviews);
+        let verdict = check(&usage(), Some(&served), &new, WINDOW);
+        assert!(verdict.invalid.is_empty(), "{:?}", verdict.invalid);
+        assert_eq!(verdict.changed_plan_count, 1);
+        assert_eq!(
+            verdict.changed_plans,
+            ["Authors: -accounts at topProducts.@.reviews.@.author"]
+        );
+    }
+}

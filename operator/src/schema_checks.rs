@@ -94,8 +94,8 @@ pub fn judge(
     let breaks_traffic = operations
         .as_ref()
         .is_some_and(|o| o.blocking().next().is_some());
-    let any_block =
-        policies.operations == CheckPolicy::Block || policies.breaking_changes == CheckPolicy::Block;
+    let any_block = policies.operations == CheckPolicy::Block
+        || policies.breaking_changes == CheckPolicy::Block;
     let blocked = if forced {
         None
     } else if breaks_traffic && any_block {
@@ -156,7 +156,12 @@ mod tests {
 
     #[test]
     fn warn_reports_and_lets_through() {
-        let verdict = judge(&changes(), None, policies(CheckPolicy::Warn, CheckPolicy::Warn), false);
+        let verdict = judge(
+            &changes(),
+            None,
+            policies(CheckPolicy::Warn, CheckPolicy::Warn),
+            false,
+        );
         assert_eq!(verdict.breaking, ["Query.b: Field `Query.b` was removed"]);
         assert_eq!((verdict.breaking_count, verdict.dangerous), (1, 1));
         assert!(!verdict.is_blocked());
@@ -169,7 +174,10 @@ mod tests {
         assert_eq!(verdict.blocked, Some(Block::BreakingChanges));
         assert_eq!(
             verdict.blocking_errors(),
-            [("BREAKING_CHANGE", "Query.b: Field `Query.b` was removed".to_owned())]
+            [(
+                "BREAKING_CHANGE",
+                "Query.b: Field `Query.b` was removed".to_owned()
+            )]
         );
         assert!(!judge(&changes(), None, block, true).is_blocked());
         let safe = graphfleet_schema_diff::diff_sdl(OLD, OLD).expect("valid schemas");
@@ -180,18 +188,34 @@ mod tests {
     fn with_traffic_only_broken_served_operations_block() {
         let block = policies(CheckPolicy::Block, CheckPolicy::Warn);
         // `Query.b` is removed, but no served operation (that counts) selects it.
-        let unused = judge(&changes(), Some(traffic(&[("Old: rare", false)])), block, false);
+        let unused = judge(
+            &changes(),
+            Some(traffic(&[("Old: rare", false)])),
+            block,
+            false,
+        );
         assert!(!unused.is_blocked());
-        let used = judge(&changes(), Some(traffic(&[("B: no field b", true)])), block, false);
+        let used = judge(
+            &changes(),
+            Some(traffic(&[("B: no field b", true)])),
+            block,
+            false,
+        );
         assert_eq!(used.blocked, Some(Block::Operations));
-        assert_eq!(used.blocking_errors(), [("INVALID_OPERATION", "B: no field b".to_owned())]);
+        assert_eq!(
+            used.blocking_errors(),
+            [("INVALID_OPERATION", "B: no field b".to_owned())]
+        );
     }
 
     #[test]
     fn the_operations_policy_alone_blocks_or_warns() {
         let found = || Some(traffic(&[("B: no field b", true)]));
         let block = policies(CheckPolicy::Warn, CheckPolicy::Block);
-        assert_eq!(judge(&changes(), found(), block, false).blocked, Some(Block::Operations));
+        assert_eq!(
+            judge(&changes(), found(), block, false).blocked,
+            Some(Block::Operations)
+        );
         assert!(!judge(&changes(), found(), block, true).is_blocked());
         let warn = policies(CheckPolicy::Warn, CheckPolicy::Warn);
         assert!(!judge(&changes(), found(), warn, false).is_blocked());

@@ -61,7 +61,11 @@ fn answer(gateway: &Gateway, req: &Request<Incoming>) -> Response<HandlerBody> {
         return text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served here\n");
     }
     match req.uri().path() {
-        LIVE_PATH => response(StatusCode::OK, Media::Json.as_str(), &b"{\"status\":\"UP\"}"[..]),
+        LIVE_PATH => response(
+            StatusCode::OK,
+            Media::Json.as_str(),
+            &b"{\"status\":\"UP\"}"[..],
+        ),
         READY_PATH => readiness(gateway),
         USAGE_PATH => match gateway.usage_report() {
             Some(report) => {

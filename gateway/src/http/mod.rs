@@ -31,10 +31,10 @@ mod server;
 mod stream;
 mod ws;
 
+pub use admin::serve_admin;
 pub use csrf::csrf_blocked;
 pub use layers::{HttpLayers, ResponseBody};
 pub use multipart::HandlerBody;
-pub use admin::serve_admin;
 pub use server::{serve, serve_blocking};
 pub use ws::serve_socket;
 

@@ -6,8 +6,8 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
 use super::{Context, Error, api, publish};
-use crate::resources::gateway_revisions as revisions;
 use crate::operations_check::{self, OperationsVerdict, UsagePolicy};
+use crate::resources::gateway_revisions as revisions;
 use crate::schema_checks::{Policies, Verdict, judge};
 use graphfleet_admin_api::FleetUsage;
 use graphfleet_api::{ALLOW_BREAKING_ANNOTATION, GraphGateway};
@@ -68,7 +68,11 @@ pub(super) async fn check(
         operations: gw.spec.operations_check(),
     };
     let verdict = judge(&changes, operations, policies, forced);
-    let blocked = if verdict.is_blocked() { ", blocked" } else { "" };
+    let blocked = if verdict.is_blocked() {
+        ", blocked"
+    } else {
+        ""
+    };
     if verdict.breaking_count > 0 {
         let note = format!(
             "revision {hash} has {} breaking change(s) against {served}{blocked}: {}",
@@ -77,7 +81,11 @@ pub(super) async fn check(
         );
         publish(ctx, gw, EventType::Warning, "BreakingChanges", note).await;
     }
-    if let Some(ops) = verdict.operations.as_ref().filter(|o| !o.invalid.is_empty()) {
+    if let Some(ops) = verdict
+        .operations
+        .as_ref()
+        .filter(|o| !o.invalid.is_empty())
+    {
         let texts: Vec<&str> = ops.invalid.iter().map(|f| f.text.as_str()).collect();
         let note = format!(
             "revision {hash} makes {} of {} served operation(s) invalid{blocked}: {}",
@@ -87,7 +95,11 @@ pub(super) async fn check(
         );
         publish(ctx, gw, EventType::Warning, "InvalidOperations", note).await;
     }
-    if let Some(ops) = verdict.operations.as_ref().filter(|o| o.changed_plan_count > 0) {
+    if let Some(ops) = verdict
+        .operations
+        .as_ref()
+        .filter(|o| o.changed_plan_count > 0)
+    {
         let note = format!(
             "revision {hash} changes the plans of {} served operation(s): {}",
             ops.changed_plan_count,
@@ -110,7 +122,12 @@ async fn check_operations(
         let new = graphfleet_federation::Supergraph::parse(&new_sdl)
             .map_err(|e| format!("the new supergraph does not load: {e}"))?;
         let served = graphfleet_federation::Supergraph::parse(&served_sdl).ok();
-        Ok::<_, String>(operations_check::check(&usage, served.as_ref(), &new, policy))
+        Ok::<_, String>(operations_check::check(
+            &usage,
+            served.as_ref(),
+            &new,
+            policy,
+        ))
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(verdict)) => Some(verdict),
