@@ -9,6 +9,7 @@ mod checks;
 mod demand;
 mod headers;
 mod http;
+pub mod manifest;
 mod persisted;
 mod schema;
 mod size;

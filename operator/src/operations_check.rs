@@ -35,7 +35,9 @@ pub struct Finding {
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OperationsVerdict {
-    /// Operations validated and planned.
+    /// Whether recorded traffic was checked (not only persisted documents).
+    pub traffic: bool,
+    /// Operations and persisted documents validated (and planned).
     pub checked: usize,
     /// Operations the new supergraph refuses (invalid or unplannable), most requested first.
     pub invalid: Vec<Finding>,
@@ -52,16 +54,30 @@ impl OperationsVerdict {
     }
 }
 
-/// Check `usage` against `new`, comparing plans with `served` when given.
+/// A persisted document (its list id and text): clients send it by id, so one the new
+/// supergraph refuses breaks them whether or not it was sent lately.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersistedDocument {
+    pub id: String,
+    pub text: String,
+}
+
+/// Check `usage` and `documents` against `new`, comparing with `served` when given
+/// (plans; and a persisted document already invalid there is not newly broken).
 pub fn check(
     usage: &FleetUsage,
+    documents: &[PersistedDocument],
     served: Option<&Supergraph>,
     new: &Supergraph,
     policy: UsagePolicy,
 ) -> OperationsVerdict {
     let mut ops: Vec<(&String, &FleetOperation)> = usage.operations.iter().collect();
     ops.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(b.0)));
-    let mut verdict = OperationsVerdict::default();
+    let mut verdict = OperationsVerdict {
+        traffic: usage.requests > 0,
+        ..OperationsVerdict::default()
+    };
+    check_documents(documents, served, new, &mut verdict);
     for (id, op) in ops {
         verdict.checked += 1;
         let share = usage.share(op);
@@ -96,6 +112,45 @@ pub fn check(
         }
     }
     verdict
+}
+
+/// Persisted documents valid on `served` (or with nothing served) that `new` refuses.
+fn check_documents(
+    documents: &[PersistedDocument],
+    served: Option<&Supergraph>,
+    new: &Supergraph,
+    verdict: &mut OperationsVerdict,
+) {
+    for doc in documents {
+        verdict.checked += 1;
+        let Err(why) = validate(new, &doc.text) else {
+            continue;
+        };
+        if served.is_some_and(|s| validate(s, &doc.text).is_err()) {
+            continue;
+        }
+        verdict.invalid.push(Finding {
+            text: format!("persisted document {}: {why}", doc.id),
+            counts: true,
+        });
+    }
+}
+
+/// Whether every operation of `document` validates against `supergraph`'s API schema.
+fn validate(supergraph: &Supergraph, document: &str) -> Result<(), String> {
+    apollo_compiler::ExecutableDocument::parse_and_validate(
+        &supergraph.api_schema,
+        document,
+        "persisted document",
+    )
+    .map(drop)
+    .map_err(|e| {
+        e.errors
+            .iter()
+            .map(|d| d.error.to_string())
+            .collect::<Vec<_>>()
+            .join("; ")
+    })
 }
 
 /// The plan of `op` on `supergraph`, or why there is none.
@@ -261,7 +316,7 @@ mod tests {
     fn a_removed_field_names_the_served_operations_it_breaks() {
         let served = supergraph(ACCOUNTS, PRODUCTS, REVIEWS);
         let new = supergraph(ACCOUNTS, &PRODUCTS.replace("  price: Int\n", ""), REVIEWS);
-        let verdict = check(&usage(), Some(&served), &new, WINDOW);
+        let verdict = check(&usage(), &[], Some(&served), &new, WINDOW);
         assert_eq!(verdict.checked, 3);
         let found: Vec<(&str, bool)> = verdict
             .invalid
@@ -297,7 +352,7 @@ mod tests {
             window: u64::MAX,
             minimum_share: 0.5,
         };
-        let verdict = check(&usage(), Some(&served), &new, policy);
+        let verdict = check(&usage(), &[], Some(&served), &new, policy);
         let counting: Vec<bool> = verdict.invalid.iter().map(|f| f.counts).collect();
         assert_eq!(
             counting,
@@ -318,12 +373,52 @@ mod tests {
             "type User @key(fields: \"id\") {\n  id: ID!\n  username: String @shareable\n",
         );
         let new = supergraph(&accounts, PRODUCTS, &reviews);
-        let verdict = check(&usage(), Some(&served), &new, WINDOW);
+        let verdict = check(&usage(), &[], Some(&served), &new, WINDOW);
         assert!(verdict.invalid.is_empty(), "{:?}", verdict.invalid);
         assert_eq!(verdict.changed_plan_count, 1);
         assert_eq!(
             verdict.changed_plans,
             ["Authors: -accounts at topProducts.@.reviews.@.author"]
+        );
+    }
+
+    #[test]
+    fn persisted_documents_newly_refused_block_whatever_their_traffic() {
+        let served = supergraph(ACCOUNTS, PRODUCTS, REVIEWS);
+        let new = supergraph(ACCOUNTS, &PRODUCTS.replace("  price: Int\n", ""), REVIEWS);
+        let doc = |id: &str, text: &str| PersistedDocument {
+            id: id.to_owned(),
+            text: text.to_owned(),
+        };
+        let documents = [
+            doc(
+                "p1",
+                "query Prices { topProducts { price } } query Names { me { username } }",
+            ),
+            doc("n1", "query Names { me { username } }"),
+            // Already invalid on the served supergraph: not broken by this change.
+            doc("x1", "query Old { topProducts { weight } }"),
+        ];
+        let verdict = check(
+            &FleetUsage::default(),
+            &documents,
+            Some(&served),
+            &new,
+            WINDOW,
+        );
+        assert!(!verdict.traffic, "no requests were recorded");
+        assert_eq!(verdict.checked, 3);
+        let found: Vec<(&str, bool)> = verdict
+            .invalid
+            .iter()
+            .map(|f| (f.text.as_str(), f.counts))
+            .collect();
+        assert_eq!(
+            found,
+            [(
+                "persisted document p1: interface, union and object types must have a subselection set; type `Product` does not have a field `price`",
+                true
+            )]
         );
     }
 }

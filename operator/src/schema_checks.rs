@@ -102,7 +102,7 @@ pub fn judge(
         Some(Block::Operations)
     } else if policies.breaking_changes == CheckPolicy::Block
         && !breaking.is_empty()
-        && operations.is_none()
+        && !operations.as_ref().is_some_and(|o| o.traffic)
     {
         Some(Block::BreakingChanges)
     } else {
@@ -142,6 +142,7 @@ mod tests {
 
     fn traffic(invalid: &[(&str, bool)]) -> OperationsVerdict {
         OperationsVerdict {
+            traffic: true,
             checked: invalid.len() + 1,
             invalid: invalid
                 .iter()

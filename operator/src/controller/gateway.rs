@@ -33,6 +33,7 @@ use crate::subgraph_sdl::load_sdl;
 use graphfleet_api::{
     CompositionErrorStatus, GraphGateway, Subgraph, SubgraphSchemaRef, SupergraphRevision,
 };
+use graphfleet_config::ManifestFormat;
 
 /// The label selector a gateway selects Subgraphs with, or why it is invalid.
 pub fn subgraph_selector(gw: &GraphGateway) -> Result<Selector, String> {
@@ -306,10 +307,14 @@ pub(super) async fn reconcile_gateway(
     let verdict = match (&composed, gw.spec.pinned_revision(), &previous_hash) {
         // A new composition while another is served: checked before any pod changes.
         (Ok(sg), None, Some(served)) if *served != sg.hash => {
-            let pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
-            let usage = gateway_revisions::fleet_usage(&ctx, &pods).await;
+            let running = api::<Pod>(&ctx, &ns).list(&params).await?.items;
+            let usage = gateway_revisions::fleet_usage(&ctx, &running).await;
             let new = (sg.hash.as_str(), sg.sdl.as_str());
-            gateway_checks::check(&ctx, &gw, &ns, previous_hash.as_deref(), new, usage).await?
+            let format = pods.as_ref().map_or(ManifestFormat::default(), |p| {
+                p.config.config.persisted_documents.format
+            });
+            let served = previous_hash.as_deref();
+            gateway_checks::check(&ctx, &gw, &ns, served, new, usage, format).await?
         }
         _ => None,
     };

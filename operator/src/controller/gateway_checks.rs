@@ -6,11 +6,12 @@ use kube::ResourceExt;
 use kube::runtime::events::EventType;
 
 use super::{Context, Error, api, publish};
-use crate::operations_check::{self, OperationsVerdict, UsagePolicy};
+use crate::operations_check::{self, OperationsVerdict, PersistedDocument, UsagePolicy};
 use crate::resources::gateway_revisions as revisions;
 use crate::schema_checks::{Policies, Verdict, judge};
 use graphfleet_admin_api::FleetUsage;
 use graphfleet_api::{ALLOW_BREAKING_ANNOTATION, GraphGateway};
+use graphfleet_config::ManifestFormat;
 use k8s_openapi::api::core::v1::ConfigMap;
 
 /// The verdict on revision `hash` (its supergraph `sdl`) against the served revision and
@@ -24,6 +25,7 @@ pub(super) async fn check(
     served: Option<&str>,
     (hash, sdl): (&str, &str),
     usage: Option<FleetUsage>,
+    format: ManifestFormat,
 ) -> Result<Option<Verdict>, Error> {
     let Some(served) = served.filter(|s| *s != hash) else {
         return Ok(None);
@@ -59,9 +61,12 @@ pub(super) async fn check(
     };
     // Traffic is known only when some pod answered and has served something.
     let usage = usage.filter(|u| u.requests > 0);
-    let operations = match usage {
-        Some(usage) => check_operations(usage, old, sdl.to_owned(), policy).await,
-        None => None,
+    let documents = persisted_documents(ctx, gw, ns, format).await?;
+    let operations = if usage.is_some() || !documents.is_empty() {
+        let usage = usage.unwrap_or_default();
+        check_operations(usage, documents, old, sdl.to_owned(), policy).await
+    } else {
+        None
     };
     let policies = Policies {
         breaking_changes: gw.spec.breaking_changes(),
@@ -114,6 +119,7 @@ pub(super) async fn check(
 /// every recorded operation is CPU work).
 async fn check_operations(
     usage: FleetUsage,
+    documents: Vec<PersistedDocument>,
     served_sdl: String,
     new_sdl: String,
     policy: UsagePolicy,
@@ -122,12 +128,8 @@ async fn check_operations(
         let new = graphfleet_federation::Supergraph::parse(&new_sdl)
             .map_err(|e| format!("the new supergraph does not load: {e}"))?;
         let served = graphfleet_federation::Supergraph::parse(&served_sdl).ok();
-        Ok::<_, String>(operations_check::check(
-            &usage,
-            served.as_ref(),
-            &new,
-            policy,
-        ))
+        let verdict = operations_check::check(&usage, &documents, served.as_ref(), &new, policy);
+        Ok::<_, String>(verdict)
     };
     match tokio::task::spawn_blocking(work).await {
         Ok(Ok(verdict)) => Some(verdict),
@@ -140,6 +142,58 @@ async fn check_operations(
         Err(e) => {
             tracing::error!(error = %e, "operations check ended abnormally");
             None
+        }
+    }
+}
+
+/// The persisted document list `spec.mounts.persistedDocuments` names, when it is in a
+/// ConfigMap (the operator may not read Secrets: a list there is not checked, and the log
+/// says so). An unreadable list is logged, not fatal: the gateway reports it too.
+async fn persisted_documents(
+    ctx: &Context,
+    gw: &GraphGateway,
+    ns: &str,
+    format: ManifestFormat,
+) -> Result<Vec<PersistedDocument>, Error> {
+    let Some(file) = gw
+        .spec
+        .mounts
+        .as_ref()
+        .and_then(|m| m.persisted_documents.as_ref())
+    else {
+        return Ok(Vec::new());
+    };
+    let Some(key) = &file.config_map else {
+        tracing::info!(
+            "the persisted document list is in a Secret, which the operator does not read: not checked"
+        );
+        return Ok(Vec::new());
+    };
+    let Some(cm) = api::<ConfigMap>(ctx, ns).get_opt(&key.name).await? else {
+        tracing::warn!(config_map = %key.name, "the persisted document list's ConfigMap is missing");
+        return Ok(Vec::new());
+    };
+    let bytes = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get(&key.key))
+        .map(|text| text.as_bytes().to_vec())
+        .or_else(|| cm.binary_data.as_ref()?.get(&key.key).map(|b| b.0.clone()));
+    let Some(bytes) = bytes else {
+        tracing::warn!(config_map = %key.name, key = %key.key, "the persisted document list's key is missing");
+        return Ok(Vec::new());
+    };
+    match graphfleet_config::manifest::parse(&bytes, format) {
+        Ok(list) => Ok(list
+            .documents()
+            .map(|(id, text)| PersistedDocument {
+                id: id.to_owned(),
+                text: text.to_owned(),
+            })
+            .collect()),
+        Err(e) => {
+            tracing::warn!(config_map = %key.name, error = %e, "the persisted document list does not parse");
+            Ok(Vec::new())
         }
     }
 }
