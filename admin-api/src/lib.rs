@@ -6,6 +6,7 @@
 //!   SHA-256 of the supergraph it serves (the operator counts "N/N pods serve <hash>"
 //!   from it, not from what the pod template asked for).
 //! - `GET /usage/operations` → [`UsageReport`]: the operations served since start.
+//! - `GET /metrics`: the Prometheus text, as on the GraphQL port's metrics path.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -16,6 +17,8 @@ pub const READY_PATH: &str = "/health/ready";
 pub const LIVE_PATH: &str = "/health/live";
 /// The recorded operations.
 pub const USAGE_PATH: &str = "/usage/operations";
+/// Prometheus metrics (the canary analysis reads them).
+pub const METRICS_PATH: &str = "/metrics";
 /// The admin port the operator gives its gateway pods.
 pub const DEFAULT_ADMIN_PORT: u16 = 9180;
 

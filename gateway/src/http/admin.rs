@@ -1,11 +1,11 @@
-//! The admin listener (`admin.listen`): readiness with the served supergraph's hash and
-//! the recorded operations, for the operator and probes. HTTP/1.1, GET only, on a port
+//! The admin listener (`admin.listen`): readiness with the served supergraph's hash, the
+//! Prometheus metrics (whatever `telemetry.metrics_path` says) and the recorded operations, for the operator and probes. HTTP/1.1, GET only, on a port
 //! of its own so GraphQL clients never reach what other clients sent.
 
 use super::{readiness, response};
 use crate::gateway::Gateway;
 use crate::pipeline::request::Media;
-use graphfleet_admin_api::{LIVE_PATH, READY_PATH, USAGE_PATH};
+use graphfleet_admin_api::{LIVE_PATH, METRICS_PATH, READY_PATH, USAGE_PATH};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -67,6 +67,11 @@ fn answer(gateway: &Gateway, req: &Request<Incoming>) -> Response<HandlerBody> {
             &b"{\"status\":\"UP\"}"[..],
         ),
         READY_PATH => readiness(gateway),
+        METRICS_PATH => response(
+            StatusCode::OK,
+            prometheus::TEXT_FORMAT,
+            gateway.render_metrics(),
+        ),
         USAGE_PATH => match gateway.usage_report() {
             Some(report) => {
                 let body = serde_json::to_vec(&report).expect("a usage report serializes");
