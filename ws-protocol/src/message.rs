@@ -361,6 +361,13 @@ pub struct SubscribePayload<'a> {
 impl<'a> SubscribePayload<'a> {
     /// Read and check a `subscribe` message's payload.
     pub fn parse(payload: RawJson<'a>) -> Result<Self, DecodeError> {
+        // serde would take the struct written as an array too.
+        if !payload.is_object() {
+            return Err(DecodeError::Payload {
+                kind: "subscribe",
+                expected: "an object",
+            });
+        }
         let parsed: Self = serde_json::from_str(payload.get())?;
         let not_object = |v: Option<RawJson<'_>>| v.is_some_and(|v| !v.is_object());
         if not_object(parsed.variables) || not_object(parsed.extensions) {

@@ -302,6 +302,7 @@ fn subscribe_payloads_are_checked() {
         "{}",
         r#"{"query":"{ a }","variables":[1]}"#,
         r#"{"query":"{ a }","extensions":"x"}"#,
+        r#"["{ a }"]"#,
     ] {
         assert!(SubscribePayload::parse(raw(bad)).is_err(), "{bad}");
     }

@@ -452,4 +452,76 @@ mod tests {
         untimed["data"]["reviewAdded"]["publishedAt"] = Value::Null;
         assert!(check_event(&untimed).is_err());
     }
+
+    /// The client's side of the protocol against a scripted server: init, subscribe,
+    /// a ping answered, and the first event's data without `publishedAt`.
+    #[tokio::test]
+    async fn first_event_speaks_graphql_transport_ws() {
+        use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a local port");
+        let url = format!(
+            "ws://{}/graphql",
+            listener.local_addr().expect("an address")
+        );
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.expect("a connection");
+            let agree = |_: &Request, mut response: Response| {
+                response.headers_mut().insert(
+                    "sec-websocket-protocol",
+                    http::HeaderValue::from_static(SUBPROTOCOL),
+                );
+                Ok(response)
+            };
+            let mut ws = tokio_tungstenite::accept_hdr_async(tcp, agree)
+                .await
+                .expect("the handshake");
+            let event = r#"{"data":{"reviewAdded":{"id":"1","publishedAt":1.7e12,
+                "product":{"upc":"1","name":"Table"},"author":{"username":"urigo"}}}}"#;
+            let replies = [
+                ServerMessage::ConnectionAck { payload: None },
+                ServerMessage::Ping { payload: None },
+                ServerMessage::Next {
+                    id: ID.into(),
+                    payload: RawJson::trusted(event),
+                },
+            ];
+            let mut received = Vec::new();
+            for reply in replies {
+                let Some(Ok(Message::Text(text))) = ws.next().await else {
+                    panic!("a text message from the client")
+                };
+                received.push(text.to_string());
+                ws.send(Message::text(reply.encode()))
+                    .await
+                    .expect("a reply");
+            }
+            received
+        });
+        let payload = json!({"query": "subscription { reviewAdded { id } }"});
+        let data = first_event(&url, &payload).await.expect("the first event");
+        assert_eq!(
+            data,
+            json!({"reviewAdded": {"id": "1", "product": {"upc": "1", "name": "Table"},
+                "author": {"username": "urigo"}}})
+        );
+        let received = server.await.expect("the server task");
+        let kinds: Vec<_> = received
+            .iter()
+            .map(|text| {
+                ClientMessage::decode(text)
+                    .expect("a client message")
+                    .kind()
+            })
+            .collect();
+        assert_eq!(kinds, ["connection_init", "subscribe", "pong"]);
+        assert_eq!(
+            ClientMessage::decode(&received[1]).expect("a subscribe"),
+            ClientMessage::Subscribe {
+                id: ID.into(),
+                payload: RawJson::trusted(&payload.to_string()),
+            }
+        );
+    }
 }
