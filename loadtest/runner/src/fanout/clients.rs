@@ -467,6 +467,8 @@ mod tests {
         );
         let server = tokio::spawn(async move {
             let (tcp, _) = listener.accept().await.expect("a connection");
+            // The callback's error type is tungstenite's (a whole HTTP response).
+            #[allow(clippy::result_large_err)]
             let agree = |_: &Request, mut response: Response| {
                 response.headers_mut().insert(
                     "sec-websocket-protocol",
