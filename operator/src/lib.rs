@@ -10,9 +10,11 @@
 pub mod admin_server;
 pub mod controller;
 pub mod diagnose;
+pub mod gateway_probe;
 pub mod k6_summary;
 pub mod lease;
 pub mod metrics;
+pub mod operations_check;
 pub mod report;
 pub mod resources;
 pub mod schema_checks;

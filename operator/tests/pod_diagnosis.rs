@@ -186,7 +186,7 @@ fn the_ready_condition_carries_the_pod_problem() {
         outcome: &outcome,
         served_hash: Some("4531c76e9a2532d4".to_owned()),
         revisions: Vec::new(),
-        serving_pods: 0,
+        serving: Default::default(),
         rollout: Some(Rollout::of(&gw.deployment)),
         selector: "app=gw".to_owned(),
         pods: diagnose::rollout_problem(&gw.deployment, &gw.pods, GATEWAY_CONTAINER),

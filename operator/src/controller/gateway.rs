@@ -302,14 +302,18 @@ pub(super) async fn reconcile_gateway(
         )
         .await?;
     }
-    let verdict = match (&composed, gw.spec.pinned_revision()) {
-        (Ok(sg), None) => {
-            gateway_checks::check(&ctx, &gw, &ns, previous_hash.as_deref(), &sg.hash, &sg.sdl)
-                .await?
+    let params = ListParams::default().labels(&meta::selector_string(&gw));
+    let verdict = match (&composed, gw.spec.pinned_revision(), &previous_hash) {
+        // A new composition while another is served: checked before any pod changes.
+        (Ok(sg), None, Some(served)) if *served != sg.hash => {
+            let pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
+            let usage = gateway_revisions::fleet_usage(&ctx, &pods).await;
+            let new = (sg.hash.as_str(), sg.sdl.as_str());
+            gateway_checks::check(&ctx, &gw, &ns, previous_hash.as_deref(), new, usage).await?
         }
         _ => None,
     };
-    let blocked = verdict.as_ref().is_some_and(|v| v.blocked);
+    let blocked = verdict.as_ref().is_some_and(Verdict::is_blocked);
     let servable = composed.as_ref().ok().filter(|_| !blocked);
     let target = target_revision(&ctx, &gw, &ns, servable).await?;
     let mut applied = false;
@@ -347,7 +351,6 @@ pub(super) async fn reconcile_gateway(
     let history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
     gateway_revisions::collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
-    let params = ListParams::default().labels(&meta::selector_string(&gw));
     let gateway_pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
     let problem = match &deployment {
         Some(d) if !Rollout::of(d).complete() => {
@@ -359,7 +362,7 @@ pub(super) async fn reconcile_gateway(
         generation: gw.metadata.generation,
         applied,
         outcome: &outcome,
-        serving_pods: gateway_revisions::serving(&gateway_pods, served_hash.as_deref()),
+        serving: gateway_revisions::serving(&ctx, &gateway_pods, served_hash.as_deref()).await,
         served_hash,
         revisions: history,
         rollout: deployment.as_ref().map(Rollout::of),
@@ -406,15 +409,15 @@ fn outcome(
     if let Err(failed) = target {
         return failed.clone();
     }
-    if let Some(verdict) = verdict.filter(|v| v.blocked) {
+    if let Some((verdict, block)) = verdict.and_then(|v| Some((v, v.blocked?))) {
         return CompositionOutcome::Failed {
-            reason: "BreakingChangesBlocked".to_owned(),
+            reason: block.reason().to_owned(),
             errors: verdict
-                .breaking
-                .iter()
-                .map(|change| CompositionErrorStatus {
-                    code: "BREAKING_CHANGE".to_owned(),
-                    message: change.clone(),
+                .blocking_errors()
+                .into_iter()
+                .map(|(code, message)| CompositionErrorStatus {
+                    code: code.to_owned(),
+                    message,
                     subgraphs: Vec::new(),
                 })
                 .collect(),

@@ -63,6 +63,8 @@ pub struct Settings {
     pub k6_image: String,
     /// Image of the Gatling load-generator Jobs (`executor: gatling`).
     pub gatling_image: String,
+    /// Where gateway pods' admin listeners are (their pod IP, unless a test says).
+    pub admin_address: crate::gateway_probe::AdminAddress,
 }
 
 impl Default for Settings {
@@ -75,6 +77,7 @@ impl Default for Settings {
             default_image: DEFAULT_GATEWAY_IMAGE.to_owned(),
             k6_image: resources::loadtest::DEFAULT_K6_IMAGE.to_owned(),
             gatling_image: resources::loadtest::DEFAULT_GATLING_IMAGE.to_owned(),
+            admin_address: crate::gateway_probe::AdminAddress::default(),
         }
     }
 }
@@ -83,6 +86,8 @@ impl Default for Settings {
 pub struct Context {
     pub client: Client,
     pub introspector: Introspector,
+    /// Asks gateway pods what they serve and have served.
+    pub probe: crate::gateway_probe::GatewayProbe,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
@@ -102,6 +107,7 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             introspector: Introspector::new(),
+            probe: crate::gateway_probe::GatewayProbe::new(settings.admin_address.clone()),
             metrics,
             settings,
             k6_summaries: Default::default(),
