@@ -305,10 +305,17 @@ impl GraphGatewaySpec {
     }
 }
 
-/// Deployment rolling-update parameters.
+/// How a new pod template reaches the pods, and the Deployment's rolling-update parameters
+/// (used by both strategies: a canary's promotion is a rolling update too).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStrategy {
+    /// `RollingUpdate` (the default) or `Canary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<super::Strategy>,
+    /// Steps and thresholds of `Canary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<super::CanarySpec>,
     /// Extra pods during a rollout (count or percentage); default 25%.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<IntOrString>,
@@ -388,6 +395,9 @@ pub struct GraphGatewayStatus {
     /// Label selector of the pods, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+    /// The canary under way or rolled back (`spec.rollout.strategy: Canary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<super::CanaryStatus>,
 }
 
 /// One composed supergraph.
@@ -445,6 +455,10 @@ pub enum RevisionOutcome {
     Composed,
     /// Kept from the pods by a check (`spec.delivery.checks`).
     Blocked,
+    /// On the canary pods (`spec.rollout.strategy: Canary`).
+    Canary,
+    /// Failed on the canary and taken off it.
+    RolledBack,
 }
 
 /// One composition error as reported in status.

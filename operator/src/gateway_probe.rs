@@ -4,7 +4,9 @@
 //! IP, bounded in time and size; a pod that does not answer is reported as such.
 
 use bytes::Bytes;
-use graphfleet_admin_api::{DEFAULT_ADMIN_PORT, READY_PATH, Readiness, USAGE_PATH, UsageReport};
+use graphfleet_admin_api::{
+    DEFAULT_ADMIN_PORT, METRICS_PATH, READY_PATH, Readiness, USAGE_PATH, UsageReport,
+};
 use http_body_util::{BodyExt, Empty, Limited};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -18,6 +20,8 @@ use std::time::Duration;
 const TIMEOUT: Duration = Duration::from_secs(2);
 /// Largest usage report read (the recorder's default bound is 4 MiB of documents).
 const MAX_REPORT_BYTES: usize = 32 << 20;
+/// Largest metrics text read (a gateway with many operation names writes a lot).
+const MAX_METRICS_BYTES: usize = 16 << 20;
 /// Largest readiness body read.
 const MAX_READINESS_BYTES: usize = 16 << 10;
 
@@ -72,6 +76,14 @@ impl GatewayProbe {
             .await
     }
 
+    /// The pod's Prometheus metrics text.
+    pub async fn metrics(&self, pod: &Pod) -> Result<String, String> {
+        let body = self
+            .get(pod, METRICS_PATH, MAX_METRICS_BYTES, false)
+            .await?;
+        String::from_utf8(body).map_err(|e| format!("metrics are not UTF-8: {e}"))
+    }
+
     /// The operations the pod has served.
     pub async fn usage(&self, pod: &Pod) -> Result<UsageReport, String> {
         self.get_json(pod, USAGE_PATH, MAX_REPORT_BYTES, false)
@@ -85,6 +97,17 @@ impl GatewayProbe {
         max: usize,
         any_status: bool,
     ) -> Result<T, String> {
+        let body = self.get(pod, path, max, any_status).await?;
+        serde_json::from_slice(&body).map_err(|e| format!("{path}: {e}"))
+    }
+
+    async fn get(
+        &self,
+        pod: &Pod,
+        path: &str,
+        max: usize,
+        any_status: bool,
+    ) -> Result<Vec<u8>, String> {
         let addr = self.addr(pod)?;
         let url = format!("http://{addr}{path}");
         let exchange = async {
@@ -103,7 +126,7 @@ impl GatewayProbe {
             if !status.is_success() && !any_status {
                 return Err(format!("{url}: HTTP {status}"));
             }
-            serde_json::from_slice(&body).map_err(|e| format!("{url}: {e}"))
+            Ok(body.to_vec())
         };
         tokio::time::timeout(TIMEOUT, exchange)
             .await

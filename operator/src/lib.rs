@@ -8,6 +8,7 @@
 //! point one way: `controller` uses the pure modules, never the reverse.
 
 pub mod admin_server;
+pub mod canary;
 pub mod controller;
 pub mod diagnose;
 pub mod gateway_probe;

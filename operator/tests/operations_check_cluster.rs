@@ -232,7 +232,10 @@ async fn a_composition_breaking_a_served_operation_never_reaches_the_pods() {
     );
     let blocked = &status.revisions[0];
     assert_eq!(blocked.outcome, RevisionOutcome::Blocked);
-    assert_eq!(blocked.invalid_operations, std::slice::from_ref(&error.message));
+    assert_eq!(
+        blocked.invalid_operations,
+        std::slice::from_ref(&error.message)
+    );
     let deployment = Api::<Deployment>::namespaced(client.clone(), &ns)
         .get("shop")
         .await

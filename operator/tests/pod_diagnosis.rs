@@ -187,6 +187,7 @@ fn the_ready_condition_carries_the_pod_problem() {
         served_hash: Some("4531c76e9a2532d4".to_owned()),
         revisions: Vec::new(),
         serving: Default::default(),
+        canary: None,
         rollout: Some(Rollout::of(&gw.deployment)),
         selector: "app=gw".to_owned(),
         pods: diagnose::rollout_problem(&gw.deployment, &gw.pods, GATEWAY_CONTAINER),

@@ -20,7 +20,7 @@ use super::{
     Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
     publish,
 };
-use super::{gateway_checks, gateway_revisions};
+use super::{gateway_canary, gateway_checks, gateway_revisions};
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
 use crate::resources::gateway_meta as meta;
@@ -249,18 +249,14 @@ async fn apply_gateway_objects(
     ns: &str,
     pods: &GatewayPods,
     hash: &str,
-) -> Result<(), Error> {
+) -> Result<gateway_canary::Applied, Error> {
     let name = gw.name_any();
     apply(
         &api::<ConfigMap>(ctx, ns),
         &revisions::config_file_config_map(gw, &pods.config.text),
     )
     .await?;
-    apply(
-        &api::<Deployment>(ctx, ns),
-        &resources::gateway::deployment(gw, pods, hash, &ctx.settings.default_image),
-    )
-    .await?;
+    let applied = gateway_canary::apply_deployments(ctx, gw, ns, pods, hash).await?;
     apply(&api::<Service>(ctx, ns), &resources::gateway::service(gw)).await?;
     apply_or_delete(
         &api::<PodDisruptionBudget>(ctx, ns),
@@ -281,7 +277,7 @@ async fn apply_gateway_objects(
         None,
     )
     .await?;
-    Ok(())
+    Ok(applied)
 }
 
 #[tracing::instrument(skip_all, fields(gateway = %gw.name_any(), namespace = gw.namespace().unwrap_or_default()))]
@@ -323,10 +319,14 @@ pub(super) async fn reconcile_gateway(
     let target = target_revision(&ctx, &gw, &ns, servable).await?;
     let mut applied = false;
     let mut served_hash = previous_hash.clone();
+    let mut canary = gw.status.as_ref().and_then(|s| s.canary.clone());
+    let mut requeue = None;
     if let (Ok(pods), Ok(Some(hash))) = (&pods, &target) {
-        apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await?;
+        let workload = apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await?;
         applied = true;
-        served_hash = Some(hash.clone());
+        served_hash = workload.served.or(served_hash);
+        canary = workload.canary;
+        requeue = workload.requeue;
     }
     if served_hash != previous_hash
         && let Some(hash) = &served_hash
@@ -353,7 +353,8 @@ pub(super) async fn reconcile_gateway(
         tracing::warn!(gateway = %name, namespace = %ns, %reason, errors = %note, "not applied as composed; serving the last good revision");
         publish(&ctx, &gw, EventType::Warning, reason, note).await;
     }
-    let history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
+    let mut history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
+    status_revisions::mark_canary(&mut history, canary.as_ref());
     gateway_revisions::collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
     let gateway_pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
@@ -373,6 +374,7 @@ pub(super) async fn reconcile_gateway(
         rollout: deployment.as_ref().map(Rollout::of),
         selector: meta::selector_string(&gw),
         pods: problem,
+        canary,
     };
     let new_status = gateway_status(gw.status.as_ref(), &observed, &now());
     let ready = observed.rollout.is_some_and(|r| r.complete());
@@ -394,10 +396,11 @@ pub(super) async fn reconcile_gateway(
         .reconciled(GATEWAY_CONTROLLER, started.elapsed());
     // Pod states change without touching the Deployment (an image pull backing off, a crash
     // loop): look again soon while the gateway is not Ready.
-    Ok(match outcome {
-        CompositionOutcome::Composed { .. } if ready => Action::requeue(ctx.settings.resync),
-        _ => Action::requeue(NOT_READY_RECHECK),
-    })
+    let action = match outcome {
+        CompositionOutcome::Composed { .. } if ready => ctx.settings.resync,
+        _ => NOT_READY_RECHECK,
+    };
+    Ok(Action::requeue(requeue.map_or(action, |r| r.min(action))))
 }
 
 /// What status reports of this reconcile: the first thing that kept the spec or the

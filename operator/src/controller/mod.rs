@@ -31,6 +31,7 @@ use crate::subgraph_sdl::Introspector;
 use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 
 pub mod gateway;
+mod gateway_canary;
 mod gateway_checks;
 mod gateway_revisions;
 mod k6_api;

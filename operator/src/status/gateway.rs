@@ -46,6 +46,8 @@ pub struct Observed<'a> {
     pub selector: String,
     /// Why the gateway pods are not Ready, from their own state (`diagnose::rollout_problem`).
     pub pods: Option<Problem>,
+    /// The canary under way or rolled back.
+    pub canary: Option<graphfleet_api::CanaryStatus>,
 }
 
 /// Errors reported in status at most; a broken subgraph can yield hundreds and the status
@@ -189,15 +191,21 @@ pub fn gateway_status(
     set_condition(
         conditions, DEGRADED, degraded, &reason, message, generation, now,
     );
+    let canary = observed
+        .canary
+        .as_ref()
+        .is_some_and(|c| c.phase != graphfleet_api::CanaryPhase::RolledBack);
     status.phase = Some(
         match (&observed.served_hash, degraded, ready) {
             (None, _, _) => "Pending",
             (Some(_), true, _) => "Degraded",
+            (Some(_), false, _) if canary => "Canary",
             (Some(_), false, true) => "Serving",
             (Some(_), false, false) => "RollingOut",
         }
         .to_owned(),
     );
+    status.canary.clone_from(&observed.canary);
     status
 }
 
@@ -244,6 +252,7 @@ mod tests {
             rollout,
             selector: "app=x".to_owned(),
             pods: None,
+            canary: None,
         }
     }
 

@@ -4,7 +4,9 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use crate::operations_check::MAX_LISTED;
-use graphfleet_api::{RevisionOutcome, SubgraphSchemaRef, SupergraphRevision};
+use graphfleet_api::{
+    CanaryPhase, CanaryStatus, RevisionOutcome, SubgraphSchemaRef, SupergraphRevision,
+};
 
 /// A composition the reconciler just made.
 pub struct Composed<'a> {
@@ -76,6 +78,19 @@ pub fn record(
         revisions.remove(oldest_unserved);
     }
     revisions
+}
+
+/// The canary's revision marked `Canary` while it runs (unless already served by the
+/// stable pods) and `RolledBack` once it was taken off.
+pub fn mark_canary(revisions: &mut [SupergraphRevision], canary: Option<&CanaryStatus>) {
+    let Some(canary) = canary else { return };
+    for revision in revisions.iter_mut().filter(|r| r.hash == canary.revision) {
+        revision.outcome = match (canary.phase, revision.outcome) {
+            (_, RevisionOutcome::Serving) => RevisionOutcome::Serving,
+            (CanaryPhase::RolledBack, _) => RevisionOutcome::RolledBack,
+            (_, _) => RevisionOutcome::Canary,
+        };
+    }
 }
 
 fn saturating(n: usize) -> u32 {
