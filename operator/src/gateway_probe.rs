@@ -34,6 +34,11 @@ pub enum AdminAddress {
     /// Every pod at one address: for operators run outside the pod network in tests,
     /// pointing at a real gateway process that serves the revision's supergraph.
     Fixed(SocketAddr),
+    /// Stable pods at one address, canary pods at another (tests, as `Fixed`).
+    Tracks {
+        stable: SocketAddr,
+        canary: SocketAddr,
+    },
 }
 
 #[derive(Clone)]
@@ -55,6 +60,13 @@ impl GatewayProbe {
     fn addr(&self, pod: &Pod) -> Result<SocketAddr, String> {
         match &self.address {
             AdminAddress::Fixed(addr) => Ok(*addr),
+            AdminAddress::Tracks { stable, canary } => {
+                Ok(if crate::resources::gateway_canary::is_canary(pod) {
+                    *canary
+                } else {
+                    *stable
+                })
+            }
             AdminAddress::PodIp => {
                 let ip = pod
                     .status

@@ -1,0 +1,287 @@
+//! Canary rollouts against a real control plane: a new revision runs on canary pods
+//! beside the stable ones, is judged from the pods' own metrics, and is promoted, or
+//! rolled back by itself when its requests fail. The API-only cluster's pods run no
+//! process: stable pods' admin ports point at one real gateway, canary pods' at another
+//! (in-process, real HTTP, real metrics from real requests).
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Operator, cluster_client, fixture_sdl, wait_for};
+use graphfleet_api::{CanaryPhase, GraphGateway, GraphGatewayStatus, RevisionOutcome, Subgraph};
+use graphfleet_gateway::config::Config;
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::supergraph::Supergraph;
+use graphfleet_operator::controller::Settings;
+use graphfleet_operator::gateway_probe::AdminAddress;
+use graphfleet_operator::resources::{self, gateway_revisions};
+use graphfleet_testkit::TestNamespace;
+use http_body_util::{BodyExt, Full};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+const WAIT: Duration = Duration::from_secs(90);
+
+/// A real gateway standing in for one track's pods.
+struct StandIn {
+    gateway: Arc<Gateway>,
+    graphql: SocketAddr,
+    admin: SocketAddr,
+}
+
+impl StandIn {
+    async fn start() -> Self {
+        let gateway = Arc::new(Gateway::without_supergraph(Arc::new(Config::default())));
+        let bind = || TcpListener::bind("127.0.0.1:0");
+        let (graphql, admin) = (bind().await.expect("bind"), bind().await.expect("bind"));
+        let addrs = (
+            graphql.local_addr().expect("bound"),
+            admin.local_addr().expect("bound"),
+        );
+        tokio::spawn(graphfleet_gateway::http::serve(graphql, gateway.clone()));
+        tokio::spawn(graphfleet_gateway::http::serve_admin(
+            admin,
+            gateway.clone(),
+        ));
+        Self {
+            gateway,
+            graphql: addrs.0,
+            admin: addrs.1,
+        }
+    }
+
+    async fn serve_revision(&self, client: &Client, ns: &str, hash: &str) {
+        let name = gateway_revisions::supergraph_config_map_name("shop", hash);
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .get(&name)
+            .await
+            .expect("the revision's ConfigMap");
+        let sdl = &cm.data.expect("data")[gateway_revisions::SUPERGRAPH_KEY];
+        self.gateway
+            .swap_supergraph(Supergraph::parse(sdl).expect("a composed supergraph loads"));
+    }
+
+    /// POST `query` `times` times; the subgraphs do not exist, so a query that fetches
+    /// fails (its outcome counts as failed) and `{ __typename }` succeeds.
+    async fn send(&self, query: &str, times: usize) {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<Full<Bytes>>();
+        let body = Bytes::from(serde_json::to_vec(&json!({ "query": query })).expect("JSON"));
+        for _ in 0..times {
+            let request = hyper::Request::post(format!("http://{}/graphql", self.graphql))
+                .header("content-type", "application/json")
+                .body(Full::new(body.clone()))
+                .expect("a request");
+            let response = client.request(request).await.expect("the gateway answers");
+            response.into_body().collect().await.expect("a body");
+        }
+    }
+}
+
+fn subgraph(name: &str, sdl: &str) -> Subgraph {
+    serde_json::from_value(json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "Subgraph",
+        "metadata": { "name": name, "labels": { "graph": "shop" } },
+        "spec": { "url": format!("http://{name}.shop.svc:4001/graphql"), "sdl": sdl },
+    }))
+    .expect("valid Subgraph")
+}
+
+async fn status_of(gateways: &Api<GraphGateway>) -> Option<GraphGatewayStatus> {
+    gateways.get("shop").await.ok()?.status
+}
+
+async fn set_accounts(subgraphs: &Api<Subgraph>, sdl: &str) {
+    let patch = Patch::Merge(json!({ "spec": { "sdl": sdl } }));
+    subgraphs
+        .patch("accounts", &PatchParams::default(), &patch)
+        .await
+        .expect("patch the subgraph's SDL");
+}
+
+async fn stable_template_revision(client: &Client, ns: &str) -> Option<String> {
+    let d = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get("shop")
+        .await
+        .ok()?;
+    let annotations = d.spec?.template.metadata?.annotations?;
+    annotations
+        .get(resources::gateway::SUPERGRAPH_HASH_ANNOTATION)
+        .cloned()
+}
+
+async fn event_reasons(client: &Client, ns: &str) -> Vec<String> {
+    Api::<Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fail() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "gw-canary").await;
+    let ns = ns.name().to_owned();
+    let (stable, canary) = (StandIn::start().await, StandIn::start().await);
+    let settings = Settings {
+        admin_address: AdminAddress::Tracks {
+            stable: stable.admin,
+            canary: canary.admin,
+        },
+        ..Settings::default()
+    };
+    let operator = Operator::start_with(&client, settings, &ns);
+    let subgraphs: Api<Subgraph> = Api::namespaced(client.clone(), &ns);
+    for name in ["accounts", "products", "reviews"] {
+        subgraphs
+            .create(&PostParams::default(), &subgraph(name, &fixture_sdl(name)))
+            .await
+            .expect("create the subgraph");
+    }
+    let gateways: Api<GraphGateway> = Api::namespaced(client.clone(), &ns);
+    let gw: GraphGateway = serde_json::from_value(json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "GraphGateway",
+        "metadata": { "name": "shop" },
+        "spec": {
+            "subgraphSelector": { "matchLabels": { "graph": "shop" } },
+            "replicas": 2,
+            "rollout": {
+                "strategy": "Canary",
+                "canary": { "steps": [{ "weight": 50, "pause": "1s" }], "minRequests": 5 },
+            },
+        },
+    }))
+    .expect("valid GraphGateway");
+    gateways
+        .create(&PostParams::default(), &gw)
+        .await
+        .expect("create the gateway");
+
+    // The first pods get no canary.
+    let first = wait_for("the first revision served", WAIT, || async {
+        status_of(&gateways).await?.supergraph_hash
+    })
+    .await;
+    stable.serve_revision(&client, &ns, &first).await;
+    canary.serve_revision(&client, &ns, &first).await;
+    stable.send("{ __typename }", 20).await;
+    // What the canary pods will have served when their step is judged: all fine.
+    canary.send("{ __typename }", 10).await;
+
+    // A compatible change: canary, judged healthy, promoted.
+    let with_nickname =
+        fixture_sdl("accounts").replace("username: String", "username: String\n  nickname: String");
+    set_accounts(&subgraphs, &with_nickname).await;
+    let canary_seen = wait_for("the canary running", WAIT, || async {
+        let status = status_of(&gateways).await?;
+        let c = status.canary.clone()?;
+        (c.phase == CanaryPhase::Progressing && c.canary_pods == 2).then_some(status)
+    })
+    .await;
+    let second = canary_seen
+        .canary
+        .as_ref()
+        .expect("canary")
+        .revision
+        .clone();
+    assert_eq!(
+        canary_seen.supergraph_hash.as_deref(),
+        Some(first.as_str()),
+        "stable still serves"
+    );
+    assert_eq!(canary_seen.phase.as_deref(), Some("Canary"));
+    assert_eq!(
+        canary_seen.canary.as_ref().expect("canary").share_percent,
+        50
+    );
+    assert_eq!(canary_seen.revisions[0].outcome, RevisionOutcome::Canary);
+    wait_for("promoted", WAIT, || async {
+        (stable_template_revision(&client, &ns).await? == second).then_some(())
+    })
+    .await;
+    stable.serve_revision(&client, &ns, &second).await;
+    wait_for(
+        "the canary gone once the stable pods serve",
+        WAIT,
+        || async {
+            let status = status_of(&gateways).await?;
+            let canary_left = Api::<Deployment>::namespaced(client.clone(), &ns)
+                .get_opt("shop-canary")
+                .await
+                .ok()?;
+            (status.canary.is_none()
+                && canary_left.is_none()
+                && status.supergraph_hash.as_deref() == Some(second.as_str())
+                && status.revisions[0].outcome == RevisionOutcome::Serving)
+                .then_some(())
+        },
+    )
+    .await;
+    let reasons = event_reasons(&client, &ns).await;
+    for reason in ["CanaryStarted", "CanaryStepPassed", "CanaryPromoted"] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "{reason} in {reasons:?}"
+        );
+    }
+
+    // The canary pods now fail most requests (they fetch from subgraphs that do not
+    // answer): the next change is rolled back by itself, and the stable pods stay.
+    canary.send("query Me { me { id } }", 40).await;
+    let with_email = with_nickname.replace("nickname: String", "nickname: String\n  email: String");
+    set_accounts(&subgraphs, &with_email).await;
+    let rolled_back = wait_for("rolled back", WAIT, || async {
+        let status = status_of(&gateways).await?;
+        (status.canary.as_ref()?.phase == CanaryPhase::RolledBack).then_some(status)
+    })
+    .await;
+    let verdict = rolled_back.canary.as_ref().expect("canary");
+    assert!(
+        verdict.message.contains("GraphQL error rate") && verdict.message.contains("is over 1%"),
+        "{}",
+        verdict.message
+    );
+    assert_eq!(
+        rolled_back.supergraph_hash.as_deref(),
+        Some(second.as_str())
+    );
+    assert_eq!(
+        rolled_back.revisions[0].outcome,
+        RevisionOutcome::RolledBack
+    );
+    assert_eq!(
+        stable_template_revision(&client, &ns).await,
+        Some(second.clone())
+    );
+    wait_for("the canary Deployment removed", WAIT, || async {
+        Api::<Deployment>::namespaced(client.clone(), &ns)
+            .get_opt("shop-canary")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    assert!(
+        event_reasons(&client, &ns)
+            .await
+            .iter()
+            .any(|r| r == "CanaryRolledBack")
+    );
+    operator.stop().await;
+}
