@@ -5,7 +5,7 @@ use graphfleet_api::CheckPolicy;
 use graphfleet_schema_diff::{Change, Severity};
 
 /// Breaking changes listed in status and events at most (the count is always exact).
-pub const MAX_LISTED: usize = 20;
+const MAX_LISTED: usize = 20;
 
 /// What the checks found and decided.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -104,7 +104,7 @@ fn uses(files: &[(Module, String)]) -> BTreeMap<Module, BTreeSet<Module>> {
 fn named_paths(module: &Module, text: &str) -> Vec<Module> {
     let mut paths = Vec::new();
     let mut rest = text;
-    while let Some(at) = rest.find(|c: char| c == 'c' || c == 's') {
+    while let Some(at) = rest.find(['c', 's']) {
         let before = text[..text.len() - rest.len() + at].chars().next_back();
         let here = &rest[at..];
         rest = &rest[at + 1..];

@@ -39,7 +39,7 @@ fn is_pod_dir(name: &str, uid: &str) -> bool {
 
 /// Finds the directory of pod `uid` below `root` (depth-first, at most 6 levels: node root,
 /// kubepods, qos class, pod, plus slack for nested cgroup roots).
-pub fn find_pod_dir(root: &Path, uid: &str) -> Option<PathBuf> {
+fn find_pod_dir(root: &Path, uid: &str) -> Option<PathBuf> {
     fn walk(dir: &Path, uid: &str, depth: usize) -> Option<PathBuf> {
         if depth == 0 {
             return None;
@@ -254,7 +254,7 @@ impl Tracker {
         });
     }
 
-    pub fn follows(&self, uid: &str) -> bool {
+    fn follows(&self, uid: &str) -> bool {
         self.pods.contains_key(uid)
     }
 
@@ -304,7 +304,7 @@ impl Tracker {
     }
 
     /// Records the kernel's memory high-water marks of the pods still present.
-    pub fn read_peaks(&mut self) {
+    fn read_peaks(&mut self) {
         for t in self.pods.values_mut() {
             if let Some(peak) = t.cgroup.as_ref().and_then(PodCgroup::peak) {
                 t.record.mem_peak_cgroup = Some(peak);
@@ -317,7 +317,7 @@ impl Tracker {
     }
 }
 
-pub fn unix_now() -> f64 {
+fn unix_now() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64())

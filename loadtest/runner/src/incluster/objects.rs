@@ -22,7 +22,7 @@ use graphfleet_operator::resources::{config_map_and_tmp, pod_security_context, r
 
 pub const POOL_LABEL: &str = "graphfleet.dev/pool";
 pub const ROLE_LABEL: &str = "graphfleet.dev/bench-role";
-pub const GATEWAY_LABEL: &str = "graphfleet.dev/bench-gateway";
+const GATEWAY_LABEL: &str = "graphfleet.dev/bench-gateway";
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "graphfleet-bench");
 /// Port every gateway listens on in its pod (Service port too).
 pub const GATEWAY_PORT: i32 = 4000;
@@ -117,7 +117,7 @@ pub fn subgraph_service(set: &str, subgraph: &str) -> String {
 }
 
 /// The Service's cluster DNS name and port as a base URL.
-pub fn subgraph_base_url(set: &str, subgraph: &str, namespace: &str) -> String {
+fn subgraph_base_url(set: &str, subgraph: &str, namespace: &str) -> String {
     format!(
         "http://{}.{namespace}.svc.cluster.local:{SUBGRAPH_PORT}",
         subgraph_service(set, subgraph)

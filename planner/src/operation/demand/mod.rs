@@ -39,7 +39,7 @@ use graphfleet_federation::Supergraph;
 use super::ir::{ConditionValues, OpIr};
 
 /// What a mutation costs before its fields.
-pub const MUTATION_BASE_COST: f64 = 10.0;
+const MUTATION_BASE_COST: f64 = 10.0;
 
 /// The `extensions.code` of an estimate over the limit (Apollo's).
 pub const TOO_EXPENSIVE: &str = "COST_ESTIMATED_TOO_EXPENSIVE";
