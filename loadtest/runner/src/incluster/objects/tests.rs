@@ -1,4 +1,8 @@
 use super::*;
+use crate::gateway::Gateway;
+use crate::k6::Check;
+use k8s_openapi::api::core::v1::Pod;
+use std::collections::BTreeMap;
 
 const FED: &str = include_str!("../../../../sets/fed/supergraph.graphql");
 
