@@ -1,4 +1,7 @@
 use super::*;
+use crate::k6::Check;
+use crate::scenario::TOKEN_ZERO;
+use std::sync::Arc;
 
 /// A local server answering `{"data":{}}` one request at a time, each after `delay`:
 /// requests arriving faster than that queue up in it. Stops when the sender is dropped.

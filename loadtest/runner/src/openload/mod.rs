@@ -15,10 +15,15 @@
 //! and those requests load the gateway without being counted, so a capacity step measures
 //! the rate it names and not a cold jump to it (a gateway connecting hundreds of new
 //! subgraph connections in its first second).
+//!
+//! One module per job: `expected` (bodies sent and answers expected) below `load` (the run
+//! and its schedule), below the driver here.
+
+mod expected;
+mod load;
 
 use std::cell::RefCell;
 use std::rc::Rc;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -31,230 +36,19 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use crate::k6::{Check, Latency, Summary};
-use crate::scenario::{TOKEN_ZERO, request_token};
+use crate::k6::{Latency, Summary};
 
 /// How long outstanding requests may finish after the last one was due (k6's gracefulStop);
 /// those still open then count as failures.
 const GRACE: Duration = Duration::from_secs(10);
 /// Scenario.js's per-request timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Bodies above this are not re-parsed to compare `data` when their bytes differ (as k6).
-const REPARSE_LIMIT: usize = 1 << 20;
 /// Latencies are recorded in microseconds up to this (longer ones are clamped).
 const MAX_LATENCY_US: u64 = 3_600_000_000;
 
-/// The answer responses are compared with (the monolith's, or the gateway's own bytes when
-/// it formats the same data differently; see `oracle::judge`).
-pub struct ExpectedBody {
-    pub bytes: Vec<u8>,
-    /// `data` of the answer, parsed on the first byte mismatch.
-    data: std::sync::OnceLock<Option<serde_json::Value>>,
-}
-
-impl ExpectedBody {
-    pub fn new(bytes: Vec<u8>) -> Self {
-        ExpectedBody {
-            bytes,
-            data: std::sync::OnceLock::new(),
-        }
-    }
-
-    fn data(&self) -> Option<&serde_json::Value> {
-        self.data
-            .get_or_init(|| {
-                serde_json::from_slice::<serde_json::Value>(&self.bytes)
-                    .ok()
-                    .map(|mut v| v["data"].take())
-            })
-            .as_ref()
-    }
-
-    /// Whether `body` passes `check` (scenario.js's `bodyOk`): `length` compares the byte
-    /// length, `full` the bytes, and a body that differs in bytes still passes when it has
-    /// no `errors` and the same `data`. `token` is the request's no-cache token, put back to
-    /// [`TOKEN_ZERO`] before comparing.
-    pub fn accepts(&self, check: Check, body: &[u8], token: Option<&[u8]>) -> bool {
-        let same = match check {
-            Check::None => return true,
-            Check::Length => body.len() == self.bytes.len(),
-            Check::Full => match token {
-                Some(t) if body.len() == self.bytes.len() => {
-                    let mut own = body.to_vec();
-                    replace_all(&mut own, t, TOKEN_ZERO.as_bytes());
-                    own == self.bytes
-                }
-                _ => body == self.bytes.as_slice(),
-            },
-        };
-        same || self.same_data(body, token)
-    }
-
-    fn same_data(&self, body: &[u8], token: Option<&[u8]>) -> bool {
-        if body.len() > REPARSE_LIMIT {
-            return false;
-        }
-        let mut own = body.to_vec();
-        if let Some(t) = token {
-            replace_all(&mut own, t, TOKEN_ZERO.as_bytes());
-        }
-        let Ok(mut got) = serde_json::from_slice::<serde_json::Value>(&own) else {
-            return false;
-        };
-        got.get("errors").is_none()
-            && self
-                .data()
-                .is_some_and(|want| want.is_object() && got["data"].take() == *want)
-    }
-}
-
-/// Replaces every occurrence of `from` in `buf` with `to`, which has the same length.
-fn replace_all(buf: &mut [u8], from: &[u8], to: &[u8]) {
-    debug_assert_eq!(from.len(), to.len());
-    if from.is_empty() || buf.len() < from.len() {
-        return;
-    }
-    let mut i = 0;
-    while i + from.len() <= buf.len() {
-        if &buf[i..i + from.len()] == from {
-            buf[i..i + from.len()].copy_from_slice(to);
-            i += from.len();
-        } else {
-            i += 1;
-        }
-    }
-}
-
-/// The request body: the payload, or for a no-cache run the payload split at each
-/// [`TOKEN_ZERO`] so every request joins it with its own token.
-#[derive(Clone)]
-pub struct Payload {
-    parts: Vec<Bytes>,
-    nonce: Option<u32>,
-}
-
-impl Payload {
-    /// `nonce`: a no-cache run's nonce (the payload must carry the zero token).
-    pub fn new(payload: &[u8], nonce: Option<u32>) -> anyhow::Result<Self> {
-        let zero = TOKEN_ZERO.as_bytes();
-        let mut parts = Vec::new();
-        let mut rest = payload;
-        if nonce.is_some() {
-            while let Some(at) = rest.windows(zero.len()).position(|w| w == zero) {
-                parts.push(Bytes::copy_from_slice(&rest[..at]));
-                rest = &rest[at + zero.len()..];
-            }
-            if parts.is_empty() {
-                bail!("a no-cache payload must carry {TOKEN_ZERO}");
-            }
-        }
-        parts.push(Bytes::copy_from_slice(rest));
-        Ok(Payload { parts, nonce })
-    }
-
-    /// The body of request `index` and the token it carries.
-    pub fn body(&self, index: u64) -> (Bytes, Option<String>) {
-        let Some(nonce) = self.nonce else {
-            return (self.parts[0].clone(), None);
-        };
-        let token = request_token(nonce, index);
-        let len =
-            self.parts.iter().map(Bytes::len).sum::<usize>() + token.len() * (self.parts.len() - 1);
-        let mut body = Vec::with_capacity(len);
-        for (i, part) in self.parts.iter().enumerate() {
-            if i > 0 {
-                body.extend_from_slice(token.as_bytes());
-            }
-            body.extend_from_slice(part);
-        }
-        (Bytes::from(body), Some(token))
-    }
-}
-
-/// One run of the native generator.
-pub struct Load {
-    pub url: hyper::Uri,
-    pub payload: Payload,
-    pub expected: Arc<ExpectedBody>,
-    pub check: Check,
-    pub rate: u32,
-    pub duration: Duration,
-    pub max_in_flight: u32,
-    /// taskset list for the generator's threads (the non-gateway cores).
-    pub cpus: Option<String>,
-    /// An uncounted lead-in before the measured requests.
-    pub ramp: Option<Ramp>,
-}
-
-/// A linear change of the arrival rate from `from` to the run's rate over `over`, before
-/// the measured requests; its requests count towards nothing but the in-flight limit.
-#[derive(Debug, Clone, Copy)]
-pub struct Ramp {
-    pub from: u32,
-    pub over: Duration,
-}
-
-/// When each request is due, relative to the start: first the ramp's, then the run's.
-#[derive(Debug, Clone, Copy)]
-struct Schedule {
-    rate: u32,
-    /// Requests of the ramp (uncounted), then `measured` requests at `rate`.
-    ramp_requests: u64,
-    measured: u64,
-    ramp: Option<Ramp>,
-}
-
-impl Schedule {
-    fn new(load: &Load) -> Schedule {
-        let ramp_requests = load.ramp.map_or(0, |r| {
-            (f64::from(r.from.saturating_add(load.rate)) / 2.0 * r.over.as_secs_f64()) as u64
-        });
-        Schedule {
-            rate: load.rate,
-            ramp_requests,
-            measured: load.total(),
-            ramp: load.ramp,
-        }
-    }
-
-    fn len(&self) -> u64 {
-        self.ramp_requests + self.measured
-    }
-
-    /// Whether request `i` is one of the measured ones.
-    fn measured(&self, i: u64) -> bool {
-        i >= self.ramp_requests
-    }
-
-    /// The due time of request `i`, after the start.
-    fn offset(&self, i: u64) -> Duration {
-        match self.ramp {
-            Some(ramp) if i < self.ramp_requests => ramp_offset(ramp, self.rate, i),
-            ramp => {
-                let k = i - self.ramp_requests;
-                let lead = ramp.map_or(Duration::ZERO, |r| r.over);
-                lead + Duration::from_nanos(
-                    (u128::from(k) * 1_000_000_000 / u128::from(self.rate)) as u64,
-                )
-            }
-        }
-    }
-}
-
-/// When the `j`th request of a ramp is due: the time `t` at which the ramp's count
-/// `from·t + (rate − from)·t²/(2·over)` reaches `j`, in the form that stays exact for a
-/// flat ramp and never divides by zero for a ramp from 0.
-fn ramp_offset(ramp: Ramp, rate: u32, j: u64) -> Duration {
-    if j == 0 {
-        return Duration::ZERO;
-    }
-    let over = ramp.over.as_secs_f64();
-    let b = f64::from(ramp.from);
-    let a = (f64::from(rate) - b) / (2.0 * over);
-    let j = j as f64;
-    let t = 2.0 * j / (b + (b * b + 4.0 * a * j).max(0.0).sqrt());
-    Duration::from_secs_f64(t.min(over))
-}
+pub use expected::{ExpectedBody, Payload};
+use load::Schedule;
+pub use load::{Load, Ramp};
 
 /// What a run measured: k6's summary shape plus the generator's own lateness.
 #[derive(Debug, Clone)]
@@ -270,11 +64,6 @@ pub struct Outcome {
 }
 
 impl Load {
-    /// The total number of requests the run schedules (rate × duration).
-    fn total(&self) -> u64 {
-        (u128::from(self.rate) * self.duration.as_nanos() / 1_000_000_000) as u64
-    }
-
     /// Runs the load on its own threads and waits for it (blocking: call from
     /// `spawn_blocking` inside a runtime).
     pub fn run(self) -> anyhow::Result<Outcome> {
