@@ -103,27 +103,28 @@ fn uses(files: &[(Module, String)]) -> BTreeMap<Module, BTreeSet<Module>> {
 /// Every `crate::…`/`super::…` path in `text`, as absolute module paths from the crate root.
 fn named_paths(module: &Module, text: &str) -> Vec<Module> {
     let mut paths = Vec::new();
-    let mut rest = text;
-    while let Some(at) = rest.find(['c', 's']) {
-        let before = text[..text.len() - rest.len() + at].chars().next_back();
-        let here = &rest[at..];
-        rest = &rest[at + 1..];
-        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-            continue; // inside a longer word (`mycrate::`)
-        }
-        let (base, tail) = if let Some(tail) = here.strip_prefix("crate::") {
-            (Vec::new(), tail)
-        } else if here.starts_with("super::") {
-            let mut tail = here;
-            let mut base = module.clone();
-            while let Some(t) = tail.strip_prefix("super::") {
-                base.pop();
-                tail = t;
-            }
-            (base, tail)
-        } else {
+    let starts = text
+        .match_indices("crate::")
+        .chain(text.match_indices("super::"));
+    for (at, _) in starts {
+        let before = &text[..at];
+        // Inside a longer word (`mycrate::`), or a later `super::` of a chain.
+        if before.ends_with(|c: char| c.is_alphanumeric() || c == '_')
+            || before.ends_with("super::")
+        {
             continue;
-        };
+        }
+        let mut tail = &text[at..];
+        let mut base = Vec::new();
+        if let Some(rest) = tail.strip_prefix("crate::") {
+            tail = rest;
+        } else {
+            base = module.clone();
+            while let Some(rest) = tail.strip_prefix("super::") {
+                base.pop();
+                tail = rest;
+            }
+        }
         for path in use_tree(tail) {
             let mut full = base.clone();
             full.extend(path.into_iter().filter(|s| s != "self"));
