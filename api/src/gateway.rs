@@ -210,7 +210,25 @@ pub struct ChecksSpec {
     /// lets that one revision through).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub breaking_changes: Option<CheckPolicy>,
+    /// Operations the fleet has served (each gateway pod records them) that the new
+    /// supergraph makes invalid: `Block` (the default: the serving revision stays, a
+    /// condition names the operations) or `Warn`. With recorded traffic, a `Block` on
+    /// `breakingChanges` also lets through breaking changes no served operation uses.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operations: Option<CheckPolicy>,
+    /// How far back recorded operations count (`30m`, `24h`, `7d`; default `7d`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(regex(pattern = r"^[0-9]+(s|m|h|d)$"))]
+    pub usage_window: Option<String>,
+    /// Operations with a smaller share of the recorded requests, in percent, never block
+    /// (default 0: every served operation counts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0.0, max = 100.0))]
+    pub minimum_traffic_share_percent: Option<f64>,
 }
+
+/// `usageWindow` when unset: a week of traffic.
+pub const DEFAULT_USAGE_WINDOW_SECONDS: u64 = 7 * 24 * 3600;
 
 /// What a failed check does.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
@@ -244,18 +262,60 @@ impl GraphGatewaySpec {
 
     /// What breaking changes do.
     pub fn breaking_changes(&self) -> CheckPolicy {
-        self.delivery
-            .as_ref()
-            .and_then(|d| d.checks.as_ref())
+        self.checks()
             .and_then(|c| c.breaking_changes)
             .unwrap_or_default()
     }
+
+    /// What invalid served operations do: `Block` unless set.
+    pub fn operations_check(&self) -> CheckPolicy {
+        self.checks()
+            .and_then(|c| c.operations)
+            .unwrap_or(CheckPolicy::Block)
+    }
+
+    /// `usageWindow` in seconds (an unreadable one, which the API server's pattern
+    /// refuses anyway, counts as the default).
+    pub fn usage_window_seconds(&self) -> u64 {
+        let Some(window) = self.checks().and_then(|c| c.usage_window.as_deref()) else {
+            return DEFAULT_USAGE_WINDOW_SECONDS;
+        };
+        let (number, unit) = window.split_at(window.len().saturating_sub(1));
+        let scale = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return DEFAULT_USAGE_WINDOW_SECONDS,
+        };
+        number
+            .parse::<u64>()
+            .map_or(DEFAULT_USAGE_WINDOW_SECONDS, |n| n.saturating_mul(scale))
+    }
+
+    /// `minimumTrafficShare` as a fraction (0.0..=1.0).
+    pub fn minimum_traffic_share(&self) -> f64 {
+        self.checks()
+            .and_then(|c| c.minimum_traffic_share_percent)
+            .map_or(0.0, |p| p.clamp(0.0, 100.0) / 100.0)
+    }
+
+    fn checks(&self) -> Option<&ChecksSpec> {
+        self.delivery.as_ref()?.checks.as_ref()
+    }
 }
 
-/// Deployment rolling-update parameters.
+/// How a new pod template reaches the pods, and the Deployment's rolling-update parameters
+/// (used by both strategies: a canary's promotion is a rolling update too).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RolloutStrategy {
+    /// `RollingUpdate` (the default) or `Canary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<super::Strategy>,
+    /// Steps and thresholds of `Canary`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<super::CanarySpec>,
     /// Extra pods during a rollout (count or percentage); default 25%.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_surge: Option<IntOrString>,
@@ -335,6 +395,9 @@ pub struct GraphGatewayStatus {
     /// Label selector of the pods, for the scale subresource.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selector: Option<String>,
+    /// The canary under way or rolled back (`spec.rollout.strategy: Canary`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canary: Option<super::CanaryStatus>,
 }
 
 /// One composed supergraph.
@@ -356,6 +419,16 @@ pub struct SupergraphRevision {
     /// changed, ...) it had against that revision.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub dangerous_changes: u32,
+    /// Recorded operations checked against it (validated and planned).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub operations_checked: u32,
+    /// Recorded operations it makes invalid (`name (id, share of requests, clients): why`,
+    /// at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub invalid_operations: Vec<String>,
+    /// Recorded operations whose plan it changes (`name: +fetch, -fetch`, at most 20).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed_plans: Vec<String>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -382,6 +455,10 @@ pub enum RevisionOutcome {
     Composed,
     /// Kept from the pods by a check (`spec.delivery.checks`).
     Blocked,
+    /// On the canary pods (`spec.rollout.strategy: Canary`).
+    Canary,
+    /// Failed on the canary and taken off it.
+    RolledBack,
 }
 
 /// One composition error as reported in status.

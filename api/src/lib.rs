@@ -3,11 +3,13 @@
 //! The Rust types are the source of truth: `crdgen` renders them into `crds/*.yaml`, and the
 //! CEL rules below travel with the schema so the API server rejects bad specs itself.
 
+mod canary;
 mod gateway;
 mod loadtest;
 mod mounts;
 mod subgraph;
 
+pub use canary::*;
 pub use gateway::*;
 pub use loadtest::*;
 pub use mounts::*;

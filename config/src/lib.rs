@@ -9,11 +9,13 @@ mod checks;
 mod demand;
 mod headers;
 mod http;
+pub mod manifest;
 mod persisted;
 mod schema;
 mod size;
 mod subscription;
 mod tls;
+mod usage;
 mod validate;
 
 pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
@@ -27,6 +29,7 @@ pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, Persist
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
+pub use usage::{AdminConfig, UsageConfig};
 pub use validate::{Problems, validate};
 
 use schemars::JsonSchema;
@@ -76,6 +79,10 @@ pub struct Config {
     pub demand_control: DemandControlConfig,
     /// Subscriptions: client transports and limits.
     pub subscriptions: SubscriptionsConfig,
+    /// Recording of served operations, for the operator's checks against real traffic.
+    pub usage: UsageConfig,
+    /// The admin listener (readiness with the served supergraph, recorded operations).
+    pub admin: AdminConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
     pub workers: Option<usize>,
 }
@@ -103,6 +110,8 @@ impl Default for Config {
             progressive_override: ProgressiveOverrideConfig::default(),
             demand_control: DemandControlConfig::default(),
             subscriptions: SubscriptionsConfig::default(),
+            usage: UsageConfig::default(),
+            admin: AdminConfig::default(),
             workers: None,
         }
     }

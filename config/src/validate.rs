@@ -60,6 +60,7 @@ pub fn validate(config: &Config) -> Problems {
             "must be at least 1".to_owned(),
         );
     }
+    usage(config, &mut report);
     if config.traffic.max_connections == 0 {
         report(
             &["traffic", "max_connections"],
@@ -272,6 +273,37 @@ fn propagatable(name: &str) -> Result<(), String> {
         );
     }
     Ok(())
+}
+
+/// Recording needs room for one document, and the admin listener its own port.
+fn usage(config: &Config, report: &mut impl FnMut(&[&str], String)) {
+    let usage = &config.usage;
+    if usage.record && usage.max_document_bytes > usage.max_bytes / 16 {
+        report(
+            &["usage", "max_document_bytes"],
+            format!(
+                "must be at most a sixteenth of usage.max_bytes ({} bytes), so the recorder holds at least 16 documents",
+                usage.max_bytes / 16
+            ),
+        );
+    }
+    if !(1..=64).contains(&usage.max_clients_per_operation) {
+        report(
+            &["usage", "max_clients_per_operation"],
+            "must be within 1..=64".to_owned(),
+        );
+    }
+    // Port 0 asks for an ephemeral port, a different one each time.
+    if config
+        .admin
+        .listen
+        .is_some_and(|admin| admin == config.listen && admin.port() != 0)
+    {
+        report(
+            &["admin", "listen"],
+            "must differ from listen (the admin listener needs a port of its own)".to_owned(),
+        );
+    }
 }
 
 #[cfg(test)]

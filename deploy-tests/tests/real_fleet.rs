@@ -100,20 +100,24 @@ async fn gateway_ready(cluster: &RealCluster, ns: &str) -> Duration {
     let half = manifest.replace("cpu: \"1\"", "cpu: 500m");
     assert_eq!(half.matches("cpu: 500m").count(), 2, "requests and limits");
     apply(cluster, ns, &half);
-    eventually("GraphGateway fed Ready", READY, || async {
+    let message = eventually("GraphGateway fed Ready", READY, || async {
         let gw = json_of(cluster, ns, &["graphgateway", "fed"]);
         let ready = gw["status"]["conditions"]
             .as_array()
             .into_iter()
             .flatten()
-            .any(|c| c["type"] == "Ready" && c["status"] == "True");
-        if ready {
-            Ok(())
-        } else {
-            Err(gw["status"].to_string())
+            .find(|c| c["type"] == "Ready" && c["status"] == "True");
+        match ready {
+            Some(ready) => Ok(ready["message"].as_str().unwrap_or_default().to_owned()),
+            None => Err(gw["status"].to_string()),
         }
     })
     .await;
+    // Counted from what each pod says on its admin port, across the pod network.
+    assert!(
+        message.contains("pods serve supergraph") && !message.contains("by their template"),
+        "{message}"
+    );
     start.elapsed()
 }
 
@@ -502,6 +506,15 @@ async fn changes_under_load(cluster: &RealCluster, ns: &str) {
         "SDL change → served by every gateway pod in {:?}",
         start.elapsed()
     );
+    // The operator checked the change against what the pods had served under this load
+    // (read from their admin ports): the load's operation at least.
+    let gw = json_of(cluster, ns, &["graphgateway", "fed"]);
+    let newest = &gw["status"]["revisions"][0];
+    assert!(
+        newest["operationsChecked"].as_u64().unwrap_or(0) >= 1,
+        "the operations check saw the served traffic: {newest}"
+    );
+    assert!(newest["invalidOperations"].is_null(), "{newest}");
     run_ok(
         kubectl(cluster, ns).args(["rollout", "restart", "deployment/fed"]),
         None,

@@ -7,9 +7,8 @@
 use crate::error::FetchError;
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use graphfleet_ws_protocol::{ClientMessage, RawJson, SUBPROTOCOL, ServerMessage};
 use http::HeaderMap;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::time::Duration;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -100,19 +99,15 @@ pub async fn subscribe(upstream: &Upstream, body: Bytes) -> Result<Events, Fetch
 type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
-const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// The id of the one operation each connection carries.
 const ID: &str = "1";
 
-/// A server message; `payload` is kept as written (an event is handed on unparsed).
-#[derive(Deserialize)]
-struct ServerMessage<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    #[serde(default)]
-    id: Option<&'a str>,
-    #[serde(default, borrow)]
-    payload: Option<&'a RawValue>,
+fn client_frame(message: &ClientMessage<'_>) -> Message {
+    Message::text(message.encode())
+}
+
+fn pong() -> Message {
+    client_frame(&ClientMessage::Pong { payload: None })
 }
 
 /// Open the socket and complete the `connection_init`/`connection_ack` exchange.
@@ -152,7 +147,9 @@ async fn ws_connect(upstream: &Upstream) -> Result<Socket, FetchError> {
         )));
     }
     socket
-        .send(Message::text(r#"{"type":"connection_init"}"#))
+        .send(client_frame(&ClientMessage::ConnectionInit {
+            payload: None,
+        }))
         .await
         .map_err(|e| upstream_error(format!("sending connection_init: {e}")))?;
     loop {
@@ -171,17 +168,18 @@ async fn ws_connect(upstream: &Upstream) -> Result<Socket, FetchError> {
             }
             _ => continue,
         };
-        let parsed: ServerMessage<'_> = serde_json::from_str(&text)
+        let parsed = ServerMessage::decode(&text)
             .map_err(|e| upstream_error(format!("invalid message from the subgraph: {e}")))?;
-        match parsed.kind {
-            "connection_ack" => return Ok(socket),
-            "ping" => {
-                let _ = socket.send(Message::text(r#"{"type":"pong"}"#)).await;
+        match parsed {
+            ServerMessage::ConnectionAck { .. } => return Ok(socket),
+            ServerMessage::Ping { .. } => {
+                let _ = socket.send(pong()).await;
             }
-            "pong" => {}
+            ServerMessage::Pong { .. } => {}
             other => {
                 return Err(upstream_error(format!(
-                    "expected connection_ack from the subgraph, got {other:?}"
+                    "expected connection_ack from the subgraph, got {:?}",
+                    other.kind()
                 )));
             }
         }
@@ -198,12 +196,20 @@ fn close_reason(frame: Option<&CloseFrame>) -> String {
 /// Subscribe over `socket` and forward its events until the subgraph completes, the
 /// connection fails, or the receiver is dropped (then `complete` and a close frame).
 async fn ws_run(mut socket: Socket, body: Bytes, tx: mpsc::Sender<Result<Bytes, FetchError>>) {
-    let mut subscribe = Vec::with_capacity(body.len() + 48);
-    subscribe.extend_from_slice(br#"{"id":"1","type":"subscribe","payload":"#);
-    subscribe.extend_from_slice(&body);
-    subscribe.push(b'}');
-    let subscribe = String::from_utf8(subscribe).expect("request bodies are UTF-8 JSON");
-    if let Err(e) = socket.send(Message::text(subscribe)).await {
+    // The planner's request body, already JSON: sent as written.
+    let subscribe = std::str::from_utf8(&body)
+        .map(|body| {
+            client_frame(&ClientMessage::Subscribe {
+                id: ID.into(),
+                payload: RawJson::trusted(body),
+            })
+        })
+        .map_err(|e| format!("the subscription request is not UTF-8: {e}"));
+    let sent = match subscribe {
+        Ok(subscribe) => socket.send(subscribe).await.map_err(|e| e.to_string()),
+        Err(e) => Err(e),
+    };
+    if let Err(e) = sent {
         let _ = tx
             .send(Err(upstream_error(format!("sending subscribe: {e}"))))
             .await;
@@ -213,7 +219,7 @@ async fn ws_run(mut socket: Socket, body: Bytes, tx: mpsc::Sender<Result<Bytes, 
         let message = tokio::select! {
             message = socket.next() => message,
             () = tx.closed() => {
-                let _ = socket.send(Message::text(r#"{"id":"1","type":"complete"}"#)).await;
+                let _ = socket.send(client_frame(&ClientMessage::Complete { id: ID.into() })).await;
                 let _ = socket.close(Some(CloseFrame { code: CloseCode::Normal, reason: "".into() })).await;
                 return;
             }
@@ -233,7 +239,7 @@ async fn ws_run(mut socket: Socket, body: Bytes, tx: mpsc::Sender<Result<Bytes, 
                     None
                 }
                 WsStep::Ping => {
-                    let _ = socket.send(Message::text(r#"{"type":"pong"}"#)).await;
+                    let _ = socket.send(pong()).await;
                     None
                 }
                 WsStep::Ignore => None,
@@ -262,7 +268,7 @@ enum WsStep {
 
 /// What one text message from the subgraph means for the operation.
 fn ws_message(text: &str) -> WsStep {
-    let parsed: ServerMessage<'_> = match serde_json::from_str(text) {
+    let parsed = match ServerMessage::decode(text) {
         Ok(p) => p,
         Err(e) => {
             return WsStep::End(Err(upstream_error(format!(
@@ -270,21 +276,21 @@ fn ws_message(text: &str) -> WsStep {
             ))));
         }
     };
-    let ours = parsed.id == Some(ID);
-    match (parsed.kind, parsed.payload) {
-        ("next", Some(payload)) if ours => {
+    match parsed {
+        ServerMessage::Next { id, payload } if id == ID => {
             WsStep::Event(Bytes::copy_from_slice(payload.get().as_bytes()))
         }
         // The operation failed before any result: its errors as a last event.
-        ("error", Some(errors)) if ours => {
-            let body = format!(r#"{{"data":null,"errors":{}}}"#, errors.get());
+        ServerMessage::Error { id, payload } if id == ID => {
+            let body = format!(r#"{{"data":null,"errors":{}}}"#, payload.get());
             WsStep::End(Ok(Some(Bytes::from(body))))
         }
-        ("complete", _) if ours => WsStep::End(Ok(None)),
-        ("ping", _) => WsStep::Ping,
-        ("pong", _) => WsStep::Ignore,
-        (kind, _) => WsStep::End(Err(upstream_error(format!(
-            "unexpected {kind:?} message from the subgraph"
+        ServerMessage::Complete { id } if id == ID => WsStep::End(Ok(None)),
+        ServerMessage::Ping { .. } => WsStep::Ping,
+        ServerMessage::Pong { .. } => WsStep::Ignore,
+        other => WsStep::End(Err(upstream_error(format!(
+            "unexpected {:?} message from the subgraph",
+            other.kind()
         )))),
     }
 }

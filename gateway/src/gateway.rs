@@ -17,6 +17,7 @@ use crate::reload::ReloadTarget;
 use crate::subscription::{ShutdownSignal, SocketSlot, Subscriptions};
 use crate::supergraph::Supergraph;
 use crate::telemetry::{Metrics, RequestRecorder};
+use crate::usage::UsageRecorder;
 use arc_swap::ArcSwapOption;
 use graphfleet_config::Config;
 use std::sync::Arc;
@@ -45,6 +46,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub auth: crate::auth::Auth,
     /// Open subscriptions and their limits.
     pub(crate) subscriptions: Arc<Subscriptions>,
+    /// The operations served, for the operator's checks; `None` when `usage.record` is off.
+    pub usage: Option<UsageRecorder>,
 }
 
 impl Gateway<HttpTransport> {
@@ -75,6 +78,7 @@ impl Gateway<HttpTransport> {
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
             subscriptions: subscriptions(&config, &metrics),
+            usage: UsageRecorder::new(&config.usage),
             config,
             metrics,
         }
@@ -97,6 +101,7 @@ impl<T: Transport> Gateway<T> {
             ),
             auth: crate::auth::Auth::new(&config),
             subscriptions: subscriptions(&config, &metrics),
+            usage: UsageRecorder::new(&config.usage),
             config,
             transport: Arc::new(transport),
             lifecycle: Lifecycle::default(),
@@ -143,6 +148,17 @@ impl<T: Transport> Gateway<T> {
 
     pub fn readiness(&self) -> Readiness {
         self.lifecycle.readiness(self.state.load().is_some())
+    }
+
+    /// SHA-256 of the supergraph served now.
+    pub fn supergraph_hash(&self) -> Option<[u8; 32]> {
+        self.state.load().as_ref().map(|s| s.supergraph.hash)
+    }
+
+    /// What the usage recorder holds, with the served supergraph's hash.
+    pub fn usage_report(&self) -> Option<graphfleet_admin_api::UsageReport> {
+        let hash = self.supergraph_hash();
+        Some(self.usage.as_ref()?.report(hash.as_ref()))
     }
 
     /// The Prometheus text, with the served supergraph and reload counts as of now.
@@ -205,6 +221,9 @@ impl<T: Transport> Gateway<T> {
             .prepare(&state, &query, name, deadline)
             .await?;
         let operation = cached.prepared.operation.name.as_deref();
+        if let Some(usage) = &self.usage {
+            usage.record(&cached.usage, operation, &query, meta.app.as_ref());
+        }
         let metrics = cached
             .metrics
             .get_or_init(|| self.metrics.operation(operation));
@@ -264,7 +283,7 @@ impl<T: Transport> Gateway<T> {
 
 impl<T: Transport> ReloadTarget for Gateway<T> {
     fn served_hash(&self) -> Option<[u8; 32]> {
-        self.state.load().as_ref().map(|s| s.supergraph.hash)
+        self.supergraph_hash()
     }
 
     fn serve(&self, supergraph: Supergraph) {

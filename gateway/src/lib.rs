@@ -11,6 +11,7 @@ pub mod reload;
 pub mod runtime;
 pub mod subscription;
 pub mod telemetry;
+pub mod usage;
 
 /// Execution and the response: their own crate, re-exported under their stage names.
 pub use graphfleet_executor::{self as executor, response};

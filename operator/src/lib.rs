@@ -8,11 +8,14 @@
 //! point one way: `controller` uses the pure modules, never the reverse.
 
 pub mod admin_server;
+pub mod canary;
 pub mod controller;
 pub mod diagnose;
+pub mod gateway_probe;
 pub mod k6_summary;
 pub mod lease;
 pub mod metrics;
+pub mod operations_check;
 pub mod report;
 pub mod resources;
 pub mod schema_checks;

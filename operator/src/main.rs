@@ -183,6 +183,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         default_image: args.gateway_image.clone(),
         k6_image: args.k6_image.clone(),
         gatling_image: args.gatling_image.clone(),
+        admin_address: Default::default(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controllers = tokio::spawn(controller::run(client, metrics, settings, async {

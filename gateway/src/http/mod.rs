@@ -17,6 +17,7 @@ use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
 use hyper::{Method, Request, Response, StatusCode};
 use std::sync::Arc;
 
+mod admin;
 mod body;
 mod csrf;
 mod decode;
@@ -30,6 +31,7 @@ mod server;
 mod stream;
 mod ws;
 
+pub use admin::serve_admin;
 pub use csrf::csrf_blocked;
 pub use layers::{HttpLayers, ResponseBody};
 pub use multipart::HandlerBody;
@@ -75,14 +77,15 @@ fn readiness<T: Transport>(gateway: &Gateway<T>) -> Response<HandlerBody> {
         _ => (StatusCode::SERVICE_UNAVAILABLE, "DOWN"),
     };
     let reload = gateway.lifecycle.reload_status();
-    let body = serde_json::json!({
-        "status": word,
-        "reason": readiness.as_str(),
-        "supergraph": reload.short_hash(),
-        "failed_reloads": reload.failed_reloads,
-        "reload_error": reload.last_error,
-    });
-    let body = serde_json::to_vec(&body).expect("static JSON serializes");
+    let body = graphfleet_admin_api::Readiness {
+        status: word.to_owned(),
+        reason: readiness.as_str().to_owned(),
+        supergraph: reload.short_hash().to_owned(),
+        supergraph_sha256: gateway.supergraph_hash().map(|h| crate::usage::hex(&h)),
+        failed_reloads: reload.failed_reloads,
+        reload_error: reload.last_error.clone(),
+    };
+    let body = serde_json::to_vec(&body).expect("readiness serializes");
     response(status, Media::Json.as_str(), body)
 }
 
@@ -192,7 +195,12 @@ async fn request_meta<T: Transport>(
                 .with_header(WWW_AUTHENTICATE, "Bearer")
         })?;
     let forward_headers = gateway.header_rules.apply(req.headers(), claims.as_deref());
+    let app = gateway
+        .usage
+        .as_ref()
+        .and_then(|_| crate::usage::ClientApp::from_headers(req.headers()));
     Ok(RequestMeta {
+        app,
         allow_mutation: how.allow_mutation,
         forward_headers,
         trace_context: crate::telemetry::tracing::trace_headers(req.headers()),

@@ -67,6 +67,16 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
         tracing::info!(address = %addr, https = tls.is_some(), "graphfleet-gateway listening");
         // Tests and scripts wait for this exact line.
         eprintln!("graphfleet-gateway listening on {addr}");
+        if let Some(admin) = config.admin.listen {
+            let admin_listener = TcpListener::bind(admin)
+                .await
+                .with_context(|| format!("binding the admin listener {admin}"))?;
+            let admin_addr = admin_listener.local_addr()?;
+            tracing::info!(address = %admin_addr, "admin listener");
+            // Tests wait for this line to learn an ephemeral port.
+            eprintln!("graphfleet-gateway admin listener on {admin_addr}");
+            tokio::spawn(super::serve_admin(admin_listener, gateway.clone()));
+        }
         serve_until_signal(listener, gateway, tls, &mut signals).await
     });
     // Cut connections may still have tasks; they are dropped without waiting long.

@@ -13,6 +13,9 @@ use crate::pipeline::respond::Outcome;
 use crate::subscription::{Next, Undelivered};
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use graphfleet_ws_protocol::{
+    ClientMessage, Close, RawJson, SUBPROTOCOL, ServerMessage, offers_subprotocol,
+};
 use hyper::header::{
     CONNECTION, HeaderValue, SEC_WEBSOCKET_ACCEPT, SEC_WEBSOCKET_KEY, SEC_WEBSOCKET_PROTOCOL,
     SEC_WEBSOCKET_VERSION, UPGRADE,
@@ -30,7 +33,6 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 
-const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// Messages queued for the socket's writer; a full queue makes operations wait.
 const OUTBOX: usize = 64;
 
@@ -72,10 +74,10 @@ pub(super) fn upgrade<T: Transport>(
     let Some(key) = headers.get(SEC_WEBSOCKET_KEY) else {
         return refuse(StatusCode::BAD_REQUEST, "Sec-WebSocket-Key is missing");
     };
-    let speaks = headers.get_all(SEC_WEBSOCKET_PROTOCOL).iter().any(|v| {
-        v.to_str()
-            .is_ok_and(|v| v.split(',').any(|p| p.trim() == SUBPROTOCOL))
-    });
+    let speaks = headers
+        .get_all(SEC_WEBSOCKET_PROTOCOL)
+        .iter()
+        .any(|v| v.to_str().is_ok_and(offers_subprotocol));
     if !speaks {
         return refuse(
             StatusCode::BAD_REQUEST,
@@ -135,26 +137,6 @@ pub async fn serve_socket<T, S>(
     Connection::new(gateway, meta).run(socket).await;
 }
 
-/// A client message; `payload` is read per type.
-#[derive(Deserialize)]
-struct ClientMessage {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default)]
-    payload: Option<serde_json::Value>,
-}
-
-/// What ends a connection from our side.
-struct Close(u16, String);
-
-impl Close {
-    fn new(code: u16, reason: impl Into<String>) -> Self {
-        Self(code, reason.into())
-    }
-}
-
 struct Connection<T: Transport> {
     gateway: Arc<Gateway<T>>,
     meta: Arc<RequestMeta>,
@@ -195,20 +177,19 @@ impl<T: Transport> Connection<T> {
             let message = tokio::select! {
                 m = stream.next() => m,
                 () = tokio::time::sleep_until(init_deadline), if !self.acked => {
-                    break Some(Close::new(4408, "Connection initialisation timeout"));
+                    break Some(Close::initialisation_timeout());
                 }
                 () = shutdown.wait() => {
                     // Operations send their last message first (they end on the same signal).
                     self.drain_ops().await;
-                    break Some(Close::new(1001, "the gateway is shutting down"));
+                    break Some(Close::going_away("the gateway is shutting down"));
                 }
             };
             let text = match message {
                 None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break None,
                 Some(Ok(Message::Text(text))) => text,
                 Some(Ok(Message::Binary(_))) => {
-                    break Some(Close::new(
-                        4400,
+                    break Some(Close::bad_request(
                         "binary messages are not part of the protocol",
                     ));
                 }
@@ -221,10 +202,10 @@ impl<T: Transport> Connection<T> {
         for (_, op) in self.ops.lock().drain() {
             op.abort();
         }
-        if let Some(Close(code, reason)) = close {
+        if let Some(close) = close {
             let frame = CloseFrame {
-                code: CloseCode::from(code),
-                reason: reason.into(),
+                code: CloseCode::from(u16::from(close.code)),
+                reason: close.reason.into_owned().into(),
             };
             let _ = outbox.send(Message::Close(Some(frame))).await;
         }
@@ -245,44 +226,33 @@ impl<T: Transport> Connection<T> {
         text: &str,
         outbox: &mpsc::Sender<Message>,
     ) -> Result<(), Close> {
-        let message: ClientMessage = serde_json::from_str(text)
-            .map_err(|e| Close::new(4400, format!("invalid message: {e}")))?;
-        match message.kind.as_str() {
-            "connection_init" => {
+        match ClientMessage::decode(text).map_err(Close::bad_request)? {
+            ClientMessage::ConnectionInit { .. } => {
                 if std::mem::replace(&mut self.acked, true) {
-                    return Err(Close::new(4429, "Too many initialisation requests"));
+                    return Err(Close::too_many_initialisation_requests());
                 }
+                let ack = ServerMessage::ConnectionAck { payload: None };
+                let _ = outbox.send(frame(&ack)).await;
+            }
+            ClientMessage::Ping { .. } => {
                 let _ = outbox
-                    .send(Message::text(r#"{"type":"connection_ack"}"#))
+                    .send(frame(&ServerMessage::Pong { payload: None }))
                     .await;
             }
-            "ping" => {
-                let _ = outbox.send(Message::text(r#"{"type":"pong"}"#)).await;
-            }
-            "pong" => {}
-            "subscribe" => {
+            ClientMessage::Pong { .. } => {}
+            ClientMessage::Subscribe { id, payload } => {
                 if !self.acked {
-                    return Err(Close::new(4401, "Unauthorized"));
+                    return Err(Close::unauthorized());
                 }
-                let id = message
-                    .id
-                    .filter(|id| !id.is_empty())
-                    .ok_or_else(|| Close::new(4400, "subscribe needs an id"))?;
-                let payload = message
-                    .payload
-                    .ok_or_else(|| Close::new(4400, "subscribe needs a payload"))?;
-                let request: GraphQLRequest = serde_json::from_value(payload)
-                    .map_err(|e| Close::new(4400, format!("invalid subscribe payload: {e}")))?;
-                self.start(id, request, outbox)?;
+                let request: GraphQLRequest = serde_json::from_str(payload.get())
+                    .map_err(|e| Close::bad_request(format_args!("subscribe payload: {e}")))?;
+                self.start(id.into_owned(), request, outbox)?;
             }
-            "complete" => {
-                if let Some(id) = message.id
-                    && let Some(op) = self.ops.lock().remove(&id)
-                {
+            ClientMessage::Complete { id } => {
+                if let Some(op) = self.ops.lock().remove(&*id) {
                     op.abort();
                 }
             }
-            other => return Err(Close::new(4400, format!("unknown message type {other:?}"))),
         }
         Ok(())
     }
@@ -296,10 +266,7 @@ impl<T: Transport> Connection<T> {
     ) -> Result<(), Close> {
         let mut ops = self.ops.lock();
         if ops.contains_key(&id) {
-            return Err(Close::new(
-                4409,
-                format!("Subscriber for {id} already exists"),
-            ));
+            return Err(Close::subscriber_already_exists(&id));
         }
         let max = self.gateway.config.subscriptions.max_per_connection;
         let outbox = outbox.clone();
@@ -411,29 +378,33 @@ fn errors_of(body: &[u8]) -> Bytes {
     }
 }
 
+fn frame(message: &ServerMessage<'_>) -> Message {
+    Message::text(message.encode())
+}
+
+/// A body as JSON text: the gateway's are UTF-8 JSON, so this borrows (a bad byte would
+/// be replaced rather than lose the message).
+fn json_text(body: &[u8]) -> std::borrow::Cow<'_, str> {
+    String::from_utf8_lossy(body)
+}
+
+/// A result, copied once into its frame (never re-serialized).
 fn next_message(id: &str, payload: &[u8]) -> Message {
-    framed(id, "next", Some(payload))
+    let payload = json_text(payload);
+    frame(&ServerMessage::Next {
+        id: id.into(),
+        payload: RawJson::trusted(&payload),
+    })
 }
 
 fn error_message(id: &str, errors: &[u8]) -> Message {
-    framed(id, "error", Some(errors))
+    let errors = json_text(errors);
+    frame(&ServerMessage::Error {
+        id: id.into(),
+        payload: RawJson::trusted(&errors),
+    })
 }
 
 fn complete_message(id: &str) -> Message {
-    framed(id, "complete", None)
-}
-
-fn framed(id: &str, kind: &str, payload: Option<&[u8]>) -> Message {
-    let mut out = Vec::with_capacity(payload.map_or(0, <[u8]>::len) + id.len() + 40);
-    out.extend_from_slice(b"{\"id\":");
-    out.extend_from_slice(&serde_json::to_vec(id).expect("strings serialize"));
-    out.extend_from_slice(b",\"type\":\"");
-    out.extend_from_slice(kind.as_bytes());
-    out.push(b'"');
-    if let Some(payload) = payload {
-        out.extend_from_slice(b",\"payload\":");
-        out.extend_from_slice(payload);
-    }
-    out.push(b'}');
-    Message::text(String::from_utf8(out).expect("JSON is UTF-8"))
+    frame(&ServerMessage::Complete { id: id.into() })
 }

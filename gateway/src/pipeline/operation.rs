@@ -64,6 +64,8 @@ pub struct CachedOperation {
     pub(crate) auth: OnceLock<OperationAuth<Variant>>,
     /// Its demand-control cost estimate, compiled on the first request that needs it.
     pub(crate) demand: OnceLock<CostPlan>,
+    /// Its record in the usage recorder, found on the first request.
+    pub(crate) usage: OnceLock<crate::usage::Recorded>,
 }
 
 impl CachedOperation {
@@ -83,6 +85,7 @@ impl CachedOperation {
             labels,
             auth: OnceLock::new(),
             demand: OnceLock::new(),
+            usage: OnceLock::new(),
         }
     }
 

@@ -38,6 +38,8 @@ pub struct RequestMeta {
     pub stream: bool,
     /// The client's address (the per-client subscription limit).
     pub client: Option<std::net::IpAddr>,
+    /// The client application its headers name (recorded with the operation's usage).
+    pub app: Option<crate::usage::ClientApp>,
 }
 
 /// The media type a response is written in, as negotiated from `Accept`.

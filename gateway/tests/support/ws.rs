@@ -1,7 +1,9 @@
-//! A graphql-transport-ws client for the tests: raw frames over tokio-tungstenite, so
-//! the tests see exactly what the gateway sends (close codes included).
+//! A graphql-transport-ws client for the tests: frames over tokio-tungstenite, the
+//! handshake in the protocol's types and the rest raw, so the tests see exactly what
+//! the gateway sends (close codes included).
 
 use futures::{SinkExt, StreamExt};
+use graphfleet_ws_protocol::{ClientMessage, SUBPROTOCOL, ServerMessage};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio_tungstenite::tungstenite::Message;
@@ -33,12 +35,34 @@ pub async fn connect(url: &str, protocol: &str) -> Result<Socket, String> {
 
 /// A socket past `connection_init` / `connection_ack`.
 pub async fn initialised(url: &str) -> Socket {
-    let mut socket = connect(url, "graphql-transport-ws")
+    let mut socket = connect(url, SUBPROTOCOL)
         .await
         .expect("the upgrade succeeds");
-    send(&mut socket, json!({ "type": "connection_init" })).await;
-    assert_eq!(receive(&mut socket).await["type"], "connection_ack");
+    send_message(
+        &mut socket,
+        &ClientMessage::ConnectionInit { payload: None },
+    )
+    .await;
+    let ack = receive(&mut socket).await.to_string();
+    assert_eq!(
+        ServerMessage::decode(&ack).expect("a graphql-transport-ws message"),
+        ServerMessage::ConnectionAck { payload: None },
+        "{ack}"
+    );
     socket
+}
+
+/// Send one protocol message.
+pub async fn send_message<S>(
+    socket: &mut tokio_tungstenite::WebSocketStream<S>,
+    message: &ClientMessage<'_>,
+) where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    socket
+        .send(Message::text(message.encode()))
+        .await
+        .expect("send a message");
 }
 
 pub async fn send<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>, message: Value)

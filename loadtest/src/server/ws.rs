@@ -10,6 +10,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use graphfleet_ws_protocol::{
+    ClientMessage, Close, RawJson, SUBPROTOCOL, ServerMessage, SubscribePayload, offers_subprotocol,
+};
 use http_body_util::Full;
 use hyper::body::Incoming;
 use hyper::header::{
@@ -18,8 +21,6 @@ use hyper::header::{
 };
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_tungstenite::WebSocketStream;
@@ -31,7 +32,6 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use super::streaming::{Started, start, stopped};
 use super::{App, Body, error};
 
-pub(super) const SUBPROTOCOL: &str = "graphql-transport-ws";
 /// Client messages above this are refused (close 1009 by tungstenite).
 const MAX_MESSAGE: usize = 16 << 20;
 /// Initial read buffer per socket (it grows for bigger messages).
@@ -82,10 +82,7 @@ pub(super) fn upgrade(app: Arc<App>, index: usize, mut req: Request<Incoming>) -
         .headers()
         .get_all(SEC_WEBSOCKET_PROTOCOL)
         .iter()
-        .any(|v| {
-            v.to_str()
-                .is_ok_and(|v| v.split(',').any(|p| p.trim() == SUBPROTOCOL))
-        });
+        .any(|v| v.to_str().is_ok_and(offers_subprotocol));
     if !offered {
         return error(
             StatusCode::BAD_REQUEST,
@@ -125,30 +122,6 @@ pub(super) fn upgrade(app: Arc<App>, index: usize, mut req: Request<Incoming>) -
     response
 }
 
-/// A message from the client. Unknown fields are ignored, as the reference server does.
-#[derive(Deserialize)]
-struct ClientMessage<'a> {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    id: Option<String>,
-    #[serde(default, borrow)]
-    payload: Option<&'a RawValue>,
-}
-
-/// The `subscribe` payload's shape, checked before the operation starts.
-#[derive(Deserialize)]
-#[allow(dead_code)] // Read only to reject malformed payloads (the engine parses it again).
-struct SubscribePayload {
-    query: String,
-    #[serde(default, rename = "operationName")]
-    operation_name: Option<String>,
-    #[serde(default)]
-    variables: Option<serde_json::Map<String, serde_json::Value>>,
-    #[serde(default)]
-    extensions: Option<serde_json::Map<String, serde_json::Value>>,
-}
-
 /// A result for the client, tagged with the subscription's serial so results of a
 /// completed operation whose id was reused are dropped.
 struct Out {
@@ -162,13 +135,6 @@ enum OutMessage {
     /// The errors as a JSON array.
     Error(String),
     Complete,
-}
-
-/// Why the server closes the socket.
-struct Close(u16, String);
-
-fn close(code: u16, reason: impl Into<String>) -> Close {
-    Close(code, reason.into())
 }
 
 type Socket = WebSocketStream<TokioIo<hyper::upgrade::Upgraded>>;
@@ -204,16 +170,16 @@ async fn serve_socket(app: Arc<App>, route: usize, socket: Socket) {
     let closing: Option<Close> = loop {
         tokio::select! {
             () = &mut init_timeout, if !conn.init_received => {
-                break Some(close(4408, "Connection initialisation timeout"));
+                break Some(Close::initialisation_timeout());
             }
-            () = stopped(&mut stopping) => break Some(close(1001, "Server is stopping")),
+            () = stopped(&mut stopping) => break Some(Close::going_away("Server is stopping")),
             message = stream.next() => {
                 let text = match message {
                     // A closed, reset or broken socket (tungstenite answers a client close).
                     None | Some(Err(_)) | Some(Ok(Message::Close(_))) => break None,
                     Some(Ok(Message::Text(text))) => text,
                     Some(Ok(Message::Binary(_))) => {
-                        break Some(close(4400, "Binary messages are not part of graphql-transport-ws"));
+                        break Some(Close::bad_request("binary messages are not part of graphql-transport-ws"));
                     }
                     // Control frames are answered by tungstenite.
                     Some(Ok(_)) => continue,
@@ -241,10 +207,10 @@ async fn serve_socket(app: Arc<App>, route: usize, socket: Socket) {
         while conn.tasks.try_join_next().is_some() {}
     };
     conn.tasks.abort_all();
-    if let Some(Close(code, reason)) = closing {
+    if let Some(close) = closing {
         let frame = CloseFrame {
-            code: CloseCode::from(code),
-            reason: Utf8Bytes::from(truncate(reason, 123)),
+            code: CloseCode::from(u16::from(close.code)),
+            reason: Utf8Bytes::from(close.reason.into_owned()),
         };
         let _ = sink.send(Message::Close(Some(frame))).await;
         // Wait briefly for the client's close reply so the close code is not lost in a reset.
@@ -256,107 +222,53 @@ async fn serve_socket(app: Arc<App>, route: usize, socket: Socket) {
     let _ = sink.close().await;
 }
 
-/// A close reason fits a control frame (125 bytes with the code).
-fn truncate(mut reason: String, max: usize) -> String {
-    if reason.len() > max {
-        let mut end = max;
-        while !reason.is_char_boundary(end) {
-            end -= 1;
-        }
-        reason.truncate(end);
-    }
-    reason
-}
-
-fn text(value: String) -> Message {
-    Message::Text(Utf8Bytes::from(value))
-}
-
-/// `payload` of init/ping/pong: absent, null or an object.
-fn optional_object(payload: Option<&RawValue>) -> bool {
-    payload.is_none_or(|p| {
-        let p = p.get().trim_start();
-        p.starts_with('{') || p == "null"
-    })
+fn frame(message: &ServerMessage<'_>) -> Message {
+    Message::Text(Utf8Bytes::from(message.encode()))
 }
 
 impl Connection {
     /// Handles one client message: replies to send now, or why to close.
     fn receive(&mut self, message: &str) -> Result<Vec<Message>, Close> {
-        let message: ClientMessage<'_> = serde_json::from_str(message)
-            .map_err(|e| close(4400, format!("Invalid message: {e}")))?;
-        match message.kind.as_str() {
-            "connection_init" => {
-                if !optional_object(message.payload) {
-                    return Err(close(
-                        4400,
-                        "Invalid message: connection_init payload must be an object",
-                    ));
-                }
+        match ClientMessage::decode(message).map_err(Close::bad_request)? {
+            ClientMessage::ConnectionInit { .. } => {
                 if self.init_received {
-                    return Err(close(4429, "Too many initialisation requests"));
+                    return Err(Close::too_many_initialisation_requests());
                 }
                 self.init_received = true;
                 self.acknowledged = true;
-                Ok(vec![text(r#"{"type":"connection_ack"}"#.to_owned())])
+                Ok(vec![frame(&ServerMessage::ConnectionAck { payload: None })])
             }
-            "ping" => {
-                if !optional_object(message.payload) {
-                    return Err(close(
-                        4400,
-                        "Invalid message: ping payload must be an object",
-                    ));
-                }
-                Ok(vec![text(r#"{"type":"pong"}"#.to_owned())])
-            }
-            "pong" => {
-                if !optional_object(message.payload) {
-                    return Err(close(
-                        4400,
-                        "Invalid message: pong payload must be an object",
-                    ));
-                }
-                Ok(Vec::new())
-            }
-            "subscribe" => {
-                let id = non_empty_id(message.id)?;
-                let payload = message
-                    .payload
-                    .ok_or_else(|| close(4400, "Invalid message: subscribe without a payload"))?;
-                serde_json::from_str::<SubscribePayload>(payload.get())
-                    .map_err(|e| close(4400, format!("Invalid message: subscribe payload: {e}")))?;
+            ClientMessage::Ping { .. } => Ok(vec![frame(&ServerMessage::Pong { payload: None })]),
+            ClientMessage::Pong { .. } => Ok(Vec::new()),
+            ClientMessage::Subscribe { id, payload } => {
+                // Checked before the operation starts (the engine parses it again).
+                SubscribePayload::parse(payload).map_err(Close::bad_request)?;
                 if !self.acknowledged {
-                    return Err(close(4401, "Unauthorized"));
+                    return Err(Close::unauthorized());
                 }
-                if self.active.contains_key(&id) {
-                    return Err(close(4409, format!("Subscriber for {id} already exists")));
+                if self.active.contains_key(&*id) {
+                    return Err(Close::subscriber_already_exists(&id));
                 }
                 let limit = self.app.stream.max_operations_per_socket;
                 if self.active.len() >= limit {
                     // Bounds one socket's memory; the socket and its other operations go on.
                     let errors = serde_json::json!([{
                         "message": format!("Too many operations on this socket (at most {limit} at once).")
-                    }]);
-                    let id = serde_json::to_string(&id).unwrap_or_else(|_| "\"\"".to_owned());
-                    return Ok(vec![text(format!(
-                        r#"{{"id":{id},"type":"error","payload":{errors}}}"#
-                    ))]);
+                    }])
+                    .to_string();
+                    let payload = RawJson::trusted(&errors);
+                    return Ok(vec![frame(&ServerMessage::Error { id, payload })]);
                 }
-                self.subscribe(id, payload.get().as_bytes().to_vec());
+                self.subscribe(id.into_owned(), payload.get().as_bytes().to_vec());
                 Ok(Vec::new())
             }
-            "complete" => {
-                let id = non_empty_id(message.id)?;
+            ClientMessage::Complete { id } => {
                 // Unknown (already completed) ids are fine: results may cross on the wire.
-                if let Some((_, task)) = self.active.remove(&id) {
+                if let Some((_, task)) = self.active.remove(&*id) {
                     task.abort();
                 }
                 Ok(Vec::new())
             }
-            other => Err(close(
-                4400,
-                format!("Invalid message: unknown type {other:?}"),
-            )),
         }
     }
 
@@ -403,28 +315,21 @@ impl Connection {
         if *serial != result.serial {
             return None;
         }
-        let id = serde_json::to_string(&result.id).unwrap_or_else(|_| "\"\"".to_owned());
-        let frame = match result.message {
+        let id = result.id.as_str().into();
+        let message = match &result.message {
             OutMessage::Next(payload) => {
-                let payload = String::from_utf8_lossy(&payload);
-                format!(r#"{{"id":{id},"type":"next","payload":{payload}}}"#)
+                let payload = String::from_utf8_lossy(payload);
+                let payload = RawJson::trusted(&payload);
+                return Some(frame(&ServerMessage::Next { id, payload }));
             }
-            OutMessage::Error(errors) => {
-                self.active.remove(&result.id);
-                format!(r#"{{"id":{id},"type":"error","payload":{errors}}}"#)
-            }
-            OutMessage::Complete => {
-                self.active.remove(&result.id);
-                format!(r#"{{"id":{id},"type":"complete"}}"#)
-            }
+            OutMessage::Error(errors) => ServerMessage::Error {
+                id,
+                payload: RawJson::trusted(errors),
+            },
+            OutMessage::Complete => ServerMessage::Complete { id },
         };
-        Some(text(frame))
-    }
-}
-
-fn non_empty_id(id: Option<String>) -> Result<String, Close> {
-    match id {
-        Some(id) if !id.is_empty() => Ok(id),
-        _ => Err(close(4400, "Invalid message: missing or empty \"id\"")),
+        let message = frame(&message);
+        self.active.remove(&result.id);
+        Some(message)
     }
 }

@@ -20,7 +20,7 @@ use super::{
     Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
     publish,
 };
-use super::{gateway_checks, gateway_revisions};
+use super::{gateway_canary, gateway_checks, gateway_revisions};
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
 use crate::resources::gateway_meta as meta;
@@ -33,6 +33,7 @@ use crate::subgraph_sdl::load_sdl;
 use graphfleet_api::{
     CompositionErrorStatus, GraphGateway, Subgraph, SubgraphSchemaRef, SupergraphRevision,
 };
+use graphfleet_config::ManifestFormat;
 
 /// The label selector a gateway selects Subgraphs with, or why it is invalid.
 pub fn subgraph_selector(gw: &GraphGateway) -> Result<Selector, String> {
@@ -248,18 +249,14 @@ async fn apply_gateway_objects(
     ns: &str,
     pods: &GatewayPods,
     hash: &str,
-) -> Result<(), Error> {
+) -> Result<gateway_canary::Applied, Error> {
     let name = gw.name_any();
     apply(
         &api::<ConfigMap>(ctx, ns),
         &revisions::config_file_config_map(gw, &pods.config.text),
     )
     .await?;
-    apply(
-        &api::<Deployment>(ctx, ns),
-        &resources::gateway::deployment(gw, pods, hash, &ctx.settings.default_image),
-    )
-    .await?;
+    let applied = gateway_canary::apply_deployments(ctx, gw, ns, pods, hash).await?;
     apply(&api::<Service>(ctx, ns), &resources::gateway::service(gw)).await?;
     apply_or_delete(
         &api::<PodDisruptionBudget>(ctx, ns),
@@ -280,7 +277,7 @@ async fn apply_gateway_objects(
         None,
     )
     .await?;
-    Ok(())
+    Ok(applied)
 }
 
 #[tracing::instrument(skip_all, fields(gateway = %gw.name_any(), namespace = gw.namespace().unwrap_or_default()))]
@@ -302,22 +299,34 @@ pub(super) async fn reconcile_gateway(
         )
         .await?;
     }
-    let verdict = match (&composed, gw.spec.pinned_revision()) {
-        (Ok(sg), None) => {
-            gateway_checks::check(&ctx, &gw, &ns, previous_hash.as_deref(), &sg.hash, &sg.sdl)
-                .await?
+    let params = ListParams::default().labels(&meta::selector_string(&gw));
+    let verdict = match (&composed, gw.spec.pinned_revision(), &previous_hash) {
+        // A new composition while another is served: checked before any pod changes.
+        (Ok(sg), None, Some(served)) if *served != sg.hash => {
+            let running = api::<Pod>(&ctx, &ns).list(&params).await?.items;
+            let usage = gateway_revisions::fleet_usage(&ctx, &running).await;
+            let new = (sg.hash.as_str(), sg.sdl.as_str());
+            let format = pods.as_ref().map_or(ManifestFormat::default(), |p| {
+                p.config.config.persisted_documents.format
+            });
+            let served = previous_hash.as_deref();
+            gateway_checks::check(&ctx, &gw, &ns, served, new, usage, format).await?
         }
         _ => None,
     };
-    let blocked = verdict.as_ref().is_some_and(|v| v.blocked);
+    let blocked = verdict.as_ref().is_some_and(Verdict::is_blocked);
     let servable = composed.as_ref().ok().filter(|_| !blocked);
     let target = target_revision(&ctx, &gw, &ns, servable).await?;
     let mut applied = false;
     let mut served_hash = previous_hash.clone();
+    let mut canary = gw.status.as_ref().and_then(|s| s.canary.clone());
+    let mut requeue = None;
     if let (Ok(pods), Ok(Some(hash))) = (&pods, &target) {
-        apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await?;
+        let workload = apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await?;
         applied = true;
-        served_hash = Some(hash.clone());
+        served_hash = workload.served.or(served_hash);
+        canary = workload.canary;
+        requeue = workload.requeue;
     }
     if served_hash != previous_hash
         && let Some(hash) = &served_hash
@@ -344,10 +353,10 @@ pub(super) async fn reconcile_gateway(
         tracing::warn!(gateway = %name, namespace = %ns, %reason, errors = %note, "not applied as composed; serving the last good revision");
         publish(&ctx, &gw, EventType::Warning, reason, note).await;
     }
-    let history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
+    let mut history = revision_history(&gw, &composed, verdict.as_ref(), served_hash.as_deref());
+    status_revisions::mark_canary(&mut history, canary.as_ref());
     gateway_revisions::collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
-    let params = ListParams::default().labels(&meta::selector_string(&gw));
     let gateway_pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
     let problem = match &deployment {
         Some(d) if !Rollout::of(d).complete() => {
@@ -359,12 +368,13 @@ pub(super) async fn reconcile_gateway(
         generation: gw.metadata.generation,
         applied,
         outcome: &outcome,
-        serving_pods: gateway_revisions::serving(&gateway_pods, served_hash.as_deref()),
+        serving: gateway_revisions::serving(&ctx, &gateway_pods, served_hash.as_deref()).await,
         served_hash,
         revisions: history,
         rollout: deployment.as_ref().map(Rollout::of),
         selector: meta::selector_string(&gw),
         pods: problem,
+        canary,
     };
     let new_status = gateway_status(gw.status.as_ref(), &observed, &now());
     let ready = observed.rollout.is_some_and(|r| r.complete());
@@ -386,10 +396,11 @@ pub(super) async fn reconcile_gateway(
         .reconciled(GATEWAY_CONTROLLER, started.elapsed());
     // Pod states change without touching the Deployment (an image pull backing off, a crash
     // loop): look again soon while the gateway is not Ready.
-    Ok(match outcome {
-        CompositionOutcome::Composed { .. } if ready => Action::requeue(ctx.settings.resync),
-        _ => Action::requeue(NOT_READY_RECHECK),
-    })
+    let action = match outcome {
+        CompositionOutcome::Composed { .. } if ready => ctx.settings.resync,
+        _ => NOT_READY_RECHECK,
+    };
+    Ok(Action::requeue(requeue.map_or(action, |r| r.min(action))))
 }
 
 /// What status reports of this reconcile: the first thing that kept the spec or the
@@ -406,15 +417,15 @@ fn outcome(
     if let Err(failed) = target {
         return failed.clone();
     }
-    if let Some(verdict) = verdict.filter(|v| v.blocked) {
+    if let Some((verdict, block)) = verdict.and_then(|v| Some((v, v.blocked?))) {
         return CompositionOutcome::Failed {
-            reason: "BreakingChangesBlocked".to_owned(),
+            reason: block.reason().to_owned(),
             errors: verdict
-                .breaking
-                .iter()
-                .map(|change| CompositionErrorStatus {
-                    code: "BREAKING_CHANGE".to_owned(),
-                    message: change.clone(),
+                .blocking_errors()
+                .into_iter()
+                .map(|(code, message)| CompositionErrorStatus {
+                    code: code.to_owned(),
+                    message,
                     subgraphs: Vec::new(),
                 })
                 .collect(),

@@ -31,6 +31,7 @@ use crate::subgraph_sdl::Introspector;
 use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 
 pub mod gateway;
+mod gateway_canary;
 mod gateway_checks;
 mod gateway_revisions;
 mod k6_api;
@@ -63,6 +64,8 @@ pub struct Settings {
     pub k6_image: String,
     /// Image of the Gatling load-generator Jobs (`executor: gatling`).
     pub gatling_image: String,
+    /// Where gateway pods' admin listeners are (their pod IP, unless a test says).
+    pub admin_address: crate::gateway_probe::AdminAddress,
 }
 
 impl Default for Settings {
@@ -75,6 +78,7 @@ impl Default for Settings {
             default_image: DEFAULT_GATEWAY_IMAGE.to_owned(),
             k6_image: resources::loadtest::DEFAULT_K6_IMAGE.to_owned(),
             gatling_image: resources::loadtest::DEFAULT_GATLING_IMAGE.to_owned(),
+            admin_address: crate::gateway_probe::AdminAddress::default(),
         }
     }
 }
@@ -83,6 +87,8 @@ impl Default for Settings {
 pub struct Context {
     pub client: Client,
     pub introspector: Introspector,
+    /// Asks gateway pods what they serve and have served.
+    pub probe: crate::gateway_probe::GatewayProbe,
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub settings: Settings,
@@ -102,6 +108,7 @@ impl Context {
             recorder: Recorder::new(client.clone(), reporter),
             client,
             introspector: Introspector::new(),
+            probe: crate::gateway_probe::GatewayProbe::new(settings.admin_address.clone()),
             metrics,
             settings,
             k6_summaries: Default::default(),

@@ -116,12 +116,21 @@ fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str)
             value: Some(format!("{CONFIG_DIR}/{CONFIG_KEY}")),
             ..EnvVar::default()
         }]),
-        ports: Some(vec![ContainerPort {
-            name: Some("http".to_owned()),
-            container_port: GATEWAY_PORT,
-            protocol: Some("TCP".to_owned()),
-            ..ContainerPort::default()
-        }]),
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("http".to_owned()),
+                container_port: GATEWAY_PORT,
+                protocol: Some("TCP".to_owned()),
+                ..ContainerPort::default()
+            },
+            // Read by the operator only (served supergraph, recorded operations).
+            ContainerPort {
+                name: Some("admin".to_owned()),
+                container_port: i32::from(graphfleet_admin_api::DEFAULT_ADMIN_PORT),
+                protocol: Some("TCP".to_owned()),
+                ..ContainerPort::default()
+            },
+        ]),
         resources: Some(gw.spec.resources.clone().unwrap_or_else(default_resources)),
         liveness_probe: Some(probe("/health/live", 10, 3)),
         readiness_probe: Some(probe("/health/ready", 2, 2)),

@@ -6,10 +6,12 @@
 use serde_json::{Map, Value};
 
 use super::gateway_mounts::{Mounted, Target};
+use graphfleet_admin_api::DEFAULT_ADMIN_PORT;
 use graphfleet_api::GraphGateway;
 
 /// Keys the operator owns: the pods listen on the gateway port and serve the supergraph
-/// the operator composes (both passed as flags).
+/// the operator composes (both passed as flags), and answer the operator on the admin
+/// port.
 const OPERATOR_KEYS: &[(&str, &str)] = &[
     (
         "listen",
@@ -18,6 +20,10 @@ const OPERATOR_KEYS: &[(&str, &str)] = &[
     (
         "supergraph",
         "the operator composes and mounts the supergraph",
+    ),
+    (
+        "admin",
+        "the operator reads each pod's admin listener on port 9180",
     ),
 ];
 /// Seconds a terminating gateway stays listening (but unready) before it drains.
@@ -61,6 +67,10 @@ pub fn gateway_config_file(
     root.insert(
         "supergraph".to_owned(),
         serde_json::json!({ "watch": false }),
+    );
+    root.insert(
+        "admin".to_owned(),
+        serde_json::json!({ "listen": format!("0.0.0.0:{DEFAULT_ADMIN_PORT}") }),
     );
     shutdown_defaults(&mut root);
     for (target, path) in &mounted.files {

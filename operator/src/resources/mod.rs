@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{
 use sha2::{Digest, Sha256};
 
 pub mod gateway;
+pub mod gateway_canary;
 pub mod gateway_config;
 pub mod gateway_meta;
 pub mod gateway_mounts;

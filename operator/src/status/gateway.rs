@@ -21,6 +21,15 @@ pub enum CompositionOutcome {
     },
 }
 
+/// Who serves the revision: counted from what the pods report on their admin listener.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Serving {
+    /// Ready pods serving the revision.
+    pub pods: i32,
+    /// Of those, pods whose admin listener did not answer, counted by their template.
+    pub unconfirmed: i32,
+}
+
 /// Everything a GraphGateway status is derived from.
 pub struct Observed<'a> {
     pub generation: Option<i64>,
@@ -31,12 +40,14 @@ pub struct Observed<'a> {
     pub served_hash: Option<String>,
     /// `status.revisions` after this reconcile (`revisions::record`).
     pub revisions: Vec<graphfleet_api::SupergraphRevision>,
-    /// Ready gateway pods whose template names `served_hash`.
-    pub serving_pods: i32,
+    /// Ready gateway pods serving `served_hash`, as they report it.
+    pub serving: Serving,
     pub rollout: Option<Rollout>,
     pub selector: String,
     /// Why the gateway pods are not Ready, from their own state (`diagnose::rollout_problem`).
     pub pods: Option<Problem>,
+    /// The canary under way or rolled back.
+    pub canary: Option<graphfleet_api::CanaryStatus>,
 }
 
 /// Errors reported in status at most; a broken subgraph can yield hundreds and the status
@@ -111,13 +122,10 @@ pub fn gateway_status(
             "DeploymentMissing",
             "the gateway Deployment does not exist yet".to_owned(),
         ),
-        (Some(hash), Some(r)) if r.complete() && observed.serving_pods >= r.desired => (
+        (Some(hash), Some(r)) if r.complete() && observed.serving.pods >= r.desired => (
             true,
             "RolloutComplete",
-            format!(
-                "{}/{} pods serve supergraph {hash}",
-                observed.serving_pods, r.desired
-            ),
+            serving_message(observed.serving, r.desired, hash),
         ),
         (Some(_), Some(r)) => {
             let progress = format!(
@@ -183,16 +191,34 @@ pub fn gateway_status(
     set_condition(
         conditions, DEGRADED, degraded, &reason, message, generation, now,
     );
+    let canary = observed
+        .canary
+        .as_ref()
+        .is_some_and(|c| c.phase != graphfleet_api::CanaryPhase::RolledBack);
     status.phase = Some(
         match (&observed.served_hash, degraded, ready) {
             (None, _, _) => "Pending",
             (Some(_), true, _) => "Degraded",
+            (Some(_), false, _) if canary => "Canary",
             (Some(_), false, true) => "Serving",
             (Some(_), false, false) => "RollingOut",
         }
         .to_owned(),
     );
+    status.canary.clone_from(&observed.canary);
     status
+}
+
+/// `3/3 pods serve supergraph <hash>`, saying how many of them could not be asked.
+fn serving_message(serving: Serving, desired: i32, hash: &str) -> String {
+    let mut message = format!("{}/{desired} pods serve supergraph {hash}", serving.pods);
+    if serving.unconfirmed > 0 {
+        message.push_str(&format!(
+            " ({} by their template: their admin port did not answer the operator)",
+            serving.unconfirmed
+        ));
+    }
+    message
 }
 
 #[cfg(test)]
@@ -219,10 +245,14 @@ mod tests {
             outcome,
             served_hash: Some("abc".to_owned()),
             revisions: Vec::new(),
-            serving_pods: rollout.map_or(0, |r| r.ready),
+            serving: Serving {
+                pods: rollout.map_or(0, |r| r.ready),
+                unconfirmed: 0,
+            },
             rollout,
             selector: "app=x".to_owned(),
             pods: None,
+            canary: None,
         }
     }
 

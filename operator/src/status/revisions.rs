@@ -3,7 +3,10 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
-use graphfleet_api::{RevisionOutcome, SubgraphSchemaRef, SupergraphRevision};
+use crate::operations_check::MAX_LISTED;
+use graphfleet_api::{
+    CanaryPhase, CanaryStatus, RevisionOutcome, SubgraphSchemaRef, SupergraphRevision,
+};
 
 /// A composition the reconciler just made.
 pub struct Composed<'a> {
@@ -26,11 +29,12 @@ pub fn record(
     let mut revisions = previous.to_vec();
     let blocked = composed
         .as_ref()
-        .filter(|c| c.verdict.is_some_and(|v| v.blocked))
+        .filter(|c| c.verdict.is_some_and(|v| v.is_blocked()))
         .map(|c| c.hash.to_owned());
     if let Some(new) = composed
         && !revisions.iter().any(|r| r.hash == new.hash)
     {
+        let operations = new.verdict.and_then(|v| v.operations.as_ref());
         revisions.insert(
             0,
             SupergraphRevision {
@@ -39,9 +43,20 @@ pub fn record(
                 subgraphs: new.subgraphs,
                 outcome: RevisionOutcome::Composed,
                 breaking_changes: new.verdict.map(|v| v.breaking.clone()).unwrap_or_default(),
-                dangerous_changes: new
-                    .verdict
-                    .map_or(0, |v| u32::try_from(v.dangerous).unwrap_or(u32::MAX)),
+                dangerous_changes: new.verdict.map_or(0, |v| saturating(v.dangerous)),
+                operations_checked: operations.map_or(0, |o| saturating(o.checked)),
+                invalid_operations: operations
+                    .map(|o| {
+                        o.invalid
+                            .iter()
+                            .take(MAX_LISTED)
+                            .map(|f| f.text.clone())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                changed_plans: operations
+                    .map(|o| o.changed_plans.clone())
+                    .unwrap_or_default(),
             },
         );
     }
@@ -63,6 +78,23 @@ pub fn record(
         revisions.remove(oldest_unserved);
     }
     revisions
+}
+
+/// The canary's revision marked `Canary` while it runs (unless already served by the
+/// stable pods) and `RolledBack` once it was taken off.
+pub fn mark_canary(revisions: &mut [SupergraphRevision], canary: Option<&CanaryStatus>) {
+    let Some(canary) = canary else { return };
+    for revision in revisions.iter_mut().filter(|r| r.hash == canary.revision) {
+        revision.outcome = match (canary.phase, revision.outcome) {
+            (_, RevisionOutcome::Serving) => RevisionOutcome::Serving,
+            (CanaryPhase::RolledBack, _) => RevisionOutcome::RolledBack,
+            (_, _) => RevisionOutcome::Canary,
+        };
+    }
+}
+
+fn saturating(n: usize) -> u32 {
+    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 #[cfg(test)]

@@ -107,11 +107,16 @@ pub struct Operator {
 
 impl Operator {
     pub fn start(client: &Client, namespace: &str) -> Self {
+        Self::start_with(client, Settings::default(), namespace)
+    }
+
+    /// An operator with `settings`, scoped to `namespace`.
+    pub fn start_with(client: &Client, settings: Settings, namespace: &str) -> Self {
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let metrics = Arc::new(Metrics::new());
         let settings = Settings {
             namespace: Some(namespace.to_owned()),
-            ..Settings::default()
+            ..settings
         };
         let task = tokio::spawn(controller::run(
             client.clone(),

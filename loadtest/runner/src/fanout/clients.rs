@@ -7,15 +7,16 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use futures::{SinkExt, StreamExt};
+use graphfleet_ws_protocol::{ClientMessage, RawJson, SUBPROTOCOL, ServerMessage};
 use hdrhistogram::Histogram;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 
 use crate::progress::progress;
 
-/// The WebSocket subprotocol both ends speak.
-const PROTOCOL: &str = "graphql-transport-ws";
+/// The id of each client's one subscription.
+const ID: &str = "1";
 /// Longest a client may take to connect, be acknowledged and subscribe.
 const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
 /// Handshakes in flight at once while opening (a burst of N connects would only measure
@@ -28,10 +29,33 @@ const MAX_LATENCY_US: u64 = 600_000_000;
 /// Failure messages kept per run.
 const SAMPLES: usize = 3;
 
+/// The `subscribe` frame for `payload` (the GraphQL request).
+pub(super) fn subscribe_frame(payload: &Value) -> String {
+    let payload = payload.to_string();
+    ClientMessage::Subscribe {
+        id: ID.into(),
+        payload: RawJson::trusted(&payload),
+    }
+    .encode()
+}
+
+fn frame(message: &ClientMessage<'_>) -> Message {
+    Message::text(message.encode())
+}
+
+fn pong() -> Message {
+    frame(&ClientMessage::Pong { payload: None })
+}
+
+/// An event's payload as JSON (checked by [`check_event`]).
+fn event_payload(payload: RawJson<'_>) -> Result<Value, String> {
+    serde_json::from_str(payload.get()).map_err(|e| format!("a next payload that is not JSON: {e}"))
+}
+
 /// Subscribes once and returns the first event's `data`, with `publishedAt` removed
 /// (it differs per emission).
 pub(super) async fn first_event(url: &str, payload: &Value) -> anyhow::Result<Value> {
-    let subscribe = json!({"type": "subscribe", "id": "1", "payload": payload}).to_string();
+    let subscribe = subscribe_frame(payload);
     let attempt = async {
         let mut ws = open(url, &subscribe).await?;
         // Bounded by the timeout around it.
@@ -42,10 +66,11 @@ pub(super) async fn first_event(url: &str, payload: &Value) -> anyhow::Result<Va
             let Message::Text(text) = msg.context("reading the socket")? else {
                 continue;
             };
-            let msg: Value = serde_json::from_str(&text).context("a message that is not JSON")?;
-            match msg["type"].as_str() {
-                Some("next") => {
-                    let mut payload = msg["payload"].clone();
+            let msg = ServerMessage::decode(&text)
+                .with_context(|| format!("not a graphql-transport-ws message: {text}"))?;
+            match msg {
+                ServerMessage::Next { payload, .. } => {
+                    let mut payload = event_payload(payload).map_err(anyhow::Error::msg)?;
                     check_event(&payload).map_err(anyhow::Error::msg)?;
                     if let Some(review) = payload["data"]["reviewAdded"].as_object_mut() {
                         review.remove("publishedAt");
@@ -53,9 +78,7 @@ pub(super) async fn first_event(url: &str, payload: &Value) -> anyhow::Result<Va
                     let _ = ws.close(None).await;
                     return Ok(payload["data"].clone());
                 }
-                Some("ping") => {
-                    ws.send(Message::text(r#"{"type":"pong"}"#)).await?;
-                }
+                ServerMessage::Ping { .. } => ws.send(pong()).await?,
                 _ => bail!("expected the first event, got {text}"),
             }
         }
@@ -75,12 +98,12 @@ async fn open(url: &str, subscribe: &str) -> anyhow::Result<Socket> {
         .with_context(|| format!("{url} is not a WebSocket URL"))?;
     request.headers_mut().insert(
         "sec-websocket-protocol",
-        http::HeaderValue::from_static(PROTOCOL),
+        http::HeaderValue::from_static(SUBPROTOCOL),
     );
     let (mut ws, _) = tokio_tungstenite::connect_async(request)
         .await
         .with_context(|| format!("connecting to {url}"))?;
-    ws.send(Message::text(r#"{"type":"connection_init"}"#))
+    ws.send(frame(&ClientMessage::ConnectionInit { payload: None }))
         .await
         .context("sending connection_init")?;
     // Bounded by OPEN_TIMEOUT around the caller; a server sends few messages before ack.
@@ -90,11 +113,11 @@ async fn open(url: &str, subscribe: &str) -> anyhow::Result<Socket> {
         };
         match msg.context("waiting for connection_ack")? {
             Message::Text(text) => {
-                let msg: Value =
-                    serde_json::from_str(&text).context("a message that is not JSON")?;
-                match msg["type"].as_str() {
-                    Some("connection_ack") => break,
-                    Some("ping") => ws.send(Message::text(r#"{"type":"pong"}"#)).await?,
+                let msg = ServerMessage::decode(&text)
+                    .with_context(|| format!("not a graphql-transport-ws message: {text}"))?;
+                match msg {
+                    ServerMessage::ConnectionAck { .. } => break,
+                    ServerMessage::Ping { .. } => ws.send(pong()).await?,
                     _ => bail!("expected connection_ack, got {text}"),
                 }
             }
@@ -340,7 +363,7 @@ impl Subscriber {
             }
         }
         let _ = ws
-            .send(Message::text(r#"{"type":"complete","id":"1"}"#))
+            .send(frame(&ClientMessage::Complete { id: ID.into() }))
             .await;
         let _ = ws.close(None).await;
     }
@@ -352,18 +375,19 @@ impl Subscriber {
     }
 
     async fn message(&self, text: &str, received: Instant, ws: &mut Socket) {
-        let msg: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(_) => {
+        let msg = match ServerMessage::decode(text) {
+            Ok(msg) => msg,
+            Err(e) => {
                 let mut s = self.stats.borrow_mut();
                 s.bad_events += 1;
-                s.sample(|| format!("not JSON: {text}"));
+                s.sample(|| format!("not a graphql-transport-ws message ({e}): {text}"));
                 return;
             }
         };
-        match msg["type"].as_str() {
-            Some("next") => {
-                let checked = check_event(&msg["payload"]);
+        match msg {
+            ServerMessage::Next { payload, .. } => {
+                let payload = event_payload(payload);
+                let checked = payload.as_ref().map_err(Clone::clone).and_then(check_event);
                 let mut s = self.stats.borrow_mut();
                 let Some((from, to)) = s.window else {
                     // Before the window: checked, not counted.
@@ -380,19 +404,21 @@ impl Subscriber {
                     }
                     Ok(()) if received >= from && received < to => {
                         s.events_in_window += 1;
-                        let published = msg["payload"]["data"]["reviewAdded"]["publishedAt"]
-                            .as_f64()
-                            .unwrap_or(0.0);
+                        let published = payload.as_ref().map_or(0.0, |p| {
+                            p["data"]["reviewAdded"]["publishedAt"]
+                                .as_f64()
+                                .unwrap_or(0.0)
+                        });
                         let us = ((now_ms() - published) * 1000.0).max(1.0) as u64;
                         let _ = s.latency.record(us.min(MAX_LATENCY_US));
                     }
                     Ok(()) => {}
                 }
             }
-            Some("ping") => {
-                let _ = ws.send(Message::text(r#"{"type":"pong"}"#)).await;
+            ServerMessage::Ping { .. } => {
+                let _ = ws.send(pong()).await;
             }
-            Some("pong") => {}
+            ServerMessage::Pong { .. } => {}
             _ => self.ended(format!("ended: {text}")),
         }
     }
@@ -401,6 +427,7 @@ impl Subscriber {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn events_are_checked_for_errors_and_fields() {
@@ -424,5 +451,79 @@ mod tests {
         let mut untimed = good;
         untimed["data"]["reviewAdded"]["publishedAt"] = Value::Null;
         assert!(check_event(&untimed).is_err());
+    }
+
+    /// The client's side of the protocol against a scripted server: init, subscribe,
+    /// a ping answered, and the first event's data without `publishedAt`.
+    #[tokio::test]
+    async fn first_event_speaks_graphql_transport_ws() {
+        use tokio_tungstenite::tungstenite::handshake::server::{Request, Response};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("a local port");
+        let url = format!(
+            "ws://{}/graphql",
+            listener.local_addr().expect("an address")
+        );
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.expect("a connection");
+            // The callback's error type is tungstenite's (a whole HTTP response).
+            #[allow(clippy::result_large_err)]
+            let agree = |_: &Request, mut response: Response| {
+                response.headers_mut().insert(
+                    "sec-websocket-protocol",
+                    http::HeaderValue::from_static(SUBPROTOCOL),
+                );
+                Ok(response)
+            };
+            let mut ws = tokio_tungstenite::accept_hdr_async(tcp, agree)
+                .await
+                .expect("the handshake");
+            let event = r#"{"data":{"reviewAdded":{"id":"1","publishedAt":1.7e12,
+                "product":{"upc":"1","name":"Table"},"author":{"username":"urigo"}}}}"#;
+            let replies = [
+                ServerMessage::ConnectionAck { payload: None },
+                ServerMessage::Ping { payload: None },
+                ServerMessage::Next {
+                    id: ID.into(),
+                    payload: RawJson::trusted(event),
+                },
+            ];
+            let mut received = Vec::new();
+            for reply in replies {
+                let Some(Ok(Message::Text(text))) = ws.next().await else {
+                    panic!("a text message from the client")
+                };
+                received.push(text.to_string());
+                ws.send(Message::text(reply.encode()))
+                    .await
+                    .expect("a reply");
+            }
+            received
+        });
+        let payload = json!({"query": "subscription { reviewAdded { id } }"});
+        let data = first_event(&url, &payload).await.expect("the first event");
+        assert_eq!(
+            data,
+            json!({"reviewAdded": {"id": "1", "product": {"upc": "1", "name": "Table"},
+                "author": {"username": "urigo"}}})
+        );
+        let received = server.await.expect("the server task");
+        let kinds: Vec<_> = received
+            .iter()
+            .map(|text| {
+                ClientMessage::decode(text)
+                    .expect("a client message")
+                    .kind()
+            })
+            .collect();
+        assert_eq!(kinds, ["connection_init", "subscribe", "pong"]);
+        assert_eq!(
+            ClientMessage::decode(&received[1]).expect("a subscribe"),
+            ClientMessage::Subscribe {
+                id: ID.into(),
+                payload: RawJson::trusted(&payload.to_string()),
+            }
+        );
     }
 }

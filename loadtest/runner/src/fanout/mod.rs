@@ -16,9 +16,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use self::clients::{Plan, first_event};
+use self::clients::{Plan, first_event, subscribe_frame};
 use crate::config::{Config, FanoutConfig};
 use crate::gateway::{Gateway, Kind, Slots};
 use crate::http::Client;
@@ -266,7 +266,7 @@ async fn measure_running(
     tokio::time::sleep(Duration::from_millis(1100)).await;
     let plan = Plan {
         url,
-        subscribe: json!({"type": "subscribe", "id": "1", "payload": payload}).to_string(),
+        subscribe: subscribe_frame(payload),
         subscribers,
         // Every subscription has had an event before the window opens.
         settle: fanout.event_interval + Duration::from_millis(500),

@@ -1,0 +1,160 @@
+//! Recorded operations and readiness on the admin listener: the real binary in front of
+//! the real `fed` subgraphs, asked over HTTP the way the operator asks each pod.
+
+mod support;
+
+use graphfleet_admin_api::{Readiness, UsageReport};
+use graphfleet_bench_model::Set;
+use sha2::{Digest, Sha256};
+use std::net::SocketAddr;
+use support::fed;
+use support::process::{GatewayProcess, test_dir};
+
+const TOP: &str = "query Top { topProducts { upc name } }";
+const ME: &str = "query Me { me { id username } }";
+
+/// The admin address the gateway prints just after its GraphQL one.
+async fn admin_addr(gateway: &GatewayProcess) -> SocketAddr {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = gateway.log();
+        let line = log
+            .lines()
+            .find_map(|l| l.strip_prefix("graphfleet-gateway admin listener on "));
+        if let Some(addr) = line {
+            return addr.trim().parse().expect("a socket address");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no admin listener in the log:\n{log}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+async fn get(url: &str) -> support::Reply {
+    support::request(&support::client(), "GET", url, &[], Vec::new()).await
+}
+
+async fn post(gateway: &GatewayProcess, query: &str, headers: &[(&str, &str)]) -> u16 {
+    let body = serde_json::to_vec(&serde_json::json!({ "query": query })).expect("JSON");
+    let mut all = vec![("content-type", "application/json")];
+    all.extend_from_slice(headers);
+    let reply = support::request(
+        &support::client(),
+        "POST",
+        &gateway.url("/graphql"),
+        &all,
+        body,
+    )
+    .await;
+    reply.status
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_operations_and_the_served_supergraph_are_on_the_admin_listener_only() {
+    let subgraphs = fed::subgraphs(&[]).await;
+    let dir = test_dir("usage");
+    let file = dir.join("supergraph.graphql");
+    let sdl = Set::Fed.supergraph_at(&subgraphs.base_url());
+    std::fs::write(&file, &sdl).expect("write the supergraph");
+    let gateway = fed::start_gateway(
+        &dir,
+        &file,
+        &[
+            "admin.listen=127.0.0.1:0",
+            "usage.max_clients_per_operation=2",
+        ],
+    )
+    .await;
+    let admin = admin_addr(&gateway).await;
+
+    let web = [
+        ("graphql-client-name", "web"),
+        ("graphql-client-version", "1.2"),
+    ];
+    let ios = [("apollographql-client-name", "ios")];
+    for _ in 0..3 {
+        assert_eq!(post(&gateway, TOP, &web).await, 200);
+    }
+    assert_eq!(post(&gateway, TOP, &ios).await, 200);
+    assert_eq!(post(&gateway, ME, &[]).await, 200);
+    // Not valid against the supergraph: never served, so never recorded.
+    post(&gateway, "{ nope }", &web).await;
+
+    let reply = get(&format!("http://{admin}/usage/operations")).await;
+    assert_eq!(reply.status, 200);
+    let report: UsageReport = serde_json::from_slice(&reply.body).expect("a usage report");
+    let hash = hex(&Sha256::digest(sdl.as_bytes()));
+    assert_eq!(report.supergraph_sha256.as_deref(), Some(hash.as_str()));
+    assert_eq!((report.requests, report.skipped), (5, 0));
+    let served: Vec<_> = report
+        .operations
+        .iter()
+        .map(|op| (op.name.as_deref(), op.document.as_str(), op.count))
+        .collect();
+    assert_eq!(served, [(Some("Top"), TOP, 4), (Some("Me"), ME, 1)]);
+    let clients: Vec<_> = report.operations[0]
+        .clients
+        .iter()
+        .map(|c| (c.name.as_str(), c.version.as_deref(), c.count))
+        .collect();
+    assert_eq!(clients, [("ios", None, 1), ("web", Some("1.2"), 3)]);
+    assert!(
+        report
+            .operations
+            .iter()
+            .all(|op| op.last_seen <= report.now)
+    );
+
+    let reply = get(&format!("http://{admin}/health/ready")).await;
+    assert_eq!(reply.status, 200);
+    let ready: Readiness = serde_json::from_slice(&reply.body).expect("a readiness body");
+    assert!(ready.serves(&hash[..16]), "{ready:?}");
+    assert_eq!(ready.supergraph, hash[..12]);
+
+    // The GraphQL listener answers readiness the same way, but never the operations.
+    let public = get(&gateway.url("/health/ready")).await;
+    let public: Readiness = serde_json::from_slice(&public.body).expect("a readiness body");
+    assert_eq!(public.supergraph_sha256.as_deref(), Some(hash.as_str()));
+    assert_eq!(get(&gateway.url("/usage/operations")).await.status, 404);
+    let refused = support::request(
+        &support::client(),
+        "POST",
+        &format!("http://{admin}/usage/operations"),
+        &[],
+        Vec::new(),
+    )
+    .await;
+    assert_eq!(refused.status, 405);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_recording_off_nothing_is_recorded() {
+    let subgraphs = fed::subgraphs(&[]).await;
+    let dir = test_dir("usage-off");
+    let file = dir.join("supergraph.graphql");
+    std::fs::write(&file, Set::Fed.supergraph_at(&subgraphs.base_url()))
+        .expect("write the supergraph");
+    let gateway = fed::start_gateway(
+        &dir,
+        &file,
+        &["admin.listen=127.0.0.1:0", "usage.record=false"],
+    )
+    .await;
+    assert_eq!(post(&gateway, TOP, &[]).await, 200);
+    let reply = get(&format!(
+        "http://{}/usage/operations",
+        admin_addr(&gateway).await
+    ))
+    .await;
+    assert_eq!(reply.status, 404);
+    assert_eq!(
+        String::from_utf8_lossy(&reply.body),
+        "usage.record is off\n"
+    );
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,255 @@
+//! The operations check against a real control plane: the operator reads what the
+//! gateway pods have served from their admin listener and keeps a composition that
+//! breaks a served operation from the pods, while a breaking change no served operation
+//! uses goes through. The API-only cluster's pods run no process, so every pod's admin
+//! address points at one real gateway (in-process, real HTTP) that serves each revision
+//! the operator rolls out, as the pods would.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Operator, cluster_client, fixture_sdl, wait_for};
+use graphfleet_api::{GraphGateway, RevisionOutcome, Subgraph};
+use graphfleet_gateway::config::Config;
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::supergraph::Supergraph;
+use graphfleet_operator::controller::Settings;
+use graphfleet_operator::gateway_probe::AdminAddress;
+use graphfleet_operator::resources::{self, gateway_revisions};
+use graphfleet_testkit::TestNamespace;
+use http_body_util::{BodyExt, Full};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Patch, PatchParams, PostParams};
+use kube::{Api, Client};
+use serde_json::json;
+use tokio::net::TcpListener;
+
+const WAIT: Duration = Duration::from_secs(60);
+/// Served by the fleet: selects `User.username`.
+const NAMES: &str = "query Names { me { id username } }";
+
+/// A real gateway standing in for every pod: GraphQL and admin listeners on loopback.
+struct FleetStandIn {
+    gateway: Arc<Gateway>,
+    graphql: SocketAddr,
+    admin: SocketAddr,
+}
+
+impl FleetStandIn {
+    async fn start() -> Self {
+        let gateway = Arc::new(Gateway::without_supergraph(Arc::new(Config::default())));
+        let bind = || TcpListener::bind("127.0.0.1:0");
+        let (graphql, admin) = (bind().await.expect("bind"), bind().await.expect("bind"));
+        let addrs = (
+            graphql.local_addr().expect("bound"),
+            admin.local_addr().expect("bound"),
+        );
+        tokio::spawn(graphfleet_gateway::http::serve(graphql, gateway.clone()));
+        tokio::spawn(graphfleet_gateway::http::serve_admin(
+            admin,
+            gateway.clone(),
+        ));
+        Self {
+            gateway,
+            graphql: addrs.0,
+            admin: addrs.1,
+        }
+    }
+
+    /// Serve revision `hash` of gateway `shop`, read from its ConfigMap, as a new pod would.
+    async fn serve_revision(&self, client: &Client, ns: &str, hash: &str) {
+        let name = gateway_revisions::supergraph_config_map_name("shop", hash);
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .get(&name)
+            .await
+            .expect("the revision's ConfigMap");
+        let sdl = &cm.data.expect("data")[gateway_revisions::SUPERGRAPH_KEY];
+        self.gateway
+            .swap_supergraph(Supergraph::parse(sdl).expect("a composed supergraph loads"));
+    }
+
+    /// POST `query` (its answer does not matter: the subgraphs do not exist here).
+    async fn send(&self, query: &str) {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<Full<Bytes>>();
+        let body = serde_json::to_vec(&json!({ "query": query })).expect("JSON");
+        let request = hyper::Request::post(format!("http://{}/graphql", self.graphql))
+            .header("content-type", "application/json")
+            .header("graphql-client-name", "storefront")
+            .body(Full::new(Bytes::from(body)))
+            .expect("a request");
+        let response = client.request(request).await.expect("the gateway answers");
+        response.into_body().collect().await.expect("a body");
+    }
+}
+
+fn subgraph(name: &str, sdl: &str) -> Subgraph {
+    serde_json::from_value(json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "Subgraph",
+        "metadata": { "name": name, "labels": { "graph": "shop" } },
+        "spec": { "url": format!("http://{name}.shop.svc:4001/graphql"), "sdl": sdl },
+    }))
+    .expect("valid Subgraph")
+}
+
+async fn set_sdl(subgraphs: &Api<Subgraph>, name: &str, sdl: &str) {
+    let patch = Patch::Merge(json!({ "spec": { "sdl": sdl } }));
+    subgraphs
+        .patch(name, &PatchParams::default(), &patch)
+        .await
+        .expect("patch the subgraph's SDL");
+}
+
+async fn status_of(gateways: &Api<GraphGateway>) -> Option<graphfleet_api::GraphGatewayStatus> {
+    gateways.get("shop").await.ok()?.status
+}
+
+fn condition<'s>(
+    status: &'s graphfleet_api::GraphGatewayStatus,
+    type_: &str,
+) -> Option<&'s k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> {
+    status.conditions.iter().find(|c| c.type_ == type_)
+}
+
+/// Wait until `shop` serves a revision other than `not`, and the stand-in serves it too.
+async fn next_served(
+    fleet: &FleetStandIn,
+    client: &Client,
+    ns: &str,
+    gateways: &Api<GraphGateway>,
+    not: Option<&str>,
+) -> String {
+    let hash = wait_for("a new revision served", WAIT, || async {
+        let hash = status_of(gateways).await?.supergraph_hash?;
+        (Some(hash.as_str()) != not).then_some(hash)
+    })
+    .await;
+    fleet.serve_revision(client, ns, &hash).await;
+    wait_for("the pods report it", WAIT, || async {
+        let status = status_of(gateways).await?;
+        let ready = condition(&status, "Ready")?;
+        (ready.status == "True"
+            && ready
+                .message
+                .contains(&format!("2/2 pods serve supergraph {hash}")))
+        .then_some(())
+    })
+    .await;
+    hash
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_composition_breaking_a_served_operation_never_reaches_the_pods() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "gw-operations").await;
+    let ns = ns.name().to_owned();
+    let fleet = FleetStandIn::start().await;
+    let settings = Settings {
+        admin_address: AdminAddress::Fixed(fleet.admin),
+        ..Settings::default()
+    };
+    let operator = Operator::start_with(&client, settings, &ns);
+    let subgraphs: Api<Subgraph> = Api::namespaced(client.clone(), &ns);
+    for name in ["accounts", "products", "reviews"] {
+        subgraphs
+            .create(&PostParams::default(), &subgraph(name, &fixture_sdl(name)))
+            .await
+            .expect("create the subgraph");
+    }
+    let gateways: Api<GraphGateway> = Api::namespaced(client.clone(), &ns);
+    let gw: GraphGateway = serde_json::from_value(json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "GraphGateway",
+        "metadata": { "name": "shop" },
+        "spec": {
+            "subgraphSelector": { "matchLabels": { "graph": "shop" } },
+            "replicas": 2,
+            "delivery": { "checks": { "breakingChanges": "Block", "usageWindow": "1h" } },
+        },
+    }))
+    .expect("valid GraphGateway");
+    gateways
+        .create(&PostParams::default(), &gw)
+        .await
+        .expect("create the gateway");
+    let first = next_served(&fleet, &client, &ns, &gateways, None).await;
+    let status = status_of(&gateways).await.expect("status");
+    let ready = condition(&status, "Ready").expect("Ready");
+    assert!(
+        !ready.message.contains("by their template"),
+        "every pod answered for itself: {}",
+        ready.message
+    );
+
+    // Traffic: `Names` is served; `nickname` arrives later and nobody asks for it.
+    for _ in 0..3 {
+        fleet.send(NAMES).await;
+    }
+    let with_nickname =
+        fixture_sdl("accounts").replace("username: String", "username: String\n  nickname: String");
+    set_sdl(&subgraphs, "accounts", &with_nickname).await;
+    let second = next_served(&fleet, &client, &ns, &gateways, Some(&first)).await;
+
+    // Breaking (nickname removed) but unused by what the fleet serves: goes through even
+    // under `breakingChanges: Block`.
+    let with_email =
+        fixture_sdl("accounts").replace("username: String", "username: String\n  email: String");
+    set_sdl(&subgraphs, "accounts", &with_email).await;
+    let third = next_served(&fleet, &client, &ns, &gateways, Some(&second)).await;
+    let status = status_of(&gateways).await.expect("status");
+    let revision = &status.revisions[0];
+    assert_eq!(revision.hash, third);
+    assert_eq!(revision.outcome, RevisionOutcome::Serving);
+    assert!(revision.breaking_changes[0].starts_with("User.nickname:"));
+    assert_eq!(revision.operations_checked, 1);
+
+    // Breaking a served operation: `username` removed. Blocked before any pod changes,
+    // naming the operation, its share and its client.
+    let without_username = with_email.replace("  username: String\n", "");
+    set_sdl(&subgraphs, "accounts", &without_username).await;
+    let status = wait_for("OperationsBlocked", WAIT, || async {
+        let status = status_of(&gateways).await?;
+        (condition(&status, "Composed")?.reason == "OperationsBlocked").then_some(status)
+    })
+    .await;
+    assert_eq!(status.supergraph_hash.as_deref(), Some(third.as_str()));
+    let error = &status.composition_errors[0];
+    assert_eq!(error.code, "INVALID_OPERATION");
+    assert!(
+        error.message.starts_with("Names (id ")
+            && error.message.contains("100.0% of requests")
+            && error.message.contains("clients storefront")
+            && error.message.contains("`username`"),
+        "{}",
+        error.message
+    );
+    let blocked = &status.revisions[0];
+    assert_eq!(blocked.outcome, RevisionOutcome::Blocked);
+    assert_eq!(
+        blocked.invalid_operations,
+        std::slice::from_ref(&error.message)
+    );
+    let deployment = Api::<Deployment>::namespaced(client.clone(), &ns)
+        .get("shop")
+        .await
+        .expect("the Deployment");
+    let template = deployment
+        .spec
+        .expect("spec")
+        .template
+        .metadata
+        .expect("metadata");
+    assert_eq!(
+        template.annotations.expect("annotations")[resources::gateway::SUPERGRAPH_HASH_ANNOTATION],
+        third,
+        "no pod changed"
+    );
+    operator.stop().await;
+}
