@@ -12,10 +12,6 @@ use std::path::{Path, PathBuf};
 
 const MAX_LINES: usize = 600;
 
-/// Files allowed over [`MAX_LINES`] for now, each while its split is under way elsewhere. An
-/// entry whose file is back under the limit fails the check, so the list only shrinks.
-const OVER_LIMIT_FOR_NOW: &[&str] = &["gateway/src/subscription.rs"];
-
 /// Folders that hold no product source of a crate (or another crate's build output).
 const SKIPPED_DIRS: &[&str] = &["target", "fuzz", "tests", "benches", "node_modules"];
 
@@ -47,34 +43,19 @@ fn no_module_cycle_in_any_crate() {
 #[test]
 fn no_source_file_over_the_line_limit() {
     let root = workspace_root();
-    let mut problems = Vec::new();
-    let mut seen_exceptions = BTreeSet::new();
+    let mut too_long = Vec::new();
     for src in crate_sources(&root) {
         for path in rust_files(&src) {
-            let name = relative(&root, &path);
             let lines = read(&path).lines().count();
-            let allowed = OVER_LIMIT_FOR_NOW.contains(&name.as_str());
-            if allowed {
-                seen_exceptions.insert(name.clone());
+            if lines > MAX_LINES {
+                too_long.push(format!("{}: {lines} lines", relative(&root, &path)));
             }
-            match (lines > MAX_LINES, allowed) {
-                (true, false) => problems.push(format!("{name}: {lines} lines")),
-                (false, true) => problems.push(format!(
-                    "{name}: {lines} lines, now within the limit: remove it from OVER_LIMIT_FOR_NOW"
-                )),
-                _ => {}
-            }
-        }
-    }
-    for name in OVER_LIMIT_FOR_NOW {
-        if !seen_exceptions.contains(*name) {
-            problems.push(format!("{name} is gone: remove it from OVER_LIMIT_FOR_NOW"));
         }
     }
     assert!(
-        problems.is_empty(),
+        too_long.is_empty(),
         "source files over {MAX_LINES} lines (split them by job):\n{}",
-        problems.join("\n")
+        too_long.join("\n")
     );
 }
 
