@@ -242,7 +242,7 @@ pub enum CheckPolicy {
 pub const ALLOW_BREAKING_ANNOTATION: &str = "graphfleet.dev/allow-breaking-revision";
 
 /// Revisions kept when `spec.supergraph.revisionHistoryLimit` is unset.
-pub const DEFAULT_REVISION_HISTORY: usize = 10;
+const DEFAULT_REVISION_HISTORY: usize = 10;
 
 impl GraphGatewaySpec {
     /// Revisions to keep.

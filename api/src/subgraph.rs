@@ -55,25 +55,6 @@ pub struct SubgraphSpec {
     pub introspection_timeout_ms: Option<u32>,
 }
 
-/// Where a Subgraph's SDL was loaded from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum SchemaSource {
-    Inline,
-    ConfigMap,
-    Introspection,
-}
-
-impl SubgraphSpec {
-    /// The schema source this spec selects; introspection is the default.
-    pub fn schema_source(&self) -> SchemaSource {
-        match (&self.sdl, &self.config_map_ref) {
-            (Some(_), _) => SchemaSource::Inline,
-            (None, Some(_)) => SchemaSource::ConfigMap,
-            (None, None) => SchemaSource::Introspection,
-        }
-    }
-}
-
 /// Observed state of a Subgraph.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]

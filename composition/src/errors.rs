@@ -25,7 +25,6 @@ pub mod codes {
     pub const INVALID_FIELD_SHARING: &str = "INVALID_FIELD_SHARING";
     pub const EXTERNAL_MISSING_ON_BASE: &str = "EXTERNAL_MISSING_ON_BASE";
     pub const EXTERNAL_UNUSED: &str = "EXTERNAL_UNUSED";
-    pub const EXTERNAL_TYPE_MISMATCH: &str = "EXTERNAL_TYPE_MISMATCH";
     pub const KEY_FIELDS_SELECT_INVALID_TYPE: &str = "KEY_FIELDS_SELECT_INVALID_TYPE";
     pub const KEY_FIELDS_HAS_ARGS: &str = "KEY_FIELDS_HAS_ARGS";
     pub const KEY_INVALID_FIELDS: &str = "KEY_INVALID_FIELDS";
@@ -44,7 +43,6 @@ pub mod codes {
     pub const INTERFACE_OBJECT_USAGE_ERROR: &str = "INTERFACE_OBJECT_USAGE_ERROR";
     pub const INTERFACE_FIELD_NO_IMPLEM: &str = "INTERFACE_FIELD_NO_IMPLEM";
     pub const SATISFIABILITY_ERROR: &str = "SATISFIABILITY_ERROR";
-    pub const UNSUPPORTED_FEATURE: &str = "UNSUPPORTED_FEATURE";
     pub const CONTEXT_NOT_SET: &str = "CONTEXT_NOT_SET";
     pub const CONTEXT_INVALID_SELECTION: &str = "CONTEXT_INVALID_SELECTION";
     pub const NO_CONTEXT_IN_SELECTION: &str = "NO_CONTEXT_IN_SELECTION";
@@ -56,8 +54,6 @@ pub mod codes {
     // Hints.
     pub const INCONSISTENT_BUT_COMPATIBLE_FIELD_TYPE: &str =
         "INCONSISTENT_BUT_COMPATIBLE_FIELD_TYPE";
-    pub const INCONSISTENT_BUT_COMPATIBLE_ARGUMENT_TYPE: &str =
-        "INCONSISTENT_BUT_COMPATIBLE_ARGUMENT_TYPE";
     pub const INCONSISTENT_ARGUMENT_PRESENCE: &str = "INCONSISTENT_ARGUMENT_PRESENCE";
     pub const INCONSISTENT_INPUT_OBJECT_FIELD: &str = "INCONSISTENT_INPUT_OBJECT_FIELD";
     pub const INCONSISTENT_ENUM_VALUE_FOR_INPUT_ENUM: &str =
@@ -145,7 +141,7 @@ impl ErrorSink {
 }
 
 /// `"a"`, `"a" and "b"`, `"a", "b" and "c"` as Apollo words subgraph lists.
-pub fn join_names<S: AsRef<str>>(names: &[S]) -> String {
+fn join_names<S: AsRef<str>>(names: &[S]) -> String {
     let quoted: Vec<String> = names
         .iter()
         .map(|n| format!("\"{}\"", n.as_ref()))

@@ -278,7 +278,7 @@ pub fn ensure_crds() {
 }
 
 /// A dynamic API for the object's kind (discovered), scoped to its namespace.
-pub async fn dynamic_api(client: &kube::Client, object: &ObjectRef) -> Api<DynamicObject> {
+async fn dynamic_api(client: &kube::Client, object: &ObjectRef) -> Api<DynamicObject> {
     let (resource, caps) = discovery::pinned_kind(client, &object.gvk())
         .await
         .unwrap_or_else(|e| panic!("discover {}: {e}", object.api_version));

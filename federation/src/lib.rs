@@ -118,13 +118,6 @@ impl Supergraph {
             cost,
         })
     }
-
-    /// Replace every subgraph URL prefix `from` by `to` (tests point sets at real ports).
-    pub fn rewrite_urls(&mut self, from: &str, to: &str) {
-        for sg in &mut self.meta.subgraphs {
-            sg.url = sg.url.replacen(from, to, 1);
-        }
-    }
 }
 
 /// Local names of the core features linked by the supergraph.

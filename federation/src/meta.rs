@@ -390,18 +390,6 @@ impl FederationMeta {
         }
     }
 
-    /// The type of `ty.field` in subgraph `sg`, as text (`@join__field(type:)`, else the
-    /// supergraph's): fields of sibling fragments with one response key must agree on it.
-    pub fn field_type_in(&self, ty: &str, field: &str, sg: SubgraphId) -> Option<String> {
-        let meta = self.field_meta(ty, field)?;
-        let given = meta
-            .resolvers
-            .iter()
-            .find(|r| r.subgraph == sg)
-            .and_then(|r| r.subgraph_type.clone());
-        Some(given.unwrap_or_else(|| meta.ty.to_string()))
-    }
-
     /// Subgraphs that resolve `ty.field`, in supergraph order.
     pub fn resolvers_of(&self, ty: &str, field: &str) -> Vec<SubgraphId> {
         let Some(tid) = self.type_id(ty) else {

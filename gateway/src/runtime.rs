@@ -41,14 +41,14 @@ impl Quota {
 
 /// Where a quota was found, for the start-up log.
 #[derive(Debug, Clone, PartialEq)]
-pub struct FoundQuota {
+struct FoundQuota {
     pub quota: Quota,
     pub version: u8,
     pub dir: PathBuf,
 }
 
 /// Threads from the quota (if any) and the CPU count, with a description of the choice.
-pub fn from_cpus(quota: Option<FoundQuota>, cpus: usize) -> (usize, String) {
+fn from_cpus(quota: Option<FoundQuota>, cpus: usize) -> (usize, String) {
     let cpus = cpus.max(1);
     match quota {
         Some(found) if found.quota.threads() < cpus => (
@@ -75,7 +75,7 @@ pub fn from_cpus(quota: Option<FoundQuota>, cpus: usize) -> (usize, String) {
 }
 
 /// cgroup v2 `cpu.max`: `"max 100000"` (unlimited) or `"150000 100000"`.
-pub fn parse_cpu_max(text: &str) -> Option<Quota> {
+fn parse_cpu_max(text: &str) -> Option<Quota> {
     let mut parts = text.split_whitespace();
     let quota = parts.next()?;
     let period = parts.next().map_or(Some(100_000), |p| p.parse().ok())?;
@@ -86,7 +86,7 @@ pub fn parse_cpu_max(text: &str) -> Option<Quota> {
 }
 
 /// cgroup v1 `cpu.cfs_quota_us` (`-1` = unlimited) and `cpu.cfs_period_us`.
-pub fn parse_cfs(quota: &str, period: &str) -> Option<Quota> {
+fn parse_cfs(quota: &str, period: &str) -> Option<Quota> {
     let quota: i64 = quota.trim().parse().ok()?;
     let period: u64 = period.trim().parse().ok()?;
     limited(u64::try_from(quota).ok()?, period)
@@ -100,7 +100,7 @@ fn limited(quota: u64, period: u64) -> Option<Quota> {
 /// which the hierarchy is not visible, from `/proc/self/cgroup` and
 /// `/proc/self/mountinfo`. v1's `cpu` controller wins over v2 on hybrid hosts, where
 /// the v2 tree has no CPU controller.
-pub fn cpu_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Option<(u8, PathBuf, PathBuf)> {
+fn cpu_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Option<(u8, PathBuf, PathBuf)> {
     let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mount).collect();
     let entries = proc_cgroup.lines().filter_map(|l| {
         let mut parts = l.splitn(3, ':');
@@ -191,7 +191,7 @@ fn unescape(field: &str) -> String {
 }
 
 /// The smallest quota from `dir` up to `top`; `read` returns a control file's text.
-pub fn quota_along(
+fn quota_along(
     version: u8,
     dir: &Path,
     top: &Path,
@@ -220,7 +220,7 @@ pub fn quota_along(
 }
 
 /// This process's CPU quota, if its cgroup (or a parent) has one.
-pub fn cpu_quota() -> Option<FoundQuota> {
+fn cpu_quota() -> Option<FoundQuota> {
     let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
     let (version, dir, top) = cpu_cgroup_dir(&cgroup, &mountinfo)?;
@@ -240,7 +240,7 @@ pub fn allowed_cpus() -> usize {
 }
 
 /// Counts a kernel CPU list such as `0-3,8,10-11`.
-pub fn count_cpu_list(list: &str) -> Option<usize> {
+fn count_cpu_list(list: &str) -> Option<usize> {
     let mut count = 0;
     for part in list.trim().split(',').filter(|p| !p.is_empty()) {
         count += match part.split_once('-') {

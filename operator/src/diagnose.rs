@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus, Pod,
 use kube::ResourceExt;
 
 /// Longest piece of a kubelet or container message quoted in a status message.
-pub const MAX_QUOTED: usize = 400;
+const MAX_QUOTED: usize = 400;
 
 /// Container-waiting reasons that mean the image is not there to run.
 pub const IMAGE_REASONS: [&str; 4] = [
@@ -56,7 +56,7 @@ pub fn node_of(pod: &Pod) -> Option<&str> {
 }
 
 /// `pod P on node N` (or `pod P, not scheduled`).
-pub fn pod_and_node(pod: &Pod) -> String {
+fn pod_and_node(pod: &Pod) -> String {
     match node_of(pod) {
         Some(node) => format!("pod {} on node {node}", pod.name_any()),
         None => format!("pod {} (not scheduled to a node)", pod.name_any()),
@@ -219,7 +219,7 @@ fn severity(reason: &str) -> usize {
 }
 
 /// Why one gateway pod is not Ready, or `None` when it is Ready (or on its way out).
-pub fn gateway_pod_problem(pod: &Pod, container: &str) -> Option<Problem> {
+fn gateway_pod_problem(pod: &Pod, container: &str) -> Option<Problem> {
     if pod.metadata.deletion_timestamp.is_some() || is_ready(pod) || phase(pod) == "Succeeded" {
         return None;
     }

@@ -21,7 +21,7 @@ pub fn summary_from_log(log: &str) -> Option<&str> {
 
 /// The part of scenario.js's JSON summary the operator reads.
 #[derive(Debug, Deserialize)]
-pub struct K6Summary {
+struct K6Summary {
     pub requests: u64,
     #[serde(default)]
     pub failures: u64,
@@ -51,7 +51,7 @@ pub struct K6Summary {
 
 /// A k6 trend in milliseconds.
 #[derive(Debug, Deserialize)]
-pub struct Trend {
+struct Trend {
     pub min: f64,
     pub med: f64,
     pub p90: f64,

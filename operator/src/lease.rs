@@ -23,7 +23,7 @@ pub struct LeaseSettings {
 
 /// What to do given the current Lease.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
+enum Decision {
     /// No Lease yet: create it holding it.
     Create,
     /// We hold it: bump renewTime.
@@ -35,7 +35,7 @@ pub enum Decision {
 }
 
 /// Pure decision of one election step.
-pub fn decide(spec: Option<&LeaseSpec>, identity: &str, now: Timestamp) -> Decision {
+fn decide(spec: Option<&LeaseSpec>, identity: &str, now: Timestamp) -> Decision {
     let Some(spec) = spec else {
         return Decision::Create;
     };
@@ -109,7 +109,7 @@ impl LeaderElector {
     }
 
     /// One election step: `Ok(true)` when we hold the lease afterwards.
-    pub async fn try_acquire_or_renew(&self) -> Result<bool, kube::Error> {
+    async fn try_acquire_or_renew(&self) -> Result<bool, kube::Error> {
         let now = Timestamp::now();
         let current = self.api.get_opt(&self.settings.name).await?;
         let decision = decide(

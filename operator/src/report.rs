@@ -273,7 +273,7 @@ pub fn markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment]) -
 
 /// The side-by-side table of `spec.targets`, as graphfleet-bench prints several gateways:
 /// one row per target, the measured ones by p99 (best first), then those without results.
-pub fn comparison_table(targets: &[TargetStatus]) -> String {
+fn comparison_table(targets: &[TargetStatus]) -> String {
     let mut measured: Vec<(&TargetStatus, &LoadTestResults)> = targets
         .iter()
         .filter_map(|t| t.results.as_ref().map(|r| (t, r)))
@@ -325,11 +325,7 @@ pub fn comparison_table(targets: &[TargetStatus]) -> String {
 
 /// The report's markdown with `spec.targets`: the comparison, then each target's sections
 /// in the order they ran. `summaries` are the targets' (same order as `status.targets`).
-pub fn targets_markdown(
-    lt: &LoadTest,
-    status: &LoadTestStatus,
-    summaries: &[Vec<Segment>],
-) -> String {
+fn targets_markdown(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Vec<Segment>]) -> String {
     let mut out = header(lt, status);
     out.push_str(
         "## Comparison\n\nThe targets ran one after another with the same load; latency in ms from each request's scheduled send time, best p99 first.\n\n",
@@ -375,7 +371,7 @@ pub fn targets_markdown(
 
 /// The merged histogram as JSON: its buckets' parameters and `latency_histogram`'s encoding
 /// (pairs of bucket-index gap and count).
-pub fn histogram_json(summaries: &[Segment]) -> Option<String> {
+fn histogram_json(summaries: &[Segment]) -> Option<String> {
     let h = merge_histograms(summaries)?;
     let v = serde_json::json!({
         "unit": "ms",
@@ -392,12 +388,12 @@ pub fn histogram_json(summaries: &[Segment]) -> Option<String> {
 pub const CHART_KEY: &str = "latency.svg";
 
 /// Key of one target's merged histogram (`spec.targets`).
-pub fn target_histogram_key(target: &str) -> String {
+fn target_histogram_key(target: &str) -> String {
     format!("histogram-{target}.json")
 }
 
 /// Latency (ms, linear) by percentile on a "nines" axis: `graphfleet_bench_model::report`'s.
-pub fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
+fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
     latency_by_percentile_svg(&[("all", h)])
 }
 
@@ -424,7 +420,7 @@ pub fn config_map(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment])
 
 /// The report ConfigMap with `spec.targets`: REPORT.md, one chart with a line per target
 /// and each target's merged histogram (`histogram-<target>.json`).
-pub fn targets_config_map(
+fn targets_config_map(
     lt: &LoadTest,
     status: &LoadTestStatus,
     summaries: &[Vec<Segment>],

@@ -7,7 +7,7 @@ use graphfleet_api::CheckPolicy;
 use graphfleet_schema_diff::{Change, Severity};
 
 /// Breaking changes listed in status and events at most (the count is always exact).
-pub const MAX_LISTED: usize = 20;
+const MAX_LISTED: usize = 20;
 
 /// Why a revision is kept from the pods.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

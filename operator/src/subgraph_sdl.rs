@@ -13,7 +13,7 @@ use kube::{Api, ResourceExt};
 use graphfleet_api::Subgraph;
 
 /// Default timeout of one introspection request.
-pub const DEFAULT_INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(5);
+const DEFAULT_INTROSPECTION_TIMEOUT: Duration = Duration::from_secs(5);
 /// Largest introspection response accepted (an SDL is far smaller).
 const MAX_INTROSPECTION_BYTES: usize = 16 * 1024 * 1024;
 const SERVICE_QUERY: &str =
@@ -82,7 +82,7 @@ impl Introspector {
     }
 
     /// Fetches the subgraph's SDL via `_service { sdl }`, bounded by `timeout`.
-    pub async fn fetch_sdl(&self, url: &str, timeout: Duration) -> Result<String, SchemaError> {
+    async fn fetch_sdl(&self, url: &str, timeout: Duration) -> Result<String, SchemaError> {
         match tokio::time::timeout(timeout, self.fetch(url)).await {
             Ok(result) => result,
             Err(_) => Err(SchemaError::Timeout {
@@ -130,7 +130,7 @@ impl Introspector {
 }
 
 /// Extracts `data._service.sdl` from a GraphQL response, surfacing GraphQL errors.
-pub fn parse_service_response(body: &[u8]) -> Result<String, String> {
+fn parse_service_response(body: &[u8]) -> Result<String, String> {
     let value: serde_json::Value =
         serde_json::from_slice(body).map_err(|e| format!("response is not JSON: {e}"))?;
     if let Some(sdl) = value.pointer("/data/_service/sdl").and_then(|v| v.as_str()) {
@@ -199,7 +199,7 @@ pub async fn load_sdl(
 /// A one-label host (`http://accounts:4200/`) is a Service name the gateway pods resolve
 /// through their namespace's DNS search path; the operator runs in another namespace, so
 /// it asks for `accounts.<namespace>.svc`, the same Service. Other URLs are unchanged.
-pub fn introspection_url(url: &str, namespace: &str) -> String {
+fn introspection_url(url: &str, namespace: &str) -> String {
     let Ok(uri) = url.parse::<hyper::Uri>() else {
         return url.to_owned();
     };

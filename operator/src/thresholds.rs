@@ -13,12 +13,12 @@ pub const NO_RESULTS: &str = "NoResults";
 pub const ABORTED: &str = "AbortedOnThreshold";
 
 /// The k6 metrics scenario.js records that the abort thresholds watch.
-pub const K6_LATENCY_METRIC: &str = "gf_scheduled_latency";
-pub const K6_ERROR_RATE_METRIC: &str = "gf_error_rate";
-pub const K6_DROPPED_METRIC: &str = "dropped_iterations";
+const K6_LATENCY_METRIC: &str = "gf_scheduled_latency";
+const K6_ERROR_RATE_METRIC: &str = "gf_error_rate";
+const K6_DROPPED_METRIC: &str = "dropped_iterations";
 /// The longest a segment waits before its thresholds may abort it: the first seconds' few
 /// samples would otherwise stop a test on one slow request.
-pub const MAX_ABORT_DELAY: std::time::Duration = std::time::Duration::from_secs(10);
+const MAX_ABORT_DELAY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The outcome for the `Passed` condition.
 #[derive(Debug, Clone, PartialEq)]

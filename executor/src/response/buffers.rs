@@ -12,13 +12,13 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// Smaller buffers come from the allocator, which keeps such sizes warm itself.
-pub const MIN_KEPT_BYTES: usize = 256 * 1024;
+const MIN_KEPT_BYTES: usize = 256 * 1024;
 /// Buffers each pool keeps at most.
-pub const MAX_KEPT: usize = 4;
+const MAX_KEPT: usize = 4;
 /// Bytes each pool keeps at most (a larger buffer is freed when given back).
-pub const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
+const MAX_KEPT_BYTES: usize = 32 * 1024 * 1024;
 /// A buffer kept longer than this without being taken is freed.
-pub const IDLE: Duration = Duration::from_secs(10);
+const IDLE: Duration = Duration::from_secs(10);
 
 /// Kept buffers of `T`, with when each was given back.
 pub struct Pool<T> {
@@ -52,18 +52,6 @@ impl<T> Pool<T> {
             }
         }
         Vec::with_capacity(len)
-    }
-
-    /// The largest kept buffer (empty), or a new empty one: for a buffer whose final
-    /// size is not known up front.
-    pub fn take_largest(&self) -> Vec<T> {
-        self.take_kept(|kept| {
-            kept.iter()
-                .enumerate()
-                .max_by_key(|(_, (b, _))| b.capacity())
-                .map(|(i, _)| i)
-        })
-        .unwrap_or_default()
     }
 
     /// Frees idle buffers, then removes and returns the one `pick` names. Stale buffers

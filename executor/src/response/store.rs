@@ -186,14 +186,6 @@ impl Store {
         Ok(Value::List(span))
     }
 
-    /// A list of `items`.
-    pub fn add_list(&mut self, items: &[Value]) -> Result<Value, ArenaFull> {
-        let span = span(self.lists.len(), items.len())?;
-        self.reserve_lists(span.len());
-        self.lists.extend_from_slice(items);
-        Ok(Value::List(span))
-    }
-
     /// Room for `more` list items; a big arena grows into a kept buffer.
     fn reserve_lists(&mut self, more: usize) {
         let needed = self.lists.len() + more;

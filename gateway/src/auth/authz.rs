@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub use crate::response::writer::UNAUTHORIZED_CODE;
 
 /// Most distinct requirements one operation may touch (one mask bit each).
-pub const MAX_REQUIREMENTS: usize = 64;
+const MAX_REQUIREMENTS: usize = 64;
 
 /// The requirements of denied fields, one bit per [`OperationAuth::requirements`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]

@@ -19,7 +19,7 @@ const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shortest time between two fetches of a URL made for tokens with an unknown `kid`
 /// (beyond the regular refreshes), so such tokens cannot make the gateway hammer the
 /// identity provider.
-pub const UNKNOWN_KID_REFETCH: Duration = Duration::from_secs(10);
+const UNKNOWN_KID_REFETCH: Duration = Duration::from_secs(10);
 
 /// One usable verification key.
 pub struct Key {

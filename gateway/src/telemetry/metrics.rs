@@ -15,11 +15,11 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Distinct operation names given their own label; later names share [`OTHER`].
-pub const MAX_OPERATION_LABELS: usize = 100;
+const MAX_OPERATION_LABELS: usize = 100;
 /// Label of validated operations past [`MAX_OPERATION_LABELS`] distinct names.
-pub const OTHER: &str = "(other)";
+const OTHER: &str = "(other)";
 /// Label of validated operations without a name.
-pub const ANONYMOUS: &str = "(anonymous)";
+const ANONYMOUS: &str = "(anonymous)";
 /// Label of requests that never reached a validated operation (their name is untrusted).
 pub const INVALID: &str = "(invalid)";
 

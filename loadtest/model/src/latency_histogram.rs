@@ -15,7 +15,7 @@
 /// Ratio between the bounds of a bucket.
 pub const GAMMA: f64 = 1.02;
 /// `ln(GAMMA)`, written out so the script and Rust divide by the very same double.
-pub const LN_GAMMA: f64 = 0.01980262729617973;
+const LN_GAMMA: f64 = 0.01980262729617973;
 /// Values at or below this many milliseconds count as zero.
 pub const MIN_MS: f64 = 0.01;
 /// Number of buckets, the zero bucket included.
@@ -35,7 +35,7 @@ pub fn bucket(ms: f64) -> usize {
 }
 
 /// The value a bucket stands for: the point with the same relative distance to both bounds.
-pub fn representative(bucket: usize) -> f64 {
+fn representative(bucket: usize) -> f64 {
     if bucket == 0 {
         return 0.0;
     }

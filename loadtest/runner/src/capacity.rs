@@ -32,9 +32,9 @@ impl Step {
 }
 
 /// Most a CPU reading may grow the rate by in one step.
-pub const MAX_GROWTH: f64 = 4.0;
+const MAX_GROWTH: f64 = 4.0;
 /// Least it grows by near saturation.
-pub const MIN_GROWTH: f64 = 1.1;
+const MIN_GROWTH: f64 = 1.1;
 
 /// The next rate to try after `steps`, or None when the search is done.
 /// Until the first miss the rate grows by `factor`, or, when the last step's gateway CPU

@@ -29,7 +29,7 @@ pub struct Gateway {
     pub graphql_path: String,
 }
 
-pub const BUILT_INS: &[&str] = &[
+const BUILT_INS: &[&str] = &[
     "graphfleet",
     "hive-router",
     "apollo-router",

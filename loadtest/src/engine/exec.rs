@@ -30,10 +30,6 @@ impl<'a> Val<'a> {
     pub fn obj(o: impl Object<'a> + 'a) -> Self {
         Val::Obj(Box::new(o))
     }
-
-    pub fn opt_str(s: Option<&'a str>) -> Self {
-        s.map_or(Val::Null, Val::Str)
-    }
 }
 
 /// An object type's resolver. `field` is only called with names the validated

@@ -29,7 +29,7 @@ use plan::Compiled;
 const CACHE_CAPACITY: usize = 1024;
 /// Responses are cut off beyond this size by default (the biggest scenario is
 /// ~8 MiB), so a query multiplying list sizes cannot exhaust memory.
-pub const DEFAULT_MAX_RESPONSE: usize = 256 << 20;
+const DEFAULT_MAX_RESPONSE: usize = 256 << 20;
 
 /// The resolvers of one endpoint (a subgraph or a monolith).
 pub trait Service: Send + Sync {
@@ -126,7 +126,7 @@ impl EventStream {
 }
 
 /// Refusal for a subscription sent as a plain (single-response) HTTP request.
-pub const SUBSCRIPTION_OVER_HTTP: &str = "Subscription operations need a streaming transport: \
+const SUBSCRIPTION_OVER_HTTP: &str = "Subscription operations need a streaming transport: \
      a WebSocket with the graphql-transport-ws subprotocol, or a POST with \
      `Accept: text/event-stream` (GraphQL over SSE) or \
      `Accept: multipart/mixed;subscriptionSpec=\"1.0\"`.";

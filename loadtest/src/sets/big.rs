@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::engine::{Args, Object, Service, Val, key_string, representation};
 
-pub const NODE_COUNT: usize = 1000;
+const NODE_COUNT: usize = 1000;
 const MAX_LIST: u64 = 64;
 const MAX_STRING: u64 = 128;
 const SEED: u64 = 0x6772_6166_666c_6565; // "graffleet"

@@ -31,11 +31,11 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
 /// Pool the gateway pods land on unless the spec says otherwise.
-pub const ROUTER_POOL: &str = "router";
+const ROUTER_POOL: &str = "router";
 /// Pod-template annotation carrying the supergraph hash: a new hash rolls the pods.
 pub const SUPERGRAPH_HASH_ANNOTATION: &str = "graphfleet.dev/supergraph-hash";
 /// Pod-template annotation carrying the gateway-config hash.
-pub const CONFIG_HASH_ANNOTATION: &str = "graphfleet.dev/config-hash";
+const CONFIG_HASH_ANNOTATION: &str = "graphfleet.dev/config-hash";
 /// Name of the gateway container in the gateway pods.
 pub const GATEWAY_CONTAINER: &str = "gateway";
 /// Port the gateway listens on inside the pod.

@@ -27,10 +27,10 @@ const OPERATOR_KEYS: &[(&str, &str)] = &[
     ),
 ];
 /// Seconds a terminating gateway stays listening (but unready) before it drains.
-pub const READINESS_DELAY_SECONDS: u32 = 5;
+const READINESS_DELAY_SECONDS: u32 = 5;
 /// Seconds from the end of the readiness delay until a gateway gives up on in-flight
 /// requests.
-pub const DRAIN_GRACE_SECONDS: u32 = 25;
+const DRAIN_GRACE_SECONDS: u32 = 25;
 
 /// A GraphGateway's gateway config, rendered and checked.
 #[derive(Debug, Clone)]

@@ -10,7 +10,7 @@ use apollo_compiler::response::GraphQLError;
 use rustc_hash::FxHashMap;
 
 /// Selection-set nesting the parser accepts (bounds recursion in every later pass).
-pub const PARSER_RECURSION_LIMIT: usize = 128;
+const PARSER_RECURSION_LIMIT: usize = 128;
 
 /// A parser honouring the token limit and [`PARSER_RECURSION_LIMIT`].
 pub fn parser(limits: &OperationLimits) -> Parser {

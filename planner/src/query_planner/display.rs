@@ -13,7 +13,7 @@ impl Display for QueryPlan {
     }
 }
 
-pub fn path_string(path: &[PathElem]) -> String {
+fn path_string(path: &[PathElem]) -> String {
     let mut s = String::new();
     for (i, p) in path.iter().enumerate() {
         match p {

@@ -85,7 +85,7 @@ fn variants(gateway: &Gateway) -> Vec<Variant> {
 /// Hive Router's settings for the fan-out: subscriptions on, clients over WebSocket at
 /// the GraphQL path, every subgraph subscribed to over graphql-transport-ws at its URL,
 /// enough long-lived clients (default 128), router-level dedupe as asked (default off).
-pub fn hive_router_config(dedup: bool) -> String {
+fn hive_router_config(dedup: bool) -> String {
     format!(
         "subscriptions:\n  enabled: true\n  websocket:\n    all: {{}}\nwebsocket:\n  enabled: true\ntraffic_shaping:\n  router:\n    max_long_lived_clients: 1000000\n    dedupe:\n      enabled: {dedup}\n"
     )

@@ -30,7 +30,7 @@ const IN_BASE: &[&str] = &[
 const LIB_DIR: &str = "/usr/local/lib/graphfleet-peer";
 
 /// The shared libraries `ldd` lists that the base image lacks (absolute paths on this host).
-pub fn extra_libs(ldd: &str) -> Vec<PathBuf> {
+fn extra_libs(ldd: &str) -> Vec<PathBuf> {
     ldd.lines()
         .filter_map(|l| {
             let (name, rest) = l.trim().split_once(" => ")?;
@@ -44,7 +44,7 @@ pub fn extra_libs(ldd: &str) -> Vec<PathBuf> {
 }
 
 /// The binary of a Rust peer in its install directory, and its name in the image.
-pub fn peer_binary(peer: Peer, dir: &Path) -> Option<(PathBuf, &'static str)> {
+fn peer_binary(peer: Peer, dir: &Path) -> Option<(PathBuf, &'static str)> {
     match peer {
         Peer::HiveRouter => Some((dir.join("bin/hive_router"), "hive_router")),
         Peer::ApolloRouter => Some((dir.join("bin/router"), "router")),
@@ -53,7 +53,7 @@ pub fn peer_binary(peer: Peer, dir: &Path) -> Option<(PathBuf, &'static str)> {
 }
 
 /// The Containerfile: the base, the binary, its extra libraries; the base's nonroot user.
-pub fn containerfile(base: &str, binary: &str, libs: &[String]) -> String {
+fn containerfile(base: &str, binary: &str, libs: &[String]) -> String {
     let mut out = format!("FROM {base}\nCOPY {binary} /usr/local/bin/{binary}\n");
     if !libs.is_empty() {
         out.push_str(&format!(
@@ -67,7 +67,7 @@ pub fn containerfile(base: &str, binary: &str, libs: &[String]) -> String {
 }
 
 /// `localhost/graphfleet-bench-<peer>:<version>-<content key>`.
-pub fn image_ref(peer: Peer, version: &str, key: &str) -> String {
+fn image_ref(peer: Peer, version: &str, key: &str) -> String {
     format!(
         "localhost/graphfleet-bench-{}:{version}-{}",
         peer.name(),
