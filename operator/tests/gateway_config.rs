@@ -91,6 +91,8 @@ fn expected(gw: &GraphGateway) -> gateway_config::Config {
     config.supergraph.path = Some(Path::new(SUPERGRAPH_DIR).join("supergraph.graphql"));
     // A pod serves the revision its template names, never another.
     config.supergraph.watch = false;
+    // The operator reads each pod's admin port.
+    config.admin.listen = Some("0.0.0.0:9180".parse().expect("an address"));
     config
 }
 
