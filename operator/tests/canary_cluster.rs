@@ -120,6 +120,16 @@ async fn stable_template_revision(client: &Client, ns: &str) -> Option<String> {
         .cloned()
 }
 
+/// The canary Deployment's pods (0 once it is scaled away; the operator may not delete
+/// Deployments, so it is kept).
+async fn canary_replicas(client: &Client, ns: &str) -> Option<i32> {
+    let canary = Api::<Deployment>::namespaced(client.clone(), ns)
+        .get_opt("shop-canary")
+        .await
+        .ok()?;
+    Some(canary.map_or(0, |d| d.spec.and_then(|s| s.replicas).unwrap_or(1)))
+}
+
 async fn event_reasons(client: &Client, ns: &str) -> Vec<String> {
     Api::<Event>::namespaced(client.clone(), ns)
         .list(&ListParams::default())
@@ -220,12 +230,9 @@ async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fai
         WAIT,
         || async {
             let status = status_of(&gateways).await?;
-            let canary_left = Api::<Deployment>::namespaced(client.clone(), &ns)
-                .get_opt("shop-canary")
-                .await
-                .ok()?;
+            let canary_pods = canary_replicas(&client, &ns).await?;
             (status.canary.is_none()
-                && canary_left.is_none()
+                && canary_pods == 0
                 && status.supergraph_hash.as_deref() == Some(second.as_str())
                 && status.revisions[0].outcome == RevisionOutcome::Serving)
                 .then_some(())
@@ -268,13 +275,8 @@ async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fai
         stable_template_revision(&client, &ns).await,
         Some(second.clone())
     );
-    wait_for("the canary Deployment removed", WAIT, || async {
-        Api::<Deployment>::namespaced(client.clone(), &ns)
-            .get_opt("shop-canary")
-            .await
-            .ok()?
-            .is_none()
-            .then_some(())
+    wait_for("the canary pods removed", WAIT, || async {
+        (canary_replicas(&client, &ns).await? == 0).then_some(())
     })
     .await;
     assert!(

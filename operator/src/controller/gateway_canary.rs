@@ -3,6 +3,8 @@
 //! on canary pods beside the stable ones (same Service), step by step, each step judged
 //! from the pods' own metrics (`crate::canary`), then the stable Deployment rolls to it
 //! (promotion) or the canary pods go and the template is not tried again (rollback).
+//! The canary Deployment is scaled to no pods rather than deleted: the operator's role
+//! may not delete Deployments.
 
 use std::time::Duration;
 
@@ -13,7 +15,7 @@ use kube::ResourceExt;
 use kube::api::ListParams;
 use kube::runtime::events::EventType;
 
-use super::{Context, Error, api, apply, apply_or_delete, now, publish};
+use super::{Context, Error, api, apply, now, publish};
 use crate::canary::{Judgement, TrackMetrics, canary_replicas, judge, share_percent};
 use crate::diagnose::Rollout;
 use crate::resources::gateway::{GatewayPods, SUPERGRAPH_HASH_ANNOTATION};
@@ -70,7 +72,7 @@ pub(super) async fn apply_deployments(
         let canary = promoting.filter(|_| !done);
         // Only after a canary (status names it): no extra call per reconcile otherwise.
         if canary.is_none() && had_canary {
-            apply_or_delete(&deployments, &canary_name(gw), None).await?;
+            scale_to_zero(&deployments, &canary_name(gw)).await?;
         }
         return Ok(Applied {
             served: Some(hash.to_owned()),
@@ -89,7 +91,7 @@ pub(super) async fn apply_deployments(
         .as_ref()
         .filter(|c| c.phase == CanaryPhase::RolledBack && c.template == desired_hash)
     {
-        apply_or_delete(&deployments, &canary_name(gw), None).await?;
+        scale_to_zero(&deployments, &canary_name(gw)).await?;
         return Ok(Applied {
             served: stable_revision,
             canary: Some(rolled_back.clone()),
@@ -229,7 +231,7 @@ pub(super) async fn apply_deployments(
             Ok(waiting(canary, Duration::from_secs(1)))
         }
         Judgement::Fail(why) => {
-            apply_or_delete(&deployments, &canary_name(gw), None).await?;
+            scale_to_zero(&deployments, &canary_name(gw)).await?;
             canary.phase = CanaryPhase::RolledBack;
             canary.message = format!(
                 "step {} ({}%) failed, canary removed: {why}",
@@ -288,6 +290,26 @@ async fn judge_step(
         ));
     }
     Ok(judge(spec, &canary, &stable))
+}
+
+/// Scale the canary Deployment to no pods, if it exists. It is kept (owned by the
+/// gateway, reused by the next canary) because the operator may not delete Deployments.
+async fn scale_to_zero(deployments: &kube::Api<Deployment>, name: &str) -> Result<(), Error> {
+    let Some(canary) = deployments.get_opt(name).await? else {
+        return Ok(());
+    };
+    if canary.spec.as_ref().and_then(|s| s.replicas) == Some(0) {
+        return Ok(());
+    }
+    let patch = serde_json::json!({ "spec": { "replicas": 0 } });
+    deployments
+        .patch(
+            name,
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(&patch),
+        )
+        .await?;
+    Ok(())
 }
 
 fn is_ready(pod: &Pod) -> bool {
