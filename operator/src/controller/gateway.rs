@@ -31,7 +31,8 @@ use crate::status::gateway::{CompositionOutcome, Observed, gateway_status};
 use crate::status::revisions as status_revisions;
 use crate::subgraph_sdl::load_sdl;
 use graphfleet_api::{
-    CompositionErrorStatus, GraphGateway, Subgraph, SubgraphSchemaRef, SupergraphRevision,
+    CompositionErrorStatus, GraphGateway, RevisionOutcome, Subgraph, SubgraphSchemaRef,
+    SupergraphRevision,
 };
 use graphfleet_config::ManifestFormat;
 
@@ -301,8 +302,9 @@ pub(super) async fn reconcile_gateway(
     }
     let params = ListParams::default().labels(&meta::selector_string(&gw));
     let verdict = match (&composed, gw.spec.pinned_revision(), &previous_hash) {
-        // A new composition while another is served: checked before any pod changes.
-        (Ok(sg), None, Some(served)) if *served != sg.hash => {
+        // A new composition while another is served: checked before any pod changes
+        // (once: a revision on its canary, or rolled back from it, passed its checks).
+        (Ok(sg), None, Some(served)) if *served != sg.hash && !on_canary(&gw, &sg.hash) => {
             let running = api::<Pod>(&ctx, &ns).list(&params).await?.items;
             let usage = gateway_revisions::fleet_usage(&ctx, &running).await;
             let new = (sg.hash.as_str(), sg.sdl.as_str());
@@ -438,6 +440,19 @@ fn outcome(
         },
         Err(failed) => failed.clone(),
     }
+}
+
+/// Whether revision `hash` went to canary pods already (so it passed its checks).
+fn on_canary(gw: &GraphGateway, hash: &str) -> bool {
+    gw.status.as_ref().is_some_and(|s| {
+        s.revisions.iter().any(|r| {
+            r.hash == hash
+                && matches!(
+                    r.outcome,
+                    RevisionOutcome::Canary | RevisionOutcome::RolledBack
+                )
+        })
+    })
 }
 
 /// `status.revisions` after this reconcile.
