@@ -25,6 +25,14 @@ pub struct UsageConfig {
     /// Distinct clients (name and version headers) kept per operation.
     #[schemars(range(min = 1, max = 64))]
     pub max_clients_per_operation: usize,
+    /// Operations to plan at start, before the listener opens (a `/usage/operations`
+    /// report, e.g. another pod's), so the first requests find their plans cached.
+    pub warm_up_file: Option<std::path::PathBuf>,
+    /// Longest the start-up planning of `warm_up_file` may take; what is left is
+    /// planned on first use.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub warm_up_timeout: std::time::Duration,
 }
 
 impl Default for UsageConfig {
@@ -34,6 +42,8 @@ impl Default for UsageConfig {
             max_bytes: 4 << 20,
             max_document_bytes: 64 << 10,
             max_clients_per_operation: 8,
+            warm_up_file: None,
+            warm_up_timeout: std::time::Duration::from_secs(10),
         }
     }
 }

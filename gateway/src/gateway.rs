@@ -161,6 +161,32 @@ impl<T: Transport> Gateway<T> {
         Some(self.usage.as_ref()?.report(hash.as_ref()))
     }
 
+    /// Plan the operations of `report` (most requested first) into the plan cache of
+    /// the served supergraph, until `deadline`; the number planned. Each is warmed as
+    /// clients send it: without an operation name (when its document allows) and with.
+    pub async fn warm_up(
+        &self,
+        report: &graphfleet_admin_api::UsageReport,
+        deadline: Instant,
+    ) -> usize {
+        let Some(state) = self.state() else { return 0 };
+        let mut planned = 0;
+        for op in &report.operations {
+            if Instant::now() >= deadline {
+                break;
+            }
+            let mut names = vec![None];
+            names.extend(op.name.as_deref().map(Some));
+            for name in names {
+                let prepared = self.planning.prepare(&state, &op.document, name, deadline);
+                if prepared.await.is_ok() {
+                    planned += 1;
+                }
+            }
+        }
+        planned
+    }
+
     /// The Prometheus text, with the served supergraph and reload counts as of now.
     pub fn render_metrics(&self) -> String {
         let state = self.state();

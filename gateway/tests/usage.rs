@@ -158,3 +158,76 @@ async fn with_recording_off_nothing_is_recorded() {
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
+
+/// A counter's value in the Prometheus text (0 when absent).
+fn counter(metrics: &str, name: &str) -> f64 {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_up_file_plans_its_operations_before_the_listener_opens() {
+    let subgraphs = fed::subgraphs(&[]).await;
+    let dir = test_dir("usage-warm-up");
+    let file = dir.join("supergraph.graphql");
+    std::fs::write(&file, Set::Fed.supergraph_at(&subgraphs.base_url()))
+        .expect("write the supergraph");
+    let op = |name: &str, document: &str| graphfleet_admin_api::OperationUsage {
+        id: name.to_owned(),
+        name: Some(name.to_owned()),
+        document: document.to_owned(),
+        count: 1,
+        first_seen: 0,
+        last_seen: 0,
+        clients: Vec::new(),
+    };
+    let report = UsageReport {
+        operations: vec![
+            op("Top", TOP),
+            op("Me", ME),
+            // No longer valid: skipped, not fatal.
+            op("Gone", "query Gone { nope }"),
+        ],
+        ..UsageReport::default()
+    };
+    let warm = dir.join("operations.json");
+    std::fs::write(&warm, serde_json::to_vec(&report).expect("JSON")).expect("write the report");
+    let setting = format!("usage.warm_up_file={}", warm.display());
+    let gateway = fed::start_gateway(&dir, &file, &[setting.as_str()]).await;
+    assert!(
+        gateway
+            .log()
+            .contains("graphfleet-gateway warmed 4 plans for 3 operations"),
+        "{}",
+        gateway.log()
+    );
+    // The first requests, with and without an operation name, find their plans.
+    assert_eq!(post(&gateway, TOP, &[]).await, 200);
+    let body = serde_json::to_vec(&serde_json::json!({ "query": ME, "operationName": "Me" }))
+        .expect("JSON");
+    let named = support::request(
+        &support::client(),
+        "POST",
+        &gateway.url("/graphql"),
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await;
+    assert_eq!(named.status, 200);
+    let metrics = get(&gateway.url("/metrics")).await;
+    let text = String::from_utf8_lossy(&metrics.body);
+    // Every miss is the warm-up's own: 4 planned, `Gone` refused twice.
+    assert_eq!(
+        counter(&text, "graphfleet_plan_cache_misses_total"),
+        6.0,
+        "{text}"
+    );
+    assert_eq!(
+        counter(&text, "graphfleet_plan_cache_hits_total"),
+        2.0,
+        "{text}"
+    );
+}

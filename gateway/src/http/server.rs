@@ -60,6 +60,7 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
         .build()?;
     let result = runtime.block_on(async {
         let mut signals = Signals::new().context("installing signal handlers")?;
+        warm_up(&gateway).await;
         let listener = TcpListener::bind(config.listen)
             .await
             .with_context(|| format!("binding {}", config.listen))?;
@@ -82,6 +83,42 @@ pub fn serve_blocking(config: Arc<Config>) -> anyhow::Result<()> {
     // Cut connections may still have tasks; they are dropped without waiting long.
     runtime.shutdown_timeout(Duration::from_millis(200));
     result
+}
+
+/// Plan `usage.warm_up_file`'s operations before the listener opens, within
+/// `usage.warm_up_timeout` (the pod is not ready meanwhile); a file that cannot be read
+/// is logged and skipped: the operations are planned on first use instead.
+async fn warm_up(gateway: &Gateway) {
+    let usage = &gateway.config.usage;
+    let Some(path) = usage.warm_up_file.as_deref() else {
+        return;
+    };
+    let started = std::time::Instant::now();
+    let report = match std::fs::read(path)
+        .map_err(|e| e.to_string())
+        .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
+    {
+        Ok(report) => report,
+        Err(why) => {
+            tracing::warn!(path = %path.display(), %why, "usage.warm_up_file not read; no warm-up");
+            return;
+        }
+    };
+    let planned = gateway
+        .warm_up(&report, started + usage.warm_up_timeout)
+        .await;
+    tracing::info!(
+        planned,
+        operations = report.operations.len(),
+        elapsed_ms = started.elapsed().as_millis() as u64,
+        "plan cache warmed"
+    );
+    // Tests and scripts read this line.
+    eprintln!(
+        "graphfleet-gateway warmed {planned} plans for {} operations in {} ms",
+        report.operations.len(),
+        started.elapsed().as_millis()
+    );
 }
 
 /// Accept connections forever (tests run this in a task and drop the runtime); HTTPS
