@@ -6,86 +6,22 @@
 
 mod common;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use common::stand_in::StandIn;
 use common::{Operator, cluster_client, fixture_sdl, wait_for};
 use graphfleet_api::{CanaryPhase, GraphGateway, GraphGatewayStatus, RevisionOutcome, Subgraph};
-use graphfleet_gateway::config::Config;
-use graphfleet_gateway::gateway::Gateway;
-use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_operator::controller::Settings;
 use graphfleet_operator::gateway_probe::AdminAddress;
-use graphfleet_operator::resources::{self, gateway_revisions};
+use graphfleet_operator::resources;
 use graphfleet_testkit::TestNamespace;
-use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Event};
+use k8s_openapi::api::core::v1::Event;
 use kube::api::{ListParams, Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
-use tokio::net::TcpListener;
 
 const WAIT: Duration = Duration::from_secs(90);
-
-/// A real gateway standing in for one track's pods.
-struct StandIn {
-    gateway: Arc<Gateway>,
-    graphql: SocketAddr,
-    admin: SocketAddr,
-}
-
-impl StandIn {
-    async fn start() -> Self {
-        let gateway = Arc::new(Gateway::without_supergraph(Arc::new(Config::default())));
-        let bind = || TcpListener::bind("127.0.0.1:0");
-        let (graphql, admin) = (bind().await.expect("bind"), bind().await.expect("bind"));
-        let addrs = (
-            graphql.local_addr().expect("bound"),
-            admin.local_addr().expect("bound"),
-        );
-        tokio::spawn(graphfleet_gateway::http::serve(graphql, gateway.clone()));
-        tokio::spawn(graphfleet_gateway::http::serve_admin(
-            admin,
-            gateway.clone(),
-        ));
-        Self {
-            gateway,
-            graphql: addrs.0,
-            admin: addrs.1,
-        }
-    }
-
-    async fn serve_revision(&self, client: &Client, ns: &str, hash: &str) {
-        let name = gateway_revisions::supergraph_config_map_name("shop", hash);
-        let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-            .get(&name)
-            .await
-            .expect("the revision's ConfigMap");
-        let sdl = &cm.data.expect("data")[gateway_revisions::SUPERGRAPH_KEY];
-        self.gateway
-            .swap_supergraph(Supergraph::parse(sdl).expect("a composed supergraph loads"));
-    }
-
-    /// POST `query` `times` times; the subgraphs do not exist, so a query that fetches
-    /// fails (its outcome counts as failed) and `{ __typename }` succeeds.
-    async fn send(&self, query: &str, times: usize) {
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http::<Full<Bytes>>();
-        let body = Bytes::from(serde_json::to_vec(&json!({ "query": query })).expect("JSON"));
-        for _ in 0..times {
-            let request = hyper::Request::post(format!("http://{}/graphql", self.graphql))
-                .header("content-type", "application/json")
-                .body(Full::new(body.clone()))
-                .expect("a request");
-            let response = client.request(request).await.expect("the gateway answers");
-            response.into_body().collect().await.expect("a body");
-        }
-    }
-}
 
 fn subgraph(name: &str, sdl: &str) -> Subgraph {
     serde_json::from_value(json!({

@@ -7,87 +7,23 @@
 
 mod common;
 
-use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use common::stand_in::StandIn;
 use common::{Operator, cluster_client, fixture_sdl, wait_for};
 use graphfleet_api::{GraphGateway, RevisionOutcome, Subgraph};
-use graphfleet_gateway::config::Config;
-use graphfleet_gateway::gateway::Gateway;
-use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_operator::controller::Settings;
 use graphfleet_operator::gateway_probe::AdminAddress;
-use graphfleet_operator::resources::{self, gateway_revisions};
+use graphfleet_operator::resources;
 use graphfleet_testkit::TestNamespace;
-use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
-use tokio::net::TcpListener;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Served by the fleet: selects `User.username`.
 const NAMES: &str = "query Names { me { id username } }";
-
-/// A real gateway standing in for every pod: GraphQL and admin listeners on loopback.
-struct FleetStandIn {
-    gateway: Arc<Gateway>,
-    graphql: SocketAddr,
-    admin: SocketAddr,
-}
-
-impl FleetStandIn {
-    async fn start() -> Self {
-        let gateway = Arc::new(Gateway::without_supergraph(Arc::new(Config::default())));
-        let bind = || TcpListener::bind("127.0.0.1:0");
-        let (graphql, admin) = (bind().await.expect("bind"), bind().await.expect("bind"));
-        let addrs = (
-            graphql.local_addr().expect("bound"),
-            admin.local_addr().expect("bound"),
-        );
-        tokio::spawn(graphfleet_gateway::http::serve(graphql, gateway.clone()));
-        tokio::spawn(graphfleet_gateway::http::serve_admin(
-            admin,
-            gateway.clone(),
-        ));
-        Self {
-            gateway,
-            graphql: addrs.0,
-            admin: addrs.1,
-        }
-    }
-
-    /// Serve revision `hash` of gateway `shop`, read from its ConfigMap, as a new pod would.
-    async fn serve_revision(&self, client: &Client, ns: &str, hash: &str) {
-        let name = gateway_revisions::supergraph_config_map_name("shop", hash);
-        let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-            .get(&name)
-            .await
-            .expect("the revision's ConfigMap");
-        let sdl = &cm.data.expect("data")[gateway_revisions::SUPERGRAPH_KEY];
-        self.gateway
-            .swap_supergraph(Supergraph::parse(sdl).expect("a composed supergraph loads"));
-    }
-
-    /// POST `query` (its answer does not matter: the subgraphs do not exist here).
-    async fn send(&self, query: &str) {
-        let client =
-            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-                .build_http::<Full<Bytes>>();
-        let body = serde_json::to_vec(&json!({ "query": query })).expect("JSON");
-        let request = hyper::Request::post(format!("http://{}/graphql", self.graphql))
-            .header("content-type", "application/json")
-            .header("graphql-client-name", "storefront")
-            .body(Full::new(Bytes::from(body)))
-            .expect("a request");
-        let response = client.request(request).await.expect("the gateway answers");
-        response.into_body().collect().await.expect("a body");
-    }
-}
 
 fn subgraph(name: &str, sdl: &str) -> Subgraph {
     serde_json::from_value(json!({
@@ -120,7 +56,7 @@ fn condition<'s>(
 
 /// Wait until `shop` serves a revision other than `not`, and the stand-in serves it too.
 async fn next_served(
-    fleet: &FleetStandIn,
+    fleet: &StandIn,
     client: &Client,
     ns: &str,
     gateways: &Api<GraphGateway>,
@@ -150,7 +86,7 @@ async fn a_composition_breaking_a_served_operation_never_reaches_the_pods() {
     let client = cluster_client().await;
     let ns = TestNamespace::create(&client, "gw-operations").await;
     let ns = ns.name().to_owned();
-    let fleet = FleetStandIn::start().await;
+    let fleet = StandIn::start().await;
     let settings = Settings {
         admin_address: AdminAddress::Fixed(fleet.admin),
         ..Settings::default()
@@ -189,9 +125,7 @@ async fn a_composition_breaking_a_served_operation_never_reaches_the_pods() {
     );
 
     // Traffic: `Names` is served; `nickname` arrives later and nobody asks for it.
-    for _ in 0..3 {
-        fleet.send(NAMES).await;
-    }
+    fleet.send(NAMES, 3).await;
     let with_nickname =
         fixture_sdl("accounts").replace("username: String", "username: String\n  nickname: String");
     set_sdl(&subgraphs, "accounts", &with_nickname).await;

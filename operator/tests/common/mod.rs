@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod stand_in;
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,77 @@
+//! A real gateway standing in for a track's pods in the API-only cluster (whose pods run
+//! no process): GraphQL and admin listeners on loopback, serving each revision the
+//! operator rolls out as a new pod would, with real metrics and recorded operations from
+//! real requests.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use graphfleet_gateway::config::Config;
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::supergraph::Supergraph;
+use graphfleet_operator::resources::gateway_revisions;
+use http_body_util::{BodyExt, Full};
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::{Api, Client};
+use tokio::net::TcpListener;
+
+pub struct StandIn {
+    gateway: Arc<Gateway>,
+    graphql: SocketAddr,
+    pub admin: SocketAddr,
+}
+
+impl StandIn {
+    pub async fn start() -> Self {
+        let gateway = Arc::new(Gateway::without_supergraph(Arc::new(Config::default())));
+        let bind = || TcpListener::bind("127.0.0.1:0");
+        let (graphql, admin) = (bind().await.expect("bind"), bind().await.expect("bind"));
+        let addrs = (
+            graphql.local_addr().expect("bound"),
+            admin.local_addr().expect("bound"),
+        );
+        tokio::spawn(graphfleet_gateway::http::serve(graphql, gateway.clone()));
+        tokio::spawn(graphfleet_gateway::http::serve_admin(
+            admin,
+            gateway.clone(),
+        ));
+        Self {
+            gateway,
+            graphql: addrs.0,
+            admin: addrs.1,
+        }
+    }
+
+    /// Serve revision `hash` of gateway `shop`, read from its ConfigMap.
+    pub async fn serve_revision(&self, client: &Client, ns: &str, hash: &str) {
+        let name = gateway_revisions::supergraph_config_map_name("shop", hash);
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .get(&name)
+            .await
+            .expect("the revision's ConfigMap");
+        let sdl = &cm.data.expect("data")[gateway_revisions::SUPERGRAPH_KEY];
+        self.gateway
+            .swap_supergraph(Supergraph::parse(sdl).expect("a composed supergraph loads"));
+    }
+
+    /// POST `query` `times` times as client `storefront`. The subgraphs do not exist, so
+    /// a query that fetches fails (its outcome counts as failed) and `{ __typename }`
+    /// succeeds; either way the operation is recorded.
+    pub async fn send(&self, query: &str, times: usize) {
+        let client =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .build_http::<Full<Bytes>>();
+        let body =
+            Bytes::from(serde_json::to_vec(&serde_json::json!({ "query": query })).expect("JSON"));
+        for _ in 0..times {
+            let request = hyper::Request::post(format!("http://{}/graphql", self.graphql))
+                .header("content-type", "application/json")
+                .header("graphql-client-name", "storefront")
+                .body(Full::new(body.clone()))
+                .expect("a request");
+            let response = client.request(request).await.expect("the gateway answers");
+            response.into_body().collect().await.expect("a body");
+        }
+    }
+}
