@@ -8,42 +8,20 @@ mod common;
 
 use std::time::Duration;
 
-use common::stand_in::StandIn;
+use common::stand_in::{StandIn, inline_shop, set_sdl, status_of};
 use common::{Operator, cluster_client, fixture_sdl, wait_for};
-use graphfleet_api::{CanaryPhase, GraphGateway, GraphGatewayStatus, RevisionOutcome, Subgraph};
+use graphfleet_api::{CanaryPhase, RevisionOutcome};
 use graphfleet_operator::controller::Settings;
 use graphfleet_operator::gateway_probe::AdminAddress;
 use graphfleet_operator::resources;
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Event;
-use kube::api::{ListParams, Patch, PatchParams, PostParams};
+use kube::api::ListParams;
 use kube::{Api, Client};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(90);
-
-fn subgraph(name: &str, sdl: &str) -> Subgraph {
-    serde_json::from_value(json!({
-        "apiVersion": "graphfleet.dev/v1alpha1",
-        "kind": "Subgraph",
-        "metadata": { "name": name, "labels": { "graph": "shop" } },
-        "spec": { "url": format!("http://{name}.shop.svc:4001/graphql"), "sdl": sdl },
-    }))
-    .expect("valid Subgraph")
-}
-
-async fn status_of(gateways: &Api<GraphGateway>) -> Option<GraphGatewayStatus> {
-    gateways.get("shop").await.ok()?.status
-}
-
-async fn set_accounts(subgraphs: &Api<Subgraph>, sdl: &str) {
-    let patch = Patch::Merge(json!({ "spec": { "sdl": sdl } }));
-    subgraphs
-        .patch("accounts", &PatchParams::default(), &patch)
-        .await
-        .expect("patch the subgraph's SDL");
-}
 
 async fn stable_template_revision(client: &Client, ns: &str) -> Option<String> {
     let d = Api::<Deployment>::namespaced(client.clone(), ns)
@@ -91,32 +69,15 @@ async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fai
         ..Settings::default()
     };
     let operator = Operator::start_with(&client, settings, &ns);
-    let subgraphs: Api<Subgraph> = Api::namespaced(client.clone(), &ns);
-    for name in ["accounts", "products", "reviews"] {
-        subgraphs
-            .create(&PostParams::default(), &subgraph(name, &fixture_sdl(name)))
-            .await
-            .expect("create the subgraph");
-    }
-    let gateways: Api<GraphGateway> = Api::namespaced(client.clone(), &ns);
-    let gw: GraphGateway = serde_json::from_value(json!({
-        "apiVersion": "graphfleet.dev/v1alpha1",
-        "kind": "GraphGateway",
-        "metadata": { "name": "shop" },
-        "spec": {
-            "subgraphSelector": { "matchLabels": { "graph": "shop" } },
-            "replicas": 2,
-            "rollout": {
-                "strategy": "Canary",
-                "canary": { "steps": [{ "weight": 50, "pause": "1s" }], "minRequests": 5 },
-            },
+    let spec = json!({
+        "subgraphSelector": { "matchLabels": { "graph": "shop" } },
+        "replicas": 2,
+        "rollout": {
+            "strategy": "Canary",
+            "canary": { "steps": [{ "weight": 50, "pause": "1s" }], "minRequests": 5 },
         },
-    }))
-    .expect("valid GraphGateway");
-    gateways
-        .create(&PostParams::default(), &gw)
-        .await
-        .expect("create the gateway");
+    });
+    let (subgraphs, gateways) = inline_shop(&client, &ns, spec).await;
 
     // The first pods get no canary.
     let first = wait_for("the first revision served", WAIT, || async {
@@ -132,7 +93,7 @@ async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fai
     // A compatible change: canary, judged healthy, promoted.
     let with_nickname =
         fixture_sdl("accounts").replace("username: String", "username: String\n  nickname: String");
-    set_accounts(&subgraphs, &with_nickname).await;
+    set_sdl(&subgraphs, "accounts", &with_nickname).await;
     let canary_seen = wait_for("the canary running", WAIT, || async {
         let status = status_of(&gateways).await?;
         let c = status.canary.clone()?;
@@ -187,7 +148,7 @@ async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fai
     // answer): the next change is rolled back by itself, and the stable pods stay.
     canary.send("query Me { me { id } }", 40).await;
     let with_email = with_nickname.replace("nickname: String", "nickname: String\n  email: String");
-    set_accounts(&subgraphs, &with_email).await;
+    set_sdl(&subgraphs, "accounts", &with_email).await;
     let rolled_back = wait_for("rolled back", WAIT, || async {
         let status = status_of(&gateways).await?;
         (status.canary.as_ref()?.phase == CanaryPhase::RolledBack).then_some(status)

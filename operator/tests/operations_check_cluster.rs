@@ -9,43 +9,20 @@ mod common;
 
 use std::time::Duration;
 
-use common::stand_in::StandIn;
+use common::stand_in::{StandIn, inline_shop, set_sdl, status_of};
 use common::{Operator, cluster_client, fixture_sdl, wait_for};
-use graphfleet_api::{GraphGateway, RevisionOutcome, Subgraph};
+use graphfleet_api::{GraphGateway, RevisionOutcome};
 use graphfleet_operator::controller::Settings;
 use graphfleet_operator::gateway_probe::AdminAddress;
 use graphfleet_operator::resources;
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
-use kube::api::{Patch, PatchParams, PostParams};
 use kube::{Api, Client};
 use serde_json::json;
 
 const WAIT: Duration = Duration::from_secs(60);
 /// Served by the fleet: selects `User.username`.
 const NAMES: &str = "query Names { me { id username } }";
-
-fn subgraph(name: &str, sdl: &str) -> Subgraph {
-    serde_json::from_value(json!({
-        "apiVersion": "graphfleet.dev/v1alpha1",
-        "kind": "Subgraph",
-        "metadata": { "name": name, "labels": { "graph": "shop" } },
-        "spec": { "url": format!("http://{name}.shop.svc:4001/graphql"), "sdl": sdl },
-    }))
-    .expect("valid Subgraph")
-}
-
-async fn set_sdl(subgraphs: &Api<Subgraph>, name: &str, sdl: &str) {
-    let patch = Patch::Merge(json!({ "spec": { "sdl": sdl } }));
-    subgraphs
-        .patch(name, &PatchParams::default(), &patch)
-        .await
-        .expect("patch the subgraph's SDL");
-}
-
-async fn status_of(gateways: &Api<GraphGateway>) -> Option<graphfleet_api::GraphGatewayStatus> {
-    gateways.get("shop").await.ok()?.status
-}
 
 fn condition<'s>(
     status: &'s graphfleet_api::GraphGatewayStatus,
@@ -92,29 +69,12 @@ async fn a_composition_breaking_a_served_operation_never_reaches_the_pods() {
         ..Settings::default()
     };
     let operator = Operator::start_with(&client, settings, &ns);
-    let subgraphs: Api<Subgraph> = Api::namespaced(client.clone(), &ns);
-    for name in ["accounts", "products", "reviews"] {
-        subgraphs
-            .create(&PostParams::default(), &subgraph(name, &fixture_sdl(name)))
-            .await
-            .expect("create the subgraph");
-    }
-    let gateways: Api<GraphGateway> = Api::namespaced(client.clone(), &ns);
-    let gw: GraphGateway = serde_json::from_value(json!({
-        "apiVersion": "graphfleet.dev/v1alpha1",
-        "kind": "GraphGateway",
-        "metadata": { "name": "shop" },
-        "spec": {
-            "subgraphSelector": { "matchLabels": { "graph": "shop" } },
-            "replicas": 2,
-            "delivery": { "checks": { "breakingChanges": "Block", "usageWindow": "1h" } },
-        },
-    }))
-    .expect("valid GraphGateway");
-    gateways
-        .create(&PostParams::default(), &gw)
-        .await
-        .expect("create the gateway");
+    let spec = json!({
+        "subgraphSelector": { "matchLabels": { "graph": "shop" } },
+        "replicas": 2,
+        "delivery": { "checks": { "breakingChanges": "Block", "usageWindow": "1h" } },
+    });
+    let (subgraphs, gateways) = inline_shop(&client, &ns, spec).await;
     let first = next_served(&fleet, &client, &ns, &gateways, None).await;
     let status = status_of(&gateways).await.expect("status");
     let ready = condition(&status, "Ready").expect("Ready");

@@ -75,3 +75,62 @@ impl StandIn {
         }
     }
 }
+
+/// The shop's three Subgraphs (inline fixture SDL) and its GraphGateway `shop` with
+/// `spec`, in `ns`: the APIs to change and watch them with.
+pub async fn inline_shop(
+    client: &Client,
+    ns: &str,
+    spec: serde_json::Value,
+) -> (
+    Api<graphfleet_api::Subgraph>,
+    Api<graphfleet_api::GraphGateway>,
+) {
+    use kube::api::PostParams;
+    let subgraphs: Api<graphfleet_api::Subgraph> = Api::namespaced(client.clone(), ns);
+    for name in ["accounts", "products", "reviews"] {
+        let subgraph = serde_json::from_value(serde_json::json!({
+            "apiVersion": "graphfleet.dev/v1alpha1",
+            "kind": "Subgraph",
+            "metadata": { "name": name, "labels": { "graph": "shop" } },
+            "spec": {
+                "url": format!("http://{name}.shop.svc:4001/graphql"),
+                "sdl": super::fixture_sdl(name),
+            },
+        }))
+        .expect("valid Subgraph");
+        subgraphs
+            .create(&PostParams::default(), &subgraph)
+            .await
+            .expect("create the subgraph");
+    }
+    let gateways: Api<graphfleet_api::GraphGateway> = Api::namespaced(client.clone(), ns);
+    let gw = serde_json::from_value(serde_json::json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "GraphGateway",
+        "metadata": { "name": "shop" },
+        "spec": spec,
+    }))
+    .expect("valid GraphGateway");
+    gateways
+        .create(&PostParams::default(), &gw)
+        .await
+        .expect("create the gateway");
+    (subgraphs, gateways)
+}
+
+/// Replace subgraph `name`'s inline SDL.
+pub async fn set_sdl(subgraphs: &Api<graphfleet_api::Subgraph>, name: &str, sdl: &str) {
+    let patch = kube::api::Patch::Merge(serde_json::json!({ "spec": { "sdl": sdl } }));
+    subgraphs
+        .patch(name, &kube::api::PatchParams::default(), &patch)
+        .await
+        .expect("patch the subgraph's SDL");
+}
+
+/// The status of gateway `shop`, once it has one.
+pub async fn status_of(
+    gateways: &Api<graphfleet_api::GraphGateway>,
+) -> Option<graphfleet_api::GraphGatewayStatus> {
+    gateways.get("shop").await.ok()?.status
+}
