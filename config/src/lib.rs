@@ -189,6 +189,15 @@ pub struct TrafficConfig {
     #[serde(with = "humantime_serde")]
     #[schemars(schema_with = "crate::schema::duration")]
     pub idle_timeout: Duration,
+    /// Longest a kept-alive client connection is reused: after it (spread by up to 10%
+    /// per connection) the next answer carries `Connection: close`, so the client's next
+    /// request opens a new connection, which the Service may send to another pod. Without
+    /// it, clients that keep connections alive stay on the pods they first reached and
+    /// never see pods added later (a scale-up, a canary). Unset: connections are reused
+    /// until they idle out; a GraphGateway with the Canary strategy sets 30s.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub max_connection_age: Option<Duration>,
     /// Most client connections open at once; further clients wait to be accepted.
     pub max_connections: usize,
     /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
@@ -246,6 +255,7 @@ impl Default for TrafficConfig {
             deduplicate: true,
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(90),
+            max_connection_age: None,
             max_connections: 10_000,
             max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,

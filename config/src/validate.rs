@@ -48,6 +48,9 @@ pub fn validate(config: &Config) -> Problems {
         &["traffic", "idle_timeout"],
         config.traffic.idle_timeout,
     );
+    if let Some(age) = config.traffic.max_connection_age {
+        positive(&mut report, &["traffic", "max_connection_age"], age);
+    }
     if config.traffic.max_subgraph_response_bytes == 0 {
         report(
             &["traffic", "max_subgraph_response_bytes"],

@@ -236,3 +236,45 @@ async fn requests_beyond_max_concurrent_requests_get_503_and_health_still_answer
     // The slot is free again.
     assert_eq!(post(client, url, query).await.status, 200);
 }
+
+/// The head of the answer to a complete POST on `stream`, lowercased.
+async fn answer_head(stream: &mut TcpStream) -> String {
+    let request = format!(
+        "POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{QUERY}",
+        QUERY.len()
+    );
+    stream.write_all(request.as_bytes()).await.expect("send");
+    let mut answer = Vec::new();
+    let mut buf = vec![0u8; 4096];
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("an answer within 5 s")
+            .expect("read");
+        assert!(n > 0, "closed before answering");
+        answer.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&answer).to_lowercase();
+    text.split("\r\n\r\n").next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn a_connection_past_its_age_is_told_to_reconnect() {
+    let (addr, _subgraphs) = gateway(|c| {
+        c.traffic.max_connection_age = Some(Duration::from_millis(300));
+    })
+    .await;
+    let mut stream = TcpStream::connect(&addr).await.expect("connect");
+    let young = answer_head(&mut stream).await;
+    assert!(young.starts_with("http/1.1 200 ok"), "{young}");
+    assert!(!young.contains("connection: close"), "{young}");
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let aged = answer_head(&mut stream).await;
+    assert!(aged.starts_with("http/1.1 200 ok"), "{aged}");
+    assert!(aged.contains("connection: close"), "{aged}");
+    closed_within_5s(&mut stream).await;
+    // A new connection is young again.
+    let mut fresh = TcpStream::connect(&addr).await.expect("connect again");
+    let head = answer_head(&mut fresh).await;
+    assert!(!head.contains("connection: close"), "{head}");
+}

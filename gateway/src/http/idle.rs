@@ -63,6 +63,13 @@ impl Activity {
 /// Decrements the in-flight count of its connection when dropped.
 pub struct RequestGuard(Arc<Activity>);
 
+impl RequestGuard {
+    /// How long the request's connection has been open.
+    pub fn age(&self) -> Duration {
+        self.0.start.elapsed()
+    }
+}
+
 impl Drop for RequestGuard {
     fn drop(&mut self) {
         self.0.touch();

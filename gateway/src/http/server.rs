@@ -320,6 +320,7 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
+    let max_age = gateway.config.traffic.max_connection_age.map(spread);
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
         if let Some(client) = client {
@@ -337,7 +338,10 @@ where
             // on this pod), so while draining every answer tells the client to reconnect:
             // its next request opens a connection to a pod that stays. Closing idle
             // connections instead would race with requests already on their way.
-            if gateway.lifecycle.is_draining() {
+            // Past its age the same holds: the client reconnects, and the Service may pick
+            // a pod added since (a scale-up, a canary).
+            let aged = max_age.is_some_and(|age| _on_connection.age() >= age);
+            if gateway.lifecycle.is_draining() || aged {
                 response.headers_mut().insert(
                     hyper::header::CONNECTION,
                     hyper::header::HeaderValue::from_static("close"),
@@ -356,6 +360,12 @@ where
         // Upgrades: WebSocket subscriptions take the connection over.
         .serve_connection_with_upgrades(TokioIo::new(io), service)
         .into_owned()
+}
+
+/// `age` shortened by up to a tenth, differently per connection, so connections opened
+/// together (a client's pool) do not all reconnect on the same request.
+fn spread(age: Duration) -> Duration {
+    age.mul_f64(1.0 - fastrand::f64() / 10.0)
 }
 
 /// Serve a watched connection until it ends or idles out, then free its slot.

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::gateway_mounts::{Mounted, Target};
 use graphfleet_admin_api::DEFAULT_ADMIN_PORT;
-use graphfleet_api::GraphGateway;
+use graphfleet_api::{GraphGateway, Strategy};
 
 /// Keys the operator owns: the pods listen on the gateway port and serve the supergraph
 /// the operator composes (both passed as flags), and answer the operator on the admin
@@ -31,6 +31,10 @@ const READINESS_DELAY_SECONDS: u32 = 5;
 /// Seconds from the end of the readiness delay until a gateway gives up on in-flight
 /// requests.
 const DRAIN_GRACE_SECONDS: u32 = 25;
+
+/// Seconds a client connection is reused under the Canary strategy: a fraction of a
+/// step's default pause, so a step sees its share of kept-alive clients.
+const CANARY_CONNECTION_AGE_SECONDS: u32 = 30;
 
 /// A GraphGateway's gateway config, rendered and checked.
 #[derive(Debug, Clone)]
@@ -73,6 +77,7 @@ pub fn gateway_config_file(
         serde_json::json!({ "listen": format!("0.0.0.0:{DEFAULT_ADMIN_PORT}") }),
     );
     shutdown_defaults(&mut root);
+    canary_defaults(gw, &mut root);
     for (target, path) in &mounted.files {
         if let Err(why) = place(&mut root, target, path) {
             problems.push(why);
@@ -117,6 +122,26 @@ fn shutdown_defaults(root: &mut Map<String, Value>) {
         shutdown
             .entry(key)
             .or_insert_with(|| Value::from(format!("{seconds}s")));
+    }
+}
+
+/// Under the Canary strategy kept-alive client connections are renewed now and then
+/// (unless the user says otherwise), so the canary pods see their share of clients that
+/// connected before they existed.
+fn canary_defaults(gw: &GraphGateway, root: &mut Map<String, Value>) {
+    let canary = gw
+        .spec
+        .rollout
+        .as_ref()
+        .and_then(|r| r.strategy)
+        .is_some_and(|s| s == Strategy::Canary);
+    if !canary {
+        return;
+    }
+    if let Some(traffic) = object(root, "traffic") {
+        traffic
+            .entry("max_connection_age")
+            .or_insert_with(|| Value::from(format!("{CANARY_CONNECTION_AGE_SECONDS}s")));
     }
 }
 
