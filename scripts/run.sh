@@ -11,9 +11,11 @@
 #   4. a LoadTest: k6 Jobs on client-0, open model, results in the LoadTest's status;
 #   5. a second LoadTest while a Subgraph's SDL changes (the operator composes and rolls
 #      the gateway out) and while the Deployment is restarted: zero failed requests;
-#   6. every benchmark scenario in the cluster (graphfleet and GRAPHFLEET_PEERS side by
+#   6. safe schema delivery under load: checks against the served operations, canary
+#      steps, an automatic rollback and a pinned revision (deploy-tests/tests/real_delivery.rs);
+#   7. every benchmark scenario in the cluster (graphfleet and GRAPHFLEET_PEERS side by
 #      side as pods on router-0 under the same CPU limit, each at its scenario's rate);
-#   7. the report (REPORT.md, SVG charts) from those results, and the timings.
+#   8. the report (REPORT.md, SVG charts) from those results, and the timings.
 # Environment: GRAPHFLEET_RATE (req/s, default 100), GRAPHFLEET_DURATION (seconds of the
 # first LoadTest, default 30), GRAPHFLEET_PEERS (gateways to measure side by side with
 # graphfleet as pods on router-0, e.g. "hive-router apollo-router"; default none; the
@@ -172,6 +174,17 @@ k -n "$NS" get loadtest fed-query-rollout
 failed=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["status"]["results"]["failures"])' "$RUN/fed-query-rollout.json")
 [ "$failed" = 0 ] || die "$failed requests failed during the SDL change and rollout (results: $RUN/fed-query-rollout.json)"
 timing "failed requests during SDL change + rollouts" "$failed"
+
+log "safe schema delivery under load (deploy-tests/tests/real_delivery.rs, in its own namespace)"
+# A compatible change through canary steps, a breaking one blocked by the served traffic
+# and an unused one shipped, a failing canary rolled back, a revision pinned back; each
+# timing goes to timings.txt (and so to the report).
+t=$SECONDS
+GRAPHFLEET_TEST_REAL_STATE=$STATE GRAPHFLEET_TIMINGS=$RUN/timings.txt \
+  cargo test --release --locked -p graphfleet-deploy-tests --test real_delivery -- --nocapture >"$RUN/delivery.log" 2>&1 ||
+  { tail -60 "$RUN/delivery.log" >&2; die "safe schema delivery failed (see $RUN/delivery.log)"; }
+grep -E '^(TIMING|canary at|blocked:|rolled back:)' "$RUN/delivery.log" || true
+timing "safe schema delivery (checks, canary, rollback, pin) under load" "$((SECONDS - t)) s"
 
 log "every scenario in the cluster: graphfleet${PEERS:+ and $PEERS} as pods on router-0"
 gateways=(--gateway graphfleet)

@@ -17,6 +17,7 @@ use serde_json::Value;
 
 pub use graphfleet_testkit::{POOL_LABEL, POOLS, TestNamespace, cluster, workspace_root};
 
+pub mod fleet;
 pub mod real;
 
 /// Name of the chart (and its directory under `charts/`).

@@ -11,6 +11,11 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use graphfleet_deploy_tests::fleet::{
+    READY, TEST_QUERY_BYTES, every_pod_serves, fed_subgraphs_by_introspection,
+    gateway_ready_from_pods, loadtest, loadtest_running, post, service_url,
+    succeeded_without_failures, test_query,
+};
 use graphfleet_deploy_tests::real::{
     apply, install_operator, json_of, kubectl, loadtest_finished, passed_condition, report_md,
     time_of, uninstall_operator,
@@ -20,58 +25,6 @@ use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
-
-/// The monolith's answer to the fed TestQuery is this many bytes (loadtest/README.md).
-const TEST_QUERY_BYTES: usize = 87_599;
-const READY: Duration = Duration::from_secs(180);
-
-/// The fed subgraphs as users apply them, minus the ConfigMap schema source, so the
-/// operator (another namespace) introspects `_service { sdl }` through cluster DNS.
-fn fed_subgraphs_by_introspection() -> String {
-    let manifest = read(&manifests_dir().join("fed-subgraphs.yaml"));
-    let mut out = String::new();
-    let mut skip = 0;
-    for line in manifest.lines() {
-        if line == "  configMapRef:" {
-            skip = 2;
-            continue;
-        }
-        if skip > 0 {
-            skip -= 1;
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    assert!(!out.contains("configMapRef"), "every configMapRef removed");
-    out
-}
-
-fn test_query() -> String {
-    read(&graphfleet_testkit::workspace_root().join("loadtest/sets/fed/queries/query.graphql"))
-}
-
-/// POST a GraphQL query from inside the cluster's network namespace.
-fn post(cluster: &RealCluster, url: &str, query: &str) -> Result<String, String> {
-    let body = json!({ "query": query }).to_string();
-    let out = cluster
-        .in_netns("curl")
-        .args(["-sS", "--fail-with-body", "--max-time", "10", url])
-        .args([
-            "-H",
-            "content-type: application/json",
-            "--data-binary",
-            &body,
-        ])
-        .output()
-        .expect("run curl in the cluster's network namespace");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    if out.status.success() {
-        Ok(text)
-    } else {
-        Err(format!("{text}{}", String::from_utf8_lossy(&out.stderr)))
-    }
-}
 
 /// Every pod of the namespace runs on the node of the pool it selects.
 async fn pods_on_their_pools(client: &kube::Client, ns: &str) {
@@ -100,83 +53,7 @@ async fn gateway_ready(cluster: &RealCluster, ns: &str) -> Duration {
     let half = manifest.replace("cpu: \"1\"", "cpu: 500m");
     assert_eq!(half.matches("cpu: 500m").count(), 2, "requests and limits");
     apply(cluster, ns, &half);
-    let message = eventually("GraphGateway fed Ready", READY, || async {
-        let gw = json_of(cluster, ns, &["graphgateway", "fed"]);
-        let ready = gw["status"]["conditions"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .find(|c| c["type"] == "Ready" && c["status"] == "True");
-        match ready {
-            Some(ready) => Ok(ready["message"].as_str().unwrap_or_default().to_owned()),
-            None => Err(gw["status"].to_string()),
-        }
-    })
-    .await;
-    // Counted from what each pod says on its admin port, across the pod network.
-    assert!(
-        message.contains("pods serve supergraph") && !message.contains("by their template"),
-        "{message}"
-    );
-    start.elapsed()
-}
-
-fn service_url(cluster: &RealCluster, ns: &str, service: &str) -> String {
-    let svc = json_of(cluster, ns, &["service", service]);
-    let ip = svc["spec"]["clusterIP"]
-        .as_str()
-        .expect("ClusterIP")
-        .to_owned();
-    format!("http://{ip}:80/graphql")
-}
-
-async fn loadtest(cluster: &RealCluster, ns: &str, name: &str, rate: u32, seconds: u32) {
-    apply(
-        cluster,
-        ns,
-        &format!(
-            "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: {name}}}\n\
-             spec: {{target: {{gatewayRef: {{name: fed}}}}, scenario: query, rate: {rate}, \
-             duration: {seconds}s, vus: 20, maxVus: 200, parallelism: 1}}\n"
-        ),
-    );
-}
-
-async fn loadtest_phase(cluster: &RealCluster, ns: &str, name: &str) -> (String, Value) {
-    let lt = json_of(cluster, ns, &["loadtest", name]);
-    let phase = lt["status"]["phase"].as_str().unwrap_or("").to_owned();
-    (phase, lt)
-}
-
-async fn loadtest_running(cluster: &RealCluster, ns: &str, name: &str) {
-    eventually(&format!("LoadTest {name} Running"), READY, || async {
-        match loadtest_phase(cluster, ns, name).await {
-            (phase, _) if phase == "Running" => Ok(()),
-            (_, lt) => Err(lt["status"].to_string()),
-        }
-    })
-    .await;
-}
-
-/// Waits (at most 240 s) for LoadTest `name` to finish, prints its results as `what`, and
-/// checks that it Succeeded without a failed request; returns its status.
-async fn succeeded_without_failures(
-    cluster: &RealCluster,
-    ns: &str,
-    name: &str,
-    what: &str,
-    started: Instant,
-) -> Value {
-    let lt = loadtest_finished(cluster, ns, name, Duration::from_secs(240)).await;
-    let status = lt["status"].clone();
-    println!(
-        "MEASURED {what} done in {:?}: {}",
-        started.elapsed(),
-        status["results"]
-    );
-    assert_eq!(status["phase"], "Succeeded", "{status}");
-    assert_eq!(status["results"]["failures"], 0, "{what}: {status}");
-    status
+    gateway_ready_from_pods(cluster, ns, "fed", start).await.0
 }
 
 /// One LoadTest over two targets in turn, the GraphGateway (by reference: its Service's DNS
@@ -337,7 +214,7 @@ async fn cpu_limit_holds(cluster: &RealCluster, ns: &str) {
     assert_eq!(read(&cpu.join("cpu.cfs_period_us")).trim(), "100000");
     let acct = pod_cgroup(cluster, "cpuacct", uid);
 
-    loadtest(cluster, ns, "overload", 400, 25).await;
+    loadtest(cluster, ns, "fed", "overload", 400, 25);
     loadtest_running(cluster, ns, "overload").await;
     tokio::time::sleep(Duration::from_secs(8)).await;
     let (t0, u0) = (Instant::now(), cpu_usage_ns(&acct));
@@ -350,32 +227,6 @@ async fn cpu_limit_holds(cluster: &RealCluster, ns: &str) {
         "the overload did not saturate the limit ({cores:.3} cores): the check proves nothing"
     );
     loadtest_finished(cluster, ns, "overload", Duration::from_secs(180)).await;
-}
-
-/// The reviews schema gains a description: a new supergraph the operator composes and
-/// rolls out; true once every gateway pod answers with it.
-fn every_pod_serves(cluster: &RealCluster, ns: &str, marker: &str) -> Result<(), String> {
-    let pods = json_of(
-        cluster,
-        ns,
-        &["pods", "-l", "app.kubernetes.io/instance=fed"],
-    );
-    let items = pods["items"].as_array().expect("items");
-    if items.is_empty() {
-        return Err("no gateway pods".into());
-    }
-    for pod in items {
-        let ip = pod["status"]["podIP"].as_str().ok_or("pod without IP")?;
-        let answer = post(
-            cluster,
-            &format!("http://{ip}:4000/graphql"),
-            r#"{ __type(name: "Review") { description } }"#,
-        )?;
-        if !answer.contains(marker) {
-            return Err(format!("pod {ip} answers {answer}"));
-        }
-    }
-    Ok(())
 }
 
 /// `executor: gatling`: two Gatling segments (a JVM each) load the gateway through its
@@ -476,7 +327,7 @@ async fn subscriptions_smoke(cluster: &RealCluster, ns: &str) {
 
 async fn changes_under_load(cluster: &RealCluster, ns: &str) {
     let loaded = Instant::now();
-    loadtest(cluster, ns, "rollout", 20, 60).await;
+    loadtest(cluster, ns, "fed", "rollout", 20, 60);
     loadtest_running(cluster, ns, "rollout").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
 
@@ -499,7 +350,7 @@ async fn changes_under_load(cluster: &RealCluster, ns: &str) {
     eventually(
         "every gateway pod serves the new supergraph",
         READY,
-        || async { every_pod_serves(cluster, ns, marker) },
+        || async { every_pod_serves(cluster, ns, "fed", marker) },
     )
     .await;
     println!(
