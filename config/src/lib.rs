@@ -43,7 +43,8 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// Address the GraphQL and health/metrics endpoints listen on.
+    /// Address the GraphQL endpoint listens on, and health and metrics unless
+    /// `admin.listen` is set (then they are served there only).
     pub listen: SocketAddr,
     /// HTTPS on the listener when set; plain HTTP otherwise.
     pub tls: ListenerTlsConfig,
@@ -177,8 +178,9 @@ pub struct TrafficConfig {
     /// Default for in-flight deduplication of identical subgraph query requests (on:
     /// queries have no side effects, and concurrent identical ones are common under load).
     pub deduplicate: bool,
-    /// Longest a client may take to send a request's headers; slower connections are
-    /// closed (a slow client would otherwise hold its connection forever).
+    /// Longest a client may take to send a request's headers, and a new connection to
+    /// begin its first request (TLS handshake aside); slower connections are closed (a
+    /// slow or silent client would otherwise hold its connection forever).
     #[serde(with = "humantime_serde")]
     #[schemars(schema_with = "crate::schema::duration")]
     pub header_read_timeout: Duration,
@@ -200,6 +202,10 @@ pub struct TrafficConfig {
     pub max_connection_age: Option<Duration>,
     /// Most client connections open at once; further clients wait to be accepted.
     pub max_connections: usize,
+    /// Most connections open at once from one client address; more are closed as they
+    /// are accepted, so one client cannot take every slot. Behind a proxy that is one
+    /// client: keep it above the proxy's connection pool.
+    pub max_connections_per_client: usize,
     /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
     /// load balancer retries it elsewhere) instead of queueing behind them. Health and
     /// metrics requests are never refused.
@@ -257,6 +263,7 @@ impl Default for TrafficConfig {
             idle_timeout: Duration::from_secs(90),
             max_connection_age: None,
             max_connections: 10_000,
+            max_connections_per_client: 2_500,
             max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
             tls: SubgraphTlsConfig::default(),

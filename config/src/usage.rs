@@ -54,6 +54,7 @@ impl Default for UsageConfig {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct AdminConfig {
-    /// Address of the admin listener; none when unset.
+    /// Address of the admin listener (health, readiness, metrics, recorded operations);
+    /// when set, health and metrics leave the GraphQL listener. None when unset.
     pub listen: Option<SocketAddr>,
 }

@@ -51,6 +51,12 @@ pub fn validate(config: &Config) -> Problems {
     if let Some(age) = config.traffic.max_connection_age {
         positive(&mut report, &["traffic", "max_connection_age"], age);
     }
+    if config.traffic.max_connections_per_client == 0 {
+        report(
+            &["traffic", "max_connections_per_client"],
+            "must be at least 1".to_owned(),
+        );
+    }
     if config.traffic.max_subgraph_response_bytes == 0 {
         report(
             &["traffic", "max_subgraph_response_bytes"],

@@ -298,7 +298,7 @@ fn absorb<T: Transport>(
 ) {
     let fetch = &ctx.plan.fetches[i];
     // One error per part of a batched fetch, as when they were sent apart.
-    let mut failed = |code: &str, message: String| {
+    let failed = |errors: &mut Vec<ResponseError>, code: &str, message: String| {
         for path in fetch::failed_fetch_paths(fetch) {
             errors.push(ResponseError {
                 path,
@@ -315,6 +315,7 @@ fn absorb<T: Transport>(
             *received = received.saturating_add(bytes.len());
             if *received > ctx.max_response_bytes {
                 failed(
+                    errors,
                     RESPONSE_TOO_LARGE,
                     format!(
                         "the subgraph responses of this request exceed {} bytes (limits.max_response_bytes)",
@@ -323,9 +324,25 @@ fn absorb<T: Transport>(
                 );
                 return;
             }
-            fetch::merge(fetch, ctx.plan, p, &bytes, store, errors);
+            let budget = ctx.max_response_bytes - *received;
+            match fetch::merge(fetch, ctx.plan, p, &bytes, store, errors, budget) {
+                Ok(charged) => *received += charged,
+                Err(fetch::OverBudget(needed)) => {
+                    // Nothing more is sent: the response is cut.
+                    *received = ctx.max_response_bytes.saturating_add(1);
+                    failed(
+                        errors,
+                        RESPONSE_TOO_LARGE,
+                        format!(
+                            "copying the answer of '{}' into every object that asked for it would add {needed} bytes, past limits.max_response_bytes ({})",
+                            fetch.subgraph_name, ctx.max_response_bytes
+                        ),
+                    );
+                }
+            }
         }
         Err(e) => failed(
+            errors,
             e.code,
             format!("HTTP fetch failed from '{}': {e}", fetch.subgraph_name),
         ),

@@ -217,3 +217,58 @@ fn planning_past_the_deadline_is_refused_and_not_cached() {
     state.prepare(query, None).expect("plans");
     assert!(state.cached(&key).is_some());
 }
+
+/// `aliases` aliases of `name` on every `User` reached through `hops` times
+/// `reviews { product { reviews { author {`: one accounts answer per distinct user,
+/// copied into each of the many objects that asked for it.
+fn fan_out(hops: usize, aliases: usize) -> String {
+    let names: Vec<String> = (0..aliases).map(|i| format!("n{i}: name")).collect();
+    let mut user = format!("id {}", names.join(" "));
+    for _ in 0..hops {
+        user = format!("id reviews {{ product {{ reviews {{ author {{ {user} }} }} }} }}");
+    }
+    format!("{{ topProducts(first: 9) {{ reviews {{ author {{ {user} }} }} }} }}")
+}
+
+/// 5,632 `User` objects at the end of three hops, a handful of distinct users.
+const HOPS: usize = 3;
+
+#[tokio::test]
+async fn an_entity_answer_copied_into_many_objects_counts_against_the_cap() {
+    let env = env(LimitsConfig::default()).await;
+    // 600 names on each of 5,632 objects: 81 MB of copies, refused before they are made.
+    let query = fan_out(HOPS, 600);
+    assert!(query.len() < 16 * 1024, "{} bytes", query.len());
+    let started = std::time::Instant::now();
+    let (status, body) = post(&env, &query).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200);
+    assert_eq!(codes(&body), ["RESPONSE_TOO_LARGE"], "{}", body["errors"]);
+    let message = body["errors"][0]["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with(
+            "copying the answer of 'accounts' into every object that asked for it would add "
+        ),
+        "{message}"
+    );
+    // A debug build on a shared machine: loose (before the copies were charged, the
+    // same request took 18 s here).
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+    still_serves(&env).await;
+
+    // 1,000 names: the nulls the refused fetch leaves pass the cap as they are written.
+    let started = std::time::Instant::now();
+    let (status, body) = post(&env, &fan_out(HOPS, 1000)).await;
+    let took = started.elapsed();
+    assert_eq!(status, 200);
+    assert_eq!(codes(&body), ["RESPONSE_TOO_LARGE"], "{}", body["errors"]);
+    assert!(took < std::time::Duration::from_secs(10), "took {took:?}");
+    still_serves(&env).await;
+
+    // The same fan-out with a few fields is answered whole.
+    let (status, body) = post(&env, &fan_out(HOPS, 3)).await;
+    assert_eq!(status, 200);
+    assert!(body.get("errors").is_none(), "{}", body["errors"]);
+    let users = body.to_string().matches("\"n2\":").count();
+    assert_eq!(users, 5632, "users reached");
+}

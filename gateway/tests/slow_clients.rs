@@ -278,3 +278,72 @@ async fn a_connection_past_its_age_is_told_to_reconnect() {
     let head = answer_head(&mut fresh).await;
     assert!(!head.contains("connection: close"), "{head}");
 }
+
+#[tokio::test]
+async fn silent_connections_are_closed_and_free_their_slots() {
+    // Every slot taken by connections that never send a byte (not even enough for
+    // HTTP/1 or HTTP/2 to be chosen): they are closed after the header timeout, and the
+    // client waiting behind them is served.
+    let (addr, _subgraphs) = gateway(|c| {
+        c.traffic.max_connections = 4;
+        c.traffic.header_read_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut silent = Vec::new();
+    for _ in 0..4 {
+        silent.push(TcpStream::connect(&addr).await.expect("connect"));
+    }
+    let started = Instant::now();
+    let mut waiting = TcpStream::connect(&addr)
+        .await
+        .expect("connect (kernel backlog)");
+    assert_eq!(exchange(&mut waiting).await, "HTTP/1.1 200 OK");
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(3),
+        "served after {waited:?}, not once the silent ones were closed"
+    );
+    for stream in &mut silent {
+        closed_within_5s(stream).await;
+    }
+}
+
+#[tokio::test]
+async fn one_client_cannot_take_every_connection_slot() {
+    let (addr, _subgraphs) = gateway(|c| {
+        c.traffic.max_connections = 8;
+        c.traffic.max_connections_per_client = 2;
+    })
+    .await;
+    let mut first = TcpStream::connect(&addr).await.expect("connect");
+    let mut second = TcpStream::connect(&addr).await.expect("connect");
+    assert_eq!(exchange(&mut first).await, "HTTP/1.1 200 OK");
+    assert_eq!(exchange(&mut second).await, "HTTP/1.1 200 OK");
+    // A third from the same address is closed as it is accepted.
+    let mut third = TcpStream::connect(&addr).await.expect("connect");
+    closed_within_5s(&mut third).await;
+    // Once one closes, the client may open another.
+    drop(first);
+    let mut again = None;
+    for _ in 0..50 {
+        let mut stream = TcpStream::connect(&addr).await.expect("connect");
+        let request = format!(
+            "POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{QUERY}",
+            QUERY.len()
+        );
+        stream.write_all(request.as_bytes()).await.expect("send");
+        let mut buf = vec![0u8; 4096];
+        if let Ok(n @ 1..) = stream.read(&mut buf).await {
+            again = Some(
+                String::from_utf8_lossy(&buf[..n])
+                    .lines()
+                    .next()
+                    .unwrap_or_default()
+                    .to_owned(),
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(again.as_deref(), Some("HTTP/1.1 200 OK"));
+}

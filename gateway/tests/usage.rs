@@ -113,10 +113,13 @@ async fn served_operations_and_the_served_supergraph_are_on_the_admin_listener_o
     assert!(ready.serves(&hash[..16]), "{ready:?}");
     assert_eq!(ready.supergraph, hash[..12]);
 
-    // The GraphQL listener answers readiness the same way, but never the operations.
-    let public = get(&gateway.url("/health/ready")).await;
-    let public: Readiness = serde_json::from_slice(&public.body).expect("a readiness body");
-    assert_eq!(public.supergraph_sha256.as_deref(), Some(hash.as_str()));
+    // The GraphQL listener answers none of it: health, metrics and operations are the
+    // admin listener's.
+    for path in ["/health/ready", "/health/live", "/metrics"] {
+        assert_eq!(get(&gateway.url(path)).await.status, 404, "{path}");
+    }
+    let metrics = get(&format!("http://{admin}/metrics")).await;
+    assert_eq!(metrics.status, 200);
     assert_eq!(get(&gateway.url("/usage/operations")).await.status, 404);
     let refused = support::request(
         &support::client(),

@@ -3,7 +3,7 @@
 
 use super::paths::object_paths;
 use super::request::PreparedFetch;
-use crate::response::store::{ObjId, Span};
+use crate::response::store::{FIELD_ENTRY_BYTES, ObjId, Span};
 use crate::response::writer::{PathSeg, ResponseError};
 use crate::response::{KeyId, KeyTable, Store, Value};
 use bytes::Bytes;
@@ -43,6 +43,15 @@ fn parse_response(
     })
 }
 
+/// Copies of an entity answer into further objects than the first, in bytes, beyond
+/// `budget_bytes`: the merge was not done.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct OverBudget(pub usize);
+
+/// Merge a subgraph's answer into the store. An entity answer goes into every object
+/// its representation came from: the copies beyond the first (one deduplicated answer
+/// extending thousands of objects) are charged to the request's response budget,
+/// `budget_bytes` being what is left of it. Returns the bytes charged.
 pub(crate) fn merge(
     fetch: &Fetch,
     plan: &QueryPlan,
@@ -50,7 +59,8 @@ pub(crate) fn merge(
     bytes: &Bytes,
     store: &mut Store,
     errors: &mut Vec<ResponseError>,
-) {
+    budget_bytes: usize,
+) -> Result<usize, OverBudget> {
     // One UTF-8 check of the whole body (SIMD; the standard library's check again
     // only to say where a bad body goes wrong) instead of one per string in the parser.
     let parsed = match simdutf8::basic::from_utf8(bytes) {
@@ -76,7 +86,7 @@ pub(crate) fn merge(
                     ))
                 });
             }
-            return;
+            return Ok(0);
         }
     };
     if let (false, Some(Value::Object(data))) = (fetch.renames.is_empty(), &parsed.data) {
@@ -87,29 +97,41 @@ pub(crate) fn merge(
             .collect();
         unalias(store, *data, &renames);
     }
+    let mut charged = 0;
     match (&fetch.entity, parsed.data) {
         (None, Some(Value::Object(data))) => store.merge_object(Store::ROOT, data),
         (Some(_), Some(Value::Object(data))) => {
+            // Each list of answers with the objects it goes into: `_entities`, then one
+            // per batched part.
+            let mut lists = Vec::with_capacity(1 + prepared.aliases.len());
             // Taken, not copied: the response object is not read again.
-            let entities = plan.keys.get("_entities").and_then(|k| {
+            let take = |store: &mut Store, key: Option<KeyId>| {
                 let fields = &mut store.object_mut(data).fields;
-                let (_, v) = fields.iter_mut().find(|(key, _)| *key == k)?;
-                Some(std::mem::replace(v, Value::Null))
-            });
-            if let Some(Value::List(items)) = entities {
-                merge_entities(store, items, &prepared.targets);
+                let (_, v) = fields.iter_mut().find(|(k, _)| Some(*k) == key)?;
+                match std::mem::replace(v, Value::Null) {
+                    Value::List(items) => Some(items),
+                    _ => None,
+                }
+            };
+            if let Some(items) = take(store, plan.keys.get("_entities")) {
+                lists.push((items, &prepared.targets[..]));
             }
             for (i, start) in prepared.aliases.iter().enumerate() {
                 let end = prepared.aliases.get(i + 1).copied();
                 let targets = &prepared.targets[*start..end.unwrap_or(prepared.targets.len())];
-                let items = plan.keys.get(&context_alias(i)).and_then(|k| {
-                    let fields = &mut store.object_mut(data).fields;
-                    let (_, v) = fields.iter_mut().find(|(key, _)| *key == k)?;
-                    Some(std::mem::replace(v, Value::Null))
-                });
-                if let Some(Value::List(items)) = items {
-                    merge_entities(store, items, targets);
+                if let Some(items) = take(store, plan.keys.get(&context_alias(i))) {
+                    lists.push((items, targets));
                 }
+            }
+            charged = lists
+                .iter()
+                .map(|(items, targets)| copies_bytes(store, *items, targets))
+                .fold(0usize, usize::saturating_add);
+            if charged > budget_bytes {
+                return Err(OverBudget(charged));
+            }
+            for (items, targets) in lists {
+                merge_entities(store, items, targets);
             }
         }
         _ => {}
@@ -117,6 +139,21 @@ pub(crate) fn merge(
     if !parsed.errors.is_empty() {
         remap_errors(fetch, plan, prepared, parsed.errors, store, errors);
     }
+    Ok(charged)
+}
+
+/// The bytes of field entries that merging `items` into `targets` adds beyond one copy
+/// of each answer (at most: fields already there are overwritten, not added).
+fn copies_bytes(store: &Store, items: Span, targets: &[Vec<ObjId>]) -> usize {
+    targets
+        .iter()
+        .zip(store.list(items))
+        .filter(|(targets, _)| targets.len() > 1)
+        .map(|(targets, item)| {
+            let entries = store.merge_cost(*item).saturating_mul(targets.len() - 1);
+            entries.saturating_mul(FIELD_ENTRY_BYTES)
+        })
+        .fold(0usize, usize::saturating_add)
 }
 
 /// Each `_entities` result into the objects its representation came from.

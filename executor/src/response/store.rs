@@ -9,6 +9,7 @@
 use super::buffers::Pool;
 use super::keys::{KeyId, KeyTable};
 use bytes::Bytes;
+use rustc_hash::FxHashMap;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
 
@@ -241,9 +242,14 @@ impl Store {
         }
         // Field by field (a deduplicated entity result may extend several objects):
         // copies of scalars and object ids, no copy of the field list.
-        for i in 0..self.object(src).fields.len() {
-            let (key, value) = self.object(src).fields[i];
-            self.merge_field(dst, key, value);
+        let fields = self.object(src).fields.len();
+        if fields > LINEAR_MERGE_FIELDS {
+            self.merge_object_indexed(dst, src);
+        } else {
+            for i in 0..fields {
+                let (key, value) = self.object(src).fields[i];
+                self.merge_field(dst, key, value);
+            }
         }
         if !self.object(src).extra.is_empty() {
             let extra = self.object(src).extra.clone();
@@ -251,11 +257,41 @@ impl Store {
         }
     }
 
+    /// [`Self::merge_object`] for wide objects: each field is found through an index of
+    /// `dst`'s fields, not a scan of them, so many aliases merge in linear time.
+    fn merge_object_indexed(&mut self, dst: ObjId, src: ObjId) {
+        let mut at: FxHashMap<KeyId, usize> = FxHashMap::default();
+        for (i, (key, _)) in self.object(dst).fields.iter().enumerate() {
+            // The first of equal keys, as a scan finds it.
+            at.entry(*key).or_insert(i);
+        }
+        for i in 0..self.object(src).fields.len() {
+            let (key, value) = self.object(src).fields[i];
+            let pos = at.get(&key).copied();
+            if let Some(new) = self.merge_at(dst, pos, key, value) {
+                at.insert(key, new);
+            }
+        }
+    }
+
     pub fn merge_field(&mut self, dst: ObjId, key: KeyId, value: Value) {
         let pos = self.object(dst).fields.iter().position(|(k, _)| *k == key);
+        self.merge_at(dst, pos, key, value);
+    }
+
+    /// Merge `value` into `dst`'s field `key`, found at `pos` (or absent); the position
+    /// of the field when it was added.
+    fn merge_at(
+        &mut self,
+        dst: ObjId,
+        pos: Option<usize>,
+        key: KeyId,
+        value: Value,
+    ) -> Option<usize> {
         let Some(pos) = pos else {
-            self.object_mut(dst).fields.push((key, value));
-            return;
+            let fields = &mut self.object_mut(dst).fields;
+            fields.push((key, value));
+            return Some(fields.len() - 1);
         };
         let existing = self.object(dst).fields[pos].1;
         match (existing, value) {
@@ -263,6 +299,26 @@ impl Store {
             (Value::List(a), Value::List(b)) if a.len() == b.len() => self.merge_lists(a, b),
             (Value::Null, v) | (_, v @ Value::Null) if matches!(v, Value::Null) => {}
             (_, v) => self.object_mut(dst).fields[pos].1 = v,
+        }
+        None
+    }
+
+    /// How many field entries merging `src` into an object can add at most: its fields
+    /// and, where they meet objects already there, their fields, all the way down.
+    pub fn merge_cost(&self, value: Value) -> usize {
+        match value {
+            Value::Object(id) => {
+                let object = self.object(id);
+                object.fields.len()
+                    + object.extra.len()
+                    + object
+                        .fields
+                        .iter()
+                        .map(|(_, v)| self.merge_cost(*v))
+                        .sum::<usize>()
+            }
+            Value::List(items) => self.list(items).iter().map(|v| self.merge_cost(*v)).sum(),
+            _ => 0,
         }
     }
 
@@ -281,6 +337,12 @@ impl Store {
         }
     }
 }
+
+/// Objects with more fields than this merge through an index of the target's fields.
+const LINEAR_MERGE_FIELDS: usize = 16;
+
+/// What one field entry of a merged object holds, for the response budget.
+pub const FIELD_ENTRY_BYTES: usize = std::mem::size_of::<(KeyId, Value)>();
 
 /// List arenas of big responses, for the next ones.
 static LISTS: Pool<Value> = Pool::new();

@@ -5,7 +5,7 @@
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
@@ -18,6 +18,8 @@ pub struct Activity {
     /// Milliseconds after `start` when bytes last moved.
     last_ms: AtomicU64,
     in_flight: AtomicUsize,
+    /// Whether a request has begun on the connection.
+    asked: AtomicBool,
 }
 
 impl Activity {
@@ -26,6 +28,7 @@ impl Activity {
             start: Instant::now(),
             last_ms: AtomicU64::new(0),
             in_flight: AtomicUsize::new(0),
+            asked: AtomicBool::new(false),
         })
     }
 
@@ -41,7 +44,17 @@ impl Activity {
     /// Count a request as in flight until the guard drops.
     pub fn request(self: &Arc<Self>) -> RequestGuard {
         self.in_flight.fetch_add(1, Ordering::Relaxed);
+        self.asked.store(true, Ordering::Relaxed);
         RequestGuard(self.clone())
+    }
+
+    /// Resolves `limit` after the connection opened if no request has begun by then;
+    /// never otherwise.
+    pub async fn silent_for(&self, limit: Duration) {
+        tokio::time::sleep_until(self.start + limit).await;
+        if self.asked.load(Ordering::Relaxed) {
+            std::future::pending::<()>().await;
+        }
     }
 
     /// Resolves once the connection has been idle for `limit`.

@@ -18,6 +18,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use std::sync::Arc;
 
 mod admin;
+mod admission;
 mod body;
 mod csrf;
 mod decode;
@@ -119,19 +120,22 @@ enum Route {
 fn route<T: Transport>(gateway: &Gateway<T>, req: &Request<Incoming>) -> Route {
     let config = &gateway.config;
     let path = req.uri().path();
-    if config.telemetry.metrics && path == config.telemetry.metrics_path {
+    // With an admin listener, health and metrics are answered there only: probes never
+    // queue behind client connections, and clients never read the metrics.
+    let here = config.admin.listen.is_none();
+    if here && config.telemetry.metrics && path == config.telemetry.metrics_path {
         let text = gateway.render_metrics();
         return Route::Answered(response(StatusCode::OK, prometheus::TEXT_FORMAT, text));
     }
     let upgrade = ws::is_upgrade(req);
     let ws_path = config.subscriptions.websocket_path.as_deref();
     match path {
-        "/health" | "/health/live" => Route::Answered(response(
+        "/health" | "/health/live" if here => Route::Answered(response(
             StatusCode::OK,
             Media::Json.as_str(),
             &b"{\"status\":\"UP\"}"[..],
         )),
-        "/health/ready" => Route::Answered(readiness(gateway)),
+        "/health/ready" if here => Route::Answered(readiness(gateway)),
         _ if upgrade && path == ws_path.unwrap_or(&config.graphql_path) => Route::WebSocket,
         _ if path == config.graphql_path => Route::GraphQL,
         _ => {

@@ -7,6 +7,7 @@
 //! `terminationGracePeriodSeconds`) is over. A second signal ends it at once. The exit
 //! status is 0 only when everything drained; cut requests are counted in the log.
 
+use super::admission::{Admission, Admitted};
 use super::handle;
 use super::idle::{Activity, Tracked};
 use super::layers::HttpLayers;
@@ -22,7 +23,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 use tokio_rustls::TlsAcceptor;
 
@@ -132,7 +132,7 @@ pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
         }
     };
     let graceful = GracefulShutdown::new();
-    let slots = connection_slots(&gateway);
+    let admission = admission(&gateway);
     let layers = Arc::new(HttpLayers::from_config(&gateway.config));
     let _watch_documents = crate::persisted::watch(gateway.persisted.as_deref(), &gateway.config)
         .inspect_err(|e| tracing::error!("cannot watch the persisted documents file: {e}"));
@@ -142,7 +142,7 @@ pub async fn serve(listener: TcpListener, gateway: Arc<Gateway>) {
             &gateway,
             &layers,
             &graceful,
-            &slots,
+            &admission,
             tls.as_ref(),
         )
         .await;
@@ -156,9 +156,10 @@ fn listener_tls(config: &Config) -> anyhow::Result<Option<TlsAcceptor>> {
     Ok(server.map(TlsAcceptor::from))
 }
 
-/// One permit per open client connection (`traffic.max_connections`).
-fn connection_slots(gateway: &Gateway) -> Arc<Semaphore> {
-    Arc::new(Semaphore::new(gateway.config.traffic.max_connections))
+/// The connection slots and per-client caps of `traffic`.
+fn admission(gateway: &Gateway) -> Arc<Admission> {
+    let traffic = &gateway.config.traffic;
+    Admission::new(traffic.max_connections, traffic.max_connections_per_client)
 }
 
 /// Serve until SIGTERM/SIGINT, then drain; an error if requests had to be cut.
@@ -170,11 +171,11 @@ async fn serve_until_signal(
 ) -> anyhow::Result<()> {
     let tls = tls.as_ref();
     let graceful = GracefulShutdown::new();
-    let slots = connection_slots(&gateway);
+    let admission = admission(&gateway);
     let layers = Arc::new(HttpLayers::from_config(&gateway.config));
     let signal = loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &layers, &graceful, &slots, tls) => {}
+            () = accept_one(&listener, &gateway, &layers, &graceful, &admission, tls) => {}
             signal = signals.recv() => break signal,
         }
     };
@@ -191,7 +192,7 @@ async fn serve_until_signal(
     let close_at = started + shutdown.readiness_delay;
     loop {
         tokio::select! {
-            () = accept_one(&listener, &gateway, &layers, &graceful, &slots, tls) => {}
+            () = accept_one(&listener, &gateway, &layers, &graceful, &admission, tls) => {}
             () = tokio::time::sleep_until(close_at) => break,
             signal = signals.recv() => return Err(forced(signal, &gateway)),
         }
@@ -236,24 +237,24 @@ fn forced(signal: &str, gateway: &Gateway) -> anyhow::Error {
 }
 
 /// Accept one connection, once a connection slot is free, and serve it in its own
-/// task, watched by `graceful`.
+/// task, watched by `graceful`; a client past its connection cap is closed at once.
 async fn accept_one(
     listener: &TcpListener,
     gateway: &Arc<Gateway>,
     layers: &Arc<HttpLayers>,
     graceful: &GracefulShutdown,
-    slots: &Arc<Semaphore>,
+    admission: &Arc<Admission>,
     tls: Option<&TlsAcceptor>,
 ) {
-    let permit = slots
-        .clone()
-        .acquire_owned()
-        .await
-        .expect("the connection semaphore is never closed");
+    let slot = admission.slot().await;
     match listener.accept().await {
-        Ok((stream, _)) => {
+        Ok((stream, peer)) => {
+            let Some(admitted) = admission.admit(slot, Some(peer.ip())) else {
+                tracing::debug!(client = %peer.ip(), "traffic.max_connections_per_client reached: connection closed");
+                return;
+            };
             let served = (gateway.clone(), layers.clone());
-            spawn_connection(stream, served, graceful, permit, tls);
+            spawn_connection(stream, served, graceful, admitted, tls);
         }
         Err(e) => {
             // E.g. out of file descriptors: back off instead of spinning.
@@ -270,20 +271,20 @@ fn spawn_connection(
     stream: TcpStream,
     served: Served,
     graceful: &GracefulShutdown,
-    permit: OwnedSemaphorePermit,
+    admitted: Admitted,
     tls: Option<&TlsAcceptor>,
 ) {
     let _ = stream.set_nodelay(true);
     let client = stream.peer_addr().ok().map(|a| super::ClientAddr(a.ip()));
     let gateway = &served.0;
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
-    let idle_timeout = gateway.config.traffic.idle_timeout;
+    let timeouts = (header_read_timeout, gateway.config.traffic.idle_timeout);
     let activity = Activity::new();
     // Under TLS too: the idle clock sees the encrypted bytes move.
     let stream = Tracked::new(stream, activity.clone());
     let Some(acceptor) = tls else {
         let connection = graceful.watch(connection(stream, served, &activity, client));
-        tokio::spawn(run(connection, activity, idle_timeout, permit));
+        tokio::spawn(run(connection, activity, timeouts, admitted));
         return;
     };
     let acceptor = acceptor.clone();
@@ -305,7 +306,7 @@ fn spawn_connection(
             }
         };
         let connection = watcher.watch(connection(stream, served, &activity, client));
-        run(connection, activity, idle_timeout, permit).await;
+        run(connection, activity, timeouts, admitted).await;
     });
 }
 
@@ -368,20 +369,24 @@ fn spread(age: Duration) -> Duration {
     age.mul_f64(1.0 - fastrand::f64() / 10.0)
 }
 
-/// Serve a watched connection until it ends or idles out, then free its slot.
+/// Serve a watched connection until it ends, idles out, or sends no request within the
+/// first of `(first_request, idle)` timeouts, then free its slot.
 async fn run(
     connection: impl Future + Send,
     activity: Arc<Activity>,
-    idle_timeout: Duration,
-    permit: OwnedSemaphorePermit,
+    (first_request, idle): (Duration, Duration),
+    admitted: Admitted,
 ) {
     tokio::select! {
         // Connection errors (client resets) end only that connection.
         _ = connection => {}
         // Idle: nothing in flight, so dropping the connection loses no answer.
-        () = activity.idle_for(idle_timeout) => {}
+        () = activity.idle_for(idle) => {}
+        // Silent since it was accepted (before HTTP/1 or HTTP/2 is even chosen, where
+        // hyper's header timeout does not run yet).
+        () = activity.silent_for(first_request) => {}
     }
-    drop(permit);
+    drop(admitted);
 }
 
 /// SIGTERM (Kubernetes) and SIGINT (Ctrl-C).

@@ -85,7 +85,9 @@ fn probe(path: &str, period_seconds: i32, failure_threshold: i32) -> Probe {
     Probe {
         http_get: Some(HTTPGetAction {
             path: Some(path.to_owned()),
-            port: IntOrString::String("http".to_owned()),
+            // The admin listener: probes never queue behind client connections, and
+            // the GraphQL port serves no health or metrics (admin.listen is set).
+            port: IntOrString::String("admin".to_owned()),
             ..HTTPGetAction::default()
         }),
         period_seconds: Some(period_seconds),
