@@ -41,6 +41,11 @@ pub struct SubscriptionsConfig {
     #[serde(with = "humantime_serde")]
     #[schemars(schema_with = "crate::schema::duration")]
     pub heartbeat_interval: Duration,
+    /// Longest a message may wait for a WebSocket client to take it; a client that does
+    /// not read for this long is disconnected (its messages would pile up otherwise).
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub send_timeout: Duration,
     /// Longest wait for a subgraph to accept a subscription.
     #[serde(with = "humantime_serde")]
     #[schemars(schema_with = "crate::schema::duration")]
@@ -60,6 +65,7 @@ impl Default for SubscriptionsConfig {
             deduplicate: true,
             init_timeout: Duration::from_secs(10),
             heartbeat_interval: Duration::from_secs(5),
+            send_timeout: Duration::from_secs(30),
             subgraph_connect_timeout: Duration::from_secs(10),
         }
     }

@@ -188,6 +188,7 @@ fn subscriptions(config: &Config, report: &mut impl FnMut(&[&str], String)) {
     for (key, value) in [
         ("init_timeout", subs.init_timeout),
         ("heartbeat_interval", subs.heartbeat_interval),
+        ("send_timeout", subs.send_timeout),
         ("subgraph_connect_timeout", subs.subgraph_connect_timeout),
     ] {
         positive(report, &["subscriptions", key], value);

@@ -206,3 +206,52 @@ async fn an_operation_over_the_socket_is_held_to_the_request_timeout() {
         "{error}"
     );
 }
+
+#[tokio::test]
+async fn a_client_flooding_subscribes_without_reading_is_disconnected() {
+    // One operation per connection: every further subscribe is refused with an error
+    // message the client never reads. The refusals fill its outbox; then the gateway
+    // stops reading it and, the client still not reading, cuts it off.
+    let config = Config {
+        subscriptions: graphfleet_gateway::config::SubscriptionsConfig {
+            max_per_connection: 1,
+            send_timeout: Duration::from_secs(1),
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let (_subgraphs, ws, http) = gateway(config).await;
+    let mut socket = initialised(&ws).await;
+    let subscribe = |id: usize| {
+        Message::text(
+            json!({"id": id.to_string(), "type": "subscribe",
+                   "payload": {"query": "subscription { reviewAdded { id body } }"}})
+            .to_string(),
+        )
+    };
+    let flood = tokio::time::timeout(Duration::from_secs(30), async {
+        for id in 0..1_000_000usize {
+            if socket.send(subscribe(id)).await.is_err() {
+                return id;
+            }
+        }
+        1_000_000
+    })
+    .await
+    .expect("the gateway cut the flood off within 30 s");
+    assert!(flood < 1_000_000, "all {flood} subscribes were taken");
+    // The gateway serves other clients.
+    let client = support::client();
+    let (status, body) = support::fed::try_post(&client, &http, "{ topProducts { upc } }")
+        .await
+        .expect("an HTTP answer");
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+    let mut fresh = initialised(&ws).await;
+    send(
+        &mut fresh,
+        json!({"id": "1", "type": "subscribe", "payload": {"query": "{ topProducts { upc } }"}}),
+    )
+    .await;
+    let next: Value = receive(&mut fresh).await;
+    assert_eq!(next["type"], "next", "{next}");
+}

@@ -12,6 +12,9 @@ impl CloseCode {
     pub const NORMAL: Self = Self(1000);
     /// WebSocket (RFC 6455): the endpoint is going away (a server shutting down).
     pub const GOING_AWAY: Self = Self(1001);
+    /// WebSocket (RFC 6455): the peer broke a rule of the endpoint's (here: it does
+    /// not read what it is sent).
+    pub const POLICY_VIOLATION: Self = Self(1008);
     /// A message the receiver cannot read, or one it may not get now.
     pub const BAD_REQUEST: Self = Self(4400);
     /// `subscribe` before the connection was acknowledged.
@@ -147,6 +150,14 @@ impl Close {
     }
 
     /// 1001: the server is going away.
+    /// The client does not read its messages: they would pile up in the server.
+    pub fn not_reading() -> Self {
+        Self::new(
+            CloseCode::POLICY_VIOLATION,
+            "the client does not read its messages",
+        )
+    }
+
     pub fn going_away(why: impl Into<Cow<'static, str>>) -> Self {
         Self::new(CloseCode::GOING_AWAY, why)
     }

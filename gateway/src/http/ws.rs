@@ -161,14 +161,19 @@ impl<T: Transport> Connection<T> {
     {
         let (mut sink, mut stream) = socket.split();
         let (outbox, mut pending) = mpsc::channel::<Message>(OUTBOX);
+        let send_timeout = self.gateway.config.subscriptions.send_timeout;
         let writer = tokio::spawn(async move {
             while let Some(message) = pending.recv().await {
                 let closing = matches!(message, Message::Close(_));
-                if sink.send(message).await.is_err() || closing {
+                // A client that does not take a message in time is cut off: dropping
+                // `pending` fails every send to it, and the reader stops too.
+                let sent = tokio::time::timeout(send_timeout, sink.send(message)).await;
+                if !matches!(sent, Ok(Ok(()))) || closing {
                     break;
                 }
             }
-            let _ = sink.close().await;
+            drop(pending);
+            let _ = tokio::time::timeout(send_timeout, sink.close()).await;
         });
         let config = &self.gateway.config.subscriptions;
         let init_deadline = tokio::time::Instant::now() + config.init_timeout;
@@ -179,6 +184,8 @@ impl<T: Transport> Connection<T> {
                 () = tokio::time::sleep_until(init_deadline), if !self.acked => {
                     break Some(Close::initialisation_timeout());
                 }
+                // The writer gave up on the client.
+                () = outbox.closed() => break None,
                 () = shutdown.wait() => {
                     // Operations send their last message first (they end on the same signal).
                     self.drain_ops().await;
@@ -278,11 +285,12 @@ impl<T: Transport> Connection<T> {
                      (subscriptions.max_per_connection)"
                 ),
             );
-            let message = error_message(&id, &errors);
-            tokio::spawn(async move {
-                let _ = outbox.send(message).await;
-            });
-            return Ok(());
+            // Queued without waiting and without a task: a client flooding refused
+            // subscribes while not reading fills its outbox and is disconnected.
+            return match outbox.try_send(error_message(&id, &errors)) {
+                Err(mpsc::error::TrySendError::Full(_)) => Err(Close::not_reading()),
+                Ok(()) | Err(mpsc::error::TrySendError::Closed(_)) => Ok(()),
+            };
         }
         let (gateway, meta, registry) = (self.gateway.clone(), self.meta.clone(), self.ops.clone());
         let op_id = id.clone();
