@@ -36,11 +36,9 @@ pub fn csrf_blocked(csrf: &CsrfConfig, headers: &hyper::HeaderMap) -> bool {
     if !csrf.enabled {
         return false;
     }
-    if let Some(content_type) = headers.get(CONTENT_TYPE) {
-        // Not text, or no media type a form can send: a browser would have preflighted it.
-        let Ok(content_type) = content_type.to_str() else {
-            return false;
-        };
+    // A media type a form cannot send: a browser would have preflighted it. One that is
+    // not visible ASCII cannot be judged, so it is held to the headers (fail closed).
+    if let Some(Ok(content_type)) = headers.get(CONTENT_TYPE).map(|c| c.to_str()) {
         let essence = content_type.split(';').next().unwrap_or("").trim();
         if !SIMPLE_CONTENT_TYPES
             .iter()
@@ -70,4 +68,35 @@ fn csrf_message(csrf: &CsrfConfig) -> String {
          Content-Type other than {} (e.g. application/json), {headers}",
         SIMPLE_CONTENT_TYPES.join(", ")
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hyper::header::HeaderValue;
+
+    fn blocked(content_type: HeaderValue, extra: Option<(&'static str, &'static str)>) -> bool {
+        let mut headers = hyper::HeaderMap::new();
+        headers.insert(CONTENT_TYPE, content_type);
+        if let Some((name, value)) = extra {
+            headers.insert(name, HeaderValue::from_static(value));
+        }
+        let csrf = CsrfConfig {
+            enabled: true,
+            required_headers: vec!["x-apollo-operation-name".to_owned()],
+        };
+        csrf_blocked(&csrf, &headers)
+    }
+
+    #[test]
+    fn a_content_type_that_is_not_visible_ascii_is_held_to_the_headers() {
+        let odd = HeaderValue::from_bytes(b"text/plain\xff").expect("obs-text is a valid value");
+        assert!(blocked(odd.clone(), None));
+        assert!(!blocked(odd, Some(("x-apollo-operation-name", "Q"))));
+        assert!(!blocked(HeaderValue::from_static("application/json"), None));
+        assert!(blocked(
+            HeaderValue::from_static("text/plain; charset=utf-8"),
+            None
+        ));
+    }
 }
