@@ -360,6 +360,12 @@ pub struct LimitsConfig {
     pub max_response_bytes: usize,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
+    /// Memory the plan cache may hold per loaded supergraph (bytes, or with a unit),
+    /// weighed by each operation's text and the subgraph queries its plans print
+    /// (variants included); the least useful plans are evicted first.
+    #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
+    pub plan_cache_bytes: usize,
 }
 
 impl LimitsConfig {
@@ -387,6 +393,7 @@ impl Default for LimitsConfig {
             max_height: Some(5_000),
             max_response_bytes: 64 * 1024 * 1024,
             introspection: true,
+            plan_cache_bytes: 16 * 1024 * 1024,
         }
     }
 }

@@ -218,6 +218,12 @@ fn positive(report: &mut impl FnMut(&[&str], String), path: &[&str], value: Dura
 
 fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
     let limits = &config.limits;
+    if limits.plan_cache_bytes == 0 {
+        report(
+            &["limits", "plan_cache_bytes"],
+            "must be at least 1".to_owned(),
+        );
+    }
     if limits.max_body_bytes == 0 {
         report(
             &["limits", "max_body_bytes"],

@@ -272,3 +272,45 @@ async fn an_entity_answer_copied_into_many_objects_counts_against_the_cap() {
     let users = body.to_string().matches("\"n2\":").count();
     assert_eq!(users, 5632, "users reached");
 }
+
+#[test]
+fn the_plan_cache_holds_its_budget_in_printed_subgraph_queries() {
+    // Each operation is a few hundred bytes whose fragments print subgraph queries
+    // fifty times larger; distinct names make each a cache entry of its own. Weighed by
+    // their text, all of them stayed cached, holding more than the 1 MiB budget.
+    let text = Set::Fed.supergraph_at("http://127.0.0.1:9");
+    let supergraph = Supergraph::parse(&text).expect("the fed supergraph loads");
+    let limits = LimitsConfig {
+        max_aliases: None,
+        plan_cache_bytes: 1 << 20,
+        ..LimitsConfig::default()
+    };
+    let state = State::with_limits(supergraph, limits);
+    let printed = |query: &str| -> Option<usize> {
+        let cached = state.cached(&State::cache_key(query, None))?;
+        let variant = cached
+            .made_variant(graphfleet_gateway::operation::ConditionValues::default())
+            .expect("the first variant");
+        let plan = variant.plan.as_ref().expect("a plan");
+        Some(plan.fetches.iter().map(|f| f.operation.len()).sum())
+    };
+    let queries: Vec<String> = (0..120)
+        .map(|i| doubling_aliases(8).replacen("query {", &format!("query Op{i} {{"), 1))
+        .collect();
+    let mut each = 0;
+    for query in &queries {
+        state.prepare(query, None).expect("plans");
+        each = printed(query).expect("just cached");
+    }
+    assert!(each > 10_000, "each prints {each} bytes");
+    assert!(120 * each > 1 << 20, "together more than the budget");
+    let held: usize = queries.iter().filter_map(|q| printed(q)).sum();
+    assert!(
+        held <= 1 << 20,
+        "{held} bytes of subgraph queries cached, over the 1 MiB budget ({each} bytes each)"
+    );
+    assert!(
+        held >= 64 << 10,
+        "the cache still holds plans: {held} bytes"
+    );
+}

@@ -46,13 +46,20 @@ impl Variant {
 /// a cache: few operations have more than a couple, and the plan cache bounds the rest.
 const VARIANTS_CAPACITY: usize = 64;
 
+/// The variants made for other condition values, and what their plans weigh.
+#[derive(Default)]
+struct Variants {
+    plans: FxHashMap<ConditionValues, Arc<Variant>>,
+    weight: u64,
+}
+
 pub struct CachedOperation {
     pub prepared: PreparedOperation,
     /// For requests whose condition variables are all false: the only variant of an
     /// operation without `@skip`/`@include` on variables.
     first: Arc<Variant>,
     /// Variants for other values of the condition variables, made on first use.
-    variants: Mutex<FxHashMap<ConditionValues, Arc<Variant>>>,
+    variants: Mutex<Variants>,
     /// Its request metrics handles, resolved on first use.
     pub(crate) metrics: OnceLock<Arc<OperationMetrics>>,
     /// Its estimated size in the plan cache, fixed when it is made.
@@ -95,16 +102,23 @@ impl CachedOperation {
         if values == ConditionValues::default() {
             return Some(self.first.clone());
         }
-        self.variants.lock().get(&values).cloned()
+        self.variants.lock().plans.get(&values).cloned()
     }
 
-    /// Keep `variant` for requests whose condition variables take `values`.
+    /// Keep `variant` for requests whose condition variables take `values`. The
+    /// variants together hold at most what the entry is weighed at (so the cache holds
+    /// at most twice its budget) and at most [`VARIANTS_CAPACITY`]; past either bound
+    /// they are cleared.
     pub(crate) fn keep_variant(&self, values: ConditionValues, variant: Arc<Variant>) {
+        let added = super::plan_cache::plan_weight(&variant.plan);
         let mut variants = self.variants.lock();
-        if variants.len() >= VARIANTS_CAPACITY {
-            variants.clear();
+        let full = variants.plans.len() >= VARIANTS_CAPACITY
+            || variants.weight.saturating_add(added) > self.weight;
+        if full {
+            *variants = Variants::default();
         }
-        variants.insert(values, variant);
+        variants.weight += added;
+        variants.plans.insert(values, variant);
     }
 }
 

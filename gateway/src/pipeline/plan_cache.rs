@@ -17,19 +17,29 @@ use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Bound on the plan cache per supergraph, in estimated bytes (see [`entry_weight`]);
-/// the least recently useful entries are evicted when it is full.
-const CACHE_WEIGHT: u64 = 16 << 20;
 /// Operations the cache sizes its tables for up front.
 const CACHE_ITEMS: usize = 4096;
 
 /// An estimate of what a cached operation holds, in bytes: its document and IR grow
-/// with the query text, its plan with the fetches (each with its own subgraph query).
+/// with the query text, its plan with the subgraph queries it prints (an operation whose
+/// fragments expand prints far more than its own text).
 fn entry_weight(query: &str, plan: &PlanResult) -> u64 {
     const BASE: u64 = 1024;
+    BASE + 4 * query.len() as u64 + plan_weight(plan)
+}
+
+/// What one plan holds, in bytes: per fetch its printed subgraph query twice over (the
+/// text, and the merge paths, renames, keys and shapes that follow its selections) and
+/// a fixed part.
+pub(crate) fn plan_weight(plan: &PlanResult) -> u64 {
     const PER_FETCH: u64 = 1024;
-    let fetches = plan.as_ref().map_or(0, |p| p.fetches.len()) as u64;
-    BASE + 4 * query.len() as u64 + PER_FETCH * fetches
+    let Ok(plan) = plan else {
+        return 0;
+    };
+    plan.fetches
+        .iter()
+        .map(|f| PER_FETCH + 2 * f.operation.len() as u64)
+        .sum::<u64>()
 }
 
 /// Weighs plan cache entries by [`CachedOperation::weight`].
@@ -106,7 +116,13 @@ impl State {
         let labels = OverrideLabels::configure(&mut supergraph.meta, &config.progressive_override);
         Self {
             supergraph: Arc::new(supergraph),
-            cache: PlanCache::with_weighter(CACHE_ITEMS, CACHE_WEIGHT, ByWeight),
+            // Bounded in estimated bytes (see [`entry_weight`]): the least recently useful
+            // entries are evicted when it is full.
+            cache: PlanCache::with_weighter(
+                CACHE_ITEMS,
+                config.limits.plan_cache_bytes as u64,
+                ByWeight,
+            ),
             limits: crate::config::operation_limits(&config.limits),
             cache_metrics: CacheMetrics::default(),
             fetch_metrics: Arc::default(),
