@@ -362,9 +362,6 @@ pub(super) async fn reconcile_gateway(
     gateway_revisions::collect_garbage(&ctx, &gw, &ns, &history, pods.as_ref().ok()).await?;
     let deployment = api::<Deployment>(&ctx, &ns).get_opt(&name).await?;
     let gateway_pods = api::<Pod>(&ctx, &ns).list(&params).await?.items;
-    if applied {
-        gateway_usage::refresh(&ctx, &gw, &ns, &gateway_pods, usage_read).await;
-    }
     let problem = match &deployment {
         Some(d) if !Rollout::of(d).complete() => {
             diagnose::rollout_problem(d, &gateway_pods, resources::gateway::GATEWAY_CONTAINER)
@@ -398,6 +395,10 @@ pub(super) async fn reconcile_gateway(
                 &Patch::Apply(&patch),
             )
             .await?;
+    }
+    // Last: a side job (what new pods warm up with) that never holds the status back.
+    if applied {
+        gateway_usage::refresh(&ctx, &gw, &ns, &gateway_pods, usage_read).await;
     }
     ctx.metrics
         .reconciled(GATEWAY_CONTROLLER, started.elapsed());
