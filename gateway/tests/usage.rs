@@ -234,3 +234,36 @@ async fn a_warm_up_file_plans_its_operations_before_the_listener_opens() {
         "{text}"
     );
 }
+
+/// What a pod sees when the operator has not written the fleet's usage yet (its optional
+/// ConfigMap volume is an empty directory), or wrote something unusable: the gateway
+/// says so and serves, cold, never fails to start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_empty_or_unreadable_warm_up_file_is_logged_and_the_gateway_serves() {
+    let subgraphs = fed::subgraphs(&[]).await;
+    let dir = test_dir("usage-warm-up-missing");
+    let file = dir.join("supergraph.graphql");
+    std::fs::write(&file, Set::Fed.supergraph_at(&subgraphs.base_url()))
+        .expect("write the supergraph");
+    let empty = dir.join("empty.json");
+    std::fs::write(&empty, "").expect("write an empty file");
+    let garbled = dir.join("garbled.json");
+    std::fs::write(&garbled, "{\"operations\": [").expect("write a cut report");
+    let cases = [
+        ("missing", dir.join("no-such-dir/operations.json")),
+        ("empty", empty),
+        ("garbled", garbled),
+        ("a directory", dir.clone()),
+    ];
+    for (what, warm) in cases {
+        let setting = format!("usage.warm_up_file={}", warm.display());
+        let gateway = fed::start_gateway(&dir, &file, &[setting.as_str()]).await;
+        let log = gateway.log();
+        assert!(
+            log.contains("usage.warm_up_file not read; no warm-up"),
+            "{what}: {log}"
+        );
+        assert!(!log.contains("graphfleet-gateway warmed"), "{what}: {log}");
+        assert_eq!(post(&gateway, TOP, &[]).await, 200, "{what}");
+    }
+}

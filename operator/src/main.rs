@@ -57,6 +57,10 @@ struct Args {
     /// Re-check period (s) of healthy objects, picking up introspected schema drift.
     #[arg(long, env = "GRAPHFLEET_RESYNC_SECONDS", default_value_t = 60)]
     resync_seconds: u64,
+    /// Longest period (s) between refreshes of a gateway's `<gateway>-usage` ConfigMap
+    /// (the fleet's operations, planned by new pods before they report ready).
+    #[arg(long, env = "GRAPHFLEET_USAGE_REFRESH_SECONDS", default_value_t = 60)]
+    usage_refresh_seconds: u64,
     /// Gateway image of GraphGateways that name none.
     #[arg(long, env = "GRAPHFLEET_GATEWAY_IMAGE", default_value = graphfleet_api::DEFAULT_GATEWAY_IMAGE)]
     gateway_image: String,
@@ -184,6 +188,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         k6_image: args.k6_image.clone(),
         gatling_image: args.gatling_image.clone(),
         admin_address: Default::default(),
+        usage_refresh: Duration::from_secs(args.usage_refresh_seconds.max(1)),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controllers = tokio::spawn(controller::run(client, metrics, settings, async {

@@ -11,6 +11,7 @@ use graphfleet_gateway::config as gateway_config;
 use graphfleet_operator::resources::gateway::{self, CONFIG_DIR, GatewayPods, SUPERGRAPH_DIR};
 use graphfleet_operator::resources::gateway_mounts::MOUNTS_DIR;
 use graphfleet_operator::resources::gateway_revisions::CONFIG_KEY;
+use graphfleet_operator::resources::gateway_usage::warm_up_file;
 
 fn fixture(name: &str) -> GraphGateway {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -93,6 +94,8 @@ fn expected(gw: &GraphGateway) -> gateway_config::Config {
     config.supergraph.watch = false;
     // The operator reads each pod's admin port.
     config.admin.listen = Some("0.0.0.0:9180".parse().expect("an address"));
+    // Each pod plans the fleet's operations from the usage ConfigMap it mounts.
+    config.usage.warm_up_file = Some(PathBuf::from(warm_up_file()));
     config
 }
 
@@ -242,9 +245,11 @@ fn problems(spec: serde_json::Value) -> String {
 fn what_the_gateway_would_refuse_is_refused_with_the_key() {
     insta::assert_snapshot!(
         "operator_keys",
-        problems(
-            serde_json::json!({ "config": { "listen": "0.0.0.0:80", "supergraph": { "watch": false } } })
-        )
+        problems(serde_json::json!({ "config": {
+                "listen": "0.0.0.0:80",
+                "supergraph": { "watch": false },
+                "usage": { "warm_up_file": "/mine.json", "warm_up_timeout": "1m" },
+            } }))
     );
     insta::assert_snapshot!(
         "unknown_key",

@@ -138,6 +138,42 @@ pub(crate) struct Cli {
 
 #[derive(clap::Subcommand)]
 pub(crate) enum Command {
+    /// The first seconds of a new graphfleet gateway with and without plan warm-up
+    /// (`usage.warm_up_file`, a saved `/usage/operations` report): per run, a fresh gateway
+    /// gets distinct many-plans operations at a constant rate as soon as its listener
+    /// accepts; prints (and writes to --out) p50, p99 and max of the first second and of
+    /// the whole burst.
+    WarmUp {
+        /// Distinct operations (each its own plan), sent in turn.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        operations: u32,
+        /// Requests per second.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+        rate: u32,
+        /// Length of the burst: seconds or a duration (at most a minute).
+        #[arg(long, default_value = "5", value_parser = burst_seconds)]
+        seconds: u32,
+        /// Gateway starts with and without warm-up, taking turns.
+        #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+        runs: u32,
+        /// CPU budget of the gateway, in cores.
+        #[arg(long, default_value_t = 1.0)]
+        cpus: f64,
+        #[arg(long, default_value = "loadtest/results/warm-up")]
+        out: PathBuf,
+        /// The repository root (default: where this binary was built from).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// The graphfleet-subgraphs binary (default: target/release, built when missing).
+        #[arg(long)]
+        subgraphs_bin: Option<PathBuf>,
+        /// The graphfleet-gateway binary (default: target/release, built when missing).
+        #[arg(long)]
+        gateway_bin: Option<PathBuf>,
+        /// Seconds a gateway may take to listen.
+        #[arg(long, default_value_t = 120)]
+        start_timeout: u64,
+    },
     /// REPORT.md and charts from LoadTests the operator ran (`kubectl get loadtest X -o
     /// json`), with the gateway pods' CPU and memory from `sample-pods` files.
     Report {
@@ -197,6 +233,14 @@ pub(crate) enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+}
+
+/// The warm-up burst's length: whole seconds, 1 to 60.
+fn burst_seconds(text: &str) -> Result<u32, String> {
+    match whole_seconds(text)? {
+        s @ 1..=60 => Ok(s),
+        s => Err(format!("{s} s: the burst lasts 1 to 60 seconds")),
+    }
 }
 
 /// A time in whole seconds: a bare number of seconds (`30`), or a duration in the LoadTest

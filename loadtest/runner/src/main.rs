@@ -30,6 +30,7 @@ mod results;
 mod sampler;
 mod scenario;
 mod servers;
+mod warmup;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -187,6 +188,44 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
                 seconds: seconds.max(1),
                 interval: Duration::from_millis(interval_ms.clamp(10, 10_000)),
                 out,
+            })
+            .await;
+        }
+        Some(Command::WarmUp {
+            operations,
+            rate,
+            seconds,
+            runs,
+            cpus,
+            out,
+            repo,
+            subgraphs_bin,
+            gateway_bin,
+            start_timeout,
+        }) => {
+            let repo = paths::repo_root(repo.as_deref())?;
+            let subgraphs_bin = match absolute("--subgraphs-bin", subgraphs_bin.as_ref())? {
+                Some(p) => p,
+                None => {
+                    paths::release_binary(&repo, "graphfleet-loadtest", "graphfleet-subgraphs")?
+                }
+            };
+            let gateway_bin = match absolute("--gateway-bin", gateway_bin.as_ref())? {
+                Some(p) => p,
+                None => paths::release_binary(&repo, "graphfleet-gateway", "graphfleet-gateway")?,
+            };
+            let out = std::env::current_dir().context("cwd")?.join(out);
+            return warmup::run(&warmup::Options {
+                repo,
+                out,
+                subgraphs_bin,
+                gateway_bin,
+                operations,
+                rate,
+                seconds,
+                runs,
+                cpus,
+                start_timeout: Duration::from_secs(start_timeout.max(1)),
             })
             .await;
         }

@@ -20,7 +20,7 @@ use super::{
     Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
     publish,
 };
-use super::{gateway_canary, gateway_checks, gateway_revisions};
+use super::{gateway_canary, gateway_checks, gateway_revisions, gateway_usage};
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
 use crate::resources::gateway_meta as meta;
@@ -301,12 +301,14 @@ pub(super) async fn reconcile_gateway(
         .await?;
     }
     let params = ListParams::default().labels(&meta::selector_string(&gw));
+    let mut usage_read = None;
     let verdict = match (&composed, gw.spec.pinned_revision(), &previous_hash) {
         // A new composition while another is served: checked before any pod changes
         // (once: a revision on its canary, or rolled back from it, passed its checks).
         (Ok(sg), None, Some(served)) if *served != sg.hash && !on_canary(&gw, &sg.hash) => {
             let running = api::<Pod>(&ctx, &ns).list(&params).await?.items;
             let usage = gateway_revisions::fleet_usage(&ctx, &running).await;
+            usage_read.clone_from(&usage);
             let new = (sg.hash.as_str(), sg.sdl.as_str());
             let format = pods.as_ref().map_or(ManifestFormat::default(), |p| {
                 p.config.config.persisted_documents.format
@@ -394,6 +396,10 @@ pub(super) async fn reconcile_gateway(
             )
             .await?;
     }
+    // Last: a side job (what new pods warm up with) that never holds the status back.
+    if applied {
+        gateway_usage::refresh(&ctx, &gw, &ns, &gateway_pods, usage_read).await;
+    }
     ctx.metrics
         .reconciled(GATEWAY_CONTROLLER, started.elapsed());
     // Pod states change without touching the Deployment (an image pull backing off, a crash
@@ -401,7 +407,8 @@ pub(super) async fn reconcile_gateway(
     let action = match outcome {
         CompositionOutcome::Composed { .. } if ready => ctx.settings.resync,
         _ => NOT_READY_RECHECK,
-    };
+    }
+    .min(ctx.settings.usage_refresh);
     Ok(Action::requeue(requeue.map_or(action, |r| r.min(action))))
 }
 

@@ -34,6 +34,7 @@ pub mod gateway;
 mod gateway_canary;
 mod gateway_checks;
 mod gateway_revisions;
+mod gateway_usage;
 mod k6_api;
 mod loadtest;
 #[cfg(test)]
@@ -66,6 +67,9 @@ pub struct Settings {
     pub gatling_image: String,
     /// Where gateway pods' admin listeners are (their pod IP, unless a test says).
     pub admin_address: crate::gateway_probe::AdminAddress,
+    /// How often a gateway's `<gateway>-usage` ConfigMap (the fleet's operations, which
+    /// new pods plan before they report ready) is refreshed from its pods, at most.
+    pub usage_refresh: Duration,
 }
 
 impl Default for Settings {
@@ -79,6 +83,7 @@ impl Default for Settings {
             k6_image: resources::loadtest::DEFAULT_K6_IMAGE.to_owned(),
             gatling_image: resources::loadtest::DEFAULT_GATLING_IMAGE.to_owned(),
             admin_address: crate::gateway_probe::AdminAddress::default(),
+            usage_refresh: Duration::from_secs(60),
         }
     }
 }
@@ -94,6 +99,8 @@ pub struct Context {
     pub settings: Settings,
     /// k6 summaries read from finished segment pods' logs, by pod uid (a log is read once).
     pub k6_summaries: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// When each gateway's usage ConfigMap was last refreshed, and with what.
+    usage_writes: gateway_usage::UsageWrites,
 }
 
 impl Context {
@@ -112,6 +119,7 @@ impl Context {
             metrics,
             settings,
             k6_summaries: Default::default(),
+            usage_writes: Default::default(),
         }
     }
 }

@@ -145,7 +145,8 @@ fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str)
     }
 }
 
-/// The supergraph revision, the config file, /tmp, and what `spec.mounts` brings in.
+/// The supergraph revision, the config file, /tmp, the fleet's usage (for warm-up), and
+/// what `spec.mounts` brings in.
 fn volume_mounts(pods: &GatewayPods) -> Vec<VolumeMount> {
     let read_only = |name: &str, dir: &str| VolumeMount {
         name: name.to_owned(),
@@ -161,6 +162,7 @@ fn volume_mounts(pods: &GatewayPods) -> Vec<VolumeMount> {
             mount_path: "/tmp".to_owned(),
             ..VolumeMount::default()
         },
+        super::gateway_usage::usage_volume_mount(),
     ];
     mounts.extend(pods.mounted.mounts.iter().cloned());
     mounts
@@ -186,6 +188,7 @@ fn volumes(gw: &GraphGateway, pods: &GatewayPods, supergraph_hash: &str) -> Vec<
             config_file_config_map_name(&gateway, &config_hash(&pods.config.text)),
         ),
         super::tmp_volume(),
+        super::gateway_usage::usage_volume(gw),
     ];
     volumes.extend(pods.mounted.volumes.iter().cloned());
     volumes

@@ -1,6 +1,6 @@
 //! The config file a GraphGateway's pods read (`gateway.json`): `spec.config` as the user
-//! wrote it, the operator's shutdown timings unless set there, and the paths of the files
-//! `spec.mounts` brings in. It is read and validated exactly as the gateway will read it,
+//! wrote it, the operator's shutdown timings unless set there, the fleet's usage file
+//! for plan warm-up, and the paths of the files `spec.mounts` brings in. It is read and validated exactly as the gateway will read it,
 //! so a config the gateway would refuse never reaches a pod.
 
 use serde_json::{Map, Value};
@@ -26,6 +26,16 @@ const OPERATOR_KEYS: &[(&str, &str)] = &[
         "the operator reads each pod's admin listener on port 9180",
     ),
 ];
+/// Nested keys the operator owns, as (mapping, key, why).
+const OPERATOR_NESTED_KEYS: &[(&str, &str, &str)] = &[(
+    "usage",
+    "warm_up_file",
+    "each pod plans the fleet's operations from the usage ConfigMap the operator mounts",
+)];
+/// Longest `usage.warm_up_timeout` a pod may have: its listener opens after the warm-up,
+/// and the liveness probe (every 10 s, 3 failures) kills a gateway whose listener is
+/// still closed some 30 s after it started.
+const MAX_WARM_UP_SECONDS: u64 = 20;
 /// Seconds a terminating gateway stays listening (but unready) before it drains.
 const READINESS_DELAY_SECONDS: u32 = 5;
 /// Seconds from the end of the readiness delay until a gateway gives up on in-flight
@@ -67,6 +77,15 @@ pub fn gateway_config_file(
         .filter(|(key, _)| root.contains_key(*key))
         .map(|(key, why)| format!("spec.config.{key}: set by the operator ({why}); remove it"))
         .collect();
+    for (mapping, key, why) in OPERATOR_NESTED_KEYS {
+        if let Some(Value::Object(inner)) = root.get(*mapping)
+            && inner.contains_key(*key)
+        {
+            problems.push(format!(
+                "spec.config.{mapping}.{key}: set by the operator ({why}); remove it"
+            ));
+        }
+    }
     // Pods serve the revision their template names; a new one comes with new pods.
     root.insert(
         "supergraph".to_owned(),
@@ -78,6 +97,14 @@ pub fn gateway_config_file(
     );
     shutdown_defaults(&mut root);
     canary_defaults(gw, &mut root);
+    // The same path whatever the usage is, so a change of usage changes no pod template.
+    // (Not a mapping: refused below, where the config is read.)
+    if let Some(usage) = object(&mut root, "usage") {
+        usage.insert(
+            "warm_up_file".to_owned(),
+            Value::from(super::gateway_usage::warm_up_file()),
+        );
+    }
     for (target, path) in &mounted.files {
         if let Err(why) = place(&mut root, target, path) {
             problems.push(why);
@@ -97,6 +124,13 @@ pub fn gateway_config_file(
             return Err(problems);
         }
     };
+    if config.usage.warm_up_timeout > std::time::Duration::from_secs(MAX_WARM_UP_SECONDS) {
+        problems.push(format!(
+            "spec.config.usage.warm_up_timeout: at most {MAX_WARM_UP_SECONDS}s in a pod \
+             (its listener opens after the warm-up, and the liveness probe kills a gateway \
+             still closed some 30 s after it started)"
+        ));
+    }
     problems.extend(
         graphfleet_config::validate(&config)
             .into_iter()

@@ -13,6 +13,7 @@ pub mod gateway_config;
 pub mod gateway_meta;
 pub mod gateway_mounts;
 pub mod gateway_revisions;
+pub mod gateway_usage;
 pub mod loadtest;
 
 /// Field manager of every server-side apply, and the `managed-by` label of what it creates.

@@ -24,3 +24,29 @@ fn time_flags_take_seconds_or_durations() {
     );
     assert!(Cli::try_parse_from(["graphfleet-bench", "--duration", "1.5s"]).is_err());
 }
+
+#[test]
+fn the_warm_up_burst_is_bounded() {
+    let cli = Cli::try_parse_from(["graphfleet-bench", "warm-up", "--seconds", "10s"])
+        .expect("a warm-up run parses");
+    let Some(Command::WarmUp {
+        operations,
+        rate,
+        seconds,
+        runs,
+        ..
+    }) = cli.command
+    else {
+        panic!("not the warm-up subcommand");
+    };
+    assert_eq!((operations, rate, seconds, runs), (100, 100, 10, 3));
+    for bad in [
+        ["--seconds", "0"],
+        ["--seconds", "2m"],
+        ["--rate", "0"],
+        ["--operations", "20000"],
+    ] {
+        let args = ["graphfleet-bench", "warm-up", bad[0], bad[1]];
+        assert!(Cli::try_parse_from(args).is_err(), "{bad:?}");
+    }
+}
