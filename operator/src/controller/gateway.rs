@@ -36,6 +36,9 @@ use graphfleet_api::{
 };
 use graphfleet_config::ManifestFormat;
 
+/// How soon a reconcile that read a stale copy of its gateway looks again.
+const STALE_RECHECK: Duration = Duration::from_millis(200);
+
 /// The label selector a gateway selects Subgraphs with, or why it is invalid.
 pub fn subgraph_selector(gw: &GraphGateway) -> Result<Selector, String> {
     match gw.spec.subgraph_selector.clone() {
@@ -383,18 +386,30 @@ pub(super) async fn reconcile_gateway(
     let new_status = gateway_status(gw.status.as_ref(), &observed, &now());
     let ready = observed.rollout.is_some_and(|r| r.complete());
     if gw.status.as_ref() != Some(&new_status) {
+        // On the version this reconcile read: a reconcile working from a stale copy (its
+        // cache not yet showing the status another one wrote) would write an older view
+        // back, e.g. the previous served revision.
         let patch = serde_json::json!({
             "apiVersion": "graphfleet.dev/v1alpha1",
             "kind": "GraphGateway",
+            "metadata": { "resourceVersion": gw.resource_version() },
             "status": new_status,
         });
-        api::<GraphGateway>(&ctx, &ns)
+        let written = api::<GraphGateway>(&ctx, &ns)
             .patch_status(
                 &name,
                 &PatchParams::apply(MANAGER).force(),
                 &Patch::Apply(&patch),
             )
-            .await?;
+            .await;
+        match written {
+            Ok(_) => {}
+            // Changed since it was read: look again on the newer copy.
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                return Ok(Action::requeue(STALE_RECHECK));
+            }
+            Err(e) => return Err(e.into()),
+        }
     }
     // Last: a side job (what new pods warm up with) that never holds the status back.
     if applied {
