@@ -21,6 +21,20 @@ use std::time::Instant;
 
 pub type PlanResult = Result<QueryPlan, PlanError>;
 
+/// What one plan holds, in bytes: per fetch its printed subgraph query twice over (the
+/// text, and the merge paths, renames, keys and shapes that follow its selections) and
+/// a fixed part.
+pub(crate) fn plan_weight(plan: &PlanResult) -> u64 {
+    const PER_FETCH: u64 = 1024;
+    let Ok(plan) = plan else {
+        return 0;
+    };
+    plan.fetches
+        .iter()
+        .map(|f| PER_FETCH + 2 * f.operation.len() as u64)
+        .sum::<u64>()
+}
+
 /// How to answer requests whose condition variables take one set of values.
 pub struct Variant {
     pub plan: PlanResult,
@@ -110,7 +124,7 @@ impl CachedOperation {
     /// at most twice its budget) and at most [`VARIANTS_CAPACITY`]; past either bound
     /// they are cleared.
     pub(crate) fn keep_variant(&self, values: ConditionValues, variant: Arc<Variant>) {
-        let added = super::plan_cache::plan_weight(&variant.plan);
+        let added = plan_weight(&variant.plan);
         let mut variants = self.variants.lock();
         let full = variants.plans.len() >= VARIANTS_CAPACITY
             || variants.weight.saturating_add(added) > self.weight;

@@ -4,7 +4,7 @@
 //! it for all condition variables false; everything later stages compile per operation
 //! (variants, authorization, cost) hangs off the cached entry.
 
-use super::operation::{CachedOperation, PlanResult};
+use super::operation::{CachedOperation, PlanResult, plan_weight};
 use super::progressive_override::{LabelMask, MetaRef, OverrideLabels};
 use crate::executor::metrics::FetchMetrics;
 use crate::operation::{self, ConditionValues, RequestErrors};
@@ -26,20 +26,6 @@ const CACHE_ITEMS: usize = 4096;
 fn entry_weight(query: &str, plan: &PlanResult) -> u64 {
     const BASE: u64 = 1024;
     BASE + 4 * query.len() as u64 + plan_weight(plan)
-}
-
-/// What one plan holds, in bytes: per fetch its printed subgraph query twice over (the
-/// text, and the merge paths, renames, keys and shapes that follow its selections) and
-/// a fixed part.
-pub(crate) fn plan_weight(plan: &PlanResult) -> u64 {
-    const PER_FETCH: u64 = 1024;
-    let Ok(plan) = plan else {
-        return 0;
-    };
-    plan.fetches
-        .iter()
-        .map(|f| PER_FETCH + 2 * f.operation.len() as u64)
-        .sum::<u64>()
 }
 
 /// Weighs plan cache entries by [`CachedOperation::weight`].
