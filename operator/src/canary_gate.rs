@@ -241,7 +241,9 @@ mod tests {
             "{why}"
         );
         let silent = loadtest(serde_json::json!({ "phase": "Succeeded" }));
-        assert!(matches!(gate(&silent, &at(1100)), Gate::Failed(why) if why.contains("no thresholds")));
+        assert!(
+            matches!(gate(&silent, &at(1100)), Gate::Failed(why) if why.contains("no thresholds"))
+        );
     }
 
     #[test]
@@ -251,7 +253,9 @@ mod tests {
         assert_eq!(deadline(&running), Duration::from_secs(240));
         assert_eq!(
             gate(&running, &at(1030)),
-            Gate::Running("LoadTest fed-canary-ab12cd34-0 running (30s of at most 240s)".to_owned())
+            Gate::Running(
+                "LoadTest fed-canary-ab12cd34-0 running (30s of at most 240s)".to_owned()
+            )
         );
         assert!(matches!(gate(&running, &at(1240)), Gate::Running(_)));
         assert_eq!(
@@ -262,8 +266,12 @@ mod tests {
             )
         );
         let never_started = loadtest(serde_json::Value::Null);
-        assert!(matches!(gate(&never_started, &at(1010)), Gate::Running(m) if m.contains("pending")));
-        assert!(matches!(gate(&never_started, &at(2000)), Gate::Failed(m) if m.contains("still pending")));
+        assert!(
+            matches!(gate(&never_started, &at(1010)), Gate::Running(m) if m.contains("pending"))
+        );
+        assert!(
+            matches!(gate(&never_started, &at(2000)), Gate::Failed(m) if m.contains("still pending"))
+        );
     }
 
     #[test]
@@ -273,7 +281,10 @@ mod tests {
         let failed = Gate::Failed("LoadTest x missed its thresholds".to_owned());
         assert_eq!(step(30, None), Step::Wait(None));
         assert_eq!(step(0, None), Step::Judge(None));
-        assert_eq!(step(0, Some(&running)), Step::Wait(Some("LoadTest x running".to_owned())));
+        assert_eq!(
+            step(0, Some(&running)),
+            Step::Wait(Some("LoadTest x running".to_owned()))
+        );
         assert_eq!(
             step(30, Some(&passed)),
             Step::Wait(Some("LoadTest x passed: p99 1 ms < 50ms".to_owned()))

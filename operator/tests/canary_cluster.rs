@@ -212,7 +212,12 @@ async fn finish_loadtest(client: &Client, ns: &str, name: &str, summary: &str) {
 }
 
 /// The step's LoadTest, once the operator made it.
-async fn step_loadtest(client: &Client, ns: &str, status: &GraphGatewayStatus, step: u32) -> LoadTest {
+async fn step_loadtest(
+    client: &Client,
+    ns: &str,
+    status: &GraphGatewayStatus,
+    step: u32,
+) -> LoadTest {
     let template = &status.canary.as_ref().expect("a canary").template;
     let name = format!("shop-canary-{}-{step}", &template[..8]);
     let loadtests: Api<LoadTest> = Api::namespaced(client.clone(), ns);
@@ -281,15 +286,31 @@ async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_whe
 
     // The canary Service selects the canary pods alone, on the gateway Service's port.
     let services: Api<Service> = Api::namespaced(client.clone(), &ns);
-    let service = services.get("shop-canary").await.expect("the canary Service");
+    let service = services
+        .get("shop-canary")
+        .await
+        .expect("the canary Service");
     let service_spec = service.spec.expect("spec");
     let selector = service_spec.selector.expect("a selector");
-    assert_eq!(selector.get("graphfleet.dev/track").map(String::as_str), Some("canary"));
-    assert_eq!(selector.get("app.kubernetes.io/instance").map(String::as_str), Some("shop"));
+    assert_eq!(
+        selector.get("graphfleet.dev/track").map(String::as_str),
+        Some("canary")
+    );
+    assert_eq!(
+        selector
+            .get("app.kubernetes.io/instance")
+            .map(String::as_str),
+        Some("shop")
+    );
     assert_eq!(service_spec.ports.expect("ports")[0].port, 80);
     let stable_selector = services.get("shop").await.expect("the gateway Service");
     assert!(
-        !stable_selector.spec.expect("spec").selector.expect("selector").contains_key("graphfleet.dev/track"),
+        !stable_selector
+            .spec
+            .expect("spec")
+            .selector
+            .expect("selector")
+            .contains_key("graphfleet.dev/track"),
         "the gateway Service still selects every pod"
     );
 
@@ -299,20 +320,46 @@ async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_whe
         lt0.spec.target.as_ref().and_then(|t| t.url.as_deref()),
         Some(format!("http://shop-canary.{ns}.svc:80/graphql").as_str())
     );
-    assert_eq!(lt0.labels().get("graphfleet.dev/canary-of").map(String::as_str), Some("shop"));
+    assert_eq!(
+        lt0.labels()
+            .get("graphfleet.dev/canary-of")
+            .map(String::as_str),
+        Some("shop")
+    );
     let owner = &lt0.metadata.owner_references.clone().expect("owned")[0];
-    assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("GraphGateway", "shop"));
-    assert_eq!(waiting.canary.as_ref().expect("canary").load_test.as_deref(), Some(lt0.name_any().as_str()));
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("GraphGateway", "shop")
+    );
+    assert_eq!(
+        waiting
+            .canary
+            .as_ref()
+            .expect("canary")
+            .load_test
+            .as_deref(),
+        Some(lt0.name_any().as_str())
+    );
     let still = wait_for("the step held while its LoadTest runs", WAIT, || async {
         let status = status_of(&gateways).await?;
         let c = status.canary.clone()?;
-        c.message.contains(&format!("LoadTest {}", lt0.name_any())).then_some(c)
+        c.message
+            .contains(&format!("LoadTest {}", lt0.name_any()))
+            .then_some(c)
     })
     .await;
     assert_eq!(still.step, 0, "{}", still.message);
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let held = status_of(&gateways).await.and_then(|s| s.canary).expect("canary");
-    assert_eq!((held.step, held.phase), (0, CanaryPhase::Progressing), "{}", held.message);
+    let held = status_of(&gateways)
+        .await
+        .and_then(|s| s.canary)
+        .expect("canary");
+    assert_eq!(
+        (held.step, held.phase),
+        (0, CanaryPhase::Progressing),
+        "{}",
+        held.message
+    );
 
     // It passes: the canary goes on to step 2, which gets its own LoadTest.
     finish_loadtest(&client, &ns, &lt0.name_any(), &summary("segment-0.json")).await;
@@ -323,8 +370,12 @@ async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_whe
     .await;
     let passed = step_two.canary.as_ref().expect("canary");
     assert!(
-        passed.message.contains(&format!("LoadTest {} passed: ", lt0.name_any()))
-            && passed.message.contains("error rate 0.067% (2 of 3000) < 1%"),
+        passed
+            .message
+            .contains(&format!("LoadTest {} passed: ", lt0.name_any()))
+            && passed
+                .message
+                .contains("error rate 0.067% (2 of 3000) < 1%"),
         "{}",
         passed.message
     );
@@ -346,23 +397,40 @@ async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_whe
         "step 2 (50%) failed, canary removed: LoadTest {} missed its thresholds: error rate 12.500% (375 of 3000) >= 1%",
         lt1.name_any()
     );
-    assert!(verdict.message.starts_with(&expected), "{}", verdict.message);
+    assert!(
+        verdict.message.starts_with(&expected),
+        "{}",
+        verdict.message
+    );
     let condition = rolled_back
         .conditions
         .iter()
         .find(|c| c.type_ == "Canary")
         .expect("a Canary condition");
-    assert_eq!((condition.status.as_str(), condition.reason.as_str()), ("False", "RolledBack"));
+    assert_eq!(
+        (condition.status.as_str(), condition.reason.as_str()),
+        ("False", "RolledBack")
+    );
     assert_eq!(condition.message, verdict.message);
     assert_eq!(rolled_back.supergraph_hash.as_deref(), Some(first.as_str()));
-    assert_eq!(rolled_back.revisions[0].outcome, RevisionOutcome::RolledBack);
+    assert_eq!(
+        rolled_back.revisions[0].outcome,
+        RevisionOutcome::RolledBack
+    );
     wait_for("the canary pods removed", WAIT, || async {
         (canary_replicas(&client, &ns).await? == 0).then_some(())
     })
     .await;
     let reasons = event_reasons(&client, &ns).await;
-    for reason in ["CanaryLoadTestStarted", "CanaryStepPassed", "CanaryRolledBack"] {
-        assert!(reasons.iter().any(|r| r == reason), "{reason} in {reasons:?}");
+    for reason in [
+        "CanaryLoadTestStarted",
+        "CanaryStepPassed",
+        "CanaryRolledBack",
+    ] {
+        assert!(
+            reasons.iter().any(|r| r == reason),
+            "{reason} in {reasons:?}"
+        );
     }
     operator.stop().await;
 }

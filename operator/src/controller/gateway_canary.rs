@@ -263,7 +263,9 @@ pub(super) async fn apply_deployments(
             .await;
             Ok(waiting(canary, Duration::from_secs(1)))
         }
-        Judgement::Fail(why) => roll_back(ctx, gw, &deployments, canary, why, stable_revision).await,
+        Judgement::Fail(why) => {
+            roll_back(ctx, gw, &deployments, canary, why, stable_revision).await
+        }
     }
 }
 

@@ -129,7 +129,10 @@ pub fn canary_loadtest(
     let labels = BTreeMap::from([
         (CANARY_OF_LABEL.to_owned(), gw.name_any()),
         (CANARY_STEP_LABEL.to_owned(), step.to_string()),
-        (TEMPLATE_HASH_ANNOTATION.to_owned(), template_hash.to_owned()),
+        (
+            TEMPLATE_HASH_ANNOTATION.to_owned(),
+            template_hash.to_owned(),
+        ),
         (
             "app.kubernetes.io/managed-by".to_owned(),
             MANAGER.to_owned(),
@@ -193,7 +196,10 @@ mod tests {
         selector.insert(TRACK_LABEL.to_owned(), CANARY_TRACK.to_owned());
         assert_eq!(canary_spec.selector, Some(selector));
         let owner = &canary.metadata.owner_references.expect("owned")[0];
-        assert_eq!((owner.kind.as_str(), owner.name.as_str()), ("GraphGateway", "fed"));
+        assert_eq!(
+            (owner.kind.as_str(), owner.name.as_str()),
+            ("GraphGateway", "fed")
+        );
     }
 
     #[test]

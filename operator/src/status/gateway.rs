@@ -373,14 +373,20 @@ mod tests {
         seen.canary = Some(canary.clone());
         let running = gateway_status(Some(&quiet), &seen, &at(10));
         let c = condition(&running, CANARY);
-        assert_eq!((c.status.as_str(), c.reason.as_str()), ("True", "Progressing"));
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "Progressing")
+        );
         assert_eq!(c.message, canary.message);
         canary.phase = CanaryPhase::RolledBack;
         canary.message = "step 1 (33%) failed, canary removed: LoadTest gw-canary-t-0 missed its thresholds: error rate 12.500% (375 of 3000) >= 1%".to_owned();
         seen.canary = Some(canary.clone());
         let rolled_back = gateway_status(Some(&running), &seen, &at(20));
         let c = condition(&rolled_back, CANARY);
-        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "RolledBack"));
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "RolledBack")
+        );
         assert_eq!(c.message, canary.message);
         assert_eq!(c.last_transition_time, at(20));
         assert_eq!(rolled_back.phase.as_deref(), Some("Serving"));
