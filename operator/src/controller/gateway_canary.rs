@@ -211,10 +211,11 @@ pub(super) async fn apply_deployments(
             if let Some(load) = &load {
                 canary.message.push_str(&format!("; {load}"));
             }
-            let pause_left = Duration::from_secs(pause.saturating_sub(elapsed).max(1));
-            let requeue = match gate {
-                Some(_) => pause_left.min(WAIT_FOR_LOADTEST),
-                None => pause_left,
+            // Its LoadTest's changes wake the gateway too; the look is for its deadline.
+            let requeue = match (pause.saturating_sub(elapsed), &gate) {
+                (0, _) => WAIT_FOR_LOADTEST,
+                (left, Some(_)) => Duration::from_secs(left).min(WAIT_FOR_LOADTEST),
+                (left, None) => Duration::from_secs(left),
             };
             return Ok(waiting(canary, requeue));
         }
@@ -233,6 +234,7 @@ pub(super) async fn apply_deployments(
         }
         canary.step += 1;
         canary.step_started_at = None;
+        canary.load_test = None;
     };
     match judgement {
         Judgement::Pass(figures) => {
