@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use common::stand_in::{StandIn, inline_shop, set_sdl, status_of};
 use common::{Operator, cluster_client, fixture_sdl, set_pod_status, summary, wait_for};
-use graphfleet_api::{CanaryPhase, GraphGatewayStatus, LoadTest, RevisionOutcome};
+use graphfleet_api::{CanaryPhase, GraphGateway, GraphGatewayStatus, LoadTest, RevisionOutcome};
 use graphfleet_operator::controller::Settings;
 use graphfleet_operator::gateway_probe::AdminAddress;
 use graphfleet_operator::resources;
@@ -20,7 +20,7 @@ use graphfleet_operator::resources::loadtest::LOADTEST_LABEL;
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Event, Pod, Service};
-use kube::api::ListParams;
+use kube::api::{ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
@@ -227,6 +227,37 @@ async fn step_loadtest(
     .await
 }
 
+/// The API server refuses a load gate without thresholds, and a template breaking the
+/// LoadTest's own rules (it has them too).
+async fn rejected_templates(client: &Client, ns: &str) {
+    let gateways: Api<GraphGateway> = Api::namespaced(client.clone(), ns);
+    let gated = |name: &str, load_test: serde_json::Value| -> GraphGateway {
+        serde_json::from_value(json!({
+            "apiVersion": "graphfleet.dev/v1alpha1",
+            "kind": "GraphGateway",
+            "metadata": { "name": name },
+            "spec": { "rollout": { "strategy": "Canary", "canary": { "loadTest": load_test } } },
+        }))
+        .expect("a GraphGateway object")
+    };
+    let refused = |result: Result<GraphGateway, kube::Error>| match result {
+        Err(kube::Error::Api(e)) if e.code == 422 => e.message,
+        other => panic!("expected the API server to refuse it, got {other:?}"),
+    };
+    let ungated = gated(
+        "ungated",
+        json!({ "scenario": "query", "rate": 10, "duration": "30s" }),
+    );
+    let msg = refused(gateways.create(&PostParams::default(), &ungated).await);
+    assert!(msg.contains("canary.loadTest needs thresholds"), "{msg}");
+    let two_sources = gated(
+        "twosources",
+        json!({ "scenario": "query", "script": { "inline": "export default () => {}" }, "rate": 10, "duration": "30s", "thresholds": { "maxErrorPercent": 1 } }),
+    );
+    let msg = refused(gateways.create(&PostParams::default(), &two_sources).await);
+    assert!(msg.contains("exactly one of scenario or script"), "{msg}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_when_one_fails() {
     let client = cluster_client().await;
@@ -264,6 +295,7 @@ async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_whe
             },
         },
     });
+    rejected_templates(&client, &ns).await;
     let (subgraphs, gateways) = inline_shop(&client, &ns, spec).await;
     let first = wait_for("the first revision served", WAIT, || async {
         status_of(&gateways).await?.supergraph_hash

@@ -694,36 +694,6 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
         .await
         .expect("an SSE subgraph with an http:// URL is valid");
 
-    // A load-gated canary needs thresholds to pass, and its template the LoadTest's rules.
-    let canary = |name: &str, load_test: serde_json::Value| {
-        gateway(
-            name,
-            json!({ "rollout": { "strategy": "Canary", "canary": { "loadTest": load_test } } }),
-        )
-    };
-    let ungated = canary(
-        "ungated",
-        json!({ "scenario": "query", "rate": 10, "duration": "30s" }),
-    );
-    let msg = rejected_with(gateways.create(&PostParams::default(), &ungated).await);
-    assert!(msg.contains("canary.loadTest needs thresholds"), "{msg}");
-    let two_sources = canary(
-        "twosources",
-        json!({ "scenario": "query", "script": { "inline": "export default () => {}" }, "rate": 10, "duration": "30s", "thresholds": { "maxErrorPercent": 1 } }),
-    );
-    let msg = rejected_with(gateways.create(&PostParams::default(), &two_sources).await);
-    assert!(msg.contains("exactly one of scenario or script"), "{msg}");
-    gateways
-        .create(
-            &PostParams::default(),
-            &canary(
-                "gated",
-                json!({ "scenario": "query", "rate": 10, "duration": "30s", "thresholds": { "maxErrorPercent": 1 } }),
-            ),
-        )
-        .await
-        .expect("a canary LoadTest template with thresholds is valid");
-
     let loadtests: Api<LoadTest> = Api::namespaced(client.clone(), ns.name());
     let both: LoadTest = serde_json::from_value(json!({
         "metadata": { "name": "both" },
