@@ -2,6 +2,7 @@
 //! the same Service, in steps, each judged from the pods' own metrics before the next.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::KubeSchema;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -16,7 +17,7 @@ pub enum Strategy {
 }
 
 /// Steps and thresholds of a canary.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct CanarySpec {
     /// The canary's share of the pods and how long it is watched at each; default 25% for
@@ -44,6 +45,21 @@ pub struct CanarySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0))]
     pub min_requests: Option<u32>,
+    /// The load-gated canary: a LoadTest run against the canary pods alone at each step
+    /// (through the Service `<gateway>-canary`, which selects only them), made from this
+    /// template once the step's canary pods are all ready. It is named
+    /// `<gateway>-canary-<template>-<step>` (the pod template's hash, 8 digits), owned by the
+    /// GraphGateway and labelled `graphfleet.dev/canary-of: <gateway>`. A step passes only
+    /// when both its pause has elapsed and its LoadTest ended `Succeeded` with its thresholds
+    /// met (and the metrics above held); a LoadTest that fails, aborts, misses a threshold or
+    /// has not finished `duration` plus 180 s after it was created rolls the canary back,
+    /// and the message names the LoadTest, the threshold and the figures. `thresholds` is
+    /// required. The LoadTest of a step that exists already (from an earlier canary of the
+    /// same template) is read, not made again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("has(self.thresholds)")
+        .message("canary.loadTest needs thresholds: a step passes only when they do"))]
+    pub load_test: Option<crate::LoadTestTemplate>,
 }
 
 /// One step of a canary.
@@ -76,6 +92,10 @@ pub struct CanaryStatus {
     pub stable_pods: i32,
     /// The canary's real share of the pods, in percent.
     pub share_percent: u32,
+    /// The LoadTest of the current step (with `spec.rollout.canary.loadTest`), or the one
+    /// that rolled the canary back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_test: Option<String>,
     /// What the last judgement saw, or why the canary was rolled back.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub message: String,

@@ -367,7 +367,8 @@ pub struct GraphGatewayStatus {
     /// Generation of the spec this status describes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
-    /// `Composed`, `Ready`, `Progressing`, `Degraded`.
+    /// `Composed`, `Ready`, `Progressing`, `Degraded`, and `Canary` once a canary ran (True
+    /// while one runs; False with reason `RolledBack` and why when a step failed).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conditions: Vec<Condition>,
     /// The revision the pods are given (the last good composition, or the pinned one).

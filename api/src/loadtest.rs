@@ -35,16 +35,8 @@ use super::ConfigMapKeyRef;
         json_path = ".metadata.creationTimestamp"
     )
 )]
-#[x_kube(validation = Rule::new("has(self.scenario) != has(self.script)")
-    .message("set exactly one of scenario or script"))]
 #[x_kube(validation = Rule::new("has(self.target) != has(self.targets)")
     .message("set exactly one of target or targets"))]
-#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || has(self.scenario)")
-    .message("executor gatling runs the built-in scenarios only; script is a k6 script"))]
-#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.synchronizedStart) || !self.synchronizedStart")
-    .message("synchronizedStart is k6-only; leave it out (or false) with executor gatling"))]
-#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.thresholds) || !has(self.thresholds.abortOnFail) || !self.thresholds.abortOnFail")
-    .message("thresholds.abortOnFail is k6-only; Gatling segments run to the end and are judged on the merged results"))]
 #[serde(rename_all = "camelCase")]
 pub struct LoadTestSpec {
     /// What receives the load (or `targets`: several, in turn).
@@ -60,6 +52,27 @@ pub struct LoadTestSpec {
     #[x_kube(validation = Rule::new("self.all(t, self.exists_one(u, u.name == t.name))")
         .message("target names must be unique"))]
     pub targets: Option<Vec<NamedTarget>>,
+    /// How the load is made and judged: the fields a GraphGateway's canary `loadTest`
+    /// template has too.
+    #[serde(flatten)]
+    pub template: LoadTestTemplate,
+}
+
+/// A LoadTest without its target: the scenario or script, the open-model rate, duration and
+/// segments, where the load-generator pods run and what a passing test must show. A
+/// LoadTest's spec is one of these plus `target` (or `targets`); a GraphGateway's
+/// `spec.rollout.canary.loadTest` is one, run against the canary pods at each step.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[x_kube(validation = Rule::new("has(self.scenario) != has(self.script)")
+    .message("set exactly one of scenario or script"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || has(self.scenario)")
+    .message("executor gatling runs the built-in scenarios only; script is a k6 script"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.synchronizedStart) || !self.synchronizedStart")
+    .message("synchronizedStart is k6-only; leave it out (or false) with executor gatling"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.thresholds) || !has(self.thresholds.abortOnFail) || !self.thresholds.abortOnFail")
+    .message("thresholds.abortOnFail is k6-only; Gatling segments run to the end and are judged on the merged results"))]
+#[serde(rename_all = "camelCase")]
+pub struct LoadTestTemplate {
     /// A built-in benchmark scenario, one of graphfleet-bench's: `big-response`, `chain`,
     /// `deduplication`, `large-delayed`, `long-lived-big-response`, `many-plans`,
     /// `many-plans-no-cache` (each request a new document: no plan-cache hits), `query`,
@@ -432,10 +445,26 @@ pub enum SummarySource {
     TerminationMessage,
 }
 
-impl LoadTestSpec {
+impl LoadTestTemplate {
     /// Whether segments start together (`synchronizedStart`, default true; k6 only).
     pub fn synchronized(&self) -> bool {
         self.executor.is_k6() && self.synchronized_start.unwrap_or(true)
+    }
+}
+
+/// A LoadTest's spec reads as its template (`spec.rate`, `spec.thresholds`): the target is
+/// the only field it adds.
+impl std::ops::Deref for LoadTestSpec {
+    type Target = LoadTestTemplate;
+
+    fn deref(&self) -> &LoadTestTemplate {
+        &self.template
+    }
+}
+
+impl std::ops::DerefMut for LoadTestSpec {
+    fn deref_mut(&mut self) -> &mut LoadTestTemplate {
+        &mut self.template
     }
 }
 

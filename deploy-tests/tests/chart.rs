@@ -167,6 +167,9 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         ("events.k8s.io", "events", "create"),
         ("graphfleet.dev", "graphgateways/finalizers", "update"),
         ("", "pods/log", "get"),
+        // A load-gated canary's LoadTests.
+        ("graphfleet.dev", "loadtests", "create"),
+        ("graphfleet.dev", "loadtests", "watch"),
     ] {
         assert!(
             rule_grants(rules, group, resource, verb),
@@ -177,6 +180,7 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
     for (group, resource, verb) in [
         ("graphfleet.dev", "graphgateways", "delete"),
         ("graphfleet.dev", "subgraphs", "patch"),
+        ("graphfleet.dev", "loadtests", "delete"),
         ("graphfleet.dev", "graphgateways/status", "update"),
         ("apps", "deployments", "delete"),
         ("", "services", "delete"),

@@ -4,11 +4,13 @@
 //! (ConfigMaps, introspection) and `lease` (leader election). What to write is computed by
 //! pure, unit-tested modules: `resources` (desired objects), `status` (conditions and
 //! phases), `diagnose` (why pods fail), `k6_summary` (load-test results), `thresholds`
-//! (their pass/fail) and `report` (a finished load test's report). Dependencies
+//! (their pass/fail), `report` (a finished load test's report) and `canary` and
+//! `canary_gate` (a canary step's judgement from metrics and from its LoadTest). Dependencies
 //! point one way: `controller` uses the pure modules, never the reverse.
 
 pub mod admin_server;
 pub mod canary;
+pub mod canary_gate;
 pub mod controller;
 pub mod diagnose;
 pub mod gateway_probe;

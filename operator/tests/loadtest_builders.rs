@@ -666,7 +666,7 @@ fn the_example_manifest_sets_the_issues_thresholds() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../manifests/loadtest.yaml");
     let text = std::fs::read_to_string(path).expect("manifests/loadtest.yaml");
     let lt: LoadTest = serde_yaml_ng::from_str(&text).expect("a LoadTest");
-    let t = lt.spec.thresholds.expect("thresholds");
+    let t = lt.spec.template.thresholds.expect("thresholds");
     let latency = t.latency.expect("latency thresholds");
     assert_eq!(latency.p99.as_deref(), Some("50ms"));
     assert_eq!(t.max_error_percent, Some(0.1));

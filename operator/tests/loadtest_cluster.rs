@@ -7,13 +7,13 @@ mod common;
 
 use std::time::{Duration, Instant};
 
-use common::{Operator, cluster_client, wait_for};
+use common::{Operator, cluster_client, set_pod_status, summary, wait_for};
 use graphfleet_api::{LoadTest, LoadTestPhase};
 use graphfleet_operator::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL};
 use graphfleet_testkit::TestNamespace;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
-use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::{Api, Client, ResourceExt};
 use serde_json::json;
 
@@ -27,14 +27,6 @@ fn loadtest(name: &str, spec: serde_json::Value) -> LoadTest {
         "spec": spec,
     }))
     .expect("valid LoadTest")
-}
-
-fn summary(file: &str) -> String {
-    let path = format!(
-        "{}/tests/fixtures/k6-summaries/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    std::fs::read_to_string(path).expect("summary fixture exists")
 }
 
 async fn wait_phase(api: &Api<LoadTest>, name: &str, phase: LoadTestPhase) -> LoadTest {
@@ -70,20 +62,6 @@ fn env_of(job: &Job) -> Vec<(String, String)> {
         .into_iter()
         .map(|e| (e.name, e.value.unwrap_or_default()))
         .collect()
-}
-
-/// Writes what a kubelet would: the k6 container's state and the pod phase.
-async fn set_pod_status(pods: &Api<Pod>, pod: &str, phase: &str, state: serde_json::Value) {
-    let status = json!({ "status": {
-        "phase": phase,
-        "containerStatuses": [{
-            "name": "k6", "image": "k6", "imageID": "", "ready": phase == "Running",
-            "restartCount": 0, "state": state,
-        }],
-    }});
-    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect("patch pod status");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -98,6 +98,11 @@ LoadTests get rights when the operator grows a LoadTest controller.
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
+# The load-gated canary (spec.rollout.canary.loadTest): each step's LoadTest against the
+# canary pods, watched as the gateway's own; never deleted (the GraphGateway owns them).
+- apiGroups: ["graphfleet.dev"]
+  resources: ["loadtests"]
+  verbs: ["get", "list", "watch", "create"]
 {{- end -}}
 
 {{- define "graphfleet.k6Image" -}}

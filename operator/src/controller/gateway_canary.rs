@@ -3,8 +3,9 @@
 //! on canary pods beside the stable ones (same Service), step by step, each step judged
 //! from the pods' own metrics (`crate::canary`), then the stable Deployment rolls to it
 //! (promotion) or the canary pods go and the template is not tried again (rollback).
-//! The canary Deployment is scaled to no pods rather than deleted: the operator's role
-//! may not delete Deployments.
+//! With `canary.loadTest` each step is also load-gated: a LoadTest against the canary pods
+//! alone must pass (`super::canary_gate`). The canary Deployment is scaled to no pods
+//! rather than deleted: the operator's role may not delete Deployments.
 
 use std::time::Duration;
 
@@ -15,8 +16,9 @@ use kube::ResourceExt;
 use kube::api::ListParams;
 use kube::runtime::events::EventType;
 
-use super::{Context, Error, api, apply, now, publish};
+use super::{Context, Error, api, apply, canary_gate, now, publish};
 use crate::canary::{Judgement, TrackMetrics, canary_replicas, judge, share_percent};
+use crate::canary_gate::Step;
 use crate::diagnose::Rollout;
 use crate::resources::gateway::{GatewayPods, SUPERGRAPH_HASH_ANNOTATION};
 use crate::resources::gateway_canary::{
@@ -32,6 +34,8 @@ use graphfleet_api::{
 const WAIT_FOR_PODS: Duration = Duration::from_secs(3);
 /// Longest a step waits for enough traffic, in pauses, before it passes on what it saw.
 const INCONCLUSIVE_PAUSES: u64 = 3;
+/// How often a step whose LoadTest runs looks at it (its changes wake the gateway too).
+const WAIT_FOR_LOADTEST: Duration = Duration::from_secs(5);
 
 /// What applying the Deployments did.
 pub(super) struct Applied {
@@ -119,6 +123,7 @@ pub(super) async fn apply_deployments(
                 canary_pods: 0,
                 stable_pods: 0,
                 share_percent: 0,
+                load_test: None,
                 message: String::new(),
             }
         }
@@ -157,6 +162,9 @@ pub(super) async fn apply_deployments(
         .unwrap_or(gw.spec.replicas);
     let canary_pods = canary_replicas(stable_pods, step.weight);
     let applied = apply(&deployments, &canary_deployment(gw, &desired, canary_pods)).await?;
+    if spec.load_test.is_some() {
+        canary_gate::apply_service(ctx, gw, ns).await?;
+    }
     canary.canary_pods = canary_pods;
     canary.stable_pods = stable_pods;
     canary.share_percent = share_percent(stable_pods, canary_pods);
@@ -181,15 +189,38 @@ pub(super) async fn apply_deployments(
     let started = canary.step_started_at.get_or_insert_with(now).clone();
     let pause = pause_seconds(&step.pause).unwrap_or(60);
     let elapsed = seconds_since(&started);
-    if elapsed < pause {
-        canary.message = format!(
-            "step {}: {}% of the pods watched for {}s",
-            canary.step + 1,
-            canary.share_percent,
-            step.pause.trim_end_matches('s')
-        );
-        return Ok(waiting(canary, Duration::from_secs(pause - elapsed)));
-    }
+    let gate = match &spec.load_test {
+        Some(template) => Some(canary_gate::step_gate(ctx, gw, ns, template, &canary).await?),
+        None => None,
+    };
+    canary.load_test = gate.as_ref().map(|(name, _)| name.clone());
+    let load = match crate::canary_gate::step(
+        pause.saturating_sub(elapsed),
+        gate.as_ref().map(|(_, g)| g),
+    ) {
+        Step::RollBack(why) => {
+            return roll_back(ctx, gw, &deployments, canary, why, stable_revision).await;
+        }
+        Step::Wait(load) => {
+            canary.message = format!(
+                "step {}: {}% of the pods watched for {}",
+                canary.step + 1,
+                canary.share_percent,
+                step.pause
+            );
+            if let Some(load) = &load {
+                canary.message.push_str(&format!("; {load}"));
+            }
+            // Its LoadTest's changes wake the gateway too; the look is for its deadline.
+            let requeue = match (pause.saturating_sub(elapsed), &gate) {
+                (0, _) => WAIT_FOR_LOADTEST,
+                (left, Some(_)) => Duration::from_secs(left).min(WAIT_FOR_LOADTEST),
+                (left, None) => Duration::from_secs(left),
+            };
+            return Ok(waiting(canary, requeue));
+        }
+        Step::Judge(load) => load,
+    };
     let judgement = judge_step(ctx, gw, ns, &spec).await?;
     let passed = |canary: &mut CanaryStatus, figures: String| {
         canary.message = format!(
@@ -198,8 +229,12 @@ pub(super) async fn apply_deployments(
             steps.len(),
             canary.share_percent
         );
+        if let Some(load) = &load {
+            canary.message.push_str(&format!("; {load}"));
+        }
         canary.step += 1;
         canary.step_started_at = None;
+        canary.load_test = None;
     };
     match judgement {
         Judgement::Pass(figures) => {
@@ -231,28 +266,41 @@ pub(super) async fn apply_deployments(
             Ok(waiting(canary, Duration::from_secs(1)))
         }
         Judgement::Fail(why) => {
-            scale_to_zero(&deployments, &canary_name(gw)).await?;
-            canary.phase = CanaryPhase::RolledBack;
-            canary.message = format!(
-                "step {} ({}%) failed, canary removed: {why}",
-                canary.step + 1,
-                canary.share_percent
-            );
-            publish(
-                ctx,
-                gw,
-                EventType::Warning,
-                "CanaryRolledBack",
-                canary.message.clone(),
-            )
-            .await;
-            Ok(Applied {
-                served: stable_revision,
-                canary: Some(canary),
-                requeue: None,
-            })
+            roll_back(ctx, gw, &deployments, canary, why, stable_revision).await
         }
     }
+}
+
+/// A failed step: the canary pods go, the stable ones stay on `stable_revision`, and an
+/// Event and the status say `why`.
+async fn roll_back(
+    ctx: &Context,
+    gw: &GraphGateway,
+    deployments: &kube::Api<Deployment>,
+    mut canary: CanaryStatus,
+    why: String,
+    stable_revision: Option<String>,
+) -> Result<Applied, Error> {
+    scale_to_zero(deployments, &canary_name(gw)).await?;
+    canary.phase = CanaryPhase::RolledBack;
+    canary.message = format!(
+        "step {} ({}%) failed, canary removed: {why}",
+        canary.step + 1,
+        canary.share_percent
+    );
+    publish(
+        ctx,
+        gw,
+        EventType::Warning,
+        "CanaryRolledBack",
+        canary.message.clone(),
+    )
+    .await;
+    Ok(Applied {
+        served: stable_revision,
+        canary: Some(canary),
+        requeue: None,
+    })
 }
 
 /// The canary pods' metrics against the stable pods', read from every Ready pod's admin

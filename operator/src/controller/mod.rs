@@ -30,6 +30,7 @@ use crate::resources::{self, MANAGER};
 use crate::subgraph_sdl::Introspector;
 use graphfleet_api::{DEFAULT_GATEWAY_IMAGE, GraphGateway, LoadTest, Subgraph};
 
+mod canary_gate;
 pub mod gateway;
 mod gateway_canary;
 mod gateway_checks;
@@ -131,12 +132,14 @@ pub enum Error {
     Kube(#[from] kube::Error),
     #[error("object has no namespace")]
     NoNamespace,
+    #[error("the canary step's LoadTest {name}: {source}")]
+    CanaryLoadTest { name: String, source: kube::Error },
 }
 
 impl Error {
     fn kind(&self) -> &'static str {
         match self {
-            Self::Kube(_) => "kube",
+            Self::Kube(_) | Self::CanaryLoadTest { .. } => "kube",
             Self::NoNamespace => "no_namespace",
         }
     }
@@ -243,6 +246,8 @@ pub async fn run(
             all_or_namespaced::<HorizontalPodAutoscaler>(&client, ns),
             wc.clone(),
         )
+        // A canary step's LoadTest finishing decides the step (`spec.rollout.canary.loadTest`).
+        .owns(all_or_namespaced::<LoadTest>(&client, ns), wc.clone())
         .watches(
             all_or_namespaced::<Subgraph>(&client, ns),
             wc.clone(),

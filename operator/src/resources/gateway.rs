@@ -40,6 +40,8 @@ const CONFIG_HASH_ANNOTATION: &str = "graphfleet.dev/config-hash";
 pub const GATEWAY_CONTAINER: &str = "gateway";
 /// Port the gateway listens on inside the pod.
 pub const GATEWAY_PORT: i32 = 4000;
+/// The port of the gateway's Services (and of its canary Service).
+pub const SERVICE_PORT: i32 = 80;
 /// Where the pod's supergraph revision is mounted.
 pub const SUPERGRAPH_DIR: &str = "/etc/graphfleet/supergraph";
 /// Where the pod's gateway config file is mounted.
@@ -289,7 +291,7 @@ pub fn service(gw: &GraphGateway) -> Service {
             selector: Some(selector_labels(gw)),
             ports: Some(vec![ServicePort {
                 name: Some("http".to_owned()),
-                port: 80,
+                port: SERVICE_PORT,
                 target_port: Some(IntOrString::String("http".to_owned())),
                 protocol: Some("TCP".to_owned()),
                 ..ServicePort::default()

@@ -57,7 +57,8 @@ pub fn labels(gw: &GraphGateway) -> BTreeMap<String, String> {
     labels
 }
 
-fn owner(gw: &GraphGateway) -> OwnerReference {
+/// The controller owner reference of the objects the operator makes for `gw`.
+pub fn owner(gw: &GraphGateway) -> OwnerReference {
     gw.controller_owner_ref(&())
         .expect("a GraphGateway read from the API server has a name and uid")
 }

@@ -1,11 +1,11 @@
 //! Pure status of a GraphGateway: its conditions from the composition outcome, the served
 //! supergraph, the Deployment's rollout and the gateway pods' problems.
 
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use super::{COMPOSED, DEGRADED, PROGRESSING, READY, set_condition};
+use super::{CANARY, COMPOSED, DEGRADED, PROGRESSING, READY, set_condition};
 use crate::diagnose::{Problem, Rollout};
-use graphfleet_api::{CompositionErrorStatus, GraphGatewayStatus};
+use graphfleet_api::{CanaryPhase, CanaryStatus, CompositionErrorStatus, GraphGatewayStatus};
 
 /// Result of gathering and composing the selected subgraphs.
 #[derive(Clone, Debug, PartialEq)]
@@ -191,10 +191,11 @@ pub fn gateway_status(
     set_condition(
         conditions, DEGRADED, degraded, &reason, message, generation, now,
     );
+    canary_condition(conditions, observed.canary.as_ref(), generation, now);
     let canary = observed
         .canary
         .as_ref()
-        .is_some_and(|c| c.phase != graphfleet_api::CanaryPhase::RolledBack);
+        .is_some_and(|c| c.phase != CanaryPhase::RolledBack);
     status.phase = Some(
         match (&observed.served_hash, degraded, ready) {
             (None, _, _) => "Pending",
@@ -207,6 +208,31 @@ pub fn gateway_status(
     );
     status.canary.clone_from(&observed.canary);
     status
+}
+
+/// `Canary`: True while a canary runs (reason `Progressing` or `Promoting`), False with
+/// reason `RolledBack` once a step failed (the message names the metric or the LoadTest and
+/// the figures), False `Idle` once the canary is over; not set before the first canary.
+fn canary_condition(
+    conditions: &mut Vec<Condition>,
+    canary: Option<&CanaryStatus>,
+    generation: Option<i64>,
+    now: &Time,
+) {
+    let (running, reason, message) = match canary {
+        Some(c) => match c.phase {
+            CanaryPhase::Progressing => (true, "Progressing", c.message.clone()),
+            CanaryPhase::Promoting => (true, "Promoting", c.message.clone()),
+            CanaryPhase::RolledBack => (false, "RolledBack", c.message.clone()),
+        },
+        None if conditions.iter().any(|c| c.type_ == CANARY) => {
+            (false, "Idle", "no canary under way".to_owned())
+        }
+        None => return,
+    };
+    set_condition(
+        conditions, CANARY, running, reason, message, generation, now,
+    );
 }
 
 /// `3/3 pods serve supergraph <hash>`, saying how many of them could not be asked.
@@ -320,6 +346,54 @@ mod tests {
             ("TRUNCATED", "5 more errors not shown")
         );
         assert_eq!(condition(&s, READY).reason, "DeploymentMissing");
+    }
+
+    #[test]
+    fn a_rolled_back_canary_is_a_false_canary_condition_naming_why() {
+        let outcome = composed();
+        let mut seen = observed(&outcome, Some(DONE));
+        let mut canary = CanaryStatus {
+            template: "t".to_owned(),
+            revision: "def".to_owned(),
+            phase: CanaryPhase::Progressing,
+            step: 0,
+            step_started_at: None,
+            canary_pods: 1,
+            stable_pods: 2,
+            share_percent: 33,
+            load_test: Some("gw-canary-t-0".to_owned()),
+            message: "step 1: 33% of the pods watched for 60s; LoadTest gw-canary-t-0 running"
+                .to_owned(),
+        };
+        let quiet = gateway_status(None, &seen, &at(5));
+        assert!(
+            quiet.conditions.iter().all(|c| c.type_ != CANARY),
+            "no Canary condition before the first canary"
+        );
+        seen.canary = Some(canary.clone());
+        let running = gateway_status(Some(&quiet), &seen, &at(10));
+        let c = condition(&running, CANARY);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("True", "Progressing")
+        );
+        assert_eq!(c.message, canary.message);
+        canary.phase = CanaryPhase::RolledBack;
+        canary.message = "step 1 (33%) failed, canary removed: LoadTest gw-canary-t-0 missed its thresholds: error rate 12.500% (375 of 3000) >= 1%".to_owned();
+        seen.canary = Some(canary.clone());
+        let rolled_back = gateway_status(Some(&running), &seen, &at(20));
+        let c = condition(&rolled_back, CANARY);
+        assert_eq!(
+            (c.status.as_str(), c.reason.as_str()),
+            ("False", "RolledBack")
+        );
+        assert_eq!(c.message, canary.message);
+        assert_eq!(c.last_transition_time, at(20));
+        assert_eq!(rolled_back.phase.as_deref(), Some("Serving"));
+        seen.canary = None;
+        let idle = gateway_status(Some(&rolled_back), &seen, &at(30));
+        let c = condition(&idle, CANARY);
+        assert_eq!((c.status.as_str(), c.reason.as_str()), ("False", "Idle"));
     }
 
     #[test]

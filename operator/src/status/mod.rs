@@ -11,6 +11,9 @@ pub const COMPOSED: &str = "Composed";
 pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
 pub const DEGRADED: &str = "Degraded";
+/// GraphGateway: True while a canary runs, False once it was rolled back (the message says
+/// why) or is over; absent until the first canary.
+pub const CANARY: &str = "Canary";
 pub const SCHEMA_LOADED: &str = "SchemaLoaded";
 /// LoadTest: False when the spec cannot become k6 Jobs (the reason names what is wrong).
 pub const SPEC_VALID: &str = "SpecValid";

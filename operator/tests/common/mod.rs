@@ -28,6 +28,35 @@ pub fn fixture_sdl(name: &str) -> String {
     std::fs::read_to_string(path).expect("subgraph fixture exists")
 }
 
+/// A k6 summary from `tests/fixtures/k6-summaries/`.
+pub fn summary(file: &str) -> String {
+    let path = format!(
+        "{}/tests/fixtures/k6-summaries/{file}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::read_to_string(path).expect("summary fixture exists")
+}
+
+/// Writes what a kubelet would on a load-generator pod: the k6 container's state and the
+/// pod phase (the API-only cluster runs no k6; an unscheduled pod is left alone by kwok).
+pub async fn set_pod_status(
+    pods: &Api<k8s_openapi::api::core::v1::Pod>,
+    pod: &str,
+    phase: &str,
+    state: serde_json::Value,
+) {
+    let status = serde_json::json!({ "status": {
+        "phase": phase,
+        "containerStatuses": [{
+            "name": "k6", "image": "k6", "imageID": "", "ready": phase == "Running",
+            "restartCount": 0, "state": state,
+        }],
+    }});
+    pods.patch_status(pod, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("patch pod status");
+}
+
 /// A client of the shared test cluster, with the CRDs installed and established.
 pub async fn cluster_client() -> Client {
     let cluster = tokio::task::spawn_blocking(graphfleet_testkit::cluster)

@@ -78,3 +78,21 @@ async fn gateway_invalid_config() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn gateway_canary_loadtest_created() {
+    run_case(
+        "gateway/canary-loadtest-created",
+        crate::controller::gateway::reconcile_gateway,
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn gateway_canary_loadtest_missed_thresholds() {
+    run_case(
+        "gateway/canary-loadtest-missed-thresholds",
+        crate::controller::gateway::reconcile_gateway,
+    )
+    .await;
+}

@@ -20,5 +20,5 @@ pub use names::{
 };
 pub use spec::{
     STARTUP_AND_SUMMARY_MARGIN, SpecError, Target, executor_image, format_duration, scenario_names,
-    target_job_name, target_url, targets, time_limit,
+    service_url, target_job_name, target_url, targets, time_limit,
 };

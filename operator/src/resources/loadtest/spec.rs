@@ -128,11 +128,18 @@ fn resolve_url(lt: &LoadTest, target: &LoadTestTarget) -> Result<String, SpecErr
                 .clone()
                 .or_else(|| lt.namespace())
                 .unwrap_or_else(|| "default".to_owned());
-            Ok(format!("http://{}.{ns}.svc:80/graphql", gw.name))
+            Ok(service_url(&gw.name, &ns))
         }
         (None, Some(url)) => Ok(url.clone()),
         _ => Err(SpecError::NoTarget),
     }
+}
+
+/// The in-cluster GraphQL endpoint of a gateway Service `service` in `ns` (a GraphGateway's
+/// own, or its canary's).
+pub fn service_url(service: &str, ns: &str) -> String {
+    let port = crate::resources::gateway::SERVICE_PORT;
+    format!("http://{service}.{ns}.svc:{port}/graphql")
 }
 
 /// Name of the Job of segment `index` of `target`: `<lt>-<i>`, or `<lt>-<target>-<i>` for
