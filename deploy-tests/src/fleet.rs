@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use graphfleet_testkit::RealCluster;
 use serde_json::{Value, json};
 
-use crate::real::{apply, json_of, loadtest_finished};
-use crate::{eventually, manifests_dir, read};
+use crate::real::{apply, json_of, kubectl, loadtest_finished};
+use crate::{eventually, manifests_dir, read, run_ok};
 
 /// The monolith's answer to the fed TestQuery is this many bytes (loadtest/README.md).
 pub const TEST_QUERY_BYTES: usize = 87_599;
@@ -35,6 +35,24 @@ pub fn fed_subgraphs_by_introspection() -> String {
     }
     assert!(!out.contains("configMapRef"), "every configMapRef removed");
     out
+}
+
+/// The fed subgraphs applied in `ns` (schemas by introspection) and their Deployments
+/// rolled out.
+pub fn fed_subgraphs_running(cluster: &RealCluster, ns: &str) {
+    apply(cluster, ns, &fed_subgraphs_by_introspection());
+    run_ok(
+        kubectl(cluster, ns).args([
+            "rollout",
+            "status",
+            "deployment/accounts",
+            "deployment/inventory",
+            "deployment/products",
+            "deployment/reviews",
+            "--timeout=180s",
+        ]),
+        None,
+    );
 }
 
 /// The fed TestQuery (the `query` scenario's document).

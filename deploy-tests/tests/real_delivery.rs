@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use graphfleet_deploy_tests::fleet::{
-    READY, fed_sdl, fed_subgraphs_by_introspection, finished, gateway_ready_from_pods, loadtest,
+    READY, fed_sdl, fed_subgraphs_running, finished, gateway_ready_from_pods, loadtest,
     loadtest_running, post, service_url, succeeded_without_failures, test_query,
 };
 use graphfleet_deploy_tests::real::{
@@ -433,19 +433,7 @@ async fn schema_changes_ship_through_checks_and_a_canary_on_real_nodes() {
     let ns = TestNamespace::create(&client, "real-delivery").await;
     let ns = ns.name().to_owned();
     install_operator(cluster, &ns);
-    apply(cluster, &ns, &fed_subgraphs_by_introspection());
-    run_ok(
-        kubectl(cluster, &ns).args([
-            "rollout",
-            "status",
-            "deployment/accounts",
-            "deployment/inventory",
-            "deployment/products",
-            "deployment/reviews",
-            "--timeout=180s",
-        ]),
-        None,
-    );
+    fed_subgraphs_running(cluster, &ns);
     let start = Instant::now();
     apply(cluster, &ns, &canary_manifest());
     let (ready_in, _) = gateway_ready_from_pods(cluster, &ns, GATEWAY, start).await;

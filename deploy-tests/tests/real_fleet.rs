@@ -12,9 +12,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use graphfleet_deploy_tests::fleet::{
-    READY, TEST_QUERY_BYTES, every_pod_serves, fed_subgraphs_by_introspection,
-    gateway_ready_from_pods, loadtest, loadtest_running, post, service_url,
-    succeeded_without_failures, test_query,
+    READY, TEST_QUERY_BYTES, every_pod_serves, fed_subgraphs_running, gateway_ready_from_pods,
+    loadtest, loadtest_running, post, service_url, succeeded_without_failures, test_query,
 };
 use graphfleet_deploy_tests::real::{
     apply, install_operator, json_of, kubectl, loadtest_finished, passed_condition, report_md,
@@ -400,19 +399,7 @@ async fn the_fleet_runs_on_real_nodes() {
 
     install_operator(cluster, &ns);
 
-    apply(cluster, &ns, &fed_subgraphs_by_introspection());
-    run_ok(
-        kubectl(cluster, &ns).args([
-            "rollout",
-            "status",
-            "deployment/accounts",
-            "deployment/inventory",
-            "deployment/products",
-            "deployment/reviews",
-            "--timeout=180s",
-        ]),
-        None,
-    );
+    fed_subgraphs_running(cluster, &ns);
 
     let ready_in = gateway_ready(cluster, &ns).await;
     println!("GraphGateway apply → Ready in {ready_in:?}");
