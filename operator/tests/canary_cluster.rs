@@ -58,11 +58,8 @@ async fn event_reasons(client: &Client, ns: &str) -> Vec<String> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fail() {
-    let client = cluster_client().await;
-    let ns = TestNamespace::create(&client, "gw-canary").await;
-    let ns = ns.name().to_owned();
+/// The operator in `ns`, each track's pods answered by a stand-in gateway of its own.
+async fn operator_with_tracks(client: &kube::Client, ns: &str) -> (StandIn, StandIn, Operator) {
     let (stable, canary) = (StandIn::start().await, StandIn::start().await);
     let settings = Settings {
         admin_address: AdminAddress::Tracks {
@@ -71,7 +68,16 @@ async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fai
         },
         ..Settings::default()
     };
-    let operator = Operator::start_with(&client, settings, &ns);
+    let operator = Operator::start_with(client, settings, ns);
+    (stable, canary, operator)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_canary_is_promoted_when_healthy_and_rolled_back_when_its_requests_fail() {
+    let client = cluster_client().await;
+    let ns = TestNamespace::create(&client, "gw-canary").await;
+    let ns = ns.name().to_owned();
+    let (stable, canary, operator) = operator_with_tracks(&client, &ns).await;
     let spec = json!({
         "subgraphSelector": { "matchLabels": { "graph": "shop" } },
         "replicas": 2,
@@ -263,15 +269,7 @@ async fn a_load_gated_canary_goes_on_when_its_loadtest_passes_and_rolls_back_whe
     let client = cluster_client().await;
     let ns = TestNamespace::create(&client, "gw-gate").await;
     let ns = ns.name().to_owned();
-    let (stable, canary) = (StandIn::start().await, StandIn::start().await);
-    let settings = Settings {
-        admin_address: AdminAddress::Tracks {
-            stable: stable.admin,
-            canary: canary.admin,
-        },
-        ..Settings::default()
-    };
-    let operator = Operator::start_with(&client, settings, &ns);
+    let (stable, canary, operator) = operator_with_tracks(&client, &ns).await;
     let spec = json!({
         "subgraphSelector": { "matchLabels": { "graph": "shop" } },
         "replicas": 2,
