@@ -156,7 +156,11 @@ async fn delivered(cluster: &RealCluster, ns: &str, hash: &str, since: Instant) 
         let everywhere = ready.starts_with("3/3 pods serve supergraph ")
             && ready.contains(hash)
             && status["phase"] == "Serving";
-        if everywhere && canary_pods(cluster, ns).is_empty() {
+        // Settled: no canary pod and no old pod left that is not yet shutting down.
+        if everywhere
+            && canary_pods(cluster, ns).is_empty()
+            && fleet_state(cluster, ns).1.len() == 3
+        {
             return Delivery {
                 shares,
                 took: since.elapsed(),
@@ -170,7 +174,8 @@ async fn delivered(cluster: &RealCluster, ns: &str, hash: &str, since: Instant) 
     }
 }
 
-/// The pod template's supergraph and the names of the gateway's pods.
+/// The pod template's supergraph and the names of the gateway's pods that are not shutting
+/// down (pods of the last rollout may still be draining when a step starts).
 fn fleet_state(cluster: &RealCluster, ns: &str) -> (String, BTreeSet<String>) {
     let deployment = json_of(cluster, ns, &["deployment", GATEWAY]);
     let template =
@@ -184,6 +189,7 @@ fn fleet_state(cluster: &RealCluster, ns: &str) -> (String, BTreeSet<String>) {
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
         .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
         .collect();
     (template, names)
