@@ -7,6 +7,8 @@
 //!      changes, naming the operation; removing a field nobody asks for goes through;
 //!   c. a config change that passes every check but makes the canary's answers fail is
 //!      rolled back by the operator, its failed requests within the canary's share;
+//!   e. with a LoadTest gating each step (against the canary pods alone), a compatible
+//!      change goes through both steps, each LoadTest passing its thresholds;
 //!   d. `spec.supergraph.revision` pinned back to the first revision serves it on every
 //!      pod, failing no request.
 //! Each timing is printed (`TIMING name: value`) and, when `GRAPHFLEET_TIMINGS` names a
@@ -126,12 +128,15 @@ struct Delivery {
     shares: Vec<u64>,
     /// From the change until every pod serves `hash` and no canary pod is left.
     took: Duration,
+    /// The step LoadTests the canary named (load-gated canaries only), in order.
+    load_tests: Vec<String>,
 }
 
 /// Waits until `hash` is served by every pod with no canary left, noting the canary's
 /// shares on the way.
 async fn delivered(cluster: &RealCluster, ns: &str, hash: &str, since: Instant) -> Delivery {
     let mut shares = Vec::new();
+    let mut load_tests = Vec::new();
     let deadline = since + DELIVERED;
     loop {
         let gw = gateway(cluster, ns);
@@ -144,6 +149,12 @@ async fn delivered(cluster: &RealCluster, ns: &str, hash: &str, since: Instant) 
                 println!("canary at {share}% after {:?}", since.elapsed());
                 shares.push(share);
             }
+        }
+        if let Some(lt) = canary["loadTest"].as_str()
+            && !load_tests.iter().any(|seen| seen == lt)
+        {
+            println!("canary step LoadTest {lt} after {:?}", since.elapsed());
+            load_tests.push(lt.to_owned());
         }
         let ready = status["conditions"]
             .as_array()
@@ -164,6 +175,7 @@ async fn delivered(cluster: &RealCluster, ns: &str, hash: &str, since: Instant) 
             return Delivery {
                 shares,
                 took: since.elapsed(),
+                load_tests,
             };
         }
         assert!(
@@ -389,6 +401,88 @@ async fn failing_canary_rolled_back(cluster: &RealCluster, ns: &str) {
     assert_eq!(fleet_state(cluster, ns), before, "no pod changed");
 }
 
+/// e. The load-gated canary: each step also runs a LoadTest against the canary pods alone
+/// (`spec.rollout.canary.loadTest`) and passes only with its thresholds met; a compatible
+/// change goes through both steps that way.
+async fn load_gated_canary(cluster: &RealCluster, ns: &str) {
+    let served = gateway(cluster, ns)["status"]["supergraphHash"]
+        .as_str()
+        .expect("a served revision")
+        .to_owned();
+    // A small k6 pod: it shares client-0 with the background load's (1 CPU by default).
+    let gate = json!({ "spec": { "rollout": { "canary": { "loadTest": {
+        "scenario": "query", "rate": 20, "duration": "12s", "vus": 10, "maxVus": 50,
+        "resources": {
+            "requests": { "cpu": "250m", "memory": "128Mi" },
+            "limits": { "cpu": "500m", "memory": "512Mi" }
+        },
+        "thresholds": { "maxErrorPercent": 0.5, "minAchievedRatePercent": 90 }
+    } } } } });
+    patch(cluster, ns, &["graphgateway", GATEWAY], &gate);
+    let products = fed_sdl("products");
+    let described = products.replacen(
+        "  topProducts(",
+        "  \"Best sellers, shipped through a load-gated canary\"\n  topProducts(",
+        1,
+    );
+    assert_ne!(described, products, "products declares Query.topProducts");
+    let load = Instant::now();
+    loadtest(cluster, ns, GATEWAY, "delivery-gated", RATE, 60);
+    loadtest_running(cluster, ns, "delivery-gated").await;
+    let start = Instant::now();
+    set_sdl(cluster, ns, "products", &described);
+    let revision = new_revision(cluster, ns, &[&served]).await;
+    let hash = revision["hash"].as_str().expect("hash").to_owned();
+    let delivery = delivered(cluster, ns, &hash, start).await;
+    assert_eq!(delivery.shares, [25, 50], "the canary's steps");
+    assert_eq!(delivery.load_tests.len(), 2, "one LoadTest per step");
+    for name in &delivery.load_tests {
+        let lt = json_of(cluster, ns, &["loadtest", name]);
+        let status = &lt["status"];
+        assert_eq!(status["phase"], "Succeeded", "{name}: {status}");
+        let passed = status["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["type"] == "Passed")
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(passed["status"], "True", "{name}: {status}");
+        assert!(
+            lt["spec"]["target"]["url"]
+                .as_str()
+                .is_some_and(|url| url.contains(&format!("{GATEWAY}-canary"))),
+            "{name} loads the canary Service alone: {lt}"
+        );
+        println!(
+            "{name}: {} requests, {} failed",
+            status["results"]["requests"], status["results"]["failures"]
+        );
+    }
+    timing(
+        "delivery e — SDL change → load-gated canary (a LoadTest per step) → every pod",
+        seconds(delivery.took),
+    );
+    let status = succeeded_without_failures(
+        cluster,
+        ns,
+        "delivery-gated",
+        "LoadTest delivery-gated: a load-gated canary under load",
+        load,
+    )
+    .await;
+    timing(
+        "delivery e — failed requests through the load-gated canary",
+        status["results"]["failures"].to_string(),
+    );
+    patch(
+        cluster,
+        ns,
+        &["graphgateway", GATEWAY],
+        &json!({ "spec": { "rollout": { "canary": { "loadTest": null } } } }),
+    );
+}
+
 /// d. Pinning the first revision serves it on every pod again.
 async fn pinned_back(cluster: &RealCluster, ns: &str, first: &str) {
     let load = Instant::now();
@@ -479,6 +573,7 @@ async fn schema_changes_ship_through_checks_and_a_canary_on_real_nodes() {
     );
 
     failing_canary_rolled_back(cluster, &ns).await;
+    load_gated_canary(cluster, &ns).await;
     pinned_back(cluster, &ns, &first).await;
     uninstall_operator(cluster, &ns);
 }

@@ -99,10 +99,10 @@ LoadTests get rights when the operator grows a LoadTest controller.
   resources: ["events"]
   verbs: ["create", "patch"]
 # The load-gated canary (spec.rollout.canary.loadTest): each step's LoadTest against the
-# canary pods, watched as the gateway's own; never deleted (the GraphGateway owns them).
+# canary pods, watched as the gateway's own; those of earlier canaries are deleted.
 - apiGroups: ["graphfleet.dev"]
   resources: ["loadtests"]
-  verbs: ["get", "list", "watch", "create"]
+  verbs: ["get", "list", "watch", "create", "delete"]
 {{- end -}}
 
 {{- define "graphfleet.k6Image" -}}

@@ -2,15 +2,21 @@
 //! Service of the canary pods alone, and each step's LoadTest against it, created once the
 //! step's canary pods are all ready and read on every reconcile after (an owned LoadTest's
 //! change wakes the gateway). What its status means is `crate::canary_gate`'s. The
-//! Service stays when the canary is over: the operator may not delete Services.
+//! Service stays when the canary is over: the operator may not delete Services. The step
+//! LoadTests of the last canary stay for people to read; those of earlier canaries are
+//! deleted when a new canary's first LoadTest is created, so they never pile up.
 
 use k8s_openapi::api::core::v1::Service;
-use kube::api::PostParams;
+use kube::ResourceExt;
+use kube::api::{DeleteParams, ListParams, PostParams};
 use kube::runtime::events::EventType;
 
 use super::{Context, Error, api, apply, now, publish};
 use crate::canary_gate::{Gate, gate};
-use crate::resources::gateway_canary::{canary_loadtest, canary_loadtest_name, canary_service};
+use crate::resources::gateway_canary::{
+    CANARY_OF_LABEL, TEMPLATE_HASH_ANNOTATION, canary_loadtest, canary_loadtest_name,
+    canary_service,
+};
 use graphfleet_api::{CanaryStatus, GraphGateway, LoadTest, LoadTestTemplate};
 
 /// Apply the Service selecting the canary pods alone.
@@ -42,6 +48,9 @@ pub(super) async fn step_gate(
             match loadtests.create(&PostParams::default(), &built).await {
                 Ok(created) => {
                     tracing::info!(loadtest = %name, step = canary.step, "created the canary step's LoadTest");
+                    if canary.step == 0 {
+                        delete_earlier_canaries(ctx, gw, ns, &canary.template).await;
+                    }
                     publish(
                         ctx,
                         gw,
@@ -65,4 +74,39 @@ pub(super) async fn step_gate(
     };
     let verdict = gate(&lt, &now());
     Ok((name, verdict))
+}
+
+/// Delete the step LoadTests of canaries other than `template`'s. Best effort: a failure
+/// is logged and tried again at the next canary, it never holds this one.
+async fn delete_earlier_canaries(ctx: &Context, gw: &GraphGateway, ns: &str, template: &str) {
+    let loadtests = api::<LoadTest>(ctx, ns);
+    let selector = format!("{CANARY_OF_LABEL}={}", gw.name_any());
+    let listed = match loadtests
+        .list(&ListParams::default().labels(&selector))
+        .await
+    {
+        Ok(listed) => listed,
+        Err(error) => {
+            tracing::warn!(%error, "could not list earlier canaries' LoadTests");
+            return;
+        }
+    };
+    for lt in listed {
+        if lt
+            .labels()
+            .get(TEMPLATE_HASH_ANNOTATION)
+            .map(String::as_str)
+            == Some(template)
+        {
+            continue;
+        }
+        let name = lt.name_any();
+        match loadtests.delete(&name, &DeleteParams::background()).await {
+            Ok(_) => tracing::info!(loadtest = %name, "deleted an earlier canary's LoadTest"),
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(error) => {
+                tracing::warn!(loadtest = %name, %error, "could not delete an earlier canary's LoadTest")
+            }
+        }
+    }
 }
