@@ -140,9 +140,9 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// The first seconds of a new graphfleet gateway with and without plan warm-up
     /// (`usage.warm_up_file`, a saved `/usage/operations` report): per run, a fresh gateway
-    /// gets distinct many-plans operations at a constant rate as soon as its listener
-    /// accepts; prints (and writes to --out) p50, p99 and max of the first second and of
-    /// the whole burst.
+    /// gets distinct many-plans operations at a constant rate once it is ready (as a pod
+    /// gets traffic once its readiness probe passes); prints (and writes to --out) p50, p99
+    /// and max of the first second and of the whole burst, per start and pooled.
     WarmUp {
         /// Distinct operations (each its own plan), sent in turn.
         #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=10_000))]
@@ -173,6 +173,11 @@ pub(crate) enum Command {
         /// Seconds a gateway may take to listen.
         #[arg(long, default_value_t = 120)]
         start_timeout: u64,
+        /// Milliseconds from `/health/ready` answering 200 to the burst: a pod gets traffic
+        /// only once a readiness probe (every 2 s on the operator's pods, so 1 s on
+        /// average) has passed. 0 sends the moment it is ready.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=10_000))]
+        after_ready_ms: u64,
     },
     /// REPORT.md and charts from LoadTests the operator ran (`kubectl get loadtest X -o
     /// json`), with the gateway pods' CPU and memory from `sample-pods` files.

@@ -202,6 +202,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
             subgraphs_bin,
             gateway_bin,
             start_timeout,
+            after_ready_ms,
         }) => {
             let repo = paths::repo_root(repo.as_deref())?;
             let subgraphs_bin = match absolute("--subgraphs-bin", subgraphs_bin.as_ref())? {
@@ -226,6 +227,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
                 runs,
                 cpus,
                 start_timeout: Duration::from_secs(start_timeout.max(1)),
+                after_ready: Duration::from_millis(after_ready_ms),
             })
             .await;
         }

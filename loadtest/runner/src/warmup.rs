@@ -6,11 +6,12 @@
 //! alias, so each is a plan of its own). A first gateway serves each once and its
 //! `/usage/operations` report is saved, as the operator saves the fleet's. Then, per
 //! run, a fresh gateway starts without the report and another with it, each under the
-//! CPU budget; as soon as its listener accepts, it gets an open-model burst of those
+//! CPU budget; once it is ready (`/health/ready` 200, then `--after-ready-ms`: a pod gets
+//! traffic only after a readiness probe passes), it gets an open-model burst of those
 //! operations in turn (`--rate` for `--seconds`), and the latency of the requests due in
 //! the first second and in the whole burst is reported (p50, p99, max, from each
-//! request's due time; every request's is in `<cold|warm>-<run>-samples.csv`). Loopback
-//! only; every process is stopped at the end.
+//! request's due time; every request's is in `<cold|warm>-<run>-samples.csv`), per start
+//! and pooled over the runs. Loopback only; every process is stopped at the end.
 
 mod burst;
 
@@ -42,6 +43,7 @@ pub(crate) struct Options {
     pub(crate) runs: u32,
     pub(crate) cpus: f64,
     pub(crate) start_timeout: Duration,
+    pub(crate) after_ready: Duration,
 }
 
 /// One fresh gateway's first seconds.
@@ -51,12 +53,17 @@ struct Start {
     run: u32,
     /// From the process's start until its listener accepted.
     listening_after_ms: f64,
+    /// From the process's start until `/health/ready` answered 200.
+    ready_after_ms: f64,
     /// What the gateway said it planned before listening (warm-up only).
     warmed: Option<String>,
     /// Time the CPU quota held the gateway back, start and burst together (when known).
     throttled_ms: Option<f64>,
     first_second: Window,
     whole: Window,
+    /// Every request of the burst (in the CSV, not the JSON).
+    #[serde(skip)]
+    samples: Vec<burst::Sample>,
 }
 
 /// `n` distinct operations from the many-plans query: its operation name and its first
@@ -232,6 +239,9 @@ async fn first_seconds(
     let measured = async {
         wait_listening(&mut child, port, opts.start_timeout, &log).await?;
         let listening_after = started.elapsed();
+        wait_ready(port, started + opts.start_timeout).await?;
+        let ready_after = started.elapsed();
+        tokio::time::sleep(opts.after_ready).await;
         let burst = Burst {
             url: format!("http://127.0.0.1:{port}/graphql")
                 .parse()
@@ -256,6 +266,7 @@ async fn first_seconds(
             warm_up: warm_up_file.is_some(),
             run,
             listening_after_ms: listening_after.as_secs_f64() * 1e3,
+            ready_after_ms: ready_after.as_secs_f64() * 1e3,
             warmed,
             throttled_ms: cgroup
                 .as_ref()
@@ -263,6 +274,7 @@ async fn first_seconds(
                 .map(|(_, seconds)| seconds * 1e3),
             first_second: burst::window(&samples, Duration::from_secs(1)),
             whole: burst::window(&samples, Duration::from_secs(u64::from(opts.seconds))),
+            samples,
         })
     }
     .await;
@@ -300,6 +312,26 @@ fn spawn_gateway(
     Ok((child, port))
 }
 
+/// Wait until `/health/ready` answers 200 (polled every 100 ms, as a probe would be), at
+/// most until `deadline`.
+async fn wait_ready(port: u16, deadline: Instant) -> anyhow::Result<()> {
+    let client = Client::new();
+    let url = format!("http://127.0.0.1:{port}/health/ready");
+    loop {
+        match client.get(&url).await {
+            Ok((200, _)) => return Ok(()),
+            Ok(_) | Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Ok((status, body)) => bail!(
+                "/health/ready still answered {status} at the start timeout: {}",
+                String::from_utf8_lossy(&body)
+            ),
+            Err(e) => return Err(e.context("/health/ready at the start timeout")),
+        }
+    }
+}
+
 /// Wait until the gateway's listener accepts a connection (polled every 2 ms).
 async fn wait_listening(
     child: &mut Child,
@@ -331,16 +363,18 @@ async fn wait_listening(
 
 fn table(opts: &Options, placement: &Placement, starts: &[Start]) -> String {
     let mut out = format!(
-        "{} distinct many-plans operations, {} req/s for {} s from the moment the listener \
-         accepts; {} ({} core(s) for the gateway)\n\n",
+        "{} distinct many-plans operations, {} req/s for {} s from {} ms after /health/ready \
+         first answered 200; {} ({} core(s) for the gateway)\n\n",
         opts.operations,
         opts.rate,
         opts.seconds,
+        opts.after_ready.as_millis(),
         placement.describe(),
         opts.cpus
     );
+    out.push_str(&pooled(opts, starts));
     out.push_str(&format!(
-        "| Warm-up | Run | Listening after (ms) | First 1 s: p50 / p99 / max (ms) | \
+        "| Warm-up | Run | Listening / ready after (ms) | First 1 s: p50 / p99 / max (ms) | \
          First {} s: p50 / p99 / max (ms) | Failed | CPU quota throttling (ms) |\n\
          | --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
         opts.seconds
@@ -356,15 +390,52 @@ fn table(opts: &Options, placement: &Placement, starts: &[Start]) -> String {
             .throttled_ms
             .map_or_else(|| "n/a".to_owned(), |ms| format!("{ms:.0}"));
         out.push_str(&format!(
-            "| {warm} | {} | {:.0} | {} | {} | {} of {} | {throttled} |\n",
+            "| {warm} | {} | {:.0} / {:.0} | {} | {} | {} of {} | {throttled} |\n",
             s.run,
             s.listening_after_ms,
+            s.ready_after_ms,
             cell(&s.first_second),
             cell(&s.whole),
             s.whole.failures,
             s.whole.requests
         ));
     }
+    out
+}
+
+/// Every run's requests pooled, per mode: one p99 over all first seconds is steadier than
+/// a median of per-run p99s, each of which is about one request.
+fn pooled(opts: &Options, starts: &[Start]) -> String {
+    let mut out = format!(
+        "| Warm-up | Starts | First 1 s pooled: requests, p50 / p99 / max (ms) | \
+         First {} s pooled: requests, p50 / p99 / max (ms) | Failed |\n\
+         | --- | ---: | ---: | ---: | ---: |\n",
+        opts.seconds
+    );
+    for warm_up in [false, true] {
+        let mine: Vec<&Start> = starts.iter().filter(|s| s.warm_up == warm_up).collect();
+        let samples: Vec<burst::Sample> = mine
+            .iter()
+            .flat_map(|s| s.samples.iter().copied())
+            .collect();
+        let cell = |w: &Window| {
+            format!(
+                "{}, {:.1} / {:.1} / {:.1}",
+                w.requests, w.p50_ms, w.p99_ms, w.max_ms
+            )
+        };
+        let first = burst::window(&samples, Duration::from_secs(1));
+        let whole = burst::window(&samples, Duration::from_secs(u64::from(opts.seconds)));
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            if warm_up { "yes" } else { "no" },
+            mine.len(),
+            cell(&first),
+            cell(&whole),
+            whole.failures
+        ));
+    }
+    out.push('\n');
     out
 }
 
