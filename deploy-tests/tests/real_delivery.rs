@@ -463,6 +463,18 @@ async fn load_gated_canary(cluster: &RealCluster, ns: &str) {
         "delivery e — SDL change → load-gated canary (a LoadTest per step) → every pod",
         seconds(delivery.took),
     );
+    // By now the operator has saved the fleet's usage (`<gateway>-usage`), so the new pods
+    // planned the served TestQuery before they reported ready.
+    let (_, pods) = fleet_state(cluster, ns);
+    for pod in &pods {
+        let log = run_ok(kubectl(cluster, ns).args(["logs", pod.as_str()]), None);
+        let warmed = log
+            .lines()
+            .find_map(|l| l.split("graphfleet-gateway warmed ").nth(1))
+            .unwrap_or_else(|| panic!("{pod} did not warm its plan cache:\n{log}"));
+        assert!(!warmed.starts_with("0 plans"), "{pod} warmed {warmed}");
+        println!("{pod} warmed {warmed}");
+    }
     let status = succeeded_without_failures(
         cluster,
         ns,
