@@ -47,12 +47,16 @@ pub fn supergraph() -> Supergraph {
     Supergraph::parse(Set::Fed.supergraph()).expect("the fed supergraph loads")
 }
 
+/// The fed subgraphs, answering in-process.
+pub fn fed_subgraphs() -> InProcess {
+    InProcess(subgraph_endpoints(Set::Fed).expect("fed subgraphs"))
+}
+
 pub fn gateway() -> Gateway<InProcess> {
-    let endpoints = subgraph_endpoints(Set::Fed).expect("fed subgraphs");
     Gateway::with_transport(
         std::sync::Arc::new(strict_config()),
         supergraph(),
-        InProcess(endpoints),
+        fed_subgraphs(),
     )
 }
 
