@@ -360,6 +360,9 @@ pub struct LimitsConfig {
     pub max_response_bytes: usize,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
+    /// Most values (object entries and list items) an introspection answer may hold,
+    /// counted against the schema before it runs; a bigger one is refused.
+    pub max_introspection_values: Option<u32>,
     /// Memory the plan cache may hold per loaded supergraph (bytes, or with a unit),
     /// weighed by each operation's text and the subgraph queries its plans print
     /// (variants included); the least useful plans are evicted first.
@@ -377,6 +380,7 @@ impl LimitsConfig {
             max_root_fields: None,
             max_tokens: None,
             max_height: None,
+            max_introspection_values: None,
             ..Self::default()
         }
     }
@@ -393,6 +397,7 @@ impl Default for LimitsConfig {
             max_height: Some(5_000),
             max_response_bytes: 64 * 1024 * 1024,
             introspection: true,
+            max_introspection_values: Some(1_000_000),
             plan_cache_bytes: 16 * 1024 * 1024,
         }
     }

@@ -242,6 +242,7 @@ fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
         ("max_root_fields", limits.max_root_fields),
         ("max_tokens", limits.max_tokens),
         ("max_height", limits.max_height),
+        ("max_introspection_values", limits.max_introspection_values),
     ];
     for (key, value) in optional {
         if value == Some(0) {

@@ -371,3 +371,106 @@ async fn subgraph_responses_over_the_limit_fail_their_fetch() {
         }
     }
 }
+
+/// `__type(name: "__Type")` with `levels` nested `fields { name type { name … } }`, the
+/// last one `fields { name }`: 2 * `levels` + 1 deep. `__Type.ofType` is a nullable
+/// `__Type`, so the answer really nests that deep (three JSON levels per level).
+fn nested_introspection(levels: usize) -> String {
+    let mut selection = "fields { name }".to_owned();
+    for _ in 1..levels {
+        selection = format!("fields {{ name type {{ name {selection} }} }}");
+    }
+    format!("{{ __type(name: \"__Type\") {{ name {selection} }} }}")
+}
+
+#[tokio::test]
+async fn introspection_is_answered_to_the_depth_limit() {
+    let env = env(LimitsConfig::default()).await;
+    // 95 deep: its answer nests past serde_json's 128-level reading limit, which once
+    // nulled it ("Cannot return null for non-nullable field Query.__type"); so is it
+    // read here as text.
+    let reply = support::request(
+        &env.client,
+        "POST",
+        &env.url,
+        &[("content-type", "application/json")],
+        serde_json::to_vec(&json!({ "query": nested_introspection(47) })).expect("JSON"),
+    )
+    .await;
+    let text = String::from_utf8(reply.body.to_vec()).expect("UTF-8");
+    assert_eq!(reply.status, 200, "{text}");
+    assert!(
+        text.starts_with(r#"{"data":{"__type":{"name":"__Type","fields":[{"name":"kind","type":{"name":null,"fields":null}}"#),
+        "{text}"
+    );
+    assert!(!text.contains("errors"), "{text}");
+    // Every level but the last goes on through `ofType`, a `__Type` again.
+    let on = r#"{"name":"ofType","type":{"name":"__Type","fields":["#;
+    assert_eq!(text.matches(on).count(), 46, "{text}");
+    // The last level names the fields only.
+    let last = r#"{"name":"ofType"},{"name":"specifiedByURL"}]"#;
+    assert_eq!(text.matches(last).count(), 1, "{text}");
+    assert!(
+        text.ends_with(r#"{"name":"String","fields":null}}]}}}"#),
+        "{text}"
+    );
+    let mut depth = 0usize;
+    let mut deepest = 0;
+    for b in text.bytes() {
+        match b {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth -= 1,
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+    }
+    assert!(deepest > 128, "{deepest} levels");
+
+    assert_rejected_with(
+        &env,
+        &nested_introspection(51),
+        "MAX_DEPTH_EXCEEDED",
+        "the operation is 103 levels deep; the limit is 100",
+    )
+    .await;
+}
+
+/// Each level reaches every object type the last one's fields return (`__Type`,
+/// `__Field`, `__InputValue`, `__EnumValue`, unwrapping up to three list and non-null
+/// wrappers), so the answer grows about sixfold a level while the text grows by one
+/// fragment: refused before it runs, by the count of values it would hold.
+#[tokio::test]
+async fn exponential_introspection_is_refused_before_it_runs() {
+    let env = env(LimitsConfig::default()).await;
+    let levels = 10;
+    let mut text = format!("{{ __type(name: \"__Type\") {{ ...L{levels} }} }}\n");
+    text.push_str("fragment L0 on __Type { name }\n");
+    for i in 1..=levels {
+        let p = i - 1;
+        text.push_str(&format!(
+            "fragment L{i} on __Type {{ name fields {{ type {{ ...L{p} ofType {{ ...L{p} ofType {{ ...L{p} ofType {{ ...L{p} }} }} }} }} }} }}\n"
+        ));
+    }
+    let started = std::time::Instant::now();
+    assert_rejected_with(
+        &env,
+        &text,
+        "MAX_INTROSPECTION_VALUES_EXCEEDED",
+        "the introspection answer would hold more than 1000000 values (object entries and list items), over the limit",
+    )
+    .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+    // A small cap refuses a plain one; the same query is served under a larger one.
+    let capped = env_with(Config {
+        limits: LimitsConfig {
+            max_introspection_values: Some(3),
+            ..LimitsConfig::default()
+        },
+        ..Config::default()
+    })
+    .await;
+    let small = "{ __type(name: \"User\") { name fields { name } } }";
+    assert_rejected(&capped, small, "MAX_INTROSPECTION_VALUES_EXCEEDED").await;
+    assert_served(&env, small).await;
+}
