@@ -474,3 +474,79 @@ async fn exponential_introspection_is_refused_before_it_runs() {
     assert_rejected(&capped, small, "MAX_INTROSPECTION_VALUES_EXCEEDED").await;
     assert_served(&env, small).await;
 }
+
+/// A GET whose query string is `len` bytes: `{ users { name } }` and padding.
+fn long_get_target(len: usize) -> String {
+    let mut query = "query=%7B%20users%20%7B%20name%20%7D%20%7D&pad=".to_owned();
+    query.extend(std::iter::repeat_n('x', len - query.len()));
+    format!("/graphql?{query}")
+}
+
+/// Under the default 2 MiB `limits.max_body_bytes`, a GET is held by the HTTP server's
+/// own URI cap (65,534 bytes): a query string just under it is served over HTTP/1 and
+/// HTTP/2, one over it gets 414 with a JSON error naming the cap instead of hyper's
+/// empty answer, and the gateway serves on.
+#[tokio::test]
+async fn get_query_string_up_to_the_uri_cap() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = env(LimitsConfig::default()).await;
+    let base = env.url.trim_end_matches("/graphql").to_owned();
+    let headers = [
+        ("accept", "application/graphql-response+json"),
+        support::PREFLIGHTED[0],
+    ];
+    let long = format!("{base}{}", long_get_target(64 * 1024 - 100));
+    let expected = json!({"data": {"users": [{"name": "Ada"}, {"name": "Bob"}]}});
+    let reply = support::request(&env.client, "GET", &long, &headers, Vec::new()).await;
+    assert_eq!(reply.status, 200);
+    let body: Value = serde_json::from_slice(&reply.body).expect("a JSON body");
+    assert_eq!(body, expected);
+    // HTTP/2 (h2c with prior knowledge): its header list takes the same URI.
+    let h2 = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    let reply = support::request(&h2, "GET", &long, &headers, Vec::new()).await;
+    assert_eq!(reply.status, 200);
+    let body: Value = serde_json::from_slice(&reply.body).expect("a JSON body");
+    assert_eq!(body, expected);
+
+    // Over the cap no URI type holds it: sent as bytes.
+    let addr = base.trim_start_matches("http://").to_owned();
+    let raw = |target: String| {
+        let addr = addr.clone();
+        async move {
+            let mut socket = tokio::net::TcpStream::connect(&addr)
+                .await
+                .expect("connect");
+            let request = format!(
+                "GET {target} HTTP/1.1\r\nhost: {addr}\r\napollo-require-preflight: true\r\n\r\n"
+            );
+            // The server may answer and close before taking it all.
+            let _ = socket.write_all(request.as_bytes()).await;
+            let mut answer = Vec::new();
+            tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                socket.read_to_end(&mut answer),
+            )
+            .await
+            .expect("answered and closed within 10 s")
+            .expect("read");
+            let answer = String::from_utf8(answer).expect("UTF-8");
+            let (head, body) = answer.split_once("\r\n\r\n").expect("a response head");
+            assert!(head.contains("content-type: application/json"), "{head}");
+            let body: Value = serde_json::from_str(body).expect("a JSON body");
+            (head.to_owned(), body)
+        }
+    };
+    let (head, body) = raw(long_get_target(70 * 1024)).await;
+    assert!(head.starts_with("HTTP/1.1 414 "), "{head}");
+    assert_eq!(
+        body,
+        json!({"errors": [{
+            "message": "the request URI is longer than 65534 bytes, the most the HTTP server reads whatever limits.max_body_bytes says; send the operation with POST",
+            "extensions": {"code": "PAYLOAD_TOO_LARGE"}
+        }]})
+    );
+    let reply = support::request(&env.client, "GET", &long, &headers, Vec::new()).await;
+    assert_eq!(reply.status, 200);
+}

@@ -23,6 +23,7 @@ mod body;
 mod csrf;
 mod decode;
 mod dispatch;
+mod head_errors;
 pub mod headers;
 mod idle;
 mod layers;
