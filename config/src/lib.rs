@@ -11,6 +11,7 @@ mod headers;
 mod http;
 pub mod manifest;
 mod persisted;
+mod proxies;
 mod schema;
 mod size;
 mod subscription;
@@ -26,6 +27,7 @@ pub use http::{
     DEFAULT_CSRF_HEADERS,
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
+pub use proxies::TrustedProxies;
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
@@ -206,6 +208,12 @@ pub struct TrafficConfig {
     /// are accepted, so one client cannot take every slot. Behind a proxy that is one
     /// client: keep it above the proxy's connection pool.
     pub max_connections_per_client: usize,
+    /// Proxies (CIDR ranges, or addresses) trusted to name the client: a request from
+    /// one counts, for the per-client subscription and WebSocket limits, as from the
+    /// right-most address in `X-Forwarded-For` (else `Forwarded: for=`) that no trusted
+    /// proxy added. The per-client connection limit always counts the TCP peer.
+    #[schemars(length(max = 256))]
+    pub trusted_proxies: Vec<String>,
     /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
     /// load balancer retries it elsewhere) instead of queueing behind them. Health and
     /// metrics requests are never refused.
@@ -264,6 +272,7 @@ impl Default for TrafficConfig {
             max_connection_age: None,
             max_connections: 10_000,
             max_connections_per_client: 2_500,
+            trusted_proxies: Vec::new(),
             max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
             tls: SubgraphTlsConfig::default(),

@@ -57,6 +57,9 @@ pub fn validate(config: &Config) -> Problems {
             "must be at least 1".to_owned(),
         );
     }
+    if let Err((i, why)) = crate::TrustedProxies::parse(&config.traffic.trusted_proxies) {
+        report(&["traffic", "trusted_proxies", &i.to_string()], why);
+    }
     if config.traffic.max_subgraph_response_bytes == 0 {
         report(
             &["traffic", "max_subgraph_response_bytes"],
