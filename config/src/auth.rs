@@ -94,6 +94,11 @@ pub struct JwksSource {
     #[serde(with = "humantime_serde", default = "default_refresh")]
     #[schemars(schema_with = "crate::schema::duration")]
     pub refresh_interval: Duration,
+    /// PEM bundle of CA certificates trusted for an `https://` `url`, in addition to
+    /// the system store (which honours `SSL_CERT_FILE`/`SSL_CERT_DIR`) and the webpki
+    /// roots, as `traffic.tls.ca_file` is for subgraphs.
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
 }
 
 fn default_refresh() -> Duration {
@@ -162,6 +167,12 @@ pub(super) fn validate(config: &super::Config, report: &mut impl FnMut(&[&str], 
                 }
             }
             (Some(_), None) => {}
+        }
+        if source.ca_file.is_some() && source.url.is_none() {
+            report(
+                &["authentication", "jwks", &i, "ca_file"],
+                "only for a url source (a file is read, not fetched)".to_owned(),
+            );
         }
         if source.refresh_interval.is_zero() {
             report(

@@ -11,6 +11,7 @@ mod headers;
 mod http;
 pub mod manifest;
 mod persisted;
+mod proxies;
 mod schema;
 mod size;
 mod subscription;
@@ -26,6 +27,7 @@ pub use http::{
     DEFAULT_CSRF_HEADERS,
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
+pub use proxies::TrustedProxies;
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
@@ -206,6 +208,12 @@ pub struct TrafficConfig {
     /// are accepted, so one client cannot take every slot. Behind a proxy that is one
     /// client: keep it above the proxy's connection pool.
     pub max_connections_per_client: usize,
+    /// Proxies (CIDR ranges, or addresses) trusted to name the client: a request from
+    /// one counts, for the per-client subscription and WebSocket limits, as from the
+    /// right-most address in `X-Forwarded-For` (else `Forwarded: for=`) that no trusted
+    /// proxy added. The per-client connection limit always counts the TCP peer.
+    #[schemars(length(max = 256))]
+    pub trusted_proxies: Vec<String>,
     /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
     /// load balancer retries it elsewhere) instead of queueing behind them. Health and
     /// metrics requests are never refused.
@@ -264,6 +272,7 @@ impl Default for TrafficConfig {
             max_connection_age: None,
             max_connections: 10_000,
             max_connections_per_client: 2_500,
+            trusted_proxies: Vec::new(),
             max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
             tls: SubgraphTlsConfig::default(),
@@ -360,6 +369,9 @@ pub struct LimitsConfig {
     pub max_response_bytes: usize,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
+    /// Most values (object entries and list items) an introspection answer may hold,
+    /// counted against the schema before it runs; a bigger one is refused.
+    pub max_introspection_values: Option<u32>,
     /// Memory the plan cache may hold per loaded supergraph (bytes, or with a unit),
     /// weighed by each operation's text and the subgraph queries its plans print
     /// (variants included); the least useful plans are evicted first.
@@ -377,6 +389,7 @@ impl LimitsConfig {
             max_root_fields: None,
             max_tokens: None,
             max_height: None,
+            max_introspection_values: None,
             ..Self::default()
         }
     }
@@ -393,6 +406,7 @@ impl Default for LimitsConfig {
             max_height: Some(5_000),
             max_response_bytes: 64 * 1024 * 1024,
             introspection: true,
+            max_introspection_values: Some(1_000_000),
             plan_cache_bytes: 16 * 1024 * 1024,
         }
     }

@@ -57,6 +57,9 @@ pub fn validate(config: &Config) -> Problems {
             "must be at least 1".to_owned(),
         );
     }
+    if let Err((i, why)) = crate::TrustedProxies::parse(&config.traffic.trusted_proxies) {
+        report(&["traffic", "trusted_proxies", &i.to_string()], why);
+    }
     if config.traffic.max_subgraph_response_bytes == 0 {
         report(
             &["traffic", "max_subgraph_response_bytes"],
@@ -242,6 +245,7 @@ fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
         ("max_root_fields", limits.max_root_fields),
         ("max_tokens", limits.max_tokens),
         ("max_height", limits.max_height),
+        ("max_introspection_values", limits.max_introspection_values),
     ];
     for (key, value) in optional {
         if value == Some(0) {

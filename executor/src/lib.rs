@@ -378,14 +378,20 @@ fn introspection<T: Transport>(
                 errors.push(ResponseError::new(e.message));
             }
             let Some(data) = response.data else { return };
-            let bytes = serde_json::to_vec(&data).expect("JSON maps always serialize");
-            let mut de = serde_json::Deserializer::from_slice(&bytes);
-            let seed = crate::response::store::ValueSeed {
-                store,
-                keys: &ctx.plan.keys,
-            };
-            if let Ok(Value::Object(id)) = serde::de::DeserializeSeed::deserialize(seed, &mut de) {
-                store.merge_object(Store::ROOT, id);
+            let data = apollo_compiler::response::JsonValue::Object(data);
+            match store.add_json(&data, &ctx.plan.keys) {
+                Ok(stored) => {
+                    if let Value::Object(id) = stored {
+                        store.merge_object(Store::ROOT, id);
+                    }
+                }
+                // Never dropped: without it the client sees only a null root field.
+                Err(_) => errors.push(ResponseError {
+                    extensions: Some(serde_json::json!({"code": RESPONSE_TOO_LARGE})),
+                    ..ResponseError::new(
+                        "the introspection answer is too large to store (more than 2^32 list items or bytes of text)",
+                    )
+                }),
             }
         }
         Err(e) => errors.push(ResponseError::new(e.message().to_string())),

@@ -151,6 +151,12 @@ impl TlsSettings {
             .map_err(|e| e.to_string())
     }
 
+    /// The rustls client config over the default roots (system store and webpki), for
+    /// the gateway's other `https://` clients (JWKS URLs).
+    pub fn default_client_config(&self) -> Result<rustls::ClientConfig, rustls::Error> {
+        self.client_config(default_roots())
+    }
+
     /// The rustls client config: `roots` plus the extra roots, with the client identity.
     fn client_config(
         &self,

@@ -442,6 +442,7 @@ fn auth(
                 file: Some(jwks_path.clone()),
                 url: None,
                 refresh_interval: std::time::Duration::from_secs(3600),
+                ca_file: None,
             }];
             config.authentication.issuers = vec!["https://issuer.bench".to_owned()];
             config.authentication.audiences = vec!["graphfleet".to_owned()];

@@ -40,6 +40,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub(crate) request_slots: tokio::sync::Semaphore,
     /// Header rules for subgraph requests, compiled from `headers` and `subgraphs`.
     pub(crate) header_rules: crate::http::headers::HeaderRules,
+    /// `traffic.trusted_proxies`: whose forwarding headers name the client.
+    pub(crate) trusted_proxies: graphfleet_config::TrustedProxies,
     /// Persisted documents and APQ; `None` when both are off.
     pub persisted: Option<Arc<Persisted>>,
     /// JWT validation (`authentication`).
@@ -74,6 +76,7 @@ impl Gateway<HttpTransport> {
                 &config.headers,
                 &config.subgraphs,
             ),
+            trusted_proxies: trusted_proxies(&config),
             auth: crate::auth::Auth::new(&config),
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
@@ -83,6 +86,12 @@ impl Gateway<HttpTransport> {
             metrics,
         }
     }
+}
+
+/// Checked by `graphfleet_config::validate` before a gateway starts.
+fn trusted_proxies(config: &Config) -> graphfleet_config::TrustedProxies {
+    graphfleet_config::TrustedProxies::parse(&config.traffic.trusted_proxies)
+        .expect("traffic.trusted_proxies is validated before a gateway is made")
 }
 
 impl<T: Transport> Gateway<T> {
@@ -99,6 +108,7 @@ impl<T: Transport> Gateway<T> {
                 &config.headers,
                 &config.subgraphs,
             ),
+            trusted_proxies: trusted_proxies(&config),
             auth: crate::auth::Auth::new(&config),
             subscriptions: subscriptions(&config, &metrics),
             usage: UsageRecorder::new(&config.usage),

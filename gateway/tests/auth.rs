@@ -141,6 +141,7 @@ fn file_source(path: &Path) -> JwksSource {
         file: Some(path.to_owned()),
         url: None,
         refresh_interval: Duration::from_secs(60),
+        ca_file: None,
     }
 }
 
@@ -548,6 +549,7 @@ async fn jwks_from_a_url_is_refreshed_and_a_failed_refresh_keeps_the_keys() {
         file: None,
         url: Some(url),
         refresh_interval: Duration::from_millis(200),
+        ca_file: None,
     };
     let setup = start(config(vec![source])).await;
     let query = "{ me { name } }";
@@ -764,6 +766,7 @@ async fn an_unknown_kid_refetches_a_url_at_most_every_ten_seconds() {
         file: None,
         url: Some(url),
         refresh_interval: Duration::from_secs(3600),
+        ca_file: None,
     };
     let setup = start(config(vec![source])).await;
     let query = "{ me { name } }";
@@ -790,4 +793,89 @@ async fn an_unknown_kid_refetches_a_url_at_most_every_ten_seconds() {
     );
     let (status, _) = setup.with_token(query, &old.sign(&claims(json!({})))).await;
     assert_eq!(status, 200, "the keys fetched last stay");
+}
+
+/// A JWKS over HTTPS with a certificate for 127.0.0.1 signed by a CA made here: its
+/// URL and the CA's PEM.
+async fn https_jwks_server(text: String) -> (String, String) {
+    let ca_key = rcgen::KeyPair::generate().expect("CA key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA params");
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    let ca = params.self_signed(&ca_key).expect("self-signed CA");
+    let issuer = rcgen::Issuer::new(params, ca_key);
+    let key = rcgen::KeyPair::generate().expect("server key");
+    let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .expect("server params")
+        .signed_by(&key, &issuer)
+        .expect("signed");
+    let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("TLS versions")
+    .with_no_client_auth()
+    .with_single_cert(
+        vec![leaf.der().clone()],
+        rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+    )
+    .expect("server config");
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("address");
+    let text = Bytes::from(text);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, text) = (acceptor.clone(), text.clone());
+            tokio::spawn(async move {
+                // A client refusing the certificate ends the handshake.
+                let Ok(stream) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let service = hyper::service::service_fn(move |_req| {
+                    let body = Full::new(text.clone());
+                    async move { Ok::<_, std::convert::Infallible>(hyper::Response::new(body)) }
+                });
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(io, service)
+                    .await;
+            });
+        }
+    });
+    (format!("https://{addr}/jwks.json"), ca.pem())
+}
+
+/// A JWKS served over HTTPS by a private CA: its keys verify tokens once the source's
+/// `ca_file` names that CA; without it the fetch is refused (the log says the
+/// certificate's issuer is unknown and names `ca_file`), so no key verifies the token.
+#[tokio::test]
+async fn an_https_jwks_is_trusted_through_its_ca_file() {
+    let key = TestKey::es256("tls");
+    let (url, ca) = https_jwks_server(jwks(&[&key])).await;
+    let dir = support::process::test_dir("jwks_ca_file");
+    let ca_file = dir.join("ca.pem");
+    std::fs::write(&ca_file, ca).expect("write the CA");
+    let source = |ca_file| JwksSource {
+        file: None,
+        url: Some(url.clone()),
+        refresh_interval: Duration::from_secs(3600),
+        ca_file,
+    };
+    let token = key.sign(&claims(json!({})));
+    let query = "{ me { name } }";
+
+    let trusting = start(config(vec![source(Some(ca_file.clone()))])).await;
+    let (status, body) = trusting.with_token(query, &token).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body, json!({ "data": { "me": { "name": "Ada" } } }));
+
+    let refusing = start(config(vec![source(None)])).await;
+    let (status, body) = refusing.with_token(query, &token).await;
+    assert_eq!(status, 401, "{body}");
+    assert_eq!(
+        body["errors"][0]["message"],
+        "invalid JWT: no key with kid \"tls\" for algorithm ES256 in the JWKS"
+    );
 }

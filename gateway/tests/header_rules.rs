@@ -151,6 +151,7 @@ fn signed_token(claims: serde_json::Value) -> (String, Vec<JwksSource>) {
         file: Some(file),
         url: None,
         refresh_interval: std::time::Duration::from_secs(60),
+        ca_file: None,
     };
     (token, vec![source])
 }

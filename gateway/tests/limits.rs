@@ -371,3 +371,182 @@ async fn subgraph_responses_over_the_limit_fail_their_fetch() {
         }
     }
 }
+
+/// `__type(name: "__Type")` with `levels` nested `fields { name type { name … } }`, the
+/// last one `fields { name }`: 2 * `levels` + 1 deep. `__Type.ofType` is a nullable
+/// `__Type`, so the answer really nests that deep (three JSON levels per level).
+fn nested_introspection(levels: usize) -> String {
+    let mut selection = "fields { name }".to_owned();
+    for _ in 1..levels {
+        selection = format!("fields {{ name type {{ name {selection} }} }}");
+    }
+    format!("{{ __type(name: \"__Type\") {{ name {selection} }} }}")
+}
+
+#[tokio::test]
+async fn introspection_is_answered_to_the_depth_limit() {
+    let env = env(LimitsConfig::default()).await;
+    // 95 deep: its answer nests past serde_json's 128-level reading limit, which once
+    // nulled it ("Cannot return null for non-nullable field Query.__type"); so is it
+    // read here as text.
+    let reply = support::request(
+        &env.client,
+        "POST",
+        &env.url,
+        &[("content-type", "application/json")],
+        serde_json::to_vec(&json!({ "query": nested_introspection(47) })).expect("JSON"),
+    )
+    .await;
+    let text = String::from_utf8(reply.body.to_vec()).expect("UTF-8");
+    assert_eq!(reply.status, 200, "{text}");
+    assert!(
+        text.starts_with(r#"{"data":{"__type":{"name":"__Type","fields":[{"name":"kind","type":{"name":null,"fields":null}}"#),
+        "{text}"
+    );
+    assert!(!text.contains("errors"), "{text}");
+    // Every level but the last goes on through `ofType`, a `__Type` again.
+    let on = r#"{"name":"ofType","type":{"name":"__Type","fields":["#;
+    assert_eq!(text.matches(on).count(), 46, "{text}");
+    // The last level names the fields only.
+    let last = r#"{"name":"ofType"},{"name":"specifiedByURL"}]"#;
+    assert_eq!(text.matches(last).count(), 1, "{text}");
+    assert!(
+        text.ends_with(r#"{"name":"String","fields":null}}]}}}"#),
+        "{text}"
+    );
+    let mut depth = 0usize;
+    let mut deepest = 0;
+    for b in text.bytes() {
+        match b {
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth -= 1,
+            _ => {}
+        }
+        deepest = deepest.max(depth);
+    }
+    assert!(deepest > 128, "{deepest} levels");
+
+    assert_rejected_with(
+        &env,
+        &nested_introspection(51),
+        "MAX_DEPTH_EXCEEDED",
+        "the operation is 103 levels deep; the limit is 100",
+    )
+    .await;
+}
+
+/// Each level reaches every object type the last one's fields return (`__Type`,
+/// `__Field`, `__InputValue`, `__EnumValue`, unwrapping up to three list and non-null
+/// wrappers), so the answer grows about sixfold a level while the text grows by one
+/// fragment: refused before it runs, by the count of values it would hold.
+#[tokio::test]
+async fn exponential_introspection_is_refused_before_it_runs() {
+    let env = env(LimitsConfig::default()).await;
+    let levels = 10;
+    let mut text = format!("{{ __type(name: \"__Type\") {{ ...L{levels} }} }}\n");
+    text.push_str("fragment L0 on __Type { name }\n");
+    for i in 1..=levels {
+        let p = i - 1;
+        text.push_str(&format!(
+            "fragment L{i} on __Type {{ name fields {{ type {{ ...L{p} ofType {{ ...L{p} ofType {{ ...L{p} ofType {{ ...L{p} }} }} }} }} }} }}\n"
+        ));
+    }
+    let started = std::time::Instant::now();
+    assert_rejected_with(
+        &env,
+        &text,
+        "MAX_INTROSPECTION_VALUES_EXCEEDED",
+        "the introspection answer would hold more than 1000000 values (object entries and list items), over the limit",
+    )
+    .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+
+    // A small cap refuses a plain one; the same query is served under a larger one.
+    let capped = env_with(Config {
+        limits: LimitsConfig {
+            max_introspection_values: Some(3),
+            ..LimitsConfig::default()
+        },
+        ..Config::default()
+    })
+    .await;
+    let small = "{ __type(name: \"User\") { name fields { name } } }";
+    assert_rejected(&capped, small, "MAX_INTROSPECTION_VALUES_EXCEEDED").await;
+    assert_served(&env, small).await;
+}
+
+/// A GET whose query string is `len` bytes: `{ users { name } }` and padding.
+fn long_get_target(len: usize) -> String {
+    let mut query = "query=%7B%20users%20%7B%20name%20%7D%20%7D&pad=".to_owned();
+    query.extend(std::iter::repeat_n('x', len - query.len()));
+    format!("/graphql?{query}")
+}
+
+/// Under the default 2 MiB `limits.max_body_bytes`, a GET is held by the HTTP server's
+/// own URI cap (65,534 bytes): a query string just under it is served over HTTP/1 and
+/// HTTP/2, one over it gets 414 with a JSON error naming the cap instead of hyper's
+/// empty answer, and the gateway serves on.
+#[tokio::test]
+async fn get_query_string_up_to_the_uri_cap() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let env = env(LimitsConfig::default()).await;
+    let base = env.url.trim_end_matches("/graphql").to_owned();
+    let headers = [
+        ("accept", "application/graphql-response+json"),
+        support::PREFLIGHTED[0],
+    ];
+    let long = format!("{base}{}", long_get_target(64 * 1024 - 100));
+    let expected = json!({"data": {"users": [{"name": "Ada"}, {"name": "Bob"}]}});
+    let reply = support::request(&env.client, "GET", &long, &headers, Vec::new()).await;
+    assert_eq!(reply.status, 200);
+    let body: Value = serde_json::from_slice(&reply.body).expect("a JSON body");
+    assert_eq!(body, expected);
+    // HTTP/2 (h2c with prior knowledge): its header list takes the same URI.
+    let h2 = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    let reply = support::request(&h2, "GET", &long, &headers, Vec::new()).await;
+    assert_eq!(reply.status, 200);
+    let body: Value = serde_json::from_slice(&reply.body).expect("a JSON body");
+    assert_eq!(body, expected);
+
+    // Over the cap no URI type holds it: sent as bytes.
+    let addr = base.trim_start_matches("http://").to_owned();
+    let raw = |target: String| {
+        let addr = addr.clone();
+        async move {
+            let mut socket = tokio::net::TcpStream::connect(&addr)
+                .await
+                .expect("connect");
+            let request = format!(
+                "GET {target} HTTP/1.1\r\nhost: {addr}\r\napollo-require-preflight: true\r\n\r\n"
+            );
+            // The server may answer and close before taking it all.
+            let _ = socket.write_all(request.as_bytes()).await;
+            let mut answer = Vec::new();
+            tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                socket.read_to_end(&mut answer),
+            )
+            .await
+            .expect("answered and closed within 10 s")
+            .expect("read");
+            let answer = String::from_utf8(answer).expect("UTF-8");
+            let (head, body) = answer.split_once("\r\n\r\n").expect("a response head");
+            assert!(head.contains("content-type: application/json"), "{head}");
+            let body: Value = serde_json::from_str(body).expect("a JSON body");
+            (head.to_owned(), body)
+        }
+    };
+    let (head, body) = raw(long_get_target(70 * 1024)).await;
+    assert!(head.starts_with("HTTP/1.1 414 "), "{head}");
+    assert_eq!(
+        body,
+        json!({"errors": [{
+            "message": "the request URI is longer than 65534 bytes, the most the HTTP server reads whatever limits.max_body_bytes says; send the operation with POST",
+            "extensions": {"code": "PAYLOAD_TOO_LARGE"}
+        }]})
+    );
+    let reply = support::request(&env.client, "GET", &long, &headers, Vec::new()).await;
+    assert_eq!(reply.status, 200);
+}

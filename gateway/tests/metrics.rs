@@ -448,3 +448,68 @@ async fn a_request_cut_by_the_timeout_counts_as_timeout() {
     );
     held.abort();
 }
+
+/// A client sending 10,000 distinct operation names (each once, a plan-cache miss
+/// each) fills the label slots and no more; a frequent operation arriving after it
+/// still gets a label of its own, and the series stay bounded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn distinct_operation_names_cannot_use_up_the_labels() {
+    let (_subgraphs, text) = support::fixture_subgraphs("keys").await;
+    let supergraph = Supergraph::parse(&text).expect("supergraph");
+    let gateway = Arc::new(Gateway::with_config(
+        Arc::new(Config::default()),
+        supergraph,
+    ));
+    let base = serve(gateway).await;
+    let url = format!("{base}/graphql");
+    let client = support::client();
+    let mut senders = tokio::task::JoinSet::new();
+    for first in 0..8 {
+        let (client, url) = (client.clone(), url.clone());
+        senders.spawn(async move {
+            for i in (first..10_000).step_by(8) {
+                let query = format!("query Spam{i} {{ __typename }}");
+                let reply = support::post_graphql(&client, &url, &query, json!({})).await;
+                assert_eq!(reply.status, 200);
+            }
+        });
+    }
+    while let Some(done) = senders.join_next().await {
+        done.expect("a sender");
+    }
+    for _ in 0..20 {
+        let reply =
+            support::post_graphql(&client, &url, "query Legit { __typename }", json!({})).await;
+        assert_eq!(reply.status, 200);
+    }
+    // Legit's 8th request took the label of a name sent once, whose series left the
+    // registry, its one request moved to (other); Legit counts from then on. The last request is
+    // counted as its answer goes out: wait for it.
+    let legit = [("operation", "Legit"), ("outcome", "ok")];
+    let mut m = scrape(&client, &base).await;
+    for _ in 0..100 {
+        if value(&m, "graphfleet_graphql_requests_total", &legit) == Some(13.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        m = scrape(&client, &base).await;
+    }
+    assert_eq!(
+        value(&m, "graphfleet_graphql_requests_total", &legit),
+        Some(13.0)
+    );
+    let requests = series(&m, "graphfleet_graphql_requests_total");
+    let total: f64 = requests.iter().map(|(_, v)| v).sum();
+    assert_eq!(total, 10_020.0);
+    let operations: std::collections::BTreeSet<&str> = requests
+        .iter()
+        .flat_map(|(labels, _)| labels.iter())
+        .filter(|(k, _)| k == "operation")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    assert!(operations.contains("Legit"), "{operations:?}");
+    assert!(operations.contains("(other)"), "{operations:?}");
+    // 100 names and (other), one outcome each.
+    assert_eq!(operations.len(), 101, "{operations:?}");
+    assert_eq!(requests.len(), 101);
+}

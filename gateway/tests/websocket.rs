@@ -255,3 +255,45 @@ async fn a_client_flooding_subscribes_without_reading_is_disconnected() {
     let next: Value = receive(&mut fresh).await;
     assert_eq!(next["type"], "next", "{next}");
 }
+
+/// Opens a socket whose upgrade says it was forwarded for `client`.
+async fn connect_for(ws: &str, client: &str) -> Result<support::ws::Socket, String> {
+    let mut request = support::ws::request(ws, "graphql-transport-ws");
+    let headers = request.headers_mut();
+    headers.insert("x-forwarded-for", client.parse().expect("header value"));
+    tokio_tungstenite::connect_async(request)
+        .await
+        .map(|(socket, _)| socket)
+        .map_err(|e| e.to_string())
+}
+
+/// Behind a trusted proxy (the test's own 127.0.0.1) each client named in
+/// `X-Forwarded-For` has its own WebSocket quota; from an untrusted peer the header is
+/// the client's word and ignored: every socket counts against the peer.
+#[tokio::test]
+async fn clients_behind_a_trusted_proxy_get_their_own_quota() {
+    let config = |trusted: &str| {
+        let mut config = Config::default();
+        config.subscriptions.max_connections_per_client = 1;
+        config.traffic.trusted_proxies = vec![trusted.to_owned()];
+        config
+    };
+    let (_subgraphs, ws, _) = gateway(config("127.0.0.1")).await;
+    let _a = connect_for(&ws, "203.0.113.1").await.expect("client A");
+    let refused = connect_for(&ws, "198.51.100.7, 203.0.113.1")
+        .await
+        .expect_err("A's second socket is refused, whatever A wrote before it");
+    assert!(refused.contains("429"), "{refused}");
+    let _b = connect_for(&ws, "203.0.113.2")
+        .await
+        .expect("client B has its own quota");
+
+    let (_subgraphs, ws, _) = gateway(config("10.0.0.0/8")).await;
+    let _a = connect_for(&ws, "203.0.113.1")
+        .await
+        .expect("the peer's first");
+    let refused = connect_for(&ws, "203.0.113.2")
+        .await
+        .expect_err("an untrusted peer's X-Forwarded-For is ignored");
+    assert!(refused.contains("429"), "{refused}");
+}

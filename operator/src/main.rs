@@ -70,6 +70,10 @@ struct Args {
     /// Image of the Gatling load-generator Jobs of LoadTests with `executor: gatling`.
     #[arg(long, env = "GRAPHFLEET_GATLING_IMAGE", default_value = graphfleet_operator::resources::loadtest::DEFAULT_GATLING_IMAGE)]
     gatling_image: String,
+    /// PEM bundle of CA certificates trusted for `https://` Subgraph introspection, in
+    /// addition to the system store (SSL_CERT_FILE, SSL_CERT_DIR) and the webpki roots.
+    #[arg(long, env = "GRAPHFLEET_INTROSPECTION_CA_FILE")]
+    introspection_ca_file: Option<std::path::PathBuf>,
     /// Concurrent reconciles per controller.
     #[arg(long, env = "GRAPHFLEET_CONCURRENCY", default_value_t = 4)]
     concurrency: u16,
@@ -114,6 +118,11 @@ async fn termination() {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    if let Some(path) = &args.introspection_ca_file {
+        // A bad CA bundle stops the operator here rather than failing introspection later.
+        graphfleet_operator::subgraph_sdl::Introspector::new(Some(path))
+            .map_err(|why| anyhow::anyhow!("--introspection-ca-file: {why}"))?;
+    }
     let telemetry = telemetry::init(
         matches!(args.log_format, LogFormat::Json),
         args.otlp_endpoint.as_deref(),
@@ -189,6 +198,7 @@ async fn run(args: Args) -> anyhow::Result<()> {
         gatling_image: args.gatling_image.clone(),
         admin_address: Default::default(),
         usage_refresh: Duration::from_secs(args.usage_refresh_seconds.max(1)),
+        introspection_ca_file: args.introspection_ca_file.clone(),
     };
     let (stop, stopped) = oneshot::channel::<()>();
     let controllers = tokio::spawn(controller::run(client, metrics, settings, async {

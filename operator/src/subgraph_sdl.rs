@@ -1,5 +1,7 @@
 //! Loading a Subgraph's SDL from its source: inline, a ConfigMap key, or `_service { sdl }`.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -9,6 +11,8 @@ use hyper_util::client::legacy::{Client as HttpClient, connect::HttpConnector};
 use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::{Api, ResourceExt};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
 
 use graphfleet_api::Subgraph;
 
@@ -56,6 +60,27 @@ impl SchemaError {
     }
 }
 
+/// An error and its causes, each said once: hyper's "client error (Connect)" alone
+/// hides that the subgraph's certificate was refused.
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = e.source();
+    }
+    if text.contains("invalid peer certificate") {
+        text.push_str(
+            " (trust its CA with the operator's --introspection-ca-file or SSL_CERT_FILE)",
+        );
+    }
+    text
+}
+
 /// HTTP(S) client for `_service { sdl }` introspection.
 #[derive(Clone)]
 pub struct Introspector {
@@ -64,21 +89,51 @@ pub struct Introspector {
 
 impl Default for Introspector {
     fn default() -> Self {
-        Self::new()
+        Self::new(None).expect("no extra roots: nothing for rustls to refuse")
     }
 }
 
 impl Introspector {
-    pub fn new() -> Self {
+    /// A client trusting the system store (which honours `SSL_CERT_FILE` and
+    /// `SSL_CERT_DIR`), the webpki roots (for images without a CA bundle) and the CAs
+    /// of `ca_file` (`--introspection-ca-file`), as the gateway trusts subgraphs.
+    pub fn new(ca_file: Option<&Path>) -> Result<Self, String> {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        let native = rustls_native_certs::load_native_certs();
+        for error in &native.errors {
+            tracing::warn!(%error, "reading the system's CA certificates");
+        }
+        roots.add_parsable_certificates(native.certs);
+        if let Some(path) = ca_file {
+            let certs = CertificateDer::pem_file_iter(path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("{}: not valid PEM: {e}", path.display()))?;
+            if certs.is_empty() {
+                return Err(format!("{}: no certificate in it", path.display()));
+            }
+            for cert in certs {
+                roots
+                    .add(cert)
+                    .map_err(|e| format!("{}: not a usable CA: {e}", path.display()))?;
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("ring supports the default TLS versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_webpki_roots(rustls::crypto::ring::default_provider())
-            .expect("ring supports the default TLS versions")
+            .with_tls_config(tls)
             .https_or_http()
             .enable_http1()
             .build();
-        Self {
+        Ok(Self {
             client: HttpClient::builder(TokioExecutor::new()).build(https),
-        }
+        })
     }
 
     /// Fetches the subgraph's SDL via `_service { sdl }`, bounded by `timeout`.
@@ -115,7 +170,7 @@ impl Introspector {
             .client
             .request(request)
             .await
-            .map_err(|e| failed(format!("request failed: {e}")))?;
+            .map_err(|e| failed(format!("request failed: {}", with_causes(&e))))?;
         let status = response.status();
         let body = Limited::new(response.into_body(), MAX_INTROSPECTION_BYTES)
             .collect()
@@ -265,5 +320,93 @@ mod tests {
     fn non_json_is_reported() {
         let err = parse_service_response(b"<html>").expect_err("not json");
         assert!(err.starts_with("response is not JSON"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod tls_tests {
+    use super::{Introspector, SchemaError};
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A subgraph answering `_service { sdl }` over HTTPS with a certificate for
+    /// 127.0.0.1 signed by a CA made here: its URL and the CA's PEM.
+    async fn https_subgraph() -> (String, String) {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&ca_key).expect("self-signed CA");
+        let issuer = rcgen::Issuer::new(params, ca_key);
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .expect("server params")
+            .signed_by(&key, &issuer)
+            .expect("signed");
+        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .expect("server config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client refusing the certificate ends the handshake.
+                    let Ok(stream) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(|_| async {
+                        let sdl = r#"{"data":{"_service":{"sdl":"type Query { a: Int }"}}}"#;
+                        let body =
+                            http_body_util::Full::new(bytes::Bytes::from_static(sdl.as_bytes()));
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+            }
+        });
+        (format!("https://{addr}/graphql"), ca.pem())
+    }
+
+    #[tokio::test]
+    async fn an_https_subgraph_is_trusted_through_the_ca_file_and_refused_clearly_without() {
+        let (url, ca) = https_subgraph().await;
+        let ca_file = std::env::temp_dir().join(format!(
+            "graphfleet-introspection-ca-{}.pem",
+            std::process::id()
+        ));
+        std::fs::write(&ca_file, ca).expect("write the CA");
+        let timeout = Duration::from_secs(10);
+        let trusting = Introspector::new(Some(&ca_file)).expect("a client");
+        let sdl = trusting
+            .fetch_sdl(&url, timeout)
+            .await
+            .expect("introspected");
+        assert_eq!(sdl, "type Query { a: Int }");
+        let refused = Introspector::default().fetch_sdl(&url, timeout).await;
+        let Err(SchemaError::Introspection { reason, .. }) = refused else {
+            panic!("refused without the CA: {refused:?}");
+        };
+        assert_eq!(
+            reason,
+            "request failed: client error (Connect): invalid peer certificate: UnknownIssuer (trust its CA with the operator's --introspection-ca-file or SSL_CERT_FILE)"
+        );
+        let missing = Introspector::new(Some(&ca_file.with_extension("missing")));
+        assert!(missing.err().is_some_and(|e| e.starts_with("cannot read ")));
+        let _ = std::fs::remove_file(&ca_file);
     }
 }

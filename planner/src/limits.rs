@@ -14,6 +14,9 @@ pub struct OperationLimits {
     pub max_height: Option<u32>,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
+    /// Most values (object entries and list items) an introspection answer may hold,
+    /// counted before it runs.
+    pub max_introspection_values: Option<u32>,
 }
 
 impl Default for OperationLimits {
@@ -25,6 +28,7 @@ impl Default for OperationLimits {
             max_tokens: None,
             max_height: None,
             introspection: true,
+            max_introspection_values: None,
         }
     }
 }

@@ -8,10 +8,9 @@
 
 use super::buffers::Pool;
 use super::keys::{KeyId, KeyTable};
+use apollo_compiler::response::JsonValue;
 use bytes::Bytes;
 use rustc_hash::FxHashMap;
-use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
-use std::fmt;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ObjId(pub u32);
@@ -384,126 +383,57 @@ impl Source<'_> {
     }
 }
 
-const TOO_LARGE: &str = "more than 2^32 list items or bytes of text";
-
-/// Deserializes one JSON value into the store; object keys are resolved against the
-/// plan's key table and keys the plan never asked for are skipped. For JSON the gateway
-/// made itself (introspection); subgraph bodies go through [`super::parse`].
-pub struct ValueSeed<'a> {
-    pub store: &'a mut Store,
-    pub keys: &'a KeyTable,
-}
-
-impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
-    type Value = Value;
-
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        d.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for ValueSeed<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("a JSON value")
-    }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_none<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
-    }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Int(v))
-    }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(match i64::try_from(v) {
-            Ok(i) => Value::Int(i),
-            Err(_) => Value::UInt(v),
-        })
-    }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::Float(v))
-    }
-    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Value, E> {
-        self.store.add_string(v).map_err(|_| E::custom(TOO_LARGE))
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mark = self.store.items.len();
-        loop {
-            let seed = ValueSeed {
-                store: &mut *self.store,
-                keys: self.keys,
-            };
-            match seq.next_element_seed(seed) {
-                Ok(Some(v)) => self.store.items.push(v),
-                Ok(None) => break,
-                Err(e) => {
-                    self.store.items.truncate(mark);
-                    return Err(e);
+impl Store {
+    /// Stores a JSON value the gateway made itself (introspection) by walking it: object
+    /// keys are resolved against the plan's key table, and keys the plan never asked
+    /// for are kept aside as in a subgraph answer. No text is re-read, so the nesting
+    /// has no parser's limit: the operation's depth limit bounds it.
+    pub fn add_json(&mut self, value: &JsonValue, keys: &KeyTable) -> Result<Value, ArenaFull> {
+        Ok(match value {
+            JsonValue::Null => Value::Null,
+            JsonValue::Bool(b) => Value::Bool(*b),
+            JsonValue::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Value::Int(i)
+                } else if let Some(u) = n.as_u64() {
+                    Value::UInt(u)
+                } else {
+                    Value::Float(n.as_f64().unwrap_or(f64::NAN))
                 }
             }
-        }
-        self.store
-            .list_from_stack(mark)
-            .map_err(|_| serde::de::Error::custom(TOO_LARGE))
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mark = self.store.fields.len();
-        let mut extra = Vec::new();
-        let parsed = loop {
-            let key = match map.next_key_seed(KeySeed(self.keys)) {
-                Ok(Some(key)) => key,
-                Ok(None) => break Ok(()),
-                Err(e) => break Err(e),
-            };
-            let seed = ValueSeed {
-                store: &mut *self.store,
-                keys: self.keys,
-            };
-            match (key, map.next_value_seed(seed)) {
-                (Key::Known(k), Ok(v)) => self.store.fields.push((k, v)),
-                (Key::Unknown(name), Ok(v)) => extra.push((name, v)),
-                (_, Err(e)) => break Err(e),
+            JsonValue::String(s) => self.add_string(s.as_str())?,
+            JsonValue::Array(items) => {
+                let mark = self.items.len();
+                for item in items {
+                    match self.add_json(item, keys) {
+                        Ok(v) => self.items.push(v),
+                        Err(full) => {
+                            self.items.truncate(mark);
+                            return Err(full);
+                        }
+                    }
+                }
+                self.list_from_stack(mark)?
             }
-        };
-        if let Err(e) = parsed {
-            self.store.fields.truncate(mark);
-            return Err(e);
-        }
-        let fields = self.store.fields.drain(mark..).collect();
-        Ok(Value::Object(self.store.alloc(Object { fields, extra })))
-    }
-}
-
-enum Key {
-    Known(KeyId),
-    Unknown(Box<str>),
-}
-
-/// Resolves an object key to its interned id; allocates only for unknown keys.
-struct KeySeed<'a>(&'a KeyTable);
-
-impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
-    type Value = Key;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
-        d.deserialize_str(self)
-    }
-}
-
-impl<'de> Visitor<'de> for KeySeed<'_> {
-    type Value = Key;
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object key")
-    }
-    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(match self.0.get(v) {
-            Some(k) => Key::Known(k),
-            None => Key::Unknown(v.into()),
+            JsonValue::Object(map) => {
+                let mark = self.fields.len();
+                let mut extra = Vec::new();
+                for (key, item) in map {
+                    let v = match self.add_json(item, keys) {
+                        Ok(v) => v,
+                        Err(full) => {
+                            self.fields.truncate(mark);
+                            return Err(full);
+                        }
+                    };
+                    match keys.get(key.as_str()) {
+                        Some(k) => self.fields.push((k, v)),
+                        None => extra.push((key.as_str().into(), v)),
+                    }
+                }
+                let fields = self.fields.drain(mark..).collect();
+                Value::Object(self.alloc(Object { fields, extra }))
+            }
         })
     }
 }

@@ -5,9 +5,13 @@
 use arc_swap::ArcSwap;
 use bytes::Bytes;
 use graphfleet_config::JwksSource;
+use graphfleet_executor::transport::TlsSettings;
 use http_body_util::{BodyExt, Empty, Limited};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey};
+use rustls::pki_types::CertificateDer;
+use rustls::pki_types::pem::PemObject;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -113,6 +117,8 @@ fn key(raw: serde_json::Value) -> Result<Key, String> {
 /// The keys of one source, swapped whole on each successful read.
 pub struct Source {
     config: JwksSource,
+    /// A URL source's HTTP client, trusting its `ca_file` besides the default roots.
+    client: Option<Client>,
     pub keys: ArcSwap<Vec<Key>>,
     /// Set once the first read was attempted (URL sources read on first use).
     started: tokio::sync::OnceCell<()>,
@@ -132,7 +138,15 @@ impl Drop for Source {
 impl Source {
     /// A source; a file is read now (so a bad path shows at startup, in the log).
     pub fn new(config: JwksSource) -> Arc<Self> {
+        let client = config.url.as_ref().map(|_| {
+            client(config.ca_file.as_deref()).unwrap_or_else(|why| {
+                // Checked at start-up: only a file changed since can fail here.
+                tracing::error!("authentication.jwks: {why}; trusting the default roots only");
+                client(None).expect("no extra roots: nothing for rustls to refuse")
+            })
+        });
         let source = Arc::new(Self {
+            client,
             config,
             keys: ArcSwap::from_pointee(Vec::new()),
             started: tokio::sync::OnceCell::new(),
@@ -190,10 +204,10 @@ impl Source {
     }
 
     async fn refresh(&self) {
-        let read = match (&self.config.file, &self.config.url) {
-            (Some(path), _) => read_file(path),
-            (None, Some(url)) => fetch(url).await,
-            (None, None) => return,
+        let read = match (&self.config.file, &self.config.url, &self.client) {
+            (Some(path), _, _) => read_file(path),
+            (None, Some(url), Some(client)) => fetch(url, client).await,
+            _ => return,
         };
         match read {
             Ok(keys) => {
@@ -228,30 +242,81 @@ type Client = hyper_util::client::legacy::Client<
     Empty<Bytes>,
 >;
 
-fn client() -> &'static Client {
-    static CLIENT: std::sync::OnceLock<Client> = std::sync::OnceLock::new();
-    CLIENT.get_or_init(|| {
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
-            .https_or_http()
-            .enable_http1()
-            .build();
+/// An HTTP(S) client trusting the system store (which honours `SSL_CERT_FILE` and
+/// `SSL_CERT_DIR`), the webpki roots and the CAs of `ca_file`, like the subgraphs'.
+fn client(ca_file: Option<&Path>) -> Result<Client, String> {
+    let extra_roots = match ca_file {
+        Some(path) => ca_certificates(path)?,
+        None => Vec::new(),
+    };
+    let settings = TlsSettings {
+        extra_roots,
+        identity: None,
+    };
+    let tls = settings
+        .default_client_config()
+        .map_err(|e| match ca_file {
+            Some(path) => format!("{}: not a usable CA bundle: {e}", path.display()),
+            None => e.to_string(),
+        })?;
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .build();
+    Ok(
         hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-            .build(https)
-    })
+            .build(https),
+    )
 }
 
-async fn fetch(url: &str) -> Result<Vec<Key>, String> {
+/// Every certificate of a PEM bundle; at least one.
+pub fn ca_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{}: not valid PEM: {e}", path.display()))?;
+    if certs.is_empty() {
+        return Err(format!(
+            "{}: no certificate in it (expected PEM \"BEGIN CERTIFICATE\" blocks)",
+            path.display()
+        ));
+    }
+    Ok(certs)
+}
+
+/// An error and its causes, each said once: hyper's "client error (Connect)" alone
+/// hides that the certificate was refused.
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let more = e.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        cause = e.source();
+    }
+    if text.contains("invalid peer certificate") {
+        text.push_str(
+            " (trust its CA with authentication.jwks[].ca_file, or SSL_CERT_FILE for the whole gateway)",
+        );
+    }
+    text
+}
+
+async fn fetch(url: &str, client: &Client) -> Result<Vec<Key>, String> {
     let uri: http::Uri = url.parse().map_err(|e| format!("{url:?}: {e}"))?;
     let request = http::Request::get(uri)
         .header(http::header::ACCEPT, "application/json")
         .body(Empty::new())
         .map_err(|e| format!("{url}: {e}"))?;
     let read = async {
-        let response = client()
+        let response = client
             .request(request)
             .await
-            .map_err(|e| format!("cannot fetch {url}: {e}"))?;
+            .map_err(|e| format!("cannot fetch {url}: {}", with_causes(&e)))?;
         if !response.status().is_success() {
             return Err(format!("{url} answered {}", response.status()));
         }
@@ -309,5 +374,88 @@ mod tests {
             .err()
             .expect("an error");
         assert!(err.starts_with("/keys/jwks.json is not a JWKS"), "{err}");
+    }
+}
+
+#[cfg(test)]
+mod https_tests {
+    use super::*;
+    use rustls::pki_types::PrivateKeyDer;
+
+    const JWKS: &str = r#"{"keys":[{"kty":"EC","crv":"P-256","kid":"ec","alg":"ES256",
+        "x":"f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+        "y":"x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0"}]}"#;
+
+    /// A JWKS served over HTTPS with a certificate for 127.0.0.1 signed by a CA made
+    /// here; its URL and the CA's PEM.
+    async fn https_jwks() -> (String, String) {
+        let ca_key = rcgen::KeyPair::generate().expect("CA key");
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        let ca = params.self_signed(&ca_key).expect("self-signed CA");
+        let issuer = rcgen::Issuer::new(params, ca_key);
+        let key = rcgen::KeyPair::generate().expect("server key");
+        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
+            .expect("server params")
+            .signed_by(&key, &issuer)
+            .expect("signed");
+        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("TLS versions")
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![leaf.der().clone()],
+            PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .expect("server config");
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("address");
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    // A client refusing the certificate ends the handshake.
+                    let Ok(stream) = acceptor.accept(stream).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(|_| async {
+                        let body = http_body_util::Full::new(Bytes::from_static(JWKS.as_bytes()));
+                        Ok::<_, std::convert::Infallible>(hyper::Response::new(body))
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(io, service)
+                        .await;
+                });
+            }
+        });
+        (format!("https://{addr}/jwks.json"), ca.pem())
+    }
+
+    #[tokio::test]
+    async fn an_https_jwks_is_trusted_through_its_ca_file_and_refused_clearly_without() {
+        let (url, ca) = https_jwks().await;
+        let ca_file =
+            std::env::temp_dir().join(format!("graphfleet-jwks-ca-{}.pem", std::process::id()));
+        std::fs::write(&ca_file, ca).expect("write the CA");
+        let trusting = client(Some(&ca_file)).expect("a client");
+        let keys = fetch(&url, &trusting).await.expect("fetched");
+        assert_eq!(keys.len(), 1);
+        let refused = fetch(&url, &client(None).expect("a client"))
+            .await
+            .err()
+            .expect("refused without the CA");
+        assert_eq!(
+            refused,
+            format!(
+                "cannot fetch {url}: client error (Connect): invalid peer certificate: UnknownIssuer (trust its CA with authentication.jwks[].ca_file, or SSL_CERT_FILE for the whole gateway)"
+            )
+        );
+        let _ = std::fs::remove_file(&ca_file);
     }
 }

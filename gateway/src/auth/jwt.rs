@@ -319,6 +319,7 @@ mod tests {
                 file: Some("/nonexistent/jwks.json".into()),
                 url: None,
                 refresh_interval: std::time::Duration::from_secs(60),
+                ca_file: None,
             }],
             header,
             cookie: cookie.map(str::to_owned),

@@ -64,6 +64,7 @@ pub fn operation_limits(limits: &LimitsConfig) -> graphfleet_planner::OperationL
         max_tokens: limits.max_tokens,
         max_height: limits.max_height,
         introspection: limits.introspection,
+        max_introspection_values: limits.max_introspection_values,
     }
 }
 

@@ -1,5 +1,6 @@
-//! The TLS settings' PEM files read at start-up (listener and subgraphs); an unreadable
-//! or unusable file is a configuration error naming the setting and the file.
+//! The TLS settings' PEM files read at start-up (listener, subgraphs, the CAs of JWKS
+//! URLs); an unreadable or unusable file is a configuration error naming the setting
+//! and the file.
 
 use graphfleet_config::{Config, ListenerTlsConfig, SubgraphTlsConfig};
 use graphfleet_executor::transport::{ClientIdentity, TlsSettings};
@@ -132,6 +133,13 @@ pub(crate) fn validate(config: &Config, report: &mut impl FnMut(&[&str], String)
             && let Err((key, why)) = load(tls)
         {
             report(&["subgraphs", name, "tls", key], why);
+        }
+    }
+    for (i, source) in config.authentication.jwks.iter().enumerate() {
+        if let Some(path) = &source.ca_file
+            && let Err(why) = ca_certificates(path)
+        {
+            report(&["authentication", "jwks", &i.to_string(), "ca_file"], why);
         }
     }
 }

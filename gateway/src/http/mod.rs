@@ -20,9 +20,11 @@ use std::sync::Arc;
 mod admin;
 mod admission;
 mod body;
+mod client_addr;
 mod csrf;
 mod decode;
 mod dispatch;
+mod head_errors;
 pub mod headers;
 mod idle;
 mod layers;
@@ -211,7 +213,11 @@ async fn request_meta<T: Transport>(
         claims,
         incremental: how.incremental,
         stream: how.stream,
-        client: req.extensions().get::<ClientAddr>().map(|a| a.0),
+        // Behind a trusted proxy, the client it names (the quotas are per client).
+        client: req
+            .extensions()
+            .get::<ClientAddr>()
+            .map(|a| client_addr::client_of(&gateway.trusted_proxies, a.0, req.headers())),
     })
 }
 

@@ -9,6 +9,7 @@
 
 use super::admission::{Admission, Admitted};
 use super::handle;
+use super::head_errors::{ExplainHeadErrors, MAX_HEAD_BYTES, MAX_URI_BYTES};
 use super::idle::{Activity, Tracked};
 use super::layers::HttpLayers;
 use crate::gateway::Gateway;
@@ -356,12 +357,20 @@ where
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(header_read_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
+    // A GET's query string may be as long over HTTP/2 as over HTTP/1 (h2's default
+    // header list is 16 KiB): the longest URI and 16 KiB of other headers.
+    builder
+        .http2()
+        .max_header_list_size(H2_MAX_HEADER_LIST_BYTES);
     builder
         // Upgrades: WebSocket subscriptions take the connection over.
-        .serve_connection_with_upgrades(TokioIo::new(io), service)
+        .serve_connection_with_upgrades(TokioIo::new(ExplainHeadErrors::new(io)), service)
         .into_owned()
 }
+
+const H2_MAX_HEADER_LIST_BYTES: u32 = (MAX_URI_BYTES + 16 * 1024) as u32;
 
 /// `age` shortened by up to a tenth, differently per connection, so connections opened
 /// together (a client's pool) do not all reconnect on the same request.

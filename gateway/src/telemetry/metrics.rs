@@ -4,20 +4,16 @@
 //! The hot path only touches pre-resolved handles (atomics): per-operation handles are
 //! resolved once per cached operation, per-subgraph handles once per supergraph.
 
+use super::labels::{Families, Labels, Series};
+pub use super::labels::{OperationMetrics, RequestOutcome};
 use crate::executor::metrics::{FetchMetrics, SubgraphHandles};
 use parking_lot::Mutex;
 use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
-    Registry, TextEncoder,
+    HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
-use rustc_hash::FxHashMap;
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
-/// Distinct operation names given their own label; later names share [`OTHER`].
-const MAX_OPERATION_LABELS: usize = 100;
-/// Label of validated operations past [`MAX_OPERATION_LABELS`] distinct names.
-const OTHER: &str = "(other)";
 /// Label of validated operations without a name.
 const ANONYMOUS: &str = "(anonymous)";
 /// Label of requests that never reached a validated operation (their name is untrusted).
@@ -27,70 +23,6 @@ pub const INVALID: &str = "(invalid)";
 const REQUEST_BUCKETS: &[f64] = &[
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
 ];
-
-/// How a GraphQL request ended, as the `outcome` label.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestOutcome {
-    /// Executed without errors.
-    Ok,
-    /// Executed; the response carries field errors (a subgraph failed or returned errors).
-    FieldErrors,
-    /// Parse, validation, limit, variable or planning error: nothing executed.
-    RequestError,
-    /// Cut off by the request timeout.
-    Timeout,
-    /// Dropped before the timeout (the client went away).
-    Cancelled,
-    /// No supergraph loaded yet.
-    NotReady,
-}
-
-impl RequestOutcome {
-    const COUNT: usize = 6;
-
-    pub fn label(self) -> &'static str {
-        match self {
-            RequestOutcome::Ok => "ok",
-            RequestOutcome::FieldErrors => "field_errors",
-            RequestOutcome::RequestError => "request_error",
-            RequestOutcome::Timeout => "timeout",
-            RequestOutcome::Cancelled => "cancelled",
-            RequestOutcome::NotReady => "not_ready",
-        }
-    }
-}
-
-/// Counter and histogram handles of one operation label, resolved per outcome on first
-/// use (so outcomes that never happen export no series).
-pub struct OperationMetrics {
-    label: String,
-    requests: IntCounterVec,
-    durations: HistogramVec,
-    handles: [OnceLock<(IntCounter, Histogram)>; RequestOutcome::COUNT],
-    costs: HistogramVec,
-    cost: OnceLock<Histogram>,
-}
-
-impl OperationMetrics {
-    pub fn record(&self, outcome: RequestOutcome, elapsed: Duration) {
-        let (count, duration) = self.handles[outcome as usize].get_or_init(|| {
-            let labels = [self.label.as_str(), outcome.label()];
-            (
-                self.requests.with_label_values(&labels),
-                self.durations.with_label_values(&labels),
-            )
-        });
-        count.inc();
-        duration.observe(elapsed.as_secs_f64());
-    }
-
-    /// Record a demand-control cost estimate of this operation.
-    pub fn record_cost(&self, estimate: f64) {
-        self.cost
-            .get_or_init(|| self.costs.with_label_values(&[self.label.as_str()]))
-            .observe(estimate);
-    }
-}
 
 /// Buckets of `graphfleet_operation_estimated_cost` (demand control).
 const COST_BUCKETS: &[f64] = &[
@@ -139,9 +71,6 @@ impl Drop for InFlight {
 
 pub struct Metrics {
     registry: Registry,
-    requests: IntCounterVec,
-    request_duration: HistogramVec,
-    estimated_cost: HistogramVec,
     fetches: IntCounterVec,
     fetch_errors: IntCounterVec,
     fetch_duration: HistogramVec,
@@ -151,7 +80,8 @@ pub struct Metrics {
     /// The hash `supergraph_info` carries; serialises its updates.
     supergraph_hash: Mutex<Option<String>>,
     reloads: IntCounterVec,
-    operations: Mutex<FxHashMap<String, Arc<OperationMetrics>>>,
+    labels: Arc<Labels>,
+    anonymous: Arc<Series>,
     invalid: Arc<OperationMetrics>,
     pub subscriptions: SubscriptionMetrics,
 }
@@ -322,17 +252,16 @@ impl Metrics {
                 .register(collector)
                 .expect("metric names are unique");
         }
-        let invalid = Arc::new(resolve_operation(
-            &requests,
-            &request_duration,
-            &estimated_cost,
-            INVALID,
-        ));
+        let families = Families {
+            requests,
+            durations: request_duration,
+            costs: estimated_cost,
+        };
+        let invalid = Arc::new(OperationMetrics::fixed(Series::new(
+            INVALID, &families, true,
+        )));
         Self {
             registry,
-            requests,
-            request_duration,
-            estimated_cost,
             fetches,
             fetch_errors,
             fetch_duration,
@@ -341,35 +270,20 @@ impl Metrics {
             supergraph_info,
             supergraph_hash: Mutex::new(None),
             reloads,
-            operations: Mutex::new(FxHashMap::default()),
+            anonymous: Series::new(ANONYMOUS, &families, true),
+            labels: Labels::new(families),
             invalid,
             subscriptions,
         }
     }
 
-    /// Handles for a validated operation (`None`: anonymous). Names past the bound share
-    /// one label, so clients cannot grow the series without limit.
+    /// Handles for a newly cached validated operation (`None`: anonymous); its name's
+    /// label is bounded and recycled (see [`super::labels`]).
     pub fn operation(&self, name: Option<&str>) -> Arc<OperationMetrics> {
-        let name = name.unwrap_or(ANONYMOUS);
-        let mut ops = self.operations.lock();
-        if let Some(handles) = ops.get(name) {
-            return handles.clone();
-        }
-        let label = if name == ANONYMOUS || ops.len() < MAX_OPERATION_LABELS {
-            name
-        } else {
-            OTHER
-        };
-        let handles = ops.get(label).cloned().unwrap_or_else(|| {
-            Arc::new(resolve_operation(
-                &self.requests,
-                &self.request_duration,
-                &self.estimated_cost,
-                label,
-            ))
-        });
-        ops.insert(label.to_owned(), handles.clone());
-        handles
+        Arc::new(match name {
+            Some(name) => self.labels.operation(name),
+            None => OperationMetrics::fixed(self.anonymous.clone()),
+        })
     }
 
     /// Handles for requests that never had a validated operation.
@@ -432,52 +346,72 @@ impl Metrics {
     }
 }
 
-fn resolve_operation(
-    requests: &IntCounterVec,
-    durations: &HistogramVec,
-    costs: &HistogramVec,
-    label: &str,
-) -> OperationMetrics {
-    OperationMetrics {
-        label: label.to_owned(),
-        requests: requests.clone(),
-        durations: durations.clone(),
-        handles: Default::default(),
-        costs: costs.clone(),
-        cost: OnceLock::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn operation_labels_are_bounded() {
-        let metrics = Metrics::new();
-        for i in 0..MAX_OPERATION_LABELS + 50 {
-            metrics
-                .operation(Some(&format!("Op{i}")))
-                .record(RequestOutcome::Ok, Duration::ZERO);
-        }
-        metrics
-            .operation(None)
-            .record(RequestOutcome::Ok, Duration::ZERO);
+    use crate::telemetry::labels::{MAX_OPERATION_LABELS, OTHER, PROMOTE_AFTER};
+    use std::collections::BTreeSet;
+    use std::time::Duration;
+
+    /// The operation labels of `graphfleet_graphql_requests_total`, and its series.
+    fn labelled(metrics: &Metrics) -> (BTreeSet<String>, usize) {
         let text = metrics.encode();
-        let labelled: std::collections::BTreeSet<&str> = text
+        let series: Vec<&str> = text
             .lines()
             .filter(|l| l.starts_with("graphfleet_graphql_requests_total{"))
-            .filter_map(|l| l.split("operation=\"").nth(1)?.split('"').next())
             .collect();
-        assert!(labelled.contains(OTHER), "{text}");
-        assert!(labelled.contains(ANONYMOUS), "{text}");
-        assert!(labelled.contains("Op0"), "{text}");
-        assert!(!labelled.contains("Op149"), "{text}");
-        // At most the bound, plus INVALID, ANONYMOUS and OTHER.
-        assert!(
-            labelled.len() <= MAX_OPERATION_LABELS + 3,
-            "{}",
-            labelled.len()
-        );
+        let labels = series
+            .iter()
+            .filter_map(|l| l.split("operation=\"").nth(1)?.split('"').next())
+            .map(str::to_owned)
+            .collect();
+        (labels, series.len())
+    }
+
+    fn ok(op: &OperationMetrics) {
+        op.record(RequestOutcome::Ok, Duration::ZERO);
+    }
+
+    #[test]
+    fn operation_labels_are_bounded_and_recycled() {
+        let metrics = Metrics::new();
+        // 10,000 names once each: the first fill the slots, the rest count as (other).
+        for i in 0..10_000 {
+            ok(&metrics.operation(Some(&format!("Op{i}"))));
+        }
+        ok(&metrics.operation(None));
+        let (labels, series) = labelled(&metrics);
+        assert!(labels.contains(OTHER) && labels.contains(ANONYMOUS));
+        assert!(labels.contains("Op0") && !labels.contains("Op9999"));
+        assert_eq!(labels.len(), MAX_OPERATION_LABELS + 2);
+        assert_eq!(series, labels.len());
+
+        // A frequent operation arriving after them gets a label of its own.
+        let legit = metrics.operation(Some("Legit"));
+        for _ in 0..PROMOTE_AFTER {
+            ok(&legit);
+        }
+        let (labels, _) = labelled(&metrics);
+        assert!(labels.contains("Legit"), "{labels:?}");
+        assert_eq!(labels.len(), MAX_OPERATION_LABELS + 2);
+
+        // Names promoted by a few requests each push out the least used labels (their
+        // series leave the registry), never the operation in steady use.
+        for i in 0..1_000 {
+            let churn = metrics.operation(Some(&format!("Churn{i}")));
+            for _ in 0..PROMOTE_AFTER {
+                ok(&churn);
+            }
+            if i % 10 == 0 {
+                ok(&legit);
+            }
+        }
+        let (labels, series) = labelled(&metrics);
+        assert!(labels.contains("Legit"), "{labels:?}");
+        assert!(labels.contains("Churn999"), "{labels:?}");
+        assert!(!labels.contains("Op1"), "{labels:?}");
+        assert_eq!(labels.len(), MAX_OPERATION_LABELS + 2);
+        assert_eq!(series, labels.len());
     }
 }

@@ -71,6 +71,9 @@ pub struct Settings {
     /// How often a gateway's `<gateway>-usage` ConfigMap (the fleet's operations, which
     /// new pods plan before they report ready) is refreshed from its pods, at most.
     pub usage_refresh: Duration,
+    /// CAs trusted for `https://` Subgraph introspection besides the system store and
+    /// the webpki roots (`--introspection-ca-file`).
+    pub introspection_ca_file: Option<std::path::PathBuf>,
 }
 
 impl Default for Settings {
@@ -85,6 +88,7 @@ impl Default for Settings {
             gatling_image: resources::loadtest::DEFAULT_GATLING_IMAGE.to_owned(),
             admin_address: crate::gateway_probe::AdminAddress::default(),
             usage_refresh: Duration::from_secs(60),
+            introspection_ca_file: None,
         }
     }
 }
@@ -115,7 +119,14 @@ impl Context {
         Self {
             recorder: Recorder::new(client.clone(), reporter),
             client,
-            introspector: Introspector::new(),
+            introspector: Introspector::new(settings.introspection_ca_file.as_deref())
+                .unwrap_or_else(|why| {
+                    // main checks the file first: only a file changed since can fail.
+                    tracing::error!(
+                        "--introspection-ca-file: {why}; trusting the default roots only"
+                    );
+                    Introspector::default()
+                }),
             probe: crate::gateway_probe::GatewayProbe::new(settings.admin_address.clone()),
             metrics,
             settings,

@@ -1,9 +1,11 @@
 //! Request limits, checked once per cached operation: parser token and recursion
 //! limits while parsing, then depth, aliases, root fields and introspection on the
-//! selected operation with fragments expanded (validation guarantees no cycles).
+//! selected operation with fragments expanded (validation guarantees no cycles), and
+//! the size of its introspection answer.
 
 use super::RequestErrors;
 use crate::limits::OperationLimits;
+use apollo_compiler::Schema;
 use apollo_compiler::executable::{ExecutableDocument, Operation, Selection, SelectionSet};
 use apollo_compiler::parser::Parser;
 use apollo_compiler::response::GraphQLError;
@@ -133,6 +135,7 @@ pub fn measure(document: &ExecutableDocument, operation: &Operation) -> Measure 
 
 /// Every configured limit `operation` exceeds, as request errors.
 pub fn check(
+    schema: &Schema,
     document: &ExecutableDocument,
     operation: &Operation,
     limits: &OperationLimits,
@@ -140,7 +143,8 @@ pub fn check(
     let unlimited = limits.max_depth.is_none()
         && limits.max_aliases.is_none()
         && limits.max_root_fields.is_none()
-        && limits.introspection;
+        && limits.introspection
+        && limits.max_introspection_values.is_none();
     if unlimited {
         return Ok(());
     }
@@ -179,6 +183,23 @@ pub fn check(
             "INTROSPECTION_DISABLED",
             "introspection (__schema, __type) is disabled",
         ));
+    }
+    // Counted only within the other limits: the count's recursion follows the depth.
+    if let Some(max) = limits.max_introspection_values
+        && limits.introspection
+        && m.introspection
+        && errors.is_empty()
+    {
+        let values =
+            super::introspection::introspection_values(schema, document, operation, u64::from(max));
+        if values > u64::from(max) {
+            errors.push(error(
+                "MAX_INTROSPECTION_VALUES_EXCEEDED",
+                format!(
+                    "the introspection answer would hold more than {max} values (object entries and list items), over the limit"
+                ),
+            ));
+        }
     }
     if errors.is_empty() {
         Ok(())

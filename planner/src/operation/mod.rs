@@ -2,6 +2,7 @@
 //! operation, and lower it into a flat IR (fields and selection sets in `Vec`s).
 
 pub mod demand;
+pub mod introspection;
 mod ir;
 pub mod limits;
 pub mod shape;
@@ -58,7 +59,7 @@ pub fn prepare_with_limits(
         .get(operation_name)
         .map_err(|e| RequestErrors::message(e.message().to_string()))?
         .clone();
-    limits::check(&document, &operation, limits)?;
+    limits::check(schema, &document, &operation, limits)?;
     let ir = ir::lower(schema, &document, &operation);
     if ir.condition_variables.len() > ConditionValues::MAX {
         return Err(RequestErrors(vec![limits::error(
