@@ -167,9 +167,10 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         ("events.k8s.io", "events", "create"),
         ("graphfleet.dev", "graphgateways/finalizers", "update"),
         ("", "pods/log", "get"),
-        // A load-gated canary's LoadTests.
+        // A load-gated canary's LoadTests, and earlier canaries' deleted.
         ("graphfleet.dev", "loadtests", "create"),
         ("graphfleet.dev", "loadtests", "watch"),
+        ("graphfleet.dev", "loadtests", "delete"),
     ] {
         assert!(
             rule_grants(rules, group, resource, verb),
@@ -180,7 +181,6 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
     for (group, resource, verb) in [
         ("graphfleet.dev", "graphgateways", "delete"),
         ("graphfleet.dev", "subgraphs", "patch"),
-        ("graphfleet.dev", "loadtests", "delete"),
         ("graphfleet.dev", "graphgateways/status", "update"),
         ("apps", "deployments", "delete"),
         ("", "services", "delete"),
@@ -367,6 +367,35 @@ gatewayImage:
     assert_eq!(
         service["spec"]["selector"],
         deployment["spec"]["selector"]["matchLabels"]
+    );
+}
+
+#[test]
+fn a_ca_config_map_is_mounted_and_named_to_the_operator_for_introspection() {
+    let none = documents(&template("ca", "ops", ""));
+    let pod = &by_kind(&none, "Deployment")["ca-graphfleet"]["spec"]["template"]["spec"];
+    assert!(pod["volumes"].is_null(), "{pod}");
+    assert!(
+        !pod["containers"][0]["env"]
+            .to_string()
+            .contains("INTROSPECTION_CA"),
+        "{pod}"
+    );
+
+    let values = "introspection:\n  caConfigMap: {name: corp-ca, key: bundle.pem}\n";
+    let docs = documents(&template("ca", "ops", values));
+    let pod = &by_kind(&docs, "Deployment")["ca-graphfleet"]["spec"]["template"]["spec"];
+    assert_eq!(pod["volumes"][0]["configMap"]["name"], "corp-ca");
+    let container = &pod["containers"][0];
+    let mount = &container["volumeMounts"][0];
+    assert_eq!(mount["name"], pod["volumes"][0]["name"]);
+    assert_eq!(mount["readOnly"], true);
+    assert_eq!(
+        env(container, "GRAPHFLEET_INTROSPECTION_CA_FILE"),
+        format!(
+            "{}/bundle.pem",
+            mount["mountPath"].as_str().expect("mountPath")
+        )
     );
 }
 
