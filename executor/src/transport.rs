@@ -4,6 +4,7 @@
 use crate::dedup::{DedupKey, InFlight};
 /// Kept importable from here, where transports are written.
 pub use crate::error::FetchError;
+use crate::memory::{MEMORY_BUDGET_EXCEEDED, MemoryBudget};
 use bytes::Bytes;
 use graphfleet_federation::meta::SubgraphId;
 use http::header::ACCEPT_ENCODING;
@@ -33,6 +34,9 @@ pub struct SubgraphRequest<'a> {
     /// What is left of the request's response budget (`limits.max_response_bytes`):
     /// a body larger than this (or than the subgraph's own cap) is not read.
     pub budget_bytes: usize,
+    /// The gateway-wide memory budget the body is charged to as it is read; the
+    /// charge goes with the body and is released when its last holder drops it.
+    pub memory: &'a MemoryBudget,
 }
 
 pub trait Transport: Send + Sync + 'static {
@@ -352,7 +356,10 @@ impl Transport for HttpTransport {
             client.clone(),
             http_request,
             policy.timeout,
-            policy.max_response_bytes.min(request.budget_bytes),
+            Cap {
+                bytes: policy.max_response_bytes.min(request.budget_bytes),
+                memory: request.memory.clone(),
+            },
             policy.http2,
         );
         let result = match key {
@@ -371,27 +378,47 @@ impl Transport for HttpTransport {
     }
 }
 
-/// The whole body, at most `max` bytes (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
+/// What a subgraph body may take: at most `bytes`, charged to `memory` as it arrives.
+struct Cap {
+    bytes: usize,
+    memory: MemoryBudget,
+}
+
+/// The whole body, at most `cap.bytes` (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
 /// past the limit), in one buffer sized by `Content-Length` up front: a large body is
 /// not gathered chunk by chunk and then copied again into one piece.
+///
+/// The body is charged to the memory budget as it is read: all of an announced
+/// `Content-Length` at once (the buffer is sized to it), else chunk by chunk. Without
+/// room, the read stops with `MEMORY_BUDGET_EXCEEDED`; the body that is read carries its
+/// charge until dropped.
 ///
 /// For a compressed response `body` is the decoding body: the cap counts decoded
 /// bytes (a small gzip bomb stops at `max`), and its size hint is unknown, so the
 /// compressed `Content-Length` neither rejects nor sizes the buffer.
-async fn read_body<B>(body: B, max: usize) -> Result<Bytes, FetchError>
+async fn read_body<B>(body: B, cap: Cap) -> Result<Bytes, FetchError>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<tower_http::BoxError>,
 {
     use hyper::body::Body as _;
+    let max = cap.bytes;
     let mut body = std::pin::pin!(body);
     let too_large = || FetchError {
         code: FetchError::RESPONSE_TOO_LARGE,
         message: format!("subgraph response larger than {max} bytes"),
     };
+    let over_memory = |e: crate::memory::OverBudget| FetchError {
+        code: MEMORY_BUDGET_EXCEEDED,
+        message: e.to_string(),
+    };
     let announced = body.size_hint().exact().map(|n| n as usize);
     if announced.is_some_and(|n| n > max) {
         return Err(too_large());
+    }
+    let charge = cap.memory.charge();
+    if let Some(n) = announced {
+        charge.try_add(n).map_err(over_memory)?;
     }
     // A big body goes into a buffer an earlier one left (see `response::buffers`).
     let mut buf = crate::response::buffers::BYTES.take(announced.unwrap_or(8 * 1024));
@@ -401,13 +428,18 @@ where
             FetchError::http(format!("reading response body: {}", error_chain(&*e)))
         })?;
         if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > max {
+            let len = buf.len() + data.len();
+            if len > max {
                 return Err(too_large());
+            }
+            if len > charge.bytes() {
+                charge.try_add(len - charge.bytes()).map_err(over_memory)?;
             }
             buf.extend_from_slice(&data);
         }
     }
-    Ok(crate::response::buffers::into_bytes(buf))
+    charge.release_to(buf.len());
+    Ok(crate::response::buffers::into_charged_bytes(buf, charge))
 }
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
@@ -415,7 +447,7 @@ fn call(
     client: HttpClient,
     request: hyper::Request<Full<Bytes>>,
     timeout: Duration,
-    max_response_bytes: usize,
+    cap: Cap,
     http2: Http2,
 ) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
     use tower_service::Service as _;
@@ -440,7 +472,7 @@ fn call(
         })?;
         let status = response.status();
         crate::propagation::record_status(status.as_u16());
-        let body = read_body(response.into_body(), max_response_bytes).await?;
+        let body = read_body(response.into_body(), cap).await?;
         // A failed status with a GraphQL body still carries errors worth merging.
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
             return Err(FetchError::http(format!(

@@ -4,6 +4,7 @@
 //! The hot path only touches pre-resolved handles (atomics): per-operation handles are
 //! resolved once per cached operation, per-subgraph handles once per supergraph.
 
+use crate::executor::memory::MemoryBudget;
 use crate::executor::metrics::{FetchMetrics, SubgraphHandles};
 use parking_lot::Mutex;
 use prometheus::{
@@ -151,6 +152,9 @@ pub struct Metrics {
     /// The hash `supergraph_info` carries; serialises its updates.
     supergraph_hash: Mutex<Option<String>>,
     reloads: IntCounterVec,
+    memory_held: IntGauge,
+    memory_limit: IntGauge,
+    memory_refused: IntCounterVec,
     operations: Mutex<FxHashMap<String, Arc<OperationMetrics>>>,
     invalid: Arc<OperationMetrics>,
     pub subscriptions: SubscriptionMetrics,
@@ -299,6 +303,24 @@ impl Metrics {
             &["result"],
         )
         .expect("valid metric");
+        let memory_held = IntGauge::new(
+            "graphfleet_memory_inflight_bytes",
+            "Bytes in-flight requests hold against the memory budget (subgraph bodies, entity copies, responses until sent).",
+        )
+        .expect("valid metric");
+        let memory_limit = IntGauge::new(
+            "graphfleet_memory_inflight_limit_bytes",
+            "The memory budget of in-flight requests (limits.max_inflight_bytes, or derived).",
+        )
+        .expect("valid metric");
+        let memory_refused = IntCounterVec::new(
+            Opts::new(
+                "graphfleet_memory_refused_requests_total",
+                "Requests refused for memory: new ones answered 503 (when=new), running ones cut with MEMORY_BUDGET_EXCEEDED (when=running).",
+            ),
+            &["when"],
+        )
+        .expect("valid metric");
         let subscriptions = SubscriptionMetrics::new();
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
@@ -312,6 +334,9 @@ impl Metrics {
             Box::new(in_flight.clone()),
             Box::new(supergraph_info.clone()),
             Box::new(reloads.clone()),
+            Box::new(memory_held.clone()),
+            Box::new(memory_limit.clone()),
+            Box::new(memory_refused.clone()),
             Box::new(subscriptions.open.clone()),
             Box::new(subscriptions.upstreams.clone()),
             Box::new(subscriptions.events.clone()),
@@ -341,6 +366,9 @@ impl Metrics {
             supergraph_info,
             supergraph_hash: Mutex::new(None),
             reloads,
+            memory_held,
+            memory_limit,
+            memory_refused,
             operations: Mutex::new(FxHashMap::default()),
             invalid,
             subscriptions,
@@ -420,6 +448,19 @@ impl Metrics {
     pub fn set_reloads(&self, successes: u64, failures: u64) {
         for (result, total) in [("success", successes), ("failure", failures)] {
             let counter = self.reloads.with_label_values(&[result]);
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+    }
+
+    /// Bring the memory gauges and refusal counters up to `budget` (they are counted
+    /// there, on the hot path, with plain atomics).
+    pub fn set_memory(&self, budget: &MemoryBudget) {
+        let gauge = |bytes: usize| i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.memory_held.set(gauge(budget.held()));
+        self.memory_limit.set(gauge(budget.limit()));
+        let (new, running) = budget.refusals();
+        for (when, total) in [("new", new), ("running", running)] {
+            let counter = self.memory_refused.with_label_values(&[when]);
             counter.inc_by(total.saturating_sub(counter.get()));
         }
     }
