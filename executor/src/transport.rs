@@ -385,13 +385,14 @@ struct Cap {
 }
 
 /// The whole body, at most `cap.bytes` (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
-/// past the limit), in one buffer sized by `Content-Length` up front: a large body is
-/// not gathered chunk by chunk and then copied again into one piece.
+/// past the limit), in one buffer: sized by `Content-Length` up front when there is
+/// one, so a large body is not gathered chunk by chunk and then copied again into one
+/// piece. Without it the frames are kept as they come and joined once at the end:
+/// growing one buffer would leave each smaller one it outgrew with the allocator.
 ///
 /// The body is charged to the memory budget as it is read: all of an announced
-/// `Content-Length` at once (the buffer is sized to it), else chunk by chunk. Without
-/// room, the read stops with `MEMORY_BUDGET_EXCEEDED`; the body that is read carries its
-/// charge until dropped.
+/// `Content-Length` at once, else frame by frame. Without room, the read stops with
+/// `MEMORY_BUDGET_EXCEEDED`; the body that is read carries its charge until dropped.
 ///
 /// For a compressed response `body` is the decoding body: the cap counts decoded
 /// bytes (a small gzip bomb stops at `max`), and its size hint is unknown, so the
@@ -401,6 +402,7 @@ where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<tower_http::BoxError>,
 {
+    use crate::response::buffers;
     use hyper::body::Body as _;
     let max = cap.bytes;
     let mut body = std::pin::pin!(body);
@@ -421,25 +423,45 @@ where
         charge.try_add(n).map_err(over_memory)?;
     }
     // A big body goes into a buffer an earlier one left (see `response::buffers`).
-    let mut buf = crate::response::buffers::BYTES.take(announced.unwrap_or(8 * 1024));
+    let mut sized = announced.map(|n| buffers::BYTES.take(n));
+    let mut frames = Vec::new();
+    let mut len = 0usize;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             let e: tower_http::BoxError = e.into();
             FetchError::http(format!("reading response body: {}", error_chain(&*e)))
         })?;
         if let Ok(data) = frame.into_data() {
-            let len = buf.len() + data.len();
+            len += data.len();
             if len > max {
                 return Err(too_large());
             }
             if len > charge.bytes() {
                 charge.try_add(len - charge.bytes()).map_err(over_memory)?;
             }
-            buf.extend_from_slice(&data);
+            match &mut sized {
+                Some(buf) => buf.extend_from_slice(&data),
+                None => frames.push(data),
+            }
         }
     }
-    charge.release_to(buf.len());
-    Ok(crate::response::buffers::into_charged_bytes(buf, charge))
+    charge.release_to(len);
+    let buf = match sized {
+        Some(buf) => buf,
+        None if frames.len() == 1 => {
+            let only = frames.pop().expect("one frame");
+            return Ok(buffers::charged(only, charge));
+        }
+        None => {
+            // Each frame is dropped once copied, so the join needs no charge of its own.
+            let mut joined = buffers::BYTES.take(len);
+            for frame in frames {
+                joined.extend_from_slice(&frame);
+            }
+            joined
+        }
+    };
+    Ok(buffers::into_charged_bytes(buf, charge))
 }
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.

@@ -149,6 +149,28 @@ pub fn into_charged_bytes(buf: Vec<u8>, charge: Charge) -> Bytes {
     })
 }
 
+/// `bytes` holding `charge` until the last clone is dropped.
+pub fn charged(bytes: Bytes, charge: Charge) -> Bytes {
+    if bytes.is_empty() {
+        return bytes;
+    }
+    Bytes::from_owner(Charged {
+        bytes,
+        _charge: charge,
+    })
+}
+
+struct Charged {
+    bytes: Bytes,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for Charged {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 fn into_bytes_for(pool: &'static Pool<u8>, buf: Vec<u8>) -> Bytes {
     if buf.capacity() < MIN_KEPT_BYTES {
         return Bytes::from(buf);
