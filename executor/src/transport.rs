@@ -4,7 +4,7 @@
 use crate::dedup::{DedupKey, InFlight};
 /// Kept importable from here, where transports are written.
 pub use crate::error::FetchError;
-use crate::memory::{MEMORY_BUDGET_EXCEEDED, MemoryBudget};
+use crate::memory::{Charge, MEMORY_BUDGET_EXCEEDED, MemoryBudget};
 use bytes::Bytes;
 use graphfleet_federation::meta::SubgraphId;
 use http::header::ACCEPT_ENCODING;
@@ -358,7 +358,7 @@ impl Transport for HttpTransport {
             policy.timeout,
             Cap {
                 bytes: policy.max_response_bytes.min(request.budget_bytes),
-                memory: request.memory.clone(),
+                charge: request.memory.charge(),
             },
             policy.http2,
         );
@@ -378,10 +378,10 @@ impl Transport for HttpTransport {
     }
 }
 
-/// What a subgraph body may take: at most `bytes`, charged to `memory` as it arrives.
+/// What a subgraph body may take: at most `bytes`, charged to `charge` as it arrives.
 struct Cap {
     bytes: usize,
-    memory: MemoryBudget,
+    charge: Charge,
 }
 
 /// The whole body, at most `cap.bytes` (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
@@ -418,7 +418,7 @@ where
     if announced.is_some_and(|n| n > max) {
         return Err(too_large());
     }
-    let charge = cap.memory.charge();
+    let charge = cap.charge;
     if let Some(n) = announced {
         charge.try_add(n).map_err(over_memory)?;
     }

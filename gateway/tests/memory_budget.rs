@@ -15,6 +15,9 @@ mod support;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use graphfleet_gateway::config::Config;
+use graphfleet_gateway::gateway::Gateway;
+use graphfleet_gateway::supergraph::Supergraph;
 use http_body_util::{BodyExt, Full, StreamBody};
 use hyper::body::Frame;
 use hyper::service::service_fn;
@@ -23,6 +26,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use prometheus_parse::{Scrape, Value};
 use std::convert::Infallible;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::process::GatewayProcess;
 use tokio::io::AsyncWriteExt;
@@ -386,14 +390,15 @@ async fn one_request_alone_under_the_response_cap_always_fits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_held_by_slow_readers_turn_new_requests_away_with_503() {
     // Two clients that never read their ~8 MiB answers: each answer holds its charge
-    // until it is sent, so the budget (18 MiB) has less than max_response_bytes (9 MiB)
-    // free and a third request is refused at once.
+    // until it is sent. The second still fits beside the first's answer (its body, its
+    // response charged ahead: ~24.3 MiB of 24.5), and then less than
+    // max_response_bytes (9 MiB) is free: a third request is refused at once.
     let gateway = gateway(
         "memory-slow-readers",
         "/fixed",
         &[
             "limits.max_response_bytes=9MiB",
-            "limits.max_inflight_bytes=18MiB",
+            "limits.max_inflight_bytes=24.5MiB",
         ],
     )
     .await;
@@ -403,8 +408,9 @@ async fn responses_held_by_slow_readers_turn_new_requests_away_with_503() {
         "POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
+    // One after the other: run at once, the two would not fit, and one would be cut.
     let mut readers = Vec::new();
-    for _ in 0..2 {
+    for n in 1..=2 {
         let mut stream = tokio::net::TcpStream::connect(gateway.addr)
             .await
             .expect("connect");
@@ -413,15 +419,20 @@ async fn responses_held_by_slow_readers_turn_new_requests_away_with_503() {
             .await
             .expect("send the request");
         readers.push(stream);
-    }
-    let full = (16 * MIB) as f64;
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while metric(&client, &gateway, "graphfleet_memory_inflight_bytes", None).await < full {
-        assert!(
-            Instant::now() < deadline,
-            "the slow readers' answers were never held"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Held: `n` answers of a bit over 8 MiB each, their bodies and the rest freed.
+        let (low, high) = ((n * 8 * MIB) as f64, (n * 9 * MIB) as f64);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let held = metric(&client, &gateway, "graphfleet_memory_inflight_bytes", None).await;
+            if (low..high).contains(&held) {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "slow reader {n}'s answer is not what is held: {held} bytes"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     let refused = support::post_graphql(
         &client,
@@ -456,6 +467,54 @@ async fn responses_held_by_slow_readers_turn_new_requests_away_with_503() {
     drop(readers);
     held_drops_to_zero(&client, &gateway).await;
     assert_eq!(ask(&client, &gateway.url("/graphql")).await, Answer::Whole);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_the_budget_has_no_room_for_is_cut_before_it_is_written() {
+    // In process, so the test can take part of the budget itself: 9 of 18 MiB leaves
+    // just the headroom a new request needs, then the ~8 MiB body fits and the ~8 MiB
+    // response it would become does not.
+    let base = big_subgraph().await;
+    let text = SUPERGRAPH.replace("SUBGRAPH_URL", &format!("{base}/fixed"));
+    let mut config = Config::default();
+    config.limits.max_response_bytes = 9 * MIB;
+    config.limits.max_inflight_bytes = 18 * MIB;
+    let supergraph = Supergraph::parse(&text).expect("the supergraph loads");
+    let gateway = Arc::new(Gateway::with_config(Arc::new(config), supergraph));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind an ephemeral loopback port");
+    let url = format!("http://{}/graphql", listener.local_addr().expect("bound"));
+    tokio::spawn(graphfleet_gateway::http::serve(listener, gateway.clone()));
+    let client = support::client();
+
+    let squatter = gateway.memory().charge();
+    squatter.try_add(9 * MIB).expect("an idle budget has room");
+    let reply = support::post_graphql(&client, &url, QUERY, serde_json::json!({})).await;
+    assert_eq!(reply.status, 200);
+    let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
+    assert_eq!(
+        body,
+        serde_json::json!({
+            "data": null,
+            "errors": [{
+                "message": "writing the response: the gateway's in-flight requests would hold more than 18874368 bytes (limits.max_inflight_bytes); retry shortly",
+                "extensions": { "code": "MEMORY_BUDGET_EXCEEDED" },
+            }],
+        })
+    );
+    assert_eq!(
+        gateway.memory().refusals(),
+        (0, 1),
+        "one running request cut"
+    );
+    assert_eq!(
+        gateway.memory().held(),
+        9 * MIB,
+        "all but the squatter's given back"
+    );
+    drop(squatter);
+    assert_eq!(ask(&client, &url).await, Answer::Whole);
 }
 
 /// The same burst with a budget too large to bind: the figure the budget is compared
