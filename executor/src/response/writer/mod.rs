@@ -108,9 +108,9 @@ impl<'a> Writer<'a> {
     }
 
     /// About as large as the subgraph bodies it comes from: sized once, so a big
-    /// response is not copied over and over while it grows.
-    /// The expected size is charged at once: a response that cannot have it is cut
-    /// before anything is written.
+    /// response is not copied over and over while it grows. That size is charged to the
+    /// memory budget at once: a response the budget has no room for is cut before
+    /// anything is written, instead of after most of it.
     fn reserve_for_store(&mut self) {
         let size = self.store.buffers.iter().map(|b| b.len()).sum::<usize>();
         let size = size.clamp(16 * 1024, 64 * 1024 * 1024);
