@@ -243,7 +243,7 @@ async fn metric(
 async fn burst(gateway: &GatewayProcess, clients: usize) -> (Vec<Answer>, Duration) {
     let url = gateway.url("/graphql");
     let health = gateway.url("/health");
-    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let probe = {
         let done = done.clone();
         tokio::spawn(async move {
