@@ -367,6 +367,16 @@ pub struct LimitsConfig {
     #[serde(deserialize_with = "size::deserialize")]
     #[schemars(schema_with = "crate::schema::size")]
     pub max_response_bytes: usize,
+    /// Memory all in-flight requests may hold together (bytes, or with a unit): the
+    /// subgraph bodies they read, entity copies and the responses being written, until
+    /// sent. A new request gets 503 while less than `max_response_bytes` of it is free;
+    /// a running request that would pass it fails with `MEMORY_BUDGET_EXCEEDED`.
+    /// `0` (the default): half the container's memory limit, or 1GiB without one; never
+    /// below twice `max_response_bytes`, which one request may hold. Set, it must be
+    /// at least that.
+    #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
+    pub max_inflight_bytes: usize,
     /// Answer `__schema` / `__type`.
     pub introspection: bool,
     /// Most values (object entries and list items) an introspection answer may hold,
@@ -405,6 +415,7 @@ impl Default for LimitsConfig {
             max_tokens: Some(15_000),
             max_height: Some(5_000),
             max_response_bytes: 64 * 1024 * 1024,
+            max_inflight_bytes: 0,
             introspection: true,
             max_introspection_values: Some(1_000_000),
             plan_cache_bytes: 16 * 1024 * 1024,

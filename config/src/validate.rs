@@ -239,6 +239,15 @@ fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
             "must be at least 1".to_owned(),
         );
     }
+    let floor = limits.max_response_bytes.saturating_mul(2);
+    if limits.max_inflight_bytes != 0 && limits.max_inflight_bytes < floor {
+        report(
+            &["limits", "max_inflight_bytes"],
+            format!(
+                "must be at least twice limits.max_response_bytes ({floor} bytes): one request holds its subgraph responses and the response written from them at once, and alone it must always fit; or 0 to derive it from the container's memory limit"
+            ),
+        );
+    }
     let optional = [
         ("max_depth", limits.max_depth),
         ("max_aliases", limits.max_aliases),
@@ -351,6 +360,21 @@ mod tests {
         let mut config = Config::default();
         config.telemetry.metrics_path = "/healthz".to_owned();
         assert!(validate(&config).is_empty());
+    }
+
+    #[test]
+    fn the_inflight_budget_holds_one_whole_request() {
+        let mut config = Config::default();
+        config.limits.max_response_bytes = 16 << 20;
+        for (budget, problems) in [(0, 0), (32 << 20, 0), (1 << 30, 0), ((32 << 20) - 1, 1)] {
+            config.limits.max_inflight_bytes = budget;
+            let found = validate(&config);
+            assert_eq!(found.len(), problems, "{budget}: {found:?}");
+        }
+        config.limits.max_inflight_bytes = 1;
+        let (path, why) = &validate(&config)[0];
+        assert_eq!(path, &["limits", "max_inflight_bytes"]);
+        assert!(why.contains("33554432 bytes"), "{why}");
     }
 
     #[test]

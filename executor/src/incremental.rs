@@ -155,7 +155,10 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
         errors.extend(in_plan_order(ctx.plan, fetch_errors, |i| {
             done[i] && payloads_of(ctx, i) & PRIMARY != 0
         }));
-        let (mut body, points) = writer(ctx, store, &mut errors).write_initial(Some(Store::ROOT));
+        // Charged while written; once handed to the sink a payload is the transport's.
+        let charge = ctx.memory.budget().charge();
+        let (mut body, points) =
+            writer(ctx, store, &mut errors, &charge).write_initial(Some(Store::ROOT));
         self.field_errors |= !errors.is_empty();
         self.points = points;
         body.push(b',');
@@ -192,9 +195,10 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
             done[i] && payloads_of(ctx, i) & mask != 0
         });
         let mut items = Vec::with_capacity(now.len());
+        let charge = ctx.memory.budget().charge();
         for point in now {
             let mut errors = Vec::new();
-            let (data, nested) = writer(ctx, store, &mut errors).write_deferred(point);
+            let (data, nested) = writer(ctx, store, &mut errors, &charge).write_deferred(point);
             self.points.extend(nested);
             let (mine, rest): (Vec<_>, Vec<_>) = std::mem::take(&mut loose)
                 .into_iter()
@@ -219,14 +223,17 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
     }
 }
 
-/// A writer of one payload of `ctx`'s response, its errors going to `errors`.
+/// A writer of one payload of `ctx`'s response, its errors going to `errors`, its
+/// output charged to `charge`.
 fn writer<'w, T: Transport>(
     ctx: &'w ExecutionContext<'_, T>,
     store: &'w Store,
     errors: &'w mut Vec<ResponseError>,
+    charge: &'w crate::memory::Charge,
 ) -> Writer<'w> {
     Writer::new(store, &ctx.plan.keys, ctx.shapes, ctx.variables, errors)
         .max_bytes(ctx.max_response_bytes)
+        .memory(charge)
 }
 
 /// `{"data":…,"path":[…],"label":…,"errors":[…]}`.

@@ -7,6 +7,7 @@ pub mod error;
 mod fetch;
 pub mod headers;
 mod incremental;
+pub mod memory;
 pub mod metrics;
 mod propagation;
 pub mod response;
@@ -41,6 +42,9 @@ pub struct ExecutionContext<'a, T: Transport> {
     /// Cap on the subgraph response bodies of this request together, and on the
     /// response written: past it fetches fail and the response is cut with an error.
     pub max_response_bytes: usize,
+    /// This request's charge against the gateway-wide memory budget: entity copies and
+    /// the response as it is written (subgraph bodies carry charges of their own).
+    pub memory: &'a memory::Charge,
 }
 
 /// `extensions.code` of the error a response over `max_response_bytes` gets.
@@ -68,7 +72,11 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     .await;
     let mut errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     introspection(ctx, &mut store, &mut errors);
-    write_final(ctx, &store, errors)
+    let executed = write_final(ctx, &store, errors);
+    // The store and the subgraph bodies it kept are freed: only the answer is held.
+    drop(store);
+    ctx.memory.release_to(executed.body.len());
+    executed
 }
 
 /// Complete one subscription event: `event` (the subgraph's `{"data":…,"errors":…}`
@@ -89,7 +97,10 @@ pub async fn execute_event<T: Transport>(ctx: &ExecutionContext<'_, T>, event: B
     )
     .await;
     let errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
-    write_final(ctx, &store, errors)
+    let executed = write_final(ctx, &store, errors);
+    drop(store);
+    ctx.memory.release_to(executed.body.len());
+    executed
 }
 
 /// The request body subscribing to the plan's subscription fetch (its operation and
@@ -114,6 +125,7 @@ fn write_final<T: Transport>(
         &mut errors,
     )
     .max_bytes(ctx.max_response_bytes)
+    .memory(ctx.memory)
     .write_response(Some(Store::ROOT));
     Executed {
         body,
@@ -266,6 +278,7 @@ async fn send<T: Transport>(
         headers: ctx.headers.for_subgraph(&fetch.subgraph_name),
         is_query: ctx.prepared.operation.operation_type.is_query(),
         budget_bytes,
+        memory: ctx.memory.budget(),
     };
     let span = graphfleet_planner::otel_span!(
         "subgraph_fetch",
@@ -324,10 +337,14 @@ fn absorb<T: Transport>(
                 );
                 return;
             }
-            let budget = ctx.max_response_bytes - *received;
-            match fetch::merge(fetch, ctx.plan, p, &bytes, store, errors, budget) {
+            let budget = fetch::Budget {
+                bytes: ctx.max_response_bytes - *received,
+                memory: ctx.memory,
+            };
+            let merged = fetch::merge(fetch, ctx.plan, p, &bytes, store, errors, budget);
+            match merged {
                 Ok(charged) => *received += charged,
-                Err(fetch::OverBudget(needed)) => {
+                Err(fetch::NotMerged::TooLarge(needed)) => {
                     // Nothing more is sent: the response is cut.
                     *received = ctx.max_response_bytes.saturating_add(1);
                     failed(
@@ -339,7 +356,29 @@ fn absorb<T: Transport>(
                         ),
                     );
                 }
+                Err(fetch::NotMerged::OverMemory(e)) => {
+                    *received = ctx.max_response_bytes.saturating_add(1);
+                    ctx.memory.cut();
+                    failed(
+                        errors,
+                        memory::MEMORY_BUDGET_EXCEEDED,
+                        format!(
+                            "copying the answer of '{}' into every object that asked for it: {e}",
+                            fetch.subgraph_name
+                        ),
+                    );
+                }
             }
+        }
+        Err(e) if e.code == memory::MEMORY_BUDGET_EXCEEDED => {
+            // As over the response cap: nothing more is sent.
+            *received = ctx.max_response_bytes.saturating_add(1);
+            ctx.memory.cut();
+            failed(
+                errors,
+                e.code,
+                format!("reading the answer of '{}': {e}", fetch.subgraph_name),
+            );
         }
         Err(e) => failed(
             errors,

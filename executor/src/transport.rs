@@ -4,6 +4,7 @@
 use crate::dedup::{DedupKey, InFlight};
 /// Kept importable from here, where transports are written.
 pub use crate::error::FetchError;
+use crate::memory::{Charge, MEMORY_BUDGET_EXCEEDED, MemoryBudget};
 use bytes::Bytes;
 use graphfleet_federation::meta::SubgraphId;
 use http::header::ACCEPT_ENCODING;
@@ -33,6 +34,9 @@ pub struct SubgraphRequest<'a> {
     /// What is left of the request's response budget (`limits.max_response_bytes`):
     /// a body larger than this (or than the subgraph's own cap) is not read.
     pub budget_bytes: usize,
+    /// The gateway-wide memory budget the body is charged to as it is read; the
+    /// charge goes with the body and is released when its last holder drops it.
+    pub memory: &'a MemoryBudget,
 }
 
 pub trait Transport: Send + Sync + 'static {
@@ -358,7 +362,10 @@ impl Transport for HttpTransport {
             client.clone(),
             http_request,
             policy.timeout,
-            policy.max_response_bytes.min(request.budget_bytes),
+            Cap {
+                bytes: policy.max_response_bytes.min(request.budget_bytes),
+                charge: request.memory.charge(),
+            },
             policy.http2,
         );
         let result = match key {
@@ -377,43 +384,90 @@ impl Transport for HttpTransport {
     }
 }
 
-/// The whole body, at most `max` bytes (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
-/// past the limit), in one buffer sized by `Content-Length` up front: a large body is
-/// not gathered chunk by chunk and then copied again into one piece.
+/// What a subgraph body may take: at most `bytes`, charged to `charge` as it arrives.
+struct Cap {
+    bytes: usize,
+    charge: Charge,
+}
+
+/// The whole body, at most `cap.bytes` (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
+/// past the limit), in one buffer: sized by `Content-Length` up front when there is
+/// one, so a large body is not gathered chunk by chunk and then copied again into one
+/// piece. Without it the frames are kept as they come and joined once at the end:
+/// growing one buffer would leave each smaller one it outgrew with the allocator.
+///
+/// The body is charged to the memory budget as it is read: all of an announced
+/// `Content-Length` at once, else frame by frame. Without room, the read stops with
+/// `MEMORY_BUDGET_EXCEEDED`; the body that is read carries its charge until dropped.
 ///
 /// For a compressed response `body` is the decoding body: the cap counts decoded
 /// bytes (a small gzip bomb stops at `max`), and its size hint is unknown, so the
 /// compressed `Content-Length` neither rejects nor sizes the buffer.
-async fn read_body<B>(body: B, max: usize) -> Result<Bytes, FetchError>
+async fn read_body<B>(body: B, cap: Cap) -> Result<Bytes, FetchError>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<tower_http::BoxError>,
 {
+    use crate::response::buffers;
     use hyper::body::Body as _;
+    let max = cap.bytes;
     let mut body = std::pin::pin!(body);
     let too_large = || FetchError {
         code: FetchError::RESPONSE_TOO_LARGE,
         message: format!("subgraph response larger than {max} bytes"),
     };
+    let over_memory = |e: crate::memory::OverBudget| FetchError {
+        code: MEMORY_BUDGET_EXCEEDED,
+        message: e.to_string(),
+    };
     let announced = body.size_hint().exact().map(|n| n as usize);
     if announced.is_some_and(|n| n > max) {
         return Err(too_large());
     }
+    let charge = cap.charge;
+    if let Some(n) = announced {
+        charge.try_add(n).map_err(over_memory)?;
+    }
     // A big body goes into a buffer an earlier one left (see `response::buffers`).
-    let mut buf = crate::response::buffers::BYTES.take(announced.unwrap_or(8 * 1024));
+    let mut sized = announced.map(|n| buffers::BYTES.take(n));
+    let mut frames = Vec::new();
+    let mut len = 0usize;
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(|e| {
             let e: tower_http::BoxError = e.into();
             FetchError::http(format!("reading response body: {}", error_chain(&*e)))
         })?;
         if let Ok(data) = frame.into_data() {
-            if buf.len() + data.len() > max {
+            len += data.len();
+            if len > max {
                 return Err(too_large());
             }
-            buf.extend_from_slice(&data);
+            if len > charge.bytes() {
+                charge.try_add(len - charge.bytes()).map_err(over_memory)?;
+            }
+            match &mut sized {
+                Some(buf) => buf.extend_from_slice(&data),
+                None => frames.push(data),
+            }
         }
     }
-    Ok(crate::response::buffers::into_bytes(buf))
+    charge.release_to(len);
+    let buf = match sized {
+        Some(buf) => buf,
+        None if frames.len() == 1 => {
+            let only = frames.pop().expect("one frame");
+            return Ok(buffers::charged(only, charge));
+        }
+        None => {
+            // Each frame is dropped once copied, so the join needs no charge of its own.
+            let mut joined = buffers::BYTES.take(len);
+            for frame in frames {
+                joined.extend_from_slice(&frame);
+            }
+            joined
+        }
+    };
+    Ok(buffers::into_charged_bytes(buf, charge))
 }
 
 /// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
@@ -421,7 +475,7 @@ fn call(
     client: HttpClient,
     request: hyper::Request<Full<Bytes>>,
     timeout: Duration,
-    max_response_bytes: usize,
+    cap: Cap,
     http2: Http2,
 ) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
     use tower_service::Service as _;
@@ -446,7 +500,7 @@ fn call(
         })?;
         let status = response.status();
         crate::propagation::record_status(status.as_u16());
-        let body = read_body(response.into_body(), max_response_bytes).await?;
+        let body = read_body(response.into_body(), cap).await?;
         // A failed status with a GraphQL body still carries errors worth merging.
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
             return Err(FetchError::http(format!(

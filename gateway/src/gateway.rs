@@ -3,6 +3,7 @@
 //! pipeline's stages in order (see [`crate::pipeline`]).
 
 use crate::executor::ExecutionContext;
+use crate::executor::memory::{MEMORY_BUDGET_EXCEEDED, MemoryBudget};
 use crate::executor::transport::{HttpTransport, Transport};
 use crate::lifecycle::{Lifecycle, Readiness};
 use crate::persisted::Persisted;
@@ -38,6 +39,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     planning: Planning,
     /// GraphQL requests being worked on (`traffic.max_concurrent_requests`).
     pub(crate) request_slots: tokio::sync::Semaphore,
+    /// What in-flight requests hold (`limits.max_inflight_bytes`).
+    memory: MemoryBudget,
     /// Header rules for subgraph requests, compiled from `headers` and `subgraphs`.
     pub(crate) header_rules: crate::http::headers::HeaderRules,
     /// `traffic.trusted_proxies`: whose forwarding headers name the client.
@@ -72,6 +75,7 @@ impl Gateway<HttpTransport> {
             transport: Arc::new(crate::config::transport(&config)),
             planning: planning(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
+            memory: crate::memory::budget(&config),
             header_rules: crate::http::headers::HeaderRules::compile(
                 &config.headers,
                 &config.subgraphs,
@@ -104,6 +108,7 @@ impl<T: Transport> Gateway<T> {
             state: ArcSwapOption::from_pointee(state),
             planning: planning(&config),
             request_slots: tokio::sync::Semaphore::new(config.traffic.max_concurrent_requests),
+            memory: crate::memory::budget(&config),
             header_rules: crate::http::headers::HeaderRules::compile(
                 &config.headers,
                 &config.subgraphs,
@@ -122,6 +127,28 @@ impl<T: Transport> Gateway<T> {
     /// This gateway's Prometheus metrics.
     pub fn metrics(&self) -> &Metrics {
         &self.metrics
+    }
+
+    /// What in-flight requests hold against `limits.max_inflight_bytes`.
+    pub fn memory(&self) -> &MemoryBudget {
+        &self.memory
+    }
+
+    /// Whether a new request may start: refused (the message says why) while less than
+    /// `limits.max_response_bytes` of the memory budget is free, the most one request
+    /// may need to read its subgraph responses. An idle gateway always has it (the
+    /// budget is at least twice that).
+    pub(crate) fn admit_memory(&self) -> Result<(), (&'static str, String)> {
+        let headroom = self.config.limits.max_response_bytes;
+        if self.memory.admit(headroom) {
+            return Ok(());
+        }
+        let message = format!(
+            "the gateway's in-flight requests hold {} of its {} bytes of memory (limits.max_inflight_bytes); retry shortly",
+            self.memory.held(),
+            self.memory.limit()
+        );
+        Err((MEMORY_BUDGET_EXCEEDED, message))
     }
 
     /// The state requests start with from now on; in-flight requests keep theirs.
@@ -201,7 +228,8 @@ impl<T: Transport> Gateway<T> {
     pub fn render_metrics(&self) -> String {
         let state = self.state();
         let served = state.as_ref().map(|s| &s.supergraph.hash);
-        crate::telemetry::render_metrics(&self.metrics, served, &self.lifecycle.reload_status())
+        let status = self.lifecycle.reload_status();
+        crate::telemetry::render_metrics(&self.metrics, served, &status, &self.memory)
     }
 
     /// Run one request (`@defer` and subscriptions are not honoured: see
@@ -292,6 +320,7 @@ impl<T: Transport> Gateway<T> {
                 headers: meta.forward_headers.clone(),
                 deadline,
                 operation,
+                memory: self.memory.clone(),
             };
             let transport = self.transport.clone();
             if kind.is_subscription() {
@@ -302,6 +331,8 @@ impl<T: Transport> Gateway<T> {
             let incremental = execute::incremental(started, cost, transport, &self.config);
             return incremental.await.map(Outcome::Incremental);
         }
+        // This request's share of the memory budget, held until its answer is sent.
+        let memory = self.memory.charge();
         let ctx = ExecutionContext {
             supergraph: &state.supergraph,
             prepared: &cached.prepared,
@@ -312,8 +343,10 @@ impl<T: Transport> Gateway<T> {
             headers: &meta.forward_headers,
             fetch_metrics: &state.fetch_metrics,
             max_response_bytes: self.config.limits.max_response_bytes,
+            memory: &memory,
         };
-        Ok(execute::whole(&ctx, cost).await)
+        let outcome = execute::whole(&ctx, cost).await;
+        Ok(outcome.holding(memory))
     }
 }
 

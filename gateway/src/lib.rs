@@ -5,6 +5,7 @@ pub mod config;
 pub mod gateway;
 pub mod http;
 pub mod lifecycle;
+pub mod memory;
 pub mod persisted;
 pub mod pipeline;
 pub mod reload;

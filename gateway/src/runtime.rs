@@ -96,11 +96,15 @@ fn limited(quota: u64, period: u64) -> Option<Quota> {
     (quota > 0 && period > 0).then_some(Quota { quota, period })
 }
 
-/// The process's cgroup directory for the CPU controller and the mount point above
-/// which the hierarchy is not visible, from `/proc/self/cgroup` and
-/// `/proc/self/mountinfo`. v1's `cpu` controller wins over v2 on hybrid hosts, where
-/// the v2 tree has no CPU controller.
-fn cpu_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Option<(u8, PathBuf, PathBuf)> {
+/// The process's cgroup directory for `controller` (`cpu`, `memory`) and the mount point
+/// above which the hierarchy is not visible, from `/proc/self/cgroup` and
+/// `/proc/self/mountinfo`. v1's controller wins over v2 on hybrid hosts, where the v2
+/// tree does not have it.
+pub(crate) fn cgroup_dir(
+    controller: &str,
+    proc_cgroup: &str,
+    mountinfo: &str,
+) -> Option<(u8, PathBuf, PathBuf)> {
     let mounts: Vec<Mount> = mountinfo.lines().filter_map(parse_mount).collect();
     let entries = proc_cgroup.lines().filter_map(|l| {
         let mut parts = l.splitn(3, ':');
@@ -114,10 +118,10 @@ fn cpu_cgroup_dir(proc_cgroup: &str, mountinfo: &str) -> Option<(u8, PathBuf, Pa
                 .find(|m| m.fstype == "cgroup2")
                 .and_then(|m| m.dir_of(path))
                 .map(|(dir, top)| (2, dir, top));
-        } else if controllers.split(',').any(|c| c == "cpu") {
-            let mount = mounts
-                .iter()
-                .find(|m| m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == "cpu"));
+        } else if controllers.split(',').any(|c| c == controller) {
+            let mount = mounts.iter().find(|m| {
+                m.fstype == "cgroup" && m.super_options.split(',').any(|o| o == controller)
+            });
             if let Some((dir, top)) = mount.and_then(|m| m.dir_of(path)) {
                 return Some((1, dir, top));
             }
@@ -223,7 +227,7 @@ fn quota_along(
 fn cpu_quota() -> Option<FoundQuota> {
     let cgroup = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
-    let (version, dir, top) = cpu_cgroup_dir(&cgroup, &mountinfo)?;
+    let (version, dir, top) = cgroup_dir("cpu", &cgroup, &mountinfo)?;
     quota_along(version, &dir, &top, |p| std::fs::read_to_string(p).ok())
 }
 
@@ -299,7 +303,7 @@ mod tests {
     #[test]
     fn v2_nested_path_maps_under_the_mount() {
         let cgroup = "0::/kubepods.slice/kubepods-burstable.slice/cri-containerd-abc.scope\n";
-        let (v, dir, top) = cpu_cgroup_dir(cgroup, MOUNTINFO_V2).expect("found");
+        let (v, dir, top) = cgroup_dir("cpu", cgroup, MOUNTINFO_V2).expect("found");
         assert_eq!(v, 2);
         assert_eq!(top, PathBuf::from("/sys/fs/cgroup"));
         assert_eq!(
@@ -313,7 +317,7 @@ mod tests {
     #[test]
     fn v1_cpu_controller_wins_on_hybrid_hosts() {
         let cgroup = "4:memory:/x\n3:cpu,cpuacct:/docker/abc\n0::/\n";
-        let (v, dir, _) = cpu_cgroup_dir(cgroup, MOUNTINFO_V1).expect("found");
+        let (v, dir, _) = cgroup_dir("cpu", cgroup, MOUNTINFO_V1).expect("found");
         assert_eq!(v, 1);
         assert_eq!(dir, PathBuf::from("/sys/fs/cgroup/cpu,cpuacct/docker/abc"));
     }
@@ -322,15 +326,15 @@ mod tests {
     fn a_namespaced_mount_root_is_stripped() {
         // Without a cgroup namespace the container sees its own cgroup as the mount root.
         let mountinfo = "32 31 0:29 /docker/abc /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n";
-        let (_, dir, top) = cpu_cgroup_dir("2:cpu:/docker/abc\n", mountinfo).expect("found");
+        let (_, dir, top) = cgroup_dir("cpu", "2:cpu:/docker/abc\n", mountinfo).expect("found");
         assert_eq!(dir, top);
-        assert_eq!(cpu_cgroup_dir("2:cpu:/other\n", mountinfo), None);
+        assert_eq!(cgroup_dir("cpu", "2:cpu:/other\n", mountinfo), None);
     }
 
     #[test]
     fn escaped_mount_points_are_decoded() {
         let mountinfo = "29 24 0:26 / /sys/fs/cg\\040roup rw - cgroup2 cgroup2 rw\n";
-        let (_, dir, _) = cpu_cgroup_dir("0::/a\n", mountinfo).expect("found");
+        let (_, dir, _) = cgroup_dir("cpu", "0::/a\n", mountinfo).expect("found");
         assert_eq!(dir, PathBuf::from("/sys/fs/cg roup/a"));
     }
 

@@ -3,6 +3,7 @@
 
 use super::paths::object_paths;
 use super::request::PreparedFetch;
+use crate::memory::{Charge, OverBudget};
 use crate::response::store::{FIELD_ENTRY_BYTES, ObjId, Span};
 use crate::response::writer::{PathSeg, ResponseError};
 use crate::response::{KeyId, KeyTable, Store, Value};
@@ -43,15 +44,27 @@ fn parse_response(
     })
 }
 
-/// Copies of an entity answer into further objects than the first, in bytes, beyond
-/// `budget_bytes`: the merge was not done.
+/// Why an entity answer was not merged: its copies into further objects than the first
+/// would have passed a budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct OverBudget(pub usize);
+pub(crate) enum NotMerged {
+    /// These many bytes, beyond what is left of `limits.max_response_bytes`.
+    TooLarge(usize),
+    /// The gateway-wide memory budget had no room for them.
+    OverMemory(OverBudget),
+}
+
+/// What a merge may add: what is left of the request's response budget, and the
+/// request's charge against the gateway-wide memory budget.
+pub(crate) struct Budget<'a> {
+    pub bytes: usize,
+    pub memory: &'a Charge,
+}
 
 /// Merge a subgraph's answer into the store. An entity answer goes into every object
 /// its representation came from: the copies beyond the first (one deduplicated answer
-/// extending thousands of objects) are charged to the request's response budget,
-/// `budget_bytes` being what is left of it. Returns the bytes charged.
+/// extending thousands of objects) are charged to the request's response budget and to
+/// the gateway's memory budget before they are made. Returns the bytes charged.
 pub(crate) fn merge(
     fetch: &Fetch,
     plan: &QueryPlan,
@@ -59,8 +72,8 @@ pub(crate) fn merge(
     bytes: &Bytes,
     store: &mut Store,
     errors: &mut Vec<ResponseError>,
-    budget_bytes: usize,
-) -> Result<usize, OverBudget> {
+    budget: Budget<'_>,
+) -> Result<usize, NotMerged> {
     // One UTF-8 check of the whole body (SIMD; the standard library's check again
     // only to say where a bad body goes wrong) instead of one per string in the parser.
     let parsed = match simdutf8::basic::from_utf8(bytes) {
@@ -127,8 +140,14 @@ pub(crate) fn merge(
                 .iter()
                 .map(|(items, targets)| copies_bytes(store, *items, targets))
                 .fold(0usize, usize::saturating_add);
-            if charged > budget_bytes {
-                return Err(OverBudget(charged));
+            if charged > budget.bytes {
+                return Err(NotMerged::TooLarge(charged));
+            }
+            if charged > 0 {
+                budget
+                    .memory
+                    .try_add(charged)
+                    .map_err(NotMerged::OverMemory)?;
             }
             for (items, targets) in lists {
                 merge_entities(store, items, targets);

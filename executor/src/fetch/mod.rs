@@ -9,5 +9,5 @@ mod representations;
 mod request;
 
 pub(super) use contextual::prepare_contextual;
-pub(crate) use merge::{OverBudget, failed_fetch_paths, merge};
+pub(crate) use merge::{Budget, NotMerged, failed_fetch_paths, merge};
 pub(super) use request::{PreparedFetch, prepare};

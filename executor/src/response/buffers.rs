@@ -7,6 +7,7 @@
 //! Bounded: at most [`MAX_KEPT`] buffers of each kind and [`MAX_KEPT_BYTES`] together,
 //! and a buffer nobody took for [`IDLE`] is freed at the next use of its pool.
 
+use crate::memory::Charge;
 use bytes::Bytes;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -138,17 +139,54 @@ pub fn into_bytes(buf: Vec<u8>) -> Bytes {
     into_bytes_for(&BYTES, buf)
 }
 
+/// [`into_bytes`] holding `charge` (against the memory budget) until the last clone is
+/// dropped: the charge lives exactly as long as the memory it stands for.
+pub fn into_charged_bytes(buf: Vec<u8>, charge: Charge) -> Bytes {
+    Bytes::from_owner(Kept {
+        buf,
+        pool: &BYTES,
+        _charge: Some(charge),
+    })
+}
+
+/// `bytes` holding `charge` until the last clone is dropped.
+pub fn charged(bytes: Bytes, charge: Charge) -> Bytes {
+    if bytes.is_empty() {
+        return bytes;
+    }
+    Bytes::from_owner(Charged {
+        bytes,
+        _charge: charge,
+    })
+}
+
+struct Charged {
+    bytes: Bytes,
+    _charge: Charge,
+}
+
+impl AsRef<[u8]> for Charged {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 fn into_bytes_for(pool: &'static Pool<u8>, buf: Vec<u8>) -> Bytes {
     if buf.capacity() < MIN_KEPT_BYTES {
         return Bytes::from(buf);
     }
-    Bytes::from_owner(Kept { buf, pool })
+    Bytes::from_owner(Kept {
+        buf,
+        pool,
+        _charge: None,
+    })
 }
 
-/// A buffer going back to its pool when dropped.
+/// A buffer going back to its pool when dropped (then its charge, if any, is released).
 struct Kept {
     buf: Vec<u8>,
     pool: &'static Pool<u8>,
+    _charge: Option<Charge>,
 }
 
 impl AsRef<[u8]> for Kept {
@@ -221,6 +259,15 @@ mod tests {
         let back = POOL.take(MIN_KEPT_BYTES);
         assert_eq!(back.as_ptr(), address, "given back");
         drop(back);
+        let budget = crate::memory::MemoryBudget::unlimited();
+        let charge = budget.charge();
+        charge.try_add(2).expect("unlimited");
+        let charged = into_charged_bytes(b"{}".to_vec(), charge);
+        let clone = charged.clone();
+        drop(charged);
+        assert_eq!(budget.held(), 2, "held while a clone is");
+        drop(clone);
+        assert_eq!(budget.held(), 0, "released with the last clone");
         let small = into_bytes_for(&POOL, b"{}".to_vec());
         assert_eq!(&small[..], b"{}");
         drop(small);

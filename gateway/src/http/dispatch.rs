@@ -42,8 +42,13 @@ pub(super) async fn answer<T: Transport>(
         Outcome::Refused(error) => Err(error),
         Outcome::Incremental(incremental) => Ok(multipart::response(incremental)),
         whole => {
-            // A big body's buffer goes back to the executor's pool once sent.
-            let body = crate::executor::response::buffers::into_bytes(whole.into_body());
+            // A big body's buffer goes back to the executor's pool once sent, and its
+            // charge against the memory budget is released then.
+            use crate::executor::response::buffers;
+            let body = match whole.into_charged_body() {
+                (body, Some(memory)) => buffers::into_charged_bytes(body, memory),
+                (body, None) => buffers::into_bytes(body),
+            };
             Ok(response(StatusCode::OK, accepts.media.as_str(), body))
         }
     }

@@ -164,6 +164,11 @@ async fn graphql<T: Transport>(
         );
         return Err(busy.with_header(RETRY_AFTER, "1"));
     };
+    // Refused at once like the concurrency cap, so a load balancer retries elsewhere.
+    if let Err((code, message)) = gateway.admit_memory() {
+        let full = RequestError::http(StatusCode::SERVICE_UNAVAILABLE, Some(code), &message);
+        return Err(full.with_header(RETRY_AFTER, "1"));
+    }
     // One deadline for reading the body and executing.
     let deadline = tokio::time::Instant::now() + gateway.config.traffic.request_timeout;
     let how = Delivery {

@@ -322,6 +322,11 @@ async fn operation<T: Transport>(
         let _ = outbox.send(error_message(id, &errors)).await;
         return;
     };
+    if let Err((code, message)) = gateway.admit_memory() {
+        let errors = crate::subscription::errors(code, &message);
+        let _ = outbox.send(error_message(id, &errors)).await;
+        return;
+    }
     let timeout = gateway.config.traffic.request_timeout;
     let executed = tokio::time::timeout(timeout, gateway.execute_shared(&request, meta)).await;
     drop(slot);

@@ -29,6 +29,7 @@ pub async fn whole<T: Transport>(ctx: &ExecutionContext<'_, T>, cost: Option<f64
             None => executed.body,
         },
         field_errors: executed.field_errors,
+        memory: None,
     }
 }
 
@@ -68,7 +69,8 @@ pub(crate) async fn incremental<T: Transport>(
         let Ok(plan) = &started.variant.plan else {
             return;
         };
-        let ctx = started.context(plan, &*transport, max_response_bytes);
+        let memory = started.memory.charge();
+        let ctx = started.context(plan, &*transport, max_response_bytes, &memory);
         let mut first = true;
         let mut sink = |mut part: Part| {
             if std::mem::take(&mut first)

@@ -149,15 +149,19 @@ pub(crate) struct Started {
     /// The operation and its plan variant: supergraph, text, name, labels, condition
     /// values and authorization (identical subscriptions share a subgraph subscription).
     pub(crate) operation: [u8; 32],
+    /// The gateway's memory budget, which executing it is charged to.
+    pub(crate) memory: crate::executor::memory::MemoryBudget,
 }
 
 impl Started {
-    /// What the executor reads to run `plan` (this request's own) over `transport`.
+    /// What the executor reads to run `plan` (this request's own) over `transport`,
+    /// charging `memory` (from [`Self::memory`]).
     pub(crate) fn context<'a, T: Transport>(
         &'a self,
         plan: &'a QueryPlan,
         transport: &'a T,
         max_response_bytes: usize,
+        memory: &'a crate::executor::memory::Charge,
     ) -> ExecutionContext<'a, T> {
         ExecutionContext {
             supergraph: &self.supergraph,
@@ -169,6 +173,7 @@ impl Started {
             headers: &self.headers,
             fetch_metrics: &self.fetch_metrics,
             max_response_bytes,
+            memory,
         }
     }
 }

@@ -4,13 +4,20 @@
 
 use super::error::RequestError;
 use crate::executor::Part;
+use crate::executor::memory::Charge;
 use crate::subscription::Subscription;
 use crate::telemetry::RequestOutcome;
 
 #[derive(Debug)]
 pub enum Outcome {
-    /// Execution happened; the body carries field errors when `field_errors`.
-    Executed { body: Vec<u8>, field_errors: bool },
+    /// Execution happened; the body carries field errors when `field_errors`. `memory`
+    /// is the request's charge against the memory budget, to be held until the body is
+    /// sent.
+    Executed {
+        body: Vec<u8>,
+        field_errors: bool,
+        memory: Option<Charge>,
+    },
     /// Refused before execution: no `data` in the body.
     Refused(RequestError),
     /// `@defer` honoured: the initial payload, and the later ones as they are written.
@@ -40,6 +47,28 @@ impl Outcome {
             Outcome::Refused(error) => error.body(),
             Outcome::Incremental(i) => &i.first.body,
             Outcome::Subscribed(_) => &[],
+        }
+    }
+
+    /// The same outcome, an executed body holding `memory` (its charge) until sent.
+    pub fn holding(self, memory: Charge) -> Self {
+        match self {
+            Outcome::Executed {
+                body, field_errors, ..
+            } => Outcome::Executed {
+                body,
+                field_errors,
+                memory: Some(memory),
+            },
+            other => other,
+        }
+    }
+
+    /// The body and the charge it holds against the memory budget, if any.
+    pub fn into_charged_body(self) -> (Vec<u8>, Option<Charge>) {
+        match self {
+            Outcome::Executed { body, memory, .. } => (body, memory),
+            other => (other.into_body(), None),
         }
     }
 

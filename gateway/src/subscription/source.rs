@@ -126,7 +126,9 @@ impl Subscriptions {
         let Ok(plan) = &started.variant.plan else {
             return end(None);
         };
-        let ctx = started.context(plan, &*transport, max_response_bytes);
+        // Charged while an event is completed; released once it is handed on.
+        let memory = started.memory.charge();
+        let ctx = started.context(plan, &*transport, max_response_bytes, &memory);
         loop {
             tokio::select! {
                 event = events.next() => match event {
@@ -134,6 +136,7 @@ impl Subscriptions {
                         let executed = Box::pin(execute_event(&ctx, event)).await;
                         self.metrics.events.inc();
                         let _ = tx.send(Arc::new(Event::Next(Bytes::from(executed.body))));
+                        memory.release_to(0);
                     }
                     Some(Err(e)) => return end(Some(errors(e.code, &e.message))),
                     None => return end(None),

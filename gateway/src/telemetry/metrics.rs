@@ -6,6 +6,7 @@
 
 use super::labels::{Families, Labels, Series};
 pub use super::labels::{OperationMetrics, RequestOutcome};
+use crate::executor::memory::MemoryBudget;
 use crate::executor::metrics::{FetchMetrics, SubgraphHandles};
 use parking_lot::Mutex;
 use prometheus::{
@@ -82,6 +83,9 @@ pub struct Metrics {
     reloads: IntCounterVec,
     labels: Arc<Labels>,
     anonymous: Arc<Series>,
+    memory_held: IntGauge,
+    memory_limit: IntGauge,
+    memory_refused: IntCounterVec,
     invalid: Arc<OperationMetrics>,
     pub subscriptions: SubscriptionMetrics,
 }
@@ -229,6 +233,24 @@ impl Metrics {
             &["result"],
         )
         .expect("valid metric");
+        let memory_held = IntGauge::new(
+            "graphfleet_memory_inflight_bytes",
+            "Bytes in-flight requests hold against the memory budget (subgraph bodies, entity copies, responses until sent).",
+        )
+        .expect("valid metric");
+        let memory_limit = IntGauge::new(
+            "graphfleet_memory_inflight_limit_bytes",
+            "The memory budget of in-flight requests (limits.max_inflight_bytes, or derived).",
+        )
+        .expect("valid metric");
+        let memory_refused = IntCounterVec::new(
+            Opts::new(
+                "graphfleet_memory_refused_requests_total",
+                "Requests refused for memory: new ones answered 503 (when=new), running ones cut with MEMORY_BUDGET_EXCEEDED (when=running).",
+            ),
+            &["when"],
+        )
+        .expect("valid metric");
         let subscriptions = SubscriptionMetrics::new();
         for collector in [
             Box::new(requests.clone()) as Box<dyn prometheus::core::Collector>,
@@ -242,6 +264,9 @@ impl Metrics {
             Box::new(in_flight.clone()),
             Box::new(supergraph_info.clone()),
             Box::new(reloads.clone()),
+            Box::new(memory_held.clone()),
+            Box::new(memory_limit.clone()),
+            Box::new(memory_refused.clone()),
             Box::new(subscriptions.open.clone()),
             Box::new(subscriptions.upstreams.clone()),
             Box::new(subscriptions.events.clone()),
@@ -272,6 +297,9 @@ impl Metrics {
             reloads,
             anonymous: Series::new(ANONYMOUS, &families, true),
             labels: Labels::new(families),
+            memory_held,
+            memory_limit,
+            memory_refused,
             invalid,
             subscriptions,
         }
@@ -334,6 +362,19 @@ impl Metrics {
     pub fn set_reloads(&self, successes: u64, failures: u64) {
         for (result, total) in [("success", successes), ("failure", failures)] {
             let counter = self.reloads.with_label_values(&[result]);
+            counter.inc_by(total.saturating_sub(counter.get()));
+        }
+    }
+
+    /// Bring the memory gauges and refusal counters up to `budget` (they are counted
+    /// there, on the hot path, with plain atomics).
+    pub fn set_memory(&self, budget: &MemoryBudget) {
+        let gauge = |bytes: usize| i64::try_from(bytes).unwrap_or(i64::MAX);
+        self.memory_held.set(gauge(budget.held()));
+        self.memory_limit.set(gauge(budget.limit()));
+        let (new, running) = budget.refusals();
+        for (when, total) in [("new", new), ("running", running)] {
+            let counter = self.memory_refused.with_label_values(&[when]);
             counter.inc_by(total.saturating_sub(counter.get()));
         }
     }

@@ -67,16 +67,18 @@ impl Drop for RequestRecorder<'_> {
 }
 
 /// The Prometheus text of `metrics`, with the values read at scrape time (served
-/// supergraph, reload counts) brought up to date first.
+/// supergraph, reload counts, the memory budget) brought up to date first.
 pub fn render_metrics(
     metrics: &Metrics,
     served_hash: Option<&[u8; 32]>,
     status: &ReloadStatus,
+    memory: &crate::executor::memory::MemoryBudget,
 ) -> String {
     match served_hash {
         Some(hash) => metrics.set_supergraph(&crate::supergraph::hex(hash)),
         None => metrics.clear_supergraph(),
     }
     metrics.set_reloads(status.successful_reloads, status.failed_reloads);
+    metrics.set_memory(memory);
     metrics.encode()
 }

@@ -3,6 +3,7 @@
 
 use super::keys::KeyTable;
 use super::store::{ObjId, Store, Value};
+use crate::memory::{Charge, MEMORY_BUDGET_EXCEEDED, OverBudget};
 use apollo_compiler::ast::Type;
 use apollo_compiler::response::JsonMap;
 use graphfleet_planner::operation::DeferId;
@@ -16,6 +17,10 @@ use errors::PathRef;
 pub use errors::{Location, PathSeg, ResponseError, UNAUTHORIZED_CODE};
 use scalars::{Leaf, Scalar};
 pub use scalars::{write_scalar, write_str};
+
+/// The output is charged to the memory budget this far ahead of what is written, so the
+/// budget is asked once per step rather than per object.
+const CHARGE_STEP: usize = 256 * 1024;
 
 /// Marks a null where the schema promised non-null; bubbles to the nearest nullable parent.
 struct NullBubble;
@@ -56,6 +61,15 @@ pub struct Writer<'a> {
     /// The response is cut once it grows past this many bytes.
     max_bytes: usize,
     too_large: bool,
+    /// The request's charge against the gateway's memory budget: the output is charged
+    /// to it as it grows, and cut when the budget has no room.
+    memory: Option<&'a Charge>,
+    /// Output bytes charged to `memory` (ahead of what is written).
+    charged: usize,
+    /// Past this output length [`Writer::room`] is asked again.
+    check_at: usize,
+    /// The cut was the memory budget's, not `max_bytes`'.
+    over_memory: bool,
     /// Per shape object, by id.
     field_plans: Vec<Option<Rc<[FieldPlan]>>>,
     /// Where the written object is in the whole response (deferred payloads).
@@ -83,6 +97,10 @@ impl<'a> Writer<'a> {
             typename_key: keys.get("__typename"),
             max_bytes: usize::MAX,
             too_large: false,
+            memory: None,
+            charged: 0,
+            check_at: 0,
+            over_memory: false,
             field_plans: Vec::new(),
             base: Vec::new(),
             points: Vec::new(),
@@ -90,10 +108,15 @@ impl<'a> Writer<'a> {
     }
 
     /// About as large as the subgraph bodies it comes from: sized once, so a big
-    /// response is not copied over and over while it grows.
+    /// response is not copied over and over while it grows. That size is charged to the
+    /// memory budget at once: a response the budget has no room for is cut before
+    /// anything is written, instead of after most of it.
     fn reserve_for_store(&mut self) {
         let size = self.store.buffers.iter().map(|b| b.len()).sum::<usize>();
         let size = size.clamp(16 * 1024, 64 * 1024 * 1024);
+        if !self.charge_up_to(size.min(self.max_bytes)) {
+            return;
+        }
         if self.out.is_empty() && self.out.capacity() < size {
             // A big one is a buffer an earlier response left (`buffers::into_bytes`
             // gives it back once sent).
@@ -156,10 +179,58 @@ impl<'a> Writer<'a> {
         self
     }
 
+    /// Charge the output to `memory` as it grows; when the memory budget has no room
+    /// the response is cut (`MEMORY_BUDGET_EXCEEDED`).
+    pub fn memory(mut self, memory: &'a Charge) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Whether the output may grow on: within `max_bytes`, and charged a step ahead
+    /// of what is written. Sets when to ask again.
+    fn room(&mut self) -> bool {
+        let len = self.out.len();
+        if len > self.max_bytes {
+            return false;
+        }
+        if self.memory.is_none() {
+            self.check_at = self.max_bytes;
+            return true;
+        }
+        // At `max_bytes` exactly the next check is the cut.
+        let target = len.saturating_add(CHARGE_STEP).min(self.max_bytes).max(len);
+        if !self.charge_up_to(target) {
+            return false;
+        }
+        self.check_at = self.charged.min(self.max_bytes);
+        true
+    }
+
+    /// Raise what the output holds charged to `bytes`; false (the response to be cut)
+    /// when the budget has no room for it.
+    fn charge_up_to(&mut self, bytes: usize) -> bool {
+        let Some(memory) = self.memory else {
+            return true;
+        };
+        if bytes <= self.charged {
+            return true;
+        }
+        if memory.try_add(bytes - self.charged).is_err() {
+            memory.cut();
+            self.over_memory = true;
+            self.too_large = true;
+            return false;
+        }
+        self.charged = bytes;
+        true
+    }
+
     /// The complete response body: `{"data":…,"errors":[…]}`.
     pub fn write_response(mut self, root: Option<ObjId>) -> Vec<u8> {
         self.reserve_for_store();
-        self.write_data(root);
+        if !self.too_large {
+            self.write_data(root);
+        }
         if self.too_large {
             return self.cut();
         }
@@ -170,7 +241,9 @@ impl<'a> Writer<'a> {
     /// open (the caller adds `hasNext`), and the deferred fragments to send later.
     pub fn write_initial(mut self, root: Option<ObjId>) -> (Vec<u8>, Vec<DeferPoint>) {
         self.reserve_for_store();
-        self.write_data(root);
+        if !self.too_large {
+            self.write_data(root);
+        }
         if self.too_large {
             let mut body = self.cut();
             body.pop();
@@ -190,6 +263,13 @@ impl<'a> Writer<'a> {
         if self.write_object(point.obj, point.shape).is_err() || self.too_large {
             self.truncate(0);
             self.out.extend_from_slice(b"null");
+            if self.over_memory {
+                let error = self.memory_error();
+                self.errors.push(ResponseError {
+                    path: Some(self.base.clone()),
+                    ..error
+                });
+            }
         }
         (self.out, self.points)
     }
@@ -232,12 +312,16 @@ impl<'a> Writer<'a> {
     fn cut(mut self) -> Vec<u8> {
         self.out.clear();
         self.out.shrink_to(16 * 1024);
-        let error = ResponseError {
-            extensions: Some(serde_json::json!({ "code": crate::RESPONSE_TOO_LARGE })),
-            ..ResponseError::new(format!(
-                "the response exceeds {} bytes (limits.max_response_bytes)",
-                self.max_bytes
-            ))
+        let error = if self.over_memory {
+            self.memory_error()
+        } else {
+            ResponseError {
+                extensions: Some(serde_json::json!({ "code": crate::RESPONSE_TOO_LARGE })),
+                ..ResponseError::new(format!(
+                    "the response exceeds {} bytes (limits.max_response_bytes)",
+                    self.max_bytes
+                ))
+            }
         };
         self.out.extend_from_slice(b"{\"data\":null,\"errors\":[");
         serde_json::to_writer(&mut self.out, &error)
@@ -246,8 +330,17 @@ impl<'a> Writer<'a> {
         self.out
     }
 
+    /// Why the memory budget cut the response.
+    fn memory_error(&self) -> ResponseError {
+        let limit = self.memory.map_or(usize::MAX, |m| m.budget().limit());
+        ResponseError {
+            extensions: Some(serde_json::json!({ "code": MEMORY_BUDGET_EXCEEDED })),
+            ..ResponseError::new(format!("writing the response: {}", OverBudget { limit }))
+        }
+    }
+
     fn write_object(&mut self, obj: ObjId, shape: ShapeObjectId) -> Result<(), NullBubble> {
-        if self.out.len() > self.max_bytes {
+        if self.out.len() > self.check_at && !self.room() {
             // Unwinds the whole response (every level sees `too_large` and bubbles).
             self.too_large = true;
             return Err(NullBubble);
