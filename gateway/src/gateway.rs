@@ -253,8 +253,10 @@ impl<T: Transport> Gateway<T> {
         meta: &RequestMeta,
         streams: bool,
     ) -> Outcome {
-        let timeout = self.config.traffic.request_timeout;
-        let mut recorder = RequestRecorder::start(&self.metrics, timeout);
+        let deadline = meta
+            .deadline
+            .unwrap_or_else(|| Instant::now() + self.config.traffic.request_timeout);
+        let mut recorder = RequestRecorder::start(&self.metrics, deadline);
         let span = crate::otel_span!("request", graphql.operation.name = tracing::field::Empty);
         crate::telemetry::tracing::set_remote_parent(&span, &meta.trace_context);
         let outcome = self

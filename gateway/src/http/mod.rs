@@ -176,7 +176,8 @@ async fn graphql<T: Transport>(
         incremental: accepts.incremental,
         stream: accepts.stream.is_some(),
     };
-    let meta = request_meta(gateway, &req, how).await?;
+    let mut meta = request_meta(gateway, &req, how).await?;
+    meta.deadline = Some(deadline.into_std());
     let payload = body::read(&gateway.config, req, deadline).await?;
     let request = decode::decode(&payload)?;
     dispatch::answer(gateway, &request, &meta, accepts, deadline).await
@@ -223,6 +224,8 @@ async fn request_meta<T: Transport>(
             .extensions()
             .get::<ClientAddr>()
             .map(|a| client_addr::client_of(&gateway.trusted_proxies, a.0, req.headers())),
+        // An HTTP request's is set by its caller; a WebSocket's operations time their own.
+        deadline: None,
     })
 }
 

@@ -40,6 +40,10 @@ pub struct RequestMeta {
     pub client: Option<std::net::IpAddr>,
     /// The client application its headers name (recorded with the operation's usage).
     pub app: Option<crate::usage::ClientApp>,
+    /// When the transport's request timeout cuts the request (set by the HTTP server,
+    /// whose clock starts before the body is read); otherwise the timeout runs from the
+    /// execution's start. A request dropped at or past it counts as `timeout`.
+    pub deadline: Option<std::time::Instant>,
 }
 
 /// The media type a response is written in, as negotiated from `Accept`.

@@ -20,19 +20,20 @@ use std::time::{Duration, Instant};
 pub struct RequestRecorder<'a> {
     metrics: &'a Metrics,
     start: Instant,
-    timeout: Duration,
+    deadline: Instant,
     operation: Option<Arc<OperationMetrics>>,
     outcome: Option<RequestOutcome>,
     _in_flight: InFlight,
 }
 
 impl<'a> RequestRecorder<'a> {
-    /// `timeout` is the request timeout: a request dropped after it counts as `timeout`.
-    pub fn start(metrics: &'a Metrics, timeout: Duration) -> Self {
+    /// `deadline` is when the request timeout fires: a request dropped then or after
+    /// counts as `timeout`, before it as `cancelled` (the client went away).
+    pub fn start(metrics: &'a Metrics, deadline: Instant) -> Self {
         Self {
             metrics,
             start: Instant::now(),
-            timeout,
+            deadline,
             operation: None,
             outcome: None,
             _in_flight: metrics.in_flight(),
@@ -52,8 +53,8 @@ impl<'a> RequestRecorder<'a> {
 impl Drop for RequestRecorder<'_> {
     fn drop(&mut self) {
         let elapsed = self.start.elapsed();
-        // The timeout's clock starts just before ours; 1 ms covers the difference.
-        let timed_out = elapsed + Duration::from_millis(1) >= self.timeout;
+        // The timer may fire a hair before `deadline` by this clock; 1 ms covers it.
+        let timed_out = Instant::now() + Duration::from_millis(1) >= self.deadline;
         let outcome = self.outcome.unwrap_or(if timed_out {
             RequestOutcome::Timeout
         } else {
