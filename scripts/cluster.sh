@@ -118,6 +118,18 @@ healthy() {
   kubectl --kubeconfig "$KUBECONFIG_FILE" get --raw /readyz >/dev/null 2>&1
 }
 
+# The fake pods' addresses. kwok pods run no process, but the operator (and the tests
+# running it in-process) still reads each pod's admin port; without a route of its own that
+# traffic would take the host's default route off the machine.
+KWOK_CIDR=10.0.0.0/24
+
+# Make connections to the fake pods fail at once, on this machine: an `unreachable` route
+# for their range (shared by every kwok cluster here, so it is left in place on `down`).
+keep_kwok_pods_local() {
+  ip route replace unreachable "$KWOK_CIDR" \
+    || die "cannot add the route keeping kwok pod addresses ($KWOK_CIDR) on this machine (needs root)"
+}
+
 up() {
   if [ -f "$STATE/ports" ] && healthy; then
     log "cluster already running (state: $STATE)"
@@ -165,7 +177,8 @@ up() {
     --kube-api-qps 500 --kube-api-burst 1000
   start kwok kwok --kubeconfig "$KUBECONFIG_FILE" --server-address "127.0.0.1:$KWOK_PORT" \
     --manage-all-nodes=false --manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
-    --node-ip 10.0.0.1 --cidr 10.0.0.1/24 --node-lease-duration-seconds 40
+    --node-ip "${KWOK_CIDR%.0/24}.1" --cidr "${KWOK_CIDR%.0/24}.1/24" --node-lease-duration-seconds 40
+  keep_kwok_pods_local
   nodes_yaml | kubectl --kubeconfig "$KUBECONFIG_FILE" apply -f - >/dev/null
   wait_for "kwok nodes" 30 kubectl --kubeconfig "$KUBECONFIG_FILE" wait --for=condition=Ready node --all --timeout=1s
   # The node lifecycle controller lifts the not-ready taint once kwok reports the node Ready.
