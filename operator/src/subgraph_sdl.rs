@@ -326,34 +326,12 @@ mod tests {
 #[cfg(test)]
 mod tls_tests {
     use super::{Introspector, SchemaError};
-    use std::sync::Arc;
     use std::time::Duration;
 
     /// A subgraph answering `_service { sdl }` over HTTPS with a certificate for
     /// 127.0.0.1 signed by a CA made here: its URL and the CA's PEM.
     async fn https_subgraph() -> (String, String) {
-        let ca_key = rcgen::KeyPair::generate().expect("CA key");
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("CA");
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca = params.self_signed(&ca_key).expect("self-signed CA");
-        let issuer = rcgen::Issuer::new(params, ca_key);
-        let key = rcgen::KeyPair::generate().expect("server key");
-        let leaf = rcgen::CertificateParams::new(vec!["127.0.0.1".to_owned()])
-            .expect("server params")
-            .signed_by(&key, &issuer)
-            .expect("signed");
-        let tls = rustls::ServerConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_no_client_auth()
-        .with_single_cert(
-            vec![leaf.der().clone()],
-            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
-        )
-        .expect("server config");
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let (acceptor, ca) = graphfleet_testkit::tls::loopback_acceptor();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");
@@ -379,7 +357,7 @@ mod tls_tests {
                 });
             }
         });
-        (format!("https://{addr}/graphql"), ca.pem())
+        (format!("https://{addr}/graphql"), ca)
     }
 
     #[tokio::test]

@@ -9,6 +9,7 @@
 //! isolates itself in a fresh [`TestNamespace`].
 
 pub mod otlp;
+pub mod tls;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
