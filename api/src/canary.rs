@@ -36,7 +36,9 @@ pub struct CanarySpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 0.0, max = 100.0))]
     pub max_fetch_error_rate_percent: Option<f64>,
-    /// Largest canary p99 latency over the stable pods' p99; default 2.
+    /// Largest canary p99 latency over the stable pods' p99; default 2. A canary p99
+    /// within 10 ms of the stable pods' passes whatever the ratio: at a few milliseconds,
+    /// scheduling on a busy node alone doubles a p99.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1.0))]
     pub max_p99_ratio: Option<f64>,

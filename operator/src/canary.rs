@@ -17,6 +17,10 @@ const FAILED_OUTCOMES: [&str; 3] = ["field_errors", "request_error", "timeout"];
 /// Defaults of [`CanarySpec`]'s thresholds.
 pub const DEFAULT_MAX_ERROR_RATE_PERCENT: f64 = 1.0;
 pub const DEFAULT_MAX_P99_RATIO: f64 = 2.0;
+/// A canary p99 within this many milliseconds of the stable pods' is not held to the
+/// ratio: at a few milliseconds, a busy node's scheduling alone doubles a p99 (2.2 ms
+/// against 4.8 ms is noise, not a regression).
+pub const P99_NOISE_FLOOR_MS: f64 = 10.0;
 pub const DEFAULT_MIN_REQUESTS: u32 = 20;
 
 /// One track's metrics, summed over its pods.
@@ -154,6 +158,7 @@ pub fn judge(spec: &CanarySpec, canary: &TrackMetrics, stable: &TrackMetrics) ->
     let p99 = |m: &TrackMetrics| m.p99().map(|s| s * 1000.0);
     if let (Some(canary_p99), Some(stable_p99)) = (p99(canary), p99(stable))
         && stable_p99 > 0.0
+        && canary_p99 - stable_p99 > P99_NOISE_FLOOR_MS
         && canary_p99 / stable_p99 > max_ratio
     {
         return Judgement::Fail(format!(
@@ -262,6 +267,32 @@ mod tests {
             judge(&CanarySpec::default(), &healthy, &stable),
             Judgement::Pass(_)
         ));
+    }
+
+    #[test]
+    fn a_few_milliseconds_of_p99_are_noise_not_a_regression() {
+        let quick = |ms: f64| {
+            let mut m = TrackMetrics {
+                requests: 100.0,
+                ..TrackMetrics::default()
+            };
+            m.add_bucket(ms / 1000.0, 100.0);
+            m.add_bucket(f64::INFINITY, 100.0);
+            m
+        };
+        let (stable, canary) = (quick(2.2), quick(4.8));
+        assert!(
+            matches!(
+                judge(&CanarySpec::default(), &canary, &stable),
+                Judgement::Pass(_)
+            ),
+            "{:?}",
+            judge(&CanarySpec::default(), &canary, &stable)
+        );
+        let Judgement::Fail(why) = judge(&CanarySpec::default(), &quick(30.0), &stable) else {
+            panic!("a canary 28 ms slower passed");
+        };
+        assert!(why.contains("× the stable pods'"), "{why}");
     }
 
     #[test]

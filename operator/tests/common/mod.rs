@@ -59,6 +59,7 @@ pub async fn set_pod_status(
 
 /// A client of the shared test cluster, with the CRDs installed and established.
 pub async fn cluster_client() -> Client {
+    log_to_test_output();
     let cluster = tokio::task::spawn_blocking(graphfleet_testkit::cluster)
         .await
         .expect("cluster start does not panic");
@@ -67,9 +68,22 @@ pub async fn cluster_client() -> Client {
     client
 }
 
+/// The operator's log into the test's captured output, so a failing test shows what the
+/// operator did (`RUST_LOG` overrides the default: the operator at info).
+fn log_to_test_output() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("graphfleet_operator=info"));
+    // A second test in the same process finds it installed: fine.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_test_writer()
+        .try_init();
+}
+
 /// A client of the real-node cluster of this run (`graphfleet_testkit::real_cluster`), with
 /// the CRDs installed and established.
 pub async fn real_cluster_client() -> Client {
+    log_to_test_output();
     let cluster = tokio::task::spawn_blocking(graphfleet_testkit::real_cluster)
         .await
         .expect("real cluster start does not panic");

@@ -129,8 +129,23 @@ pub async fn set_sdl(subgraphs: &Api<graphfleet_api::Subgraph>, name: &str, sdl:
 }
 
 /// The status of gateway `shop`, once it has one.
+/// Each change of its phase or canary message is printed, so a failing test shows the way
+/// the gateway went.
 pub async fn status_of(
     gateways: &Api<graphfleet_api::GraphGateway>,
 ) -> Option<graphfleet_api::GraphGatewayStatus> {
-    gateways.get("shop").await.ok()?.status
+    static LAST: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+    let status = gateways.get("shop").await.ok()?.status?;
+    let seen = format!(
+        "{}: phase {:?}, canary {:?}",
+        gateways.namespace().unwrap_or_default(),
+        status.phase,
+        status.canary.as_ref().map(|c| (c.step, &c.phase, &c.message))
+    );
+    let mut last = LAST.lock().expect("status log lock");
+    if *last != seen {
+        println!("gateway status: {seen}");
+        *last = seen;
+    }
+    Some(status)
 }
