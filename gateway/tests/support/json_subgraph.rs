@@ -28,7 +28,8 @@
 //! An entity is found by the key fields of its representation (an interface's entities
 //! may be listed under the interface or under their object types); none found resolves
 //! to null, as a reference resolver returning null. An entity entry may hold
-//! `"__error": "message"` (its reference resolver throws) or `"__reference": <expr>` (a
+//! `"__error": "message"` (its reference resolver throws; with no key fields beside it, for
+//! every representation) or `"__reference": <expr>` (a
 //! computed value, below, judged on the representation: a thrown error fails it, a falsy
 //! value resolves it to null).
 //!
@@ -852,7 +853,12 @@ fn find_entity(sg: &Subgraph, t: &str, key: &Shape, rep: &Value) -> Option<Value
                 .get("__typename")
                 .and_then(Value::as_str)
                 .unwrap_or(listed);
-            sg.is_subtype(t, typename) && key.same(e, rep)
+            // An entry with an error and no key fields is a reference resolver that
+            // throws whatever it is given (the audit's "You should be using ...").
+            let throws_for_any = e.get("__error").is_some()
+                && e.as_object()
+                    .is_some_and(|o| o.keys().all(|k| k.starts_with("__")));
+            sg.is_subtype(t, typename) && (throws_for_any || key.same(e, rep))
         })
         .map(|(_, e)| e.clone())
 }

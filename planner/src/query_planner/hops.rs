@@ -134,6 +134,12 @@ impl<'a> Planner<'a> {
         if !list || f.children.is_empty() || self.cost_field(sg, ty, f, provided, 0).0 == 0 {
             return false;
         }
+        // A field `sg` has only through `@provides` stays here: the subgraph says it gives
+        // it with the parent (its entities may not be resolvable elsewhere by this path,
+        // e.g. nested-provides), and the hop below goes from what it provided.
+        if matches!(self.meta.resolution(ty, &f.name, sg), Resolution::External) {
+            return false;
+        }
         let whole = self.meta.resolvers_of(ty, &f.name).into_iter().any(|t| {
             t != sg
                 && self.usable_key(ty, t, sg, provided).is_some()
