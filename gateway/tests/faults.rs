@@ -248,6 +248,39 @@ async fn object_where_list_expected() {
     assert_wrong_shape("wrong-list", "tags", "[String]").await;
 }
 
+/// A subgraph that leaves out a field it was asked for gives no null to pass on: no
+/// silent null reaches the client. Debug builds (every test) stop at the invariant, so a
+/// planner bug that loses a field cannot pass a test; release builds answer null with an
+/// error saying no subgraph answered the field.
+#[tokio::test]
+async fn a_field_the_subgraph_left_out_is_never_a_silent_null() {
+    let fault = fault_subgraph::start().await;
+    let env = env(&fault, "missing-price", |_| {}).await;
+    let body = serde_json::to_vec(&json!({ "query": "{ products { id price } }" }))
+        .expect("a JSON request");
+    let answer = support::try_request(
+        &env.client,
+        "POST",
+        &env.url,
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await;
+    if cfg!(debug_assertions) {
+        let e = answer.err().expect("the debug invariant ends the exchange");
+        assert!(e.contains("IncompleteMessage"), "{e}");
+        return;
+    }
+    let reply = answer.expect("release builds answer");
+    let body: Value = serde_json::from_slice(&reply.body).expect("JSON");
+    let missing = |i: usize| json!({"message": "no subgraph answered Product.price", "path": ["products", i, "price"]});
+    assert_eq!(
+        body,
+        json!({"data": {"products": [{"id": "1", "price": null}, {"id": "2", "price": null}]},
+               "errors": [missing(0), missing(1)]})
+    );
+}
+
 #[tokio::test]
 async fn null_for_a_non_null_field_bubbles_to_the_nearest_nullable_parent() {
     let fault = fault_subgraph::start().await;

@@ -153,6 +153,14 @@ pub(crate) fn merge(
                 merge_entities(store, items, targets);
             }
         }
+        // `data: null` (or none): the subgraph nulled all it was asked for (a non-null
+        // field's error propagated to its root).
+        (None, None | Some(Value::Null)) => store.mark_answered_null(Store::ROOT),
+        (Some(_), None | Some(Value::Null)) => {
+            for target in prepared.targets.iter().flatten() {
+                store.mark_answered_null(*target);
+            }
+        }
         _ => {}
     }
     if !parsed.errors.is_empty() {
@@ -178,10 +186,18 @@ fn copies_bytes(store: &Store, items: Span, targets: &[Vec<ObjId>]) -> usize {
 /// Each `_entities` result into the objects its representation came from.
 fn merge_entities(store: &mut Store, items: Span, targets: &[Vec<ObjId>]) {
     for (i, targets) in targets.iter().enumerate().take(items.len()) {
-        if let Value::Object(src) = store.list(items)[i] {
-            for target in targets {
-                store.merge_object(*target, src);
+        match store.list(items)[i] {
+            Value::Object(src) => {
+                for target in targets {
+                    store.merge_object(*target, src);
+                }
             }
+            Value::Null => {
+                for target in targets {
+                    store.mark_answered_null(*target);
+                }
+            }
+            _ => {}
         }
     }
 }

@@ -98,6 +98,11 @@ pub struct Store {
     /// is stored once at its final size instead of grown (and copied) from empty.
     pub(super) items: Vec<Value>,
     pub(super) fields: Vec<(KeyId, Value)>,
+    /// Objects a subgraph answered null for (an `_entities` item that is null): their
+    /// missing fields are the subgraph's null, not a silent one (debug builds check
+    /// every other missing field, see the writer).
+    #[cfg(debug_assertions)]
+    answered_null: rustc_hash::FxHashSet<ObjId>,
 }
 
 impl Store {
@@ -105,6 +110,26 @@ impl Store {
         let mut store = Self::default();
         store.objects.push(Object::default());
         store
+    }
+
+    /// Record that a subgraph answered `obj` with null (debug builds; nothing otherwise).
+    pub fn mark_answered_null(&mut self, obj: ObjId) {
+        #[cfg(debug_assertions)]
+        self.answered_null.insert(obj);
+        #[cfg(not(debug_assertions))]
+        let _ = obj;
+    }
+
+    /// Whether a subgraph answered `obj` with null (always false in release builds,
+    /// which keep no record).
+    pub fn answered_null(&self, obj: ObjId) -> bool {
+        #[cfg(debug_assertions)]
+        return self.answered_null.contains(&obj);
+        #[cfg(not(debug_assertions))]
+        {
+            let _ = obj;
+            false
+        }
     }
 
     /// Keep `body` for the strings deserialized from it: the [`Source`] to hand the seed.

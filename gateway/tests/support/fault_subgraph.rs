@@ -273,8 +273,12 @@ async fn answer(
 }
 
 /// The answer with the mode's corruption: every `price` a string (`wrong-int`), every
-/// `tags` an object (`wrong-list`), every non-null `sku` null (`null-non-null`).
+/// `tags` an object (`wrong-list`), every non-null `sku` null (`null-non-null`), every
+/// `price` left out though asked for (`missing-price`).
 fn corrupt(mode: &str, answer: Value) -> Value {
+    if mode == "missing-price" {
+        return without("price", answer);
+    }
     let (field, bad) = match mode {
         "wrong-int" => ("price", json!("ten")),
         "wrong-list" => ("tags", json!({"a": 1})),
@@ -302,4 +306,18 @@ fn corrupt(mode: &str, answer: Value) -> Value {
         }
     }
     walk(answer, field, &bad)
+}
+
+/// `v` without any `field` key.
+fn without(field: &str, v: Value) -> Value {
+    match v {
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .filter(|(k, _)| k != field)
+                .map(|(k, v)| (k, without(field, v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(|i| without(field, i)).collect()),
+        other => other,
+    }
 }

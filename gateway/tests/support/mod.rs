@@ -94,6 +94,19 @@ pub async fn request(
     headers: &[(&str, &str)],
     body: Vec<u8>,
 ) -> Reply {
+    try_request(client, method, url, headers, body)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`request`], with a failed exchange (connection dropped, no answer in 30 s) as an error.
+pub async fn try_request(
+    client: &HttpClient,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+) -> Result<Reply, String> {
     let mut builder = hyper::Request::builder().method(method).uri(url);
     for (k, v) in headers {
         builder = builder.header(*k, *v);
@@ -103,8 +116,8 @@ pub async fn request(
         .expect("a valid request");
     let response = tokio::time::timeout(Duration::from_secs(30), client.request(req))
         .await
-        .expect("response within 30 s")
-        .expect("HTTP exchange");
+        .map_err(|_| "no response within 30 s".to_owned())?
+        .map_err(|e| format!("HTTP exchange: {e:?}"))?;
     let status = response.status().as_u16();
     let content_type = response
         .headers()
@@ -117,14 +130,14 @@ pub async fn request(
         .into_body()
         .collect()
         .await
-        .expect("response body")
+        .map_err(|e| format!("response body: {e:?}"))?
         .to_bytes();
-    Reply {
+    Ok(Reply {
         status,
         content_type,
         headers,
         body,
-    }
+    })
 }
 
 /// POST a GraphQL request as application/json.
@@ -137,6 +150,25 @@ pub async fn post_graphql(
     let body = serde_json::to_vec(&serde_json::json!({ "query": query, "variables": variables }))
         .expect("serializable request");
     request(
+        client,
+        "POST",
+        url,
+        &[("content-type", "application/json")],
+        body,
+    )
+    .await
+}
+
+/// [`post_graphql`], with a failed exchange as an error.
+pub async fn try_post_graphql(
+    client: &HttpClient,
+    url: &str,
+    query: &str,
+    variables: serde_json::Value,
+) -> Result<Reply, String> {
+    let body = serde_json::to_vec(&serde_json::json!({ "query": query, "variables": variables }))
+        .expect("serializable request");
+    try_request(
         client,
         "POST",
         url,

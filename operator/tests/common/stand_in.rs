@@ -140,7 +140,10 @@ pub async fn status_of(
         "{}: phase {:?}, canary {:?}",
         gateways.namespace().unwrap_or_default(),
         status.phase,
-        status.canary.as_ref().map(|c| (c.step, &c.phase, &c.message))
+        status
+            .canary
+            .as_ref()
+            .map(|c| (c.step, &c.phase, &c.message))
     );
     let mut last = LAST.lock().expect("status log lock");
     if *last != seen {
