@@ -9,6 +9,7 @@ pub mod headers;
 mod incremental;
 pub mod memory;
 pub mod metrics;
+pub mod offload;
 mod propagation;
 pub mod response;
 pub mod subscription;
@@ -117,16 +118,19 @@ fn write_final<T: Transport>(
     store: &Store,
     mut errors: Vec<ResponseError>,
 ) -> Executed {
-    let body = Writer::new(
-        store,
-        &ctx.plan.keys,
-        ctx.shapes,
-        ctx.variables,
-        &mut errors,
-    )
-    .max_bytes(ctx.max_response_bytes)
-    .memory(ctx.memory)
-    .write_response(Some(Store::ROOT));
+    let size = store.buffers.iter().map(Bytes::len).sum::<usize>();
+    let body = offload::run(size, || {
+        Writer::new(
+            store,
+            &ctx.plan.keys,
+            ctx.shapes,
+            ctx.variables,
+            &mut errors,
+        )
+        .max_bytes(ctx.max_response_bytes)
+        .memory(ctx.memory)
+        .write_response(Some(Store::ROOT))
+    });
     Executed {
         body,
         // The writer adds errors of its own (null propagation), so ask afterwards.
@@ -341,7 +345,12 @@ fn absorb<T: Transport>(
                 bytes: ctx.max_response_bytes - *received,
                 memory: ctx.memory,
             };
-            let merged = fetch::merge(fetch, ctx.plan, p, &bytes, store, errors, budget);
+            // One answer may be copied into thousands of objects: count them too.
+            let copies = p.targets.iter().map(Vec::len).sum::<usize>();
+            let work = bytes.len().saturating_add(copies.saturating_mul(64));
+            let merged = offload::run(work, || {
+                fetch::merge(fetch, ctx.plan, p, &bytes, store, errors, budget)
+            });
             match merged {
                 Ok(charged) => *received += charged,
                 Err(fetch::NotMerged::TooLarge(needed)) => {
