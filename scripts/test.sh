@@ -12,6 +12,8 @@ export CARGO_INCREMENTAL=${CARGO_INCREMENTAL:-0}
 
 log "pinned tools"
 scripts/tools.sh
+# The generated operations' differential test compares every answer with Hive Router's.
+scripts/tools.sh hive-router-dev
 # The composition oracle (@apollo/composition) runs on Node.js.
 command -v node >/dev/null && command -v npm >/dev/null || scripts/host-packages.sh nodejs npm
 

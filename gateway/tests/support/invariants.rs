@@ -420,13 +420,17 @@ impl<'a> Checker<'a> {
     /// The object type of `obj` at static type `ty`: its selected `__typename`, else the
     /// first possible type whose selection fits the keys present (exactly, then as a
     /// set, then most closely).
-    fn runtime(&self, ty: &str, sets: &[&SelectionSet], obj: &[(String, Json)]) -> String {
+    /// Every type tied for best (more than one when the keys present cannot tell, e.g.
+    /// only fields every candidate selects: the object is checked as each).
+    fn runtime(&self, ty: &str, sets: &[&SelectionSet], obj: &[(String, Json)]) -> Vec<String> {
         let candidates = self.possible(ty);
         if candidates.len() <= 1 {
-            return candidates
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| ty.to_owned());
+            return vec![
+                candidates
+                    .into_iter()
+                    .next()
+                    .unwrap_or_else(|| ty.to_owned()),
+            ];
         }
         let keys: Vec<&str> = obj.iter().map(|(k, _)| k.as_str()).collect();
         let mut scored = Vec::new();
@@ -435,7 +439,7 @@ impl<'a> Checker<'a> {
             for (key, fields) in &grouped {
                 let named = obj.iter().find(|(k, _)| k == key).map(|(_, v)| v);
                 if fields[0].name == "__typename" && named == Some(&Json::String(c.clone())) {
-                    return c.clone();
+                    return vec![c.clone()];
                 }
             }
             let want: Vec<&str> = grouped.iter().map(|(k, _)| k.as_str()).collect();
@@ -450,11 +454,17 @@ impl<'a> Checker<'a> {
             };
             scored.push((score, c.clone()));
         }
-        scored
+        let best = scored.iter().map(|(s, _)| *s).min();
+        let tied: Vec<String> = scored
             .into_iter()
-            .min_by_key(|(s, _)| *s)
+            .filter(|(s, _)| Some(*s) == best)
             .map(|(_, c)| c)
-            .unwrap_or_else(|| ty.to_owned())
+            .collect();
+        if tied.is_empty() {
+            vec![ty.to_owned()]
+        } else {
+            tied
+        }
     }
 
     fn field_type(&self, runtime: &str, field: &Field) -> Type {
@@ -523,7 +533,37 @@ impl<'a> Checker<'a> {
         let Json::Object(entries) = value else {
             return;
         };
-        let runtime = self.runtime(ty, sets, entries);
+        let candidates = self.runtime(ty, sets, entries);
+        if candidates.len() == 1 {
+            return self.object_as(&candidates[0], sets, all_sets, value, entries, path);
+        }
+        // Unknown type: it passes as any candidate it fits, else fails as the first.
+        let outer = std::mem::take(&mut self.out);
+        let mut first = None;
+        for c in &candidates {
+            self.object_as(c, sets, all_sets, value, entries, path);
+            let found = std::mem::take(&mut self.out);
+            if found.is_empty() {
+                first = Some(found);
+                break;
+            }
+            first.get_or_insert(found);
+        }
+        self.out = outer;
+        self.out.extend(first.unwrap_or_default());
+    }
+
+    /// [`Self::object`] for an object of type `runtime`.
+    fn object_as(
+        &mut self,
+        runtime: &str,
+        sets: &[&SelectionSet],
+        all_sets: &[&SelectionSet],
+        value: &Json,
+        entries: &[(String, Json)],
+        path: &[Seg],
+    ) {
+        let runtime = runtime.to_owned();
         let expected = self.collect(&runtime, sets, EXECUTE);
         let want: Vec<&str> = expected.iter().map(|(k, _)| k.as_str()).collect();
         let have: Vec<&str> = entries.iter().map(|(k, _)| k.as_str()).collect();
@@ -780,7 +820,7 @@ impl<'a> Checker<'a> {
                 }
                 (Type::Named(n) | Type::NonNullNamed(n), Seg::Key(k)) if !self.is_leaf(n) => {
                     let candidates = match cur {
-                        Some(Json::Object(entries)) => vec![self.runtime(n, &sets, entries)],
+                        Some(Json::Object(entries)) => self.runtime(n, &sets, entries),
                         _ => self.possible(n),
                     };
                     let found = candidates.iter().find_map(|c| {

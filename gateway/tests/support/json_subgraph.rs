@@ -25,6 +25,8 @@
 //!     "entities": { "Product": [ { "__typename": "Product", "upc": "1", ... } ] } } }
 //! ```
 //!
+//! A field a nested object's value lacks is taken from the entity entry of that object
+//! (same type, matched by a key its value holds), as a per-type resolver would give it.
 //! An entity is found by the key fields of its representation (an interface's entities
 //! may be listed under the interface or under their object types); none found resolves
 //! to null, as a reference resolver returning null. An entity entry may hold
@@ -578,11 +580,11 @@ impl ObjectValue for Obj<'_> {
             let service = json!({ "__typename": "_Service", "sdl": null });
             return self.complete(service, ty, &args);
         }
-        let raw = self
-            .value
-            .get(info.field_name())
-            .cloned()
-            .unwrap_or(Value::Null);
+        let raw = match self.value.get(info.field_name()) {
+            Some(v) => v.clone(),
+            None if !self.root => self.from_own_entity(info.field_name()),
+            None => Value::Null,
+        };
         let raw = if self.root {
             self.counter(raw, &args)
         } else {
@@ -593,6 +595,24 @@ impl ObjectValue for Obj<'_> {
 }
 
 impl<'a> Obj<'a> {
+    /// A field a nested object's value does not hold, from this subgraph's entity entry
+    /// of the same object (found by a key its value holds): the audit's subgraphs resolve
+    /// such fields per type (e.g. `Comment.sameCommentOnOtherPosts` by the comment's id),
+    /// for nested objects as for references. Null when there is none.
+    fn from_own_entity(&self, field: &str) -> Value {
+        let sg = self.ctx.sg;
+        let entity = sg
+            .keys
+            .get(&self.type_name)
+            .into_iter()
+            .flatten()
+            .filter(|key| key.covered_by(&self.value))
+            .find_map(|key| find_entity(sg, &self.type_name, key, &self.value));
+        entity
+            .and_then(|e| e.get(field).cloned())
+            .unwrap_or(Value::Null)
+    }
+
     fn child(&self, type_name: String, value: Value, rep: Rc<Value>) -> Obj<'a> {
         Obj {
             ctx: self.ctx,

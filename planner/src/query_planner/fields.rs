@@ -46,6 +46,37 @@ impl<'a> Planner<'a> {
             .iter()
             .map(|f| self.meta.resolvers_of(&root_type, &f.name))
             .collect();
+        // Per root field with a choice, each candidate's estimate (jumps, local fields);
+        // one candidate: nothing to rank, so no estimate either.
+        let costs: Vec<Vec<(SubgraphId, (usize, usize))>> = fields
+            .iter()
+            .zip(&resolvers)
+            .map(|(f, candidates)| {
+                let rank = candidates.len() > 1;
+                candidates
+                    .iter()
+                    .map(|sg| {
+                        let cost = if rank {
+                            self.cost_field(*sg, &root_type, f, None, 1)
+                        } else {
+                            (0, 0)
+                        };
+                        (*sg, cost)
+                    })
+                    .collect()
+            })
+            .collect();
+        // The candidates serving each root field without a jump: a later field served so
+        // by a candidate draws this one there too (one fetch for both).
+        let clean: Vec<Vec<SubgraphId>> = costs
+            .iter()
+            .map(|c| {
+                c.iter()
+                    .filter(|(_, (j, _))| *j == 0)
+                    .map(|(sg, _)| *sg)
+                    .collect()
+            })
+            .collect();
         for (i, f) in fields.iter().copied().enumerate() {
             let candidates = &resolvers[i];
             if candidates.is_empty() {
@@ -77,23 +108,20 @@ impl<'a> Planner<'a> {
             };
             // Order the candidates by the further fetches planning there would need
             // (a jump costs more than one more parallel root fetch), then by how many
-            // of the remaining root fields each serves, then by fields resolved locally.
-            // One candidate: nothing to rank (and no retry), so no estimate either.
-            let rank = candidates.len() > 1;
-            let mut order: Vec<_> = candidates
+            // of the remaining root fields each serves without a jump, then with one,
+            // then by fields resolved locally.
+            let mut order: Vec<_> = costs[i]
                 .iter()
-                .map(|sg| {
-                    let (jumps, local) = if rank {
-                        self.cost_field(*sg, &root_type, f, None, 1)
-                    } else {
-                        (0, 0)
-                    };
+                .map(|(sg, (jumps, local))| {
+                    let (jumps, local) = (*jumps, *local);
                     let new_fetch = usize::from(existing_of(self, *sg).is_none());
-                    let served = resolvers[i..].iter().filter(|r| r.contains(sg)).count();
+                    let served = clean[i..].iter().filter(|r| r.contains(sg)).count();
+                    let reached = resolvers[i..].iter().filter(|r| r.contains(sg)).count();
                     (
                         (
                             2 * jumps + new_fetch,
                             std::cmp::Reverse(served),
+                            std::cmp::Reverse(reached),
                             std::cmp::Reverse(local),
                             sg.0,
                         ),
