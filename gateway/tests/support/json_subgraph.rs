@@ -582,7 +582,7 @@ impl ObjectValue for Obj<'_> {
         }
         let raw = match self.value.get(info.field_name()) {
             Some(v) => v.clone(),
-            None if !self.root => self.from_own_entity(info.field_name()),
+            None if !self.root => self.field_of_own_entity(info.field_name()),
             None => Value::Null,
         };
         let raw = if self.root {
@@ -599,7 +599,7 @@ impl<'a> Obj<'a> {
     /// of the same object (found by a key its value holds): the audit's subgraphs resolve
     /// such fields per type (e.g. `Comment.sameCommentOnOtherPosts` by the comment's id),
     /// for nested objects as for references. Null when there is none.
-    fn from_own_entity(&self, field: &str) -> Value {
+    fn field_of_own_entity(&self, field: &str) -> Value {
         let sg = self.ctx.sg;
         let entity = sg
             .keys
