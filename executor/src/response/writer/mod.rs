@@ -11,6 +11,7 @@ use graphfleet_planner::operation::shape::{ShapeObjectId, Shapes};
 use std::rc::Rc;
 
 mod errors;
+mod nulls;
 mod scalars;
 
 use errors::PathRef;
@@ -386,7 +387,7 @@ impl<'a> Writer<'a> {
             }
             let found = plan.key.and_then(|k| object.get(k));
             self.path.push(PathRef::Key(&field.key));
-            if found.is_none() && answered_some(object, &plans) {
+            if found.is_none() && nulls::answered_some(object, &plans) {
                 self.left_out(obj, &shape.typename, &field.name);
             }
             let value = found.unwrap_or(&Value::Null);
@@ -518,53 +519,6 @@ impl<'a> Writer<'a> {
         }
     }
 
-    /// Whether an error at or above the current path (or one without a path) explains
-    /// a null here.
-    fn explained(&self) -> bool {
-        self.errors.iter().any(|e| match &e.path {
-            None => true,
-            Some(p) => {
-                let (base, rest) = p.split_at(p.len().min(self.base.len()));
-                base == self.base.as_slice()
-                    && rest.len() <= self.path.len()
-                    && rest.iter().zip(&self.path).all(|(a, b)| b.is(a))
-            }
-        })
-    }
-
-    /// Whether an error lies below the current path: a subgraph that nulled a non-null
-    /// field there nulled its parents up to this one itself (even its whole `data`).
-    fn error_below(&self) -> bool {
-        self.errors.iter().any(|e| {
-            e.path.as_ref().is_some_and(|p| {
-                let (base, rest) = p.split_at(p.len().min(self.base.len()));
-                base == self.base.as_slice()
-                    && rest.len() > self.path.len()
-                    && rest.iter().zip(&self.path).all(|(a, b)| b.is(a))
-            })
-        })
-    }
-
-    /// A field no subgraph answered (absent from its object, not null) comes back null
-    /// only with an error saying why (at, above or below it), or where a subgraph
-    /// answered the whole object null: never a silent null. Else debug builds (every
-    /// test) stop here: it is the silent-null class of planner bug (a field fetched from
-    /// nowhere, or from a subgraph that does not resolve it), which no check of the
-    /// response can see afterwards. Release builds add the error (a subgraph that left
-    /// out a field it was asked for does the same).
-    fn left_out(&mut self, obj: ObjId, parent: &str, field: &str) {
-        if self.explained() || self.error_below() || self.store.answered_null(obj) {
-            return;
-        }
-        debug_assert!(
-            false,
-            "silent null: {parent}.{field} at {:?} was answered by no subgraph, and no error says why (errors: {:?})",
-            self.current_path(),
-            self.errors
-        );
-        self.push_error(format!("no subgraph answered {parent}.{field}"));
-    }
-
     fn non_null_error(&mut self, parent: &str, field: &str) {
         // A subgraph error at or above this path already explains the null.
         if !self.explained() {
@@ -589,14 +543,4 @@ impl<'a> Writer<'a> {
             ..ResponseError::new(message)
         });
     }
-}
-
-/// Whether a subgraph answered any field of `object`'s shape (its `__typename`s aside).
-/// An object with none is one whose type's selection the planner left out by design (a
-/// runtime type not every subgraph producing the value knows: the planner's
-/// `possible_here`), so its fields' nulls are not checked.
-fn answered_some(object: &super::store::Object, plans: &[FieldPlan]) -> bool {
-    plans
-        .iter()
-        .any(|p| !p.typename && p.key.is_some_and(|k| object.get(k).is_some()))
 }
