@@ -23,22 +23,15 @@ impl<'a> Planner<'a> {
         values: Option<ConditionValues>,
     ) -> Result<(), PlanError> {
         let root_type = ir.root_type().clone();
-        let sels = Normalizer::new(self.meta, ir, values, self.budget)
-            .root_selections(ir.root(), &root_type)?;
-        let mut fields = Vec::new();
-        fields_applying_to(self.meta, &sels, &root_type, &mut fields);
-        // One root field per response key, its selections merged (the spec's field
-        // collection): a key selected twice is still fetched once, from one subgraph.
-        let mut merged: Vec<SelectedField> = Vec::with_capacity(fields.len());
-        for f in fields.into_iter().filter(|f| !f.name.starts_with("__")) {
-            match merged.iter_mut().find(|m| m.key == f.key) {
-                Some(m) => {
-                    m.children.extend(f.children.iter().cloned());
-                    m.defer |= f.defer;
-                }
-                None => merged.push(f.clone()),
-            }
-        }
+        let merged = self.root_fields(ir, values, &root_type)?;
+        // The same fields with every condition holding: ties between subgraphs are broken
+        // on them, so a variable's value does not move a root field to a subgraph the
+        // whole selection avoids (`... on Book @include(if: $v) { title }` with $v false
+        // leaves `{ __typename }`, which any subgraph serves).
+        let whole = match values {
+            Some(_) => Some(self.root_fields(ir, None, &root_type)?),
+            None => None,
+        };
         let fields: Vec<&SelectedField> = merged.iter().collect();
         let mutation = ir.kind() == OperationType::Mutation;
         self.is_mutation = mutation;
@@ -66,6 +59,53 @@ impl<'a> Planner<'a> {
                     .collect()
             })
             .collect();
+        // Per root field and candidate, the jumps of the whole field (all conditions on).
+        let whole_jumps: Vec<Vec<usize>> = fields
+            .iter()
+            .zip(&costs)
+            .map(|(f, c)| {
+                let all = whole
+                    .as_ref()
+                    .and_then(|w| w.iter().find(|w| w.key == f.key));
+                c.iter()
+                    .map(|(sg, (jumps, _))| match all {
+                        Some(all) if c.len() > 1 => {
+                            self.cost_field(*sg, &root_type, all, None, 1).0
+                        }
+                        _ => *jumps,
+                    })
+                    .collect()
+            })
+            .collect();
+        // Per candidate, the jumps it would need for the operation's other root fields
+        // (every condition on, each field it resolves): the subgraph serving the rest of
+        // the operation best draws a field both serve alike.
+        let every: Vec<(&Name, Vec<(SubgraphId, usize)>)> = match &whole {
+            Some(w) => w
+                .iter()
+                .map(|f| {
+                    let jumps = self
+                        .meta
+                        .resolvers_of(&root_type, &f.name)
+                        .into_iter()
+                        .map(|sg| (sg, self.cost_field(sg, &root_type, f, None, 1).0))
+                        .collect();
+                    (&f.key, jumps)
+                })
+                .collect(),
+            None => fields
+                .iter()
+                .zip(&costs)
+                .map(|(f, c)| (&f.key, c.iter().map(|(sg, (j, _))| (*sg, *j)).collect()))
+                .collect(),
+        };
+        let others_jumps = |key: &Name, sg: SubgraphId| -> usize {
+            every
+                .iter()
+                .filter(|(k, _)| *k != key)
+                .filter_map(|(_, c)| c.iter().find(|(s, _)| *s == sg).map(|(_, j)| *j))
+                .sum()
+        };
         // The candidates serving each root field without a jump: a later field served so
         // by a candidate draws this one there too (one fetch for both).
         let clean: Vec<Vec<SubgraphId>> = costs
@@ -107,20 +147,26 @@ impl<'a> Planner<'a> {
                 }
             };
             // Order the candidates by the further fetches planning there would need
-            // (a jump costs more than one more parallel root fetch), then by how many
-            // of the remaining root fields each serves without a jump, then with one,
-            // then by fields resolved locally.
+            // (a jump costs more than one more parallel root fetch), then by the jumps
+            // of the whole field (every condition on), then by how many of the remaining
+            // root fields each serves without a jump, then by the jumps the other root
+            // fields would need there, then by how many it reaches at all, then by
+            // fields resolved locally.
             let mut order: Vec<_> = costs[i]
                 .iter()
-                .map(|(sg, (jumps, local))| {
+                .zip(&whole_jumps[i])
+                .map(|((sg, (jumps, local)), whole)| {
                     let (jumps, local) = (*jumps, *local);
                     let new_fetch = usize::from(existing_of(self, *sg).is_none());
                     let served = clean[i..].iter().filter(|r| r.contains(sg)).count();
                     let reached = resolvers[i..].iter().filter(|r| r.contains(sg)).count();
+                    let others = others_jumps(&f.key, *sg);
                     (
                         (
                             2 * jumps + new_fetch,
+                            *whole,
                             std::cmp::Reverse(served),
+                            others,
                             std::cmp::Reverse(reached),
                             std::cmp::Reverse(local),
                             sg.0,
@@ -164,6 +210,32 @@ impl<'a> Planner<'a> {
             }
         }
         Ok(())
+    }
+
+    /// The operation's root fields under condition `values` (`None`: every condition
+    /// holds), one per response key with its selections merged (the spec's field
+    /// collection): a key selected twice is still fetched once, from one subgraph.
+    fn root_fields(
+        &self,
+        ir: &OpIr,
+        values: Option<ConditionValues>,
+        root_type: &Name,
+    ) -> Result<Vec<SelectedField>, PlanError> {
+        let sels = Normalizer::new(self.meta, ir, values, self.budget)
+            .root_selections(ir.root(), root_type)?;
+        let mut fields = Vec::new();
+        fields_applying_to(self.meta, &sels, root_type, &mut fields);
+        let mut merged: Vec<SelectedField> = Vec::with_capacity(fields.len());
+        for f in fields.into_iter().filter(|f| !f.name.starts_with("__")) {
+            match merged.iter_mut().find(|m| m.key == f.key) {
+                Some(m) => {
+                    m.children.extend(f.children.iter().cloned());
+                    m.defer |= f.defer;
+                }
+                None => merged.push(f.clone()),
+            }
+        }
+        Ok(merged)
     }
 
     /// Whether some subgraph resolving `ty.field` knows abstract `ty` as an entity
