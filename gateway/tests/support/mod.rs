@@ -147,16 +147,9 @@ pub async fn post_graphql(
     query: &str,
     variables: serde_json::Value,
 ) -> Reply {
-    let body = serde_json::to_vec(&serde_json::json!({ "query": query, "variables": variables }))
-        .expect("serializable request");
-    request(
-        client,
-        "POST",
-        url,
-        &[("content-type", "application/json")],
-        body,
-    )
-    .await
+    try_post_graphql(client, url, query, variables)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// [`post_graphql`], with a failed exchange as an error.

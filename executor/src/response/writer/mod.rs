@@ -77,6 +77,9 @@ pub struct Writer<'a> {
     base: Vec<PathSeg>,
     /// Deferred fragments met on objects that stay in the payload.
     points: Vec<DeferPoint>,
+    /// `no subgraph answered` errors written: past [`nulls::MAX_LEFT_OUT_ERRORS`] the
+    /// rest are nulls without one more (each check scans the errors).
+    left_out: usize,
 }
 
 impl<'a> Writer<'a> {
@@ -105,6 +108,7 @@ impl<'a> Writer<'a> {
             field_plans: Vec::new(),
             base: Vec::new(),
             points: Vec::new(),
+            left_out: 0,
         }
     }
 
@@ -350,6 +354,7 @@ impl<'a> Writer<'a> {
         let plans = self.field_plans(shape);
         let shape = shapes.object(shape);
         let object = self.store.object(obj);
+        let mut answered = None;
         self.out.push(b'{');
         let mut first = true;
         for (field, plan) in shape.fields.iter().zip(plans.iter()) {
@@ -387,7 +392,10 @@ impl<'a> Writer<'a> {
             }
             let found = plan.key.and_then(|k| object.get(k));
             self.path.push(PathRef::Key(&field.key));
-            if found.is_none() && nulls::answered_some(object, &plans) {
+            // Once per object: whether any of its fields came back at all.
+            if found.is_none()
+                && *answered.get_or_insert_with(|| nulls::answered_some(object, &plans))
+            {
                 self.left_out(obj, &shape.typename, &field.name);
             }
             let value = found.unwrap_or(&Value::Null);

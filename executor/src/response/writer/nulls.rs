@@ -4,6 +4,9 @@
 use super::{FieldPlan, Writer};
 use crate::response::store::{ObjId, Object};
 
+/// Most `no subgraph answered` errors one response gets.
+pub(super) const MAX_LEFT_OUT_ERRORS: usize = 100;
+
 impl Writer<'_> {
     /// Whether an error at or above the current path (or one without a path) explains
     /// a null here.
@@ -40,6 +43,11 @@ impl Writer<'_> {
     /// response can see afterwards. Release builds add the error (a subgraph that left
     /// out a field it was asked for does the same).
     pub(super) fn left_out(&mut self, obj: ObjId, parent: &str, field: &str) {
+        // A subgraph leaving out field after field: the first errors say so; checking
+        // each further one against every error would make the writer quadratic.
+        if self.left_out >= MAX_LEFT_OUT_ERRORS && !cfg!(debug_assertions) {
+            return;
+        }
         if self.explained() || self.error_below() || self.store.answered_null(obj) {
             return;
         }
@@ -49,6 +57,7 @@ impl Writer<'_> {
             self.current_path(),
             self.errors
         );
+        self.left_out += 1;
         self.push_error(format!("no subgraph answered {parent}.{field}"));
     }
 }
