@@ -59,24 +59,6 @@ impl<'a> Planner<'a> {
                     .collect()
             })
             .collect();
-        // Per root field and candidate, the jumps of the whole field (all conditions on).
-        let whole_jumps: Vec<Vec<usize>> = fields
-            .iter()
-            .zip(&costs)
-            .map(|(f, c)| {
-                let all = whole
-                    .as_ref()
-                    .and_then(|w| w.iter().find(|w| w.key == f.key));
-                c.iter()
-                    .map(|(sg, (jumps, _))| match all {
-                        Some(all) if c.len() > 1 => {
-                            self.cost_field(*sg, &root_type, all, None, 1).0
-                        }
-                        _ => *jumps,
-                    })
-                    .collect()
-            })
-            .collect();
         // Per candidate, the jumps it would need for the operation's other root fields
         // (every condition on, each field it resolves): the subgraph serving the rest of
         // the operation best draws a field both serve alike.
@@ -99,6 +81,20 @@ impl<'a> Planner<'a> {
                 .map(|(f, c)| (&f.key, c.iter().map(|(sg, (j, _))| (*sg, *j)).collect()))
                 .collect(),
         };
+        // Per root field and candidate, the jumps of the whole field (all conditions on).
+        let whole_jumps: Vec<Vec<usize>> = fields
+            .iter()
+            .zip(&costs)
+            .map(|(f, c)| {
+                let all = every.iter().find(|(k, _)| **k == f.key).map(|(_, j)| j);
+                c.iter()
+                    .map(|(sg, (jumps, _))| {
+                        all.and_then(|a| a.iter().find(|(s, _)| s == sg))
+                            .map_or(*jumps, |(_, j)| *j)
+                    })
+                    .collect()
+            })
+            .collect();
         let others_jumps = |key: &Name, sg: SubgraphId| -> usize {
             every
                 .iter()
