@@ -13,8 +13,10 @@
 #      the gateway out) and while the Deployment is restarted: zero failed requests;
 #   6. safe schema delivery under load: checks against the served operations, canary
 #      steps, an automatic rollback and a pinned revision (deploy-tests/tests/real_delivery.rs);
-#   7. every benchmark scenario in the cluster (graphfleet and GRAPHFLEET_PEERS side by
-#      side as pods on router-0 under the same CPU limit, each at its scenario's rate);
+#   7. every benchmark scenario in the cluster (graphfleet-bench --in-cluster: per set the
+#      Subgraphs and a GraphGateway the operator composes, GRAPHFLEET_PEERS as Deployments
+#      serving the same supergraph, all on router-0 under the same CPU limit; per scenario a
+#      LoadTest with every gateway a target, at the scenario's rate);
 #   8. the report (REPORT.md, SVG charts) from those results, and the timings.
 # Environment: GRAPHFLEET_RATE (req/s, default 100), GRAPHFLEET_DURATION (seconds of the
 # first LoadTest, default 30), GRAPHFLEET_PEERS (gateways to measure side by side with

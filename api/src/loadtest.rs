@@ -71,6 +71,8 @@ pub struct LoadTestSpec {
     .message("synchronizedStart is k6-only; leave it out (or false) with executor gatling"))]
 #[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.thresholds) || !has(self.thresholds.abortOnFail) || !self.thresholds.abortOnFail")
     .message("thresholds.abortOnFail is k6-only; Gatling segments run to the end and are judged on the merged results"))]
+#[x_kube(validation = Rule::new("!has(self.executor) || self.executor != 'gatling' || !has(self.expect)")
+    .message("expect is k6-only; Gatling checks status 200, an object data and no errors"))]
 #[serde(rename_all = "camelCase")]
 pub struct LoadTestTemplate {
     /// A built-in benchmark scenario, one of graphfleet-bench's: `big-response`, `chain`,
@@ -140,6 +142,28 @@ pub struct LoadTestTemplate {
     /// 200, no GraphQL `errors` and a non-null `data` (k6: status 200).
     #[serde(default, skip_serializing_if = "LoadTestExecutor::is_k6")]
     pub executor: LoadTestExecutor,
+    /// The answer every request must get (k6 only), e.g. a monolith's or a reference
+    /// gateway's: a request passes when its body has this SHA-256, or, with `configMapRef`,
+    /// when its `data` equals that answer's (bodies up to 1 MiB; a gateway may format numbers
+    /// differently). Without it a request passes with status 200, an object `data` and no
+    /// `errors`. A target of `targets` may set its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<ExpectedResponse>,
+}
+
+/// The answer a request must get (`expect`). With `many-plans-no-cache` each request's
+/// document carries a token; the answer is the one to the token of all zeros
+/// (`gfnc000000000000000`), which k6 puts back before comparing.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExpectedResponse {
+    /// SHA-256 of the whole response body, 64 lowercase hex digits.
+    #[schemars(regex(pattern = r"^[0-9a-f]{64}$"))]
+    pub sha256: String,
+    /// The answer itself (a ConfigMap key the load generator mounts), for answers that carry
+    /// the same data in other bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_map_ref: Option<ConfigMapKeyRef>,
 }
 
 /// The load generator of a LoadTest's segments.
@@ -275,6 +299,10 @@ pub struct NamedTarget {
     // A bound keeps the CEL rule's estimated cost, times the list's items, within budget.
     #[schemars(length(max = 2048))]
     pub url: Option<String>,
+    /// This target's expected answer, instead of the template's `expect` (each gateway may
+    /// format the same data in its own bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<ExpectedResponse>,
 }
 
 impl NamedTarget {

@@ -463,3 +463,35 @@ impl Drop for Cleanup {
         }
     }
 }
+
+/// Builds (a no-op when up to date) and locates a workspace binary of the debug profile;
+/// the variable `env` names a prebuilt one instead.
+pub fn workspace_binary(package: &str, bin: &str, env: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env) {
+        return PathBuf::from(path);
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    run_ok(
+        Command::new(&cargo)
+            .args(["build", "-p", package, "--bin", bin])
+            .current_dir(workspace_root()),
+        None,
+    );
+    let metadata = run_ok(
+        Command::new(&cargo)
+            .args([
+                "metadata",
+                "--no-deps",
+                "--format-version",
+                "1",
+                "--offline",
+            ])
+            .current_dir(workspace_root()),
+        None,
+    );
+    let metadata: Value = serde_json::from_str(&metadata).expect("cargo metadata JSON");
+    let target = metadata["target_directory"]
+        .as_str()
+        .expect("target_directory");
+    Path::new(target).join("debug").join(bin)
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use graphfleet_deploy_tests::{
     Cleanup, TestNamespace, chart_dir, cluster, ensure_crds, eventually, helm_on_cluster,
-    manifests_dir, pool_placement_values, read, run_ok, unique_name, workspace_root, write_temp,
+    manifests_dir, pool_placement_values, read, run_ok, unique_name, workspace_binary, write_temp,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -31,39 +31,11 @@ const POD_NAME: &str = "graphfleet-operator-e2e";
 /// Builds (a no-op when up to date) and locates the operator binary;
 /// `GRAPHFLEET_OPERATOR_BIN` names a prebuilt one instead.
 fn operator_binary() -> PathBuf {
-    if let Some(path) = std::env::var_os("GRAPHFLEET_OPERATOR_BIN") {
-        return PathBuf::from(path);
-    }
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    run_ok(
-        Command::new(&cargo)
-            .args([
-                "build",
-                "-p",
-                "graphfleet-operator",
-                "--bin",
-                "graphfleet-operator",
-            ])
-            .current_dir(workspace_root()),
-        None,
-    );
-    let metadata = run_ok(
-        Command::new(&cargo)
-            .args([
-                "metadata",
-                "--no-deps",
-                "--format-version",
-                "1",
-                "--offline",
-            ])
-            .current_dir(workspace_root()),
-        None,
-    );
-    let metadata: Value = serde_json::from_str(&metadata).expect("cargo metadata JSON");
-    let target = metadata["target_directory"]
-        .as_str()
-        .expect("target_directory");
-    Path::new(target).join("debug").join("graphfleet-operator")
+    workspace_binary(
+        "graphfleet-operator",
+        "graphfleet-operator",
+        "GRAPHFLEET_OPERATOR_BIN",
+    )
 }
 
 /// The admin kubeconfig, acting as `system:serviceaccount:<namespace>:<name>`.

@@ -92,11 +92,13 @@ fn each_target_gets_its_own_jobs_labelled_and_named() {
         [
             Target {
                 name: Some("graphfleet".into()),
-                url: "http://fed.bench.svc:80/graphql".into()
+                url: "http://fed.bench.svc:80/graphql".into(),
+                expect: None,
             },
             Target {
                 name: Some("other".into()),
-                url: "http://other.bench.svc:4000/graphql".into()
+                url: "http://other.bench.svc:4000/graphql".into(),
+                expect: None,
             },
         ]
     );
@@ -162,6 +164,88 @@ fn each_target_gets_its_own_jobs_labelled_and_named() {
     assert_eq!(
         loadtest::jobs(&neither, "i").err(),
         Some(SpecError::NoTarget)
+    );
+}
+
+/// `expect`: each target's own answer, else the template's; k6 compares by hash, and by
+/// data with the answer mounted from its ConfigMap; without one, GraphQL errors fail.
+#[test]
+fn each_target_checks_its_expected_answer() {
+    let sha = |c: char| c.to_string().repeat(64);
+    let mut lt = fixture();
+    lt.spec.expect = Some(serde_json::from_value(json!({ "sha256": sha('a') })).expect("expect"));
+    lt.spec.targets.as_mut().expect("targets")[1].expect = Some(
+        serde_json::from_value(json!({
+            "sha256": sha('b'),
+            "configMapRef": { "name": "answers", "key": "other.json" },
+        }))
+        .expect("expect"),
+    );
+    let jobs = loadtest::jobs(&lt, DEFAULT_K6_IMAGE).expect("Jobs");
+    let pod = |j: &Job| {
+        j.spec
+            .as_ref()
+            .and_then(|s| s.template.spec.clone())
+            .expect("pod")
+    };
+    let env = |j: &Job| -> std::collections::BTreeMap<String, String> {
+        pod(j).containers[0]
+            .env
+            .iter()
+            .flatten()
+            .map(|e| (e.name.clone(), e.value.clone().unwrap_or_default()))
+            .collect()
+    };
+    let (a, b) = (env(&jobs[0]), env(&jobs[2]));
+    assert_eq!(
+        (a["GF_CHECK"].as_str(), &a["GF_EXPECTED_SHA256"]),
+        ("full", &sha('a'))
+    );
+    assert!(!a.contains_key("GF_EXPECTED_FILE"), "{a:?}");
+    assert_eq!(
+        (b["GF_CHECK"].as_str(), &b["GF_EXPECTED_SHA256"]),
+        ("full", &sha('b'))
+    );
+    assert_eq!(b["GF_EXPECTED_FILE"], "/expected/expected.json");
+    let volume = pod(&jobs[2])
+        .volumes
+        .expect("volumes")
+        .into_iter()
+        .find(|v| v.name == "expected")
+        .and_then(|v| v.config_map)
+        .expect("the answer's ConfigMap is mounted");
+    assert_eq!(volume.name, "answers");
+    assert_eq!(volume.items.expect("items")[0].key, "other.json");
+    let mounts = pod(&jobs[2]).containers[0]
+        .volume_mounts
+        .clone()
+        .expect("mounts");
+    assert!(
+        mounts
+            .iter()
+            .any(|m| m.name == "expected" && m.mount_path == "/expected")
+    );
+    assert!(
+        pod(&jobs[0])
+            .volumes
+            .expect("volumes")
+            .iter()
+            .all(|v| v.name != "expected")
+    );
+
+    lt.spec.expect = None;
+    lt.spec.targets.as_mut().expect("targets")[1].expect = None;
+    let plain = loadtest::jobs(&lt, DEFAULT_K6_IMAGE).expect("Jobs");
+    assert_eq!(env(&plain[0])["GF_CHECK"], "graphql");
+
+    let mut gatling = fixture();
+    gatling.spec.executor = graphfleet_api::LoadTestExecutor::Gatling;
+    gatling.spec.scenario = Some("query".into());
+    gatling.spec.targets.as_mut().expect("targets")[0].expect =
+        Some(serde_json::from_value(json!({ "sha256": sha('c') })).expect("expect"));
+    assert_eq!(
+        loadtest::jobs(&gatling, "i").err(),
+        Some(SpecError::NotForGatling("expect"))
     );
 }
 

@@ -89,3 +89,10 @@ mod tests {
         assert_eq!(memory_total(""), "unknown");
     }
 }
+
+/// Wall clock, seconds since the Unix epoch.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}

@@ -128,7 +128,7 @@ pub fn pod_problem(pod: &Pod) -> Option<String> {
     None
 }
 
-fn is_ready(pod: &Pod) -> bool {
+pub fn is_ready(pod: &Pod) -> bool {
     pod.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
@@ -157,15 +157,6 @@ pub async fn wait_ready(api: &Api<Pod>, name: &str, timeout: Duration) -> anyhow
         .and_then(|s| s.phase.clone())
         .unwrap_or_else(|| "absent".into());
     bail!("pod {name} not Ready after {timeout:?} (phase {phase})")
-}
-
-/// Pods of a Job (label `job-name`).
-pub async fn job_pods(api: &Api<Pod>, job: &str) -> anyhow::Result<Vec<Pod>> {
-    Ok(api
-        .list(&kube::api::ListParams::default().labels(&format!("job-name={job}")))
-        .await
-        .with_context(|| format!("listing the pods of job {job}"))?
-        .items)
 }
 
 /// An HTTP request to `service:port` through the API server's service proxy.

@@ -84,14 +84,28 @@ fn target(lt: &LoadTest) -> String {
         .to_owned()
 }
 
+/// The URLs the LoadTest loaded: each target's as its status records it, else the spec's.
 fn target_url(lt: &LoadTest) -> String {
-    match graphfleet_operator::resources::loadtest::targets(lt) {
-        Ok(all) => all
+    let status = lt.status.clone().unwrap_or_default();
+    if !status.targets.is_empty() {
+        return status
+            .targets
             .iter()
             .map(|t| t.url.as_str())
             .collect::<Vec<_>>()
-            .join("`, `"),
-        Err(e) => e.to_string(),
+            .join("`, `");
+    }
+    match lt.spec.target.as_ref().map(|t| (&t.gateway_ref, &t.url)) {
+        Some((_, Some(url))) => url.clone(),
+        // The GraphGateway's Service, as the operator resolves it.
+        Some((Some(gw), None)) => format!(
+            "http://{}.{}.svc:80/graphql",
+            gw.name,
+            gw.namespace
+                .clone()
+                .unwrap_or_else(|| gateway_namespace(lt))
+        ),
+        _ => "?".to_owned(),
     }
 }
 
@@ -150,6 +164,35 @@ fn gateway_runs(lt: &LoadTest, resources: &[Resources]) -> Vec<GatewayRun> {
     out
 }
 
+/// A LoadTest's (or one target's) results as the k6 summary the report reads.
+pub(crate) fn summary_of(
+    r: &graphfleet_api::LoadTestResults,
+    rate: f64,
+    duration_s: f64,
+) -> Summary {
+    let l = &r.latency_ms;
+    Summary {
+        target_rate: Some(rate),
+        duration_s,
+        requests: r.requests,
+        ok: r.requests.saturating_sub(r.failures),
+        failures: r.failures,
+        dropped_iterations: r.dropped_iterations,
+        achieved_rate: Some(r.achieved_rate),
+        latency_ms: Some(Latency {
+            min: l.min,
+            med: l.med,
+            // The status keeps no mean.
+            avg: f64::NAN,
+            p90: l.p90,
+            p95: l.p95,
+            p99: l.p99,
+            max: l.max,
+        }),
+        scheduled_latency_ms: None,
+    }
+}
+
 /// One LoadTest's (or one of its targets') outcome as the report reads it.
 struct Run {
     label: String,
@@ -167,27 +210,7 @@ fn gateway_run(lt: &LoadTest, run: &Run, resources: &[Resources]) -> GatewayRun 
     let outcome = match (run.phase, &run.results) {
         (LoadTestPhase::Succeeded, Some(r)) => {
             let planned = duration_s(&lt.spec.duration).unwrap_or(0.0);
-            let l = &r.latency_ms;
-            let summary = Summary {
-                target_rate: Some(f64::from(lt.spec.rate)),
-                duration_s: planned,
-                requests: r.requests,
-                ok: r.requests.saturating_sub(r.failures),
-                failures: r.failures,
-                dropped_iterations: r.dropped_iterations,
-                achieved_rate: Some(r.achieved_rate),
-                latency_ms: Some(Latency {
-                    min: l.min,
-                    med: l.med,
-                    // The status keeps no mean.
-                    avg: f64::NAN,
-                    p90: l.p90,
-                    p95: l.p95,
-                    p99: l.p99,
-                    max: l.max,
-                }),
-                scheduled_latency_ms: None,
-            };
+            let summary = summary_of(r, f64::from(lt.spec.rate), planned);
             let usage = match (&run.start, &run.end) {
                 (Some(start), Some(end)) => resources
                     .iter()

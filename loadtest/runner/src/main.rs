@@ -315,6 +315,16 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
                 "--in-cluster measures once at one rate: --smoke, --capacity and --rounds are host-mode only"
             );
         }
+        if cli.check != Check::Full {
+            bail!(
+                "--in-cluster checks every answer in full (the LoadTest's expect): --check is host-mode only"
+            );
+        }
+        if cli.supergraph.is_some() {
+            bail!(
+                "--in-cluster serves the supergraph the operator composes from the set's Subgraphs: --supergraph is host-mode only"
+            );
+        }
         let kubeconfig = absolute("--kubeconfig", cli.kubeconfig.as_ref())?;
         let cfg = incluster::Config {
             repo,
@@ -325,11 +335,9 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
             duration_s: cli.duration,
             warmup_s: cli.warmup,
             rate: cli.rate,
-            check: cli.check,
             cpus: cli.cpus,
             memory: cli.memory.clone(),
             start_timeout: Duration::from_secs(cli.start_timeout.max(1)),
-            supergraph: cli.supergraph.clone(),
             kubeconfig,
             namespace: cli.namespace.clone(),
             images: incluster::objects::Images::defaults(&cli.image_tag),

@@ -1,5 +1,5 @@
 //! The cluster connection: the APIs the run uses, the objects it labels as its own, the
-//! router node's containerd socket (the gateway pod's cgroup is sampled there).
+//! router node's containerd socket (the gateway pods' cgroups are sampled on this machine).
 
 use super::Config;
 use std::collections::BTreeMap;
@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use k8s_openapi::api::batch::v1::Job;
+use graphfleet_api::{GraphGateway, LoadTest, Subgraph};
+use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Service};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::{Client, ResourceExt};
@@ -28,7 +29,10 @@ pub(super) struct Cluster {
     pub(super) pods: Api<Pod>,
     pub(super) services: Api<Service>,
     pub(super) config_maps: Api<ConfigMap>,
-    pub(super) jobs: Api<Job>,
+    pub(super) deployments: Api<Deployment>,
+    pub(super) subgraphs: Api<Subgraph>,
+    pub(super) gateways: Api<GraphGateway>,
+    pub(super) loadtests: Api<LoadTest>,
     /// CPUs each node's pods may use, as read from their cgroups.
     pub(super) node_cpus: BTreeMap<String, String>,
     /// The image digest each gateway's container ran (from the pod status).
@@ -63,7 +67,10 @@ impl Cluster {
             pods: Api::namespaced(client.clone(), &ns),
             services: Api::namespaced(client.clone(), &ns),
             config_maps: Api::namespaced(client.clone(), &ns),
-            jobs: Api::namespaced(client.clone(), &ns),
+            deployments: Api::namespaced(client.clone(), &ns),
+            subgraphs: Api::namespaced(client.clone(), &ns),
+            gateways: Api::namespaced(client.clone(), &ns),
+            loadtests: Api::namespaced(client.clone(), &ns),
             client,
             ns,
             node_cpus: BTreeMap::new(),
@@ -84,8 +91,19 @@ impl Cluster {
             propagation_policy: Some(kube::api::PropagationPolicy::Background),
             ..DeleteParams::default()
         };
-        for job in self.jobs.list(&lp).await?.items {
-            let _ = self.jobs.delete(&job.name_any(), &dp).await;
+        // Owners first: the operator's objects (Jobs, the gateway's Deployment and
+        // ConfigMaps) go with the LoadTests and GraphGateways that own them.
+        for lt in self.loadtests.list(&lp).await?.items {
+            let _ = self.loadtests.delete(&lt.name_any(), &dp).await;
+        }
+        for gw in self.gateways.list(&lp).await?.items {
+            let _ = self.gateways.delete(&gw.name_any(), &dp).await;
+        }
+        for sg in self.subgraphs.list(&lp).await?.items {
+            let _ = self.subgraphs.delete(&sg.name_any(), &dp).await;
+        }
+        for d in self.deployments.list(&lp).await?.items {
+            let _ = self.deployments.delete(&d.name_any(), &dp).await;
         }
         for svc in self.services.list(&lp).await?.items {
             let _ = self.services.delete(&svc.name_any(), &dp).await;
@@ -97,10 +115,16 @@ impl Cluster {
         for cm in self.config_maps.list(&lp).await?.items {
             let _ = self.config_maps.delete(&cm.name_any(), &dp).await;
         }
-        // The next gateway must have the router node to itself: wait for the pods to go.
+        // The next set's gateways must have the router node to themselves: wait for the
+        // pods to go, with everything done in full the operator's (gateway and k6 pods,
+        // owned by the runner's GraphGateway and LoadTests) too.
+        let operators =
+            ListParams::default().labels("app.kubernetes.io/managed-by=graphfleet-operator");
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(90) {
-            if self.pods.list(&lp).await?.items.is_empty() {
+            let gone = self.pods.list(&lp).await?.items.is_empty()
+                && (!extra.is_empty() || self.pods.list(&operators).await?.items.is_empty());
+            if gone {
                 return Ok(());
             }
             tokio::time::sleep(Duration::from_millis(250)).await;

@@ -5,7 +5,6 @@ use std::time::Duration;
 
 use super::objects::Images;
 use crate::gateway::Gateway;
-use crate::k6::Check;
 use crate::scenario::Scenario;
 
 pub struct Config {
@@ -17,11 +16,9 @@ pub struct Config {
     pub duration_s: u32,
     pub warmup_s: u32,
     pub rate: Option<u32>,
-    pub check: Check,
     pub cpus: f64,
     pub memory: String,
     pub start_timeout: Duration,
-    pub supergraph: Option<PathBuf>,
     pub kubeconfig: Option<PathBuf>,
     pub namespace: String,
     pub images: Images,

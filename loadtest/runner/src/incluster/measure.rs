@@ -1,321 +1,364 @@
-//! One gateway measured on one scenario: its pod under the CPU budget, the oracle check,
-//! warm-up and measurement as k6 Jobs, the pod's cgroup sampled meanwhile.
+//! One scenario measured on every gateway of the set: each gateway's first answer judged
+//! against the monolith's, a warm-up LoadTest, then the measured LoadTest with every gateway
+//! a target (the operator runs them in turn, never at once), while each gateway pod's cgroup
+//! and the subgraphs' request counters are sampled on this machine.
 
 use super::Config;
 use super::cluster::Cluster;
-use super::deploy::{subgraph_total, wait_endpoint};
+use super::deploy::subgraph_total;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
+use graphfleet_api::{LoadTest, LoadTestPhase, TargetStatus};
+use k8s_openapi::api::core::v1::Pod;
 use kube::ResourceExt;
-use kube::api::{LogParams, PostParams};
+use kube::api::PostParams;
 
-use super::objects;
-use super::objects::{K6End, K6Run};
-use crate::gateway::Gateway;
-use crate::k6::{Check, Expected, Summary};
+use super::objects::{self, LoadRun, TargetRun};
+use crate::k6::Expected;
 use crate::kube_io;
 use crate::oracle::judge;
-use crate::podsample::PodSampler;
+use crate::podsample::{PodSampler, Tick};
 use crate::progress::progress;
 use crate::results::Measured;
 use crate::scenario::Scenario;
 
-#[allow(clippy::too_many_arguments)]
-pub(super) async fn measure(
+/// A gateway serving the set, ready for load.
+pub(super) struct Serving {
+    pub(super) name: String,
+    pub(super) pod: Pod,
+    /// The Service the first request goes to (through the API server) and its port.
+    pub(super) service: String,
+    pub(super) port: i32,
+    pub(super) path: String,
+    /// graphfleet's GraphGateway (a `gatewayRef` target), else the peer's URL.
+    pub(super) gateway_ref: Option<String>,
+    pub(super) url: String,
+}
+
+/// Each serving gateway's measured run, or why it has none, in the order given.
+pub(super) async fn measure_all(
     cfg: &Config,
     cluster: &mut Cluster,
     scenario: &Scenario,
     rate: u32,
-    gateway: &Gateway,
-    container: &objects::GatewayContainer,
+    serving: &[Serving],
     body: &str,
     expected: &Expected,
     dir: &Path,
-) -> anyhow::Result<Measured> {
-    let ns = cluster.ns.clone();
-    let pod_name = objects::gateway_name(&gateway.name);
-    kube_io::apply(&cluster.services, &objects::gateway_svc(&gateway.name, &ns)).await?;
-    kube_io::apply(
-        &cluster.pods,
-        &objects::gateway_pod(
-            &gateway.name,
-            &ns,
-            container,
-            &objects::supergraph_config_map_name(&scenario.set),
-            cfg.cpus,
-            &cfg.memory,
-        ),
-    )
-    .await?;
-    let started = Instant::now();
-    let pod = kube_io::wait_ready(&cluster.pods, &pod_name, cfg.start_timeout)
-        .await
-        .with_context(|| format!("{} did not become ready", gateway.name))?;
-    // The first answer through the API server's proxy; also the readiness the TCP probe
-    // cannot tell (a gateway may listen before its supergraph is loaded).
-    let probe = Bytes::from_static(br#"{"query":"{ __typename }"}"#);
-    let path = gateway.graphql_path.clone();
-    loop {
-        let answer = cluster
-            .proxy(
-                &pod_name,
-                objects::GATEWAY_PORT,
-                "POST",
-                &path,
-                Some(probe.clone()),
-            )
-            .await;
-        if matches!(answer, Ok((200, _))) {
-            break;
+) -> Vec<(String, anyhow::Result<Measured>)> {
+    let mut out: Vec<(String, anyhow::Result<Measured>)> = Vec::new();
+    let mut targets = Vec::new();
+    let mut loaded: Vec<&Serving> = Vec::new();
+    for gw in serving {
+        match first_answer(cluster, gw, body, expected, dir).await {
+            Ok(target) => {
+                targets.push(target);
+                loaded.push(gw);
+            }
+            Err(e) => out.push((gw.name.clone(), Err(e))),
         }
-        if started.elapsed() > cfg.start_timeout {
-            bail!(
-                "{} answers no {{ __typename }} with 200 after {:?}: {answer:?}",
-                gateway.name,
-                cfg.start_timeout
+    }
+    if targets.is_empty() {
+        return out;
+    }
+    let measured = load(cfg, cluster, scenario, rate, &loaded, &targets, dir).await;
+    match measured {
+        Ok(runs) => out.extend(runs),
+        Err(e) => {
+            let why = format!("{e:#}");
+            out.extend(
+                loaded
+                    .iter()
+                    .map(|gw| (gw.name.clone(), Err(anyhow::anyhow!("{why}")))),
             );
         }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    progress(format!(
-        "{} / {}: pod ready in {:.1} s on {}",
-        scenario.name,
-        gateway.name,
-        started.elapsed().as_secs_f64(),
-        pod.spec
-            .as_ref()
-            .and_then(|s| s.node_name.as_deref())
-            .unwrap_or("?")
-    ));
-    if let Some(id) = pod
-        .status
-        .as_ref()
-        .and_then(|s| s.container_statuses.as_ref())
-        .and_then(|cs| cs.first())
-        .map(|c| c.image_id.clone())
-        .filter(|id| !id.is_empty())
-    {
-        cluster.image_ids.insert(gateway.name.clone(), id);
-    }
-    wait_endpoint(cluster, &pod_name, &pod).await?;
-    let cgroup = match cluster.cgroup(&pod) {
-        Ok(cg) => Some(cg),
-        Err(e) => {
-            progress(format!("{}: resources not sampled: {e:#}", gateway.name));
-            None
-        }
-    };
+    // Back in the order the gateways were given.
+    out.sort_by_key(|(name, _)| serving.iter().position(|s| &s.name == name));
+    out
+}
+
+/// The gateway's first answer, judged against the monolith's: the target's expected bytes.
+async fn first_answer(
+    cluster: &Cluster,
+    gw: &Serving,
+    body: &str,
+    expected: &Expected,
+    dir: &Path,
+) -> anyhow::Result<TargetRun> {
     let (status, got) = cluster
         .proxy(
-            &pod_name,
-            objects::GATEWAY_PORT,
+            &gw.service,
+            gw.port,
             "POST",
-            &path,
+            &gw.path,
             Some(Bytes::from(body.to_owned())),
         )
         .await
-        .context("first request")?;
-    let expected = judge(status, &got, expected, dir, &gateway.name)?;
-    let cm_name = objects::dns_label(&format!("k6-{}-{}", scenario.name, gateway.name));
-    let expected_text = std::fs::read_to_string(&expected.file).ok();
-    let cm = objects::k6_config_map(&cm_name, &ns, body, expected_text.as_deref());
-    let expected_file = cm
-        .data
-        .as_ref()
-        .is_some_and(|d| d.contains_key("expected.json"));
-    kube_io::apply(&cluster.config_maps, &cm).await?;
-    let load = scenario.load;
-    let k6_run = |check: Check, duration_s: u32| K6Run {
-        url: objects::gateway_url(&gateway.name, &ns, &path),
-        check,
-        expected_len: expected.len_utf16,
-        expected_sha256: expected.sha256.clone(),
-        expected_file,
-        rate,
-        vus: load.vus.min(load.max_vus),
-        max_vus: load.max_vus,
-        duration_s,
-        // A fresh nonce per Job: warm-up and measured run never repeat a document.
-        unique: scenario.unique.then(crate::scenario::next_nonce),
+        .with_context(|| format!("{}: first request", gw.name))?;
+    let answer = judge(status, &got, expected, dir, &gw.name)?;
+    Ok(TargetRun {
+        name: gw.name.clone(),
+        gateway_ref: gw.gateway_ref.clone(),
+        url: gw.gateway_ref.is_none().then(|| gw.url.clone()),
+        sha256: answer.sha256.clone(),
+        answer: std::fs::read(&answer.file).context("reading the expected answer")?,
+    })
+}
+
+/// The warm-up and measured LoadTests, and each target's results.
+async fn load(
+    cfg: &Config,
+    cluster: &mut Cluster,
+    scenario: &Scenario,
+    rate: u32,
+    loaded: &[&Serving],
+    targets: &[TargetRun],
+    dir: &Path,
+) -> anyhow::Result<Vec<(String, anyhow::Result<Measured>)>> {
+    let name = objects::dns_label(&format!("bench-{}", scenario.name));
+    let ns = cluster.ns.clone();
+    let run = |name: &str, duration_s: u32| {
+        LoadRun {
+            name: &objects::dns_label(name),
+            scenario: &scenario.name,
+            rate,
+            duration_s,
+            vus: scenario.load.vus.min(scenario.load.max_vus),
+            max_vus: scenario.load.max_vus,
+        }
+        .build(&ns, targets)
     };
     if cfg.warmup_s > 0 {
-        let job = objects::dns_label(&format!("k6-{}-{}-warmup", scenario.name, gateway.name));
-        let (w, _) = run_k6(
-            cluster,
-            &job,
-            &cfg.images.k6,
-            &cm_name,
-            &k6_run(Check::Full, cfg.warmup_s),
-            &dir.join(format!("{job}.log")),
-        )
-        .await
-        .context("warm-up")?;
-        progress(format!(
-            "{} / {}: warm-up {} requests, {} failures",
-            scenario.name, gateway.name, w.requests, w.failures
-        ));
+        let (cm, lt) = run(&format!("{name}-warmup"), cfg.warmup_s);
+        kube_io::apply(&cluster.config_maps, &cm).await?;
+        let done = run_to_end(cluster, &lt, targets.len(), cfg.warmup_s, None).await?;
+        for t in &done.status.clone().unwrap_or_default().targets {
+            let r = t.results.as_ref();
+            progress(format!(
+                "{} / {}: warm-up {:?}, {} requests, {} failures",
+                scenario.name,
+                t.name,
+                t.phase,
+                r.map_or(0, |r| r.requests),
+                r.map_or(0, |r| r.failures)
+            ));
+        }
     }
-    subgraph_total(cluster, true).await?;
-    let throttled_before = cgroup.as_ref().and_then(|cg| cg.throttling(&cluster.sys));
-    let throttle_cg = cgroup.clone();
-    let sampler = cgroup.map(|cg| {
-        PodSampler::start(
-            &pod_name,
-            &pod.uid().unwrap_or_default(),
-            pod.spec.as_ref().and_then(|s| s.node_name.clone()),
-            cg,
-        )
-    });
-    let job = objects::dns_label(&format!("k6-{}-{}", scenario.name, gateway.name));
-    let measured = run_k6(
+    let mut samplers = Vec::new();
+    let mut throttled = Vec::new();
+    for gw in loaded {
+        match cluster.cgroup(&gw.pod) {
+            Ok(cg) => samplers.push((gw.name.clone(), {
+                throttled.push((gw.name.clone(), cg.clone(), cg.throttling(&cluster.sys)));
+                PodSampler::start(
+                    &gw.pod.name_any(),
+                    &gw.pod.uid().unwrap_or_default(),
+                    gw.pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+                    cg,
+                )
+            })),
+            Err(e) => progress(format!("{}: resources not sampled: {e:#}", gw.name)),
+        }
+    }
+    let (cm, lt) = run(&name, cfg.duration_s);
+    kube_io::apply(&cluster.config_maps, &cm).await?;
+    let mut counts: Vec<(f64, u64)> = Vec::new();
+    let done = run_to_end(
         cluster,
-        &job,
-        &cfg.images.k6,
-        &cm_name,
-        &k6_run(cfg.check, cfg.duration_s),
-        &dir.join(format!("{job}.log")),
+        &lt,
+        targets.len(),
+        cfg.duration_s,
+        Some(&mut counts),
     )
     .await;
-    let ticks = match sampler {
-        Some(s) => Some(s.finish().await.0),
-        None => None,
-    };
-    let throttled = match (
-        throttled_before,
-        throttle_cg.and_then(|cg| cg.throttling(&cluster.sys)),
-    ) {
-        (Some((n0, s0)), Some((n1, s1))) => {
-            format!(", CFS-throttled {} periods ({:.2} s)", n1 - n0, s1 - s0)
-        }
-        _ => String::new(),
-    };
-    // The gateway's own log, for the record.
-    if let Ok(text) = cluster
-        .pods
-        .logs(
-            &pod_name,
-            &LogParams {
-                tail_lines: Some(500),
-                ..LogParams::default()
-            },
-        )
-        .await
-    {
-        let _ = std::fs::write(dir.join(format!("{}.log", gateway.name)), text);
+    let mut ticks: Vec<(String, Vec<Tick>)> = Vec::new();
+    for (gw, sampler) in samplers {
+        ticks.push((gw, sampler.finish().await.0));
     }
-    let (summary, window) = measured.context("measured run")?;
-    let usage = ticks.and_then(|ticks| match window {
-        (Some(from), Some(to)) => crate::podsample::usage_in(&ticks, from, to),
-        _ => crate::podsample::usage_in(&ticks, f64::MIN, f64::MAX),
-    });
-    let subgraph_requests = subgraph_total(cluster, false).await?;
-    progress(format!(
-        "{} / {}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {}, mem max {}{throttled}",
-        scenario.name,
-        gateway.name,
-        summary.requests,
-        summary.failures,
-        summary.dropped_iterations,
-        summary.achieved_rate.unwrap_or(0.0),
-        summary.latency_ms.map_or(0.0, |l| l.p99),
-        usage.map_or("-".into(), |u| format!("{:.0}%", u.cpu_avg * 100.0)),
-        usage.map_or("-".into(), |u| format!(
-            "{:.0} MiB",
-            u.mem_max as f64 / 1048576.0
-        )),
-    ));
+    // CFS throttling over the whole LoadTest: the other targets' turns leave a pod idle.
+    let throttled: Vec<(String, String)> = throttled
+        .into_iter()
+        .filter_map(|(gw, cg, before)| {
+            let ((n0, s0), (n1, s1)) = (before?, cg.throttling(&cluster.sys)?);
+            Some((
+                gw,
+                format!(", CFS-throttled {} periods ({:.2} s)", n1 - n0, s1 - s0),
+            ))
+        })
+        .collect();
+    let done = done?;
+    let status = done.status.clone().unwrap_or_default();
+    std::fs::write(
+        dir.join(format!("{name}.status.json")),
+        serde_json::to_vec_pretty(&status).unwrap_or_default(),
+    )
+    .context("writing the LoadTest's status")?;
+    Ok(targets
+        .iter()
+        .map(|t| {
+            let seen = status.targets.iter().find(|s| s.name == t.name);
+            let samples = ticks
+                .iter()
+                .find(|(g, _)| g == &t.name)
+                .map(|(_, v)| v.as_slice());
+            let result = measured(scenario, rate, cfg.duration_s, seen, samples, &counts);
+            if let Ok(m) = &result {
+                let throttled = throttled
+                    .iter()
+                    .find(|(g, _)| g == &t.name)
+                    .map_or("", |(_, s)| s);
+                report(scenario, &t.name, m, throttled);
+            }
+            (t.name.clone(), result)
+        })
+        .collect())
+}
+
+/// Creates the LoadTest (replacing an earlier run's) and polls it to its end, reading the
+/// subgraphs' request counters at every poll when `counts` is given.
+async fn run_to_end(
+    cluster: &Cluster,
+    lt: &LoadTest,
+    targets: usize,
+    duration_s: u32,
+    mut counts: Option<&mut Vec<(f64, u64)>>,
+) -> anyhow::Result<LoadTest> {
+    let name = lt.name_any();
+    kube_io::delete_and_wait(&cluster.loadtests, &name, Duration::from_secs(60)).await?;
+    cluster
+        .loadtests
+        .create(&PostParams::default(), lt)
+        .await
+        .with_context(|| format!("creating LoadTest {name}"))?;
+    // Each target: its pods start, the run, k6's graceful stop and the summary.
+    let limit = Duration::from_secs((u64::from(duration_s) + 150) * targets as u64);
+    let start = Instant::now();
+    loop {
+        if let Some(counts) = counts.as_deref_mut() {
+            let total = subgraph_total(cluster, false).await?;
+            counts.push((crate::host::unix_now(), total));
+        }
+        let now = cluster.loadtests.get(&name).await?;
+        let phase = now.status.as_ref().and_then(|s| s.phase);
+        if matches!(
+            phase,
+            Some(LoadTestPhase::Succeeded | LoadTestPhase::Failed | LoadTestPhase::Aborted)
+        ) {
+            return Ok(now);
+        }
+        if start.elapsed() > limit {
+            bail!(
+                "LoadTest {name} not finished after {limit:?} (phase {phase:?}): {}",
+                now.status
+                    .as_ref()
+                    .and_then(|s| s.message.clone())
+                    .unwrap_or_default()
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
+
+/// When a target's load ran, Unix seconds: from its segments' start (all resumed together)
+/// for the planned duration.
+fn window(target: &TargetStatus, duration_s: u32) -> Option<(f64, f64)> {
+    let micros = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime| {
+        t.0.as_microsecond() as f64 / 1e6
+    };
+    let start = target
+        .segments
+        .iter()
+        .filter_map(|s| s.resumed_at.as_ref().or(s.started_at.as_ref()))
+        .map(micros)
+        .reduce(f64::max)?;
+    Some((start, start + f64::from(duration_s)))
+}
+
+/// Requests the subgraphs counted between `from` and `to`: the last reading before the
+/// window to the first after it (readings every half second; targets are seconds apart).
+fn requests_in(counts: &[(f64, u64)], from: f64, to: f64) -> Option<u64> {
+    let before = counts.iter().rev().find(|(at, _)| *at <= from)?.1;
+    let after = counts.iter().find(|(at, _)| *at >= to)?.1;
+    after.checked_sub(before)
+}
+
+/// One target's measured run from the LoadTest's status and this machine's samples.
+fn measured(
+    scenario: &Scenario,
+    rate: u32,
+    duration_s: u32,
+    seen: Option<&TargetStatus>,
+    ticks: Option<&[Tick]>,
+    counts: &[(f64, u64)],
+) -> anyhow::Result<Measured> {
+    let seen = seen.context("the LoadTest's status has no entry for this target")?;
+    let results = match (seen.phase, &seen.results) {
+        (LoadTestPhase::Succeeded, Some(r)) => r,
+        (phase, _) => bail!(
+            "LoadTest target {phase:?}: {}",
+            seen.message.as_deref().unwrap_or("no message")
+        ),
+    };
+    let summary = crate::loadtests::summary_of(results, f64::from(rate), f64::from(duration_s));
+    let window = window(seen, duration_s);
+    let usage = match (ticks, window) {
+        (Some(ticks), Some((from, to))) => crate::podsample::usage_in(ticks, from, to),
+        _ => None,
+    };
+    if usage.is_none() {
+        progress(format!(
+            "{} / {}: no CPU and memory samples in the run's window",
+            scenario.name, seen.name
+        ));
+    }
     Ok(Measured {
         summary,
         usage,
-        subgraph_requests: Some(subgraph_requests),
+        subgraph_requests: window.and_then(|(from, to)| requests_in(counts, from, to)),
         capacity: None,
     })
 }
 
-/// Runs one k6 Job to its end; its summary and the k6 container's run window (Unix s).
-async fn run_k6(
-    cluster: &mut Cluster,
-    name: &str,
-    image: &str,
-    config_map: &str,
-    run: &K6Run,
-    log: &Path,
-) -> anyhow::Result<(Summary, (Option<f64>, Option<f64>))> {
-    kube_io::delete_and_wait(&cluster.jobs, name, Duration::from_secs(60)).await?;
-    let job = objects::k6_job(name, &cluster.ns, image, config_map, run);
-    cluster
-        .jobs
-        .create(&PostParams::default(), &job)
-        .await
-        .with_context(|| format!("creating job {name}"))?;
-    // k6 stops by itself after the duration plus its 10 s graceful stop.
-    let limit = Duration::from_secs(u64::from(run.duration_s) + 120);
-    let start = Instant::now();
-    let (pod, end) = loop {
-        if start.elapsed() > limit {
-            bail!("k6 job {name} did not finish within {limit:?}");
-        }
-        let pods = kube_io::job_pods(&cluster.pods, name).await?;
-        if let Some(pod) = pods.first() {
-            match objects::k6_end(pod) {
-                K6End::Done { .. } => break (pod.clone(), objects::k6_end(pod)),
-                K6End::Running => {
-                    // Notes the client node's CPUs for the report (once it runs).
-                    let node = pod.spec.as_ref().and_then(|s| s.node_name.clone());
-                    if node.is_some_and(|n| !cluster.node_cpus.contains_key(&n))
-                        && pod.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
-                    {
-                        let _ = cluster.cgroup(pod);
-                    }
-                    if let Some(problem) = kube_io::pod_problem(pod) {
-                        bail!("k6 pod {}: {problem}", pod.name_any());
-                    }
-                }
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(500)).await;
-    };
-    let K6End::Done {
-        message,
-        exit_code,
-        started,
-        finished,
-    } = end
-    else {
-        unreachable!("the loop breaks on Done only")
-    };
-    // k6's output (scenario.js logs the first failures) is kept next to the report.
-    let text = cluster
-        .pods
-        .logs(
-            &pod.name_any(),
-            &LogParams {
-                tail_lines: Some(500),
-                ..LogParams::default()
-            },
-        )
-        .await
-        .unwrap_or_else(|e| format!("(no logs: {e})"));
-    let _ = std::fs::write(log, &text);
-    let tail = || {
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(15)..].join("\n")
-    };
-    let summary: Summary = match serde_json::from_str(&message) {
-        Ok(s) => s,
-        Err(e) => bail!(
-            "k6 (exit code {exit_code}) left no summary in its termination message ({e}); its log ends with:\n{}",
-            tail()
-        ),
-    };
-    if exit_code != 0 && summary.requests == 0 {
-        bail!(
-            "k6 failed (exit code {exit_code}); its log ends with:\n{}",
-            tail()
-        );
+fn report(scenario: &Scenario, gateway: &str, m: &Measured, throttled: &str) {
+    let s = &m.summary;
+    progress(format!(
+        "{} / {gateway}: {} requests, {} failures, {} dropped, {:.1} req/s, p99 {:.2} ms, CPU {}, mem max {}{throttled}",
+        scenario.name,
+        s.requests,
+        s.failures,
+        s.dropped_iterations,
+        s.achieved_rate.unwrap_or(0.0),
+        s.latency_ms.map_or(0.0, |l| l.p99),
+        m.usage
+            .map_or("-".into(), |u| format!("{:.0}%", u.cpu_avg * 100.0)),
+        m.usage.map_or("-".into(), |u| format!(
+            "{:.0} MiB",
+            u.mem_max as f64 / 1048576.0
+        )),
+    ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subgraph_requests_count_from_the_reading_before_to_the_one_after() {
+        let counts = [
+            (9.5, 100),
+            (10.0, 100),
+            (10.5, 130),
+            (20.0, 900),
+            (20.5, 1000),
+            (30.0, 1500),
+        ];
+        assert_eq!(requests_in(&counts, 10.2, 20.2), Some(900));
+        assert_eq!(requests_in(&counts, 10.0, 20.5), Some(900));
+        assert_eq!(requests_in(&counts, 5.0, 20.0), None, "no reading before");
+        assert_eq!(requests_in(&counts, 10.0, 31.0), None, "no reading after");
     }
-    Ok((summary, (started, finished)))
 }

@@ -1,10 +1,12 @@
-//! `--in-cluster`: the same side-by-side measurement as the host mode, with every piece a
-//! pod of the local cluster. Per scenario the set's subgraphs run as pods behind Services
-//! on the subgraph pool and the supergraph (URLs rewritten to those Services) sits in a
-//! ConfigMap; per gateway, the gateway runs as a pod on the router pool under the CPU
-//! budget (requests = limits), k6 runs as a Job on the client pool with the host mode's
-//! environment, its JSON summary comes back as the pod's termination message, and the
-//! gateway pod's cgroup is sampled on this machine. The report is the host mode's.
+//! `--in-cluster`: the same side-by-side measurement as the host mode, made with the
+//! project's own objects, so the operator is exercised by its own benchmark. Per set: the
+//! subgraphs as pods behind Services on the subgraph pool with their `Subgraph` resources;
+//! graphfleet as a `GraphGateway` (the operator composes the Subgraphs and rolls the pod out
+//! on the router pool under the CPU budget, requests = limits); each peer as a plain
+//! Deployment there serving the revision the operator composed. Per scenario: one `LoadTest`
+//! with every gateway a target (k6 Jobs on the client pool, run in turn, each answer checked
+//! against the monolith's), its status read back, and each gateway pod's cgroup sampled on
+//! this machine. The report is the host mode's.
 
 pub mod images;
 pub mod objects;
@@ -28,8 +30,8 @@ use crate::results::{GatewayInfo, GatewayRun, Outcome, Report, ScenarioRun};
 use crate::scenario::Scenario;
 use cluster::{Cluster, router_socket};
 pub use config::Config;
-use deploy::deploy_set;
-use measure::measure;
+use deploy::{deploy_fleet, deploy_peer, deploy_set};
+use measure::{Serving, measure_all};
 
 pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     let work = cfg.out.join("work");
@@ -58,7 +60,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     }
     let client = crate::http::Client::new();
     let mut scenarios = Vec::new();
-    let mut deployed_set: Option<String> = None;
+    let mut deployed: Option<Deployed> = None;
     for scenario in &cfg.scenarios {
         let rate = cfg.rate.unwrap_or(scenario.load.rate);
         let mut run = ScenarioRun::starting(scenario, rate, cfg.duration_s, "k6");
@@ -82,7 +84,7 @@ pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
             rate,
             &work,
             &peer_images,
-            &mut deployed_set,
+            &mut deployed,
             &mut run,
         )
         .await;
@@ -141,7 +143,7 @@ async fn system(cfg: &Config, cluster: &Cluster) -> Vec<(String, String)> {
         (
             "Mode".into(),
             format!(
-                "in-cluster (namespace {}): gateway pod on the router pool, subgraph pods behind Services on the subgraph pool, k6 as a Job on the client pool",
+                "in-cluster (namespace {}): graphfleet as a GraphGateway and each peer as a Deployment on the router pool, subgraph pods behind Services with their Subgraphs on the subgraph pool, a LoadTest's k6 Jobs on the client pool",
                 cfg.namespace
             ),
         ),
@@ -153,7 +155,10 @@ async fn system(cfg: &Config, cluster: &Cluster) -> Vec<(String, String)> {
             "Git Commit".into(),
             crate::host::git_commit(&cfg.repo).await,
         ),
-        ("k6".into(), format!("image `{}`", cfg.images.k6)),
+        (
+            "k6".into(),
+            "the operator's k6 image (a LoadTest per scenario, every gateway a target)".into(),
+        ),
         (
             "Gateway CPU budget".into(),
             format!(
@@ -172,12 +177,20 @@ async fn system(cfg: &Config, cluster: &Cluster) -> Vec<(String, String)> {
         (
             "Resources".into(),
             format!(
-                "the gateway pod's cgroup read on the node every 100 ms during k6's run: CPU from cpuacct, memory as {}",
+                "each gateway pod's cgroup read on the node every 100 ms during its target's run: CPU from cpuacct, memory as {}",
                 crate::podsample::MEMORY_METRIC
             ),
         ),
         ("Cores".into(), m.cores.to_string()),
     ]
+}
+
+/// The set deployed for the scenarios in a row that use it: the gateways that serve it and
+/// the outcome of those that cannot.
+struct Deployed {
+    set: String,
+    serving: Vec<Serving>,
+    refused: BTreeMap<String, Outcome>,
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -189,7 +202,7 @@ async fn run_scenario(
     rate: u32,
     work: &Path,
     peer_images: &BTreeMap<String, Result<String, String>>,
-    deployed_set: &mut Option<String>,
+    deployed: &mut Option<Deployed>,
     run: &mut ScenarioRun,
 ) -> anyhow::Result<()> {
     let dir = work.join(&scenario.name);
@@ -204,45 +217,35 @@ async fn run_scenario(
     };
     let expected = oracle(server, client, scenario, &body, &dir).await?;
     run.response_bytes = Some(expected.bytes);
-    if deployed_set.as_deref() != Some(scenario.set.as_str()) {
+    if deployed.as_ref().map(|d| d.set.as_str()) != Some(scenario.set.as_str()) {
         cluster.delete_labelled("").await?;
-        *deployed_set = None;
-        deploy_set(cfg, cluster, &scenario.set).await?;
-        *deployed_set = Some(scenario.set.clone());
+        *deployed = None;
+        *deployed = Some(deploy_gateways(cfg, cluster, &scenario.set, peer_images).await?);
     }
-    for (gateway, installed, _) in &cfg.gateways {
-        let peer_image = peer_images.get(&gateway.name);
-        let container = objects::gateway_container(
-            gateway,
-            &cfg.images,
-            peer_image.and_then(|r| r.as_ref().ok()).map(String::as_str),
-            (cfg.cpus.ceil() as u32).max(1),
-        );
-        let outcome = match (container, installed, peer_image) {
-            (Err(why), _, _) if why.starts_with("not available") => {
-                Outcome::Unavailable { error: why }
-            }
-            (_, Err(e), _) => Outcome::NotInstalled { error: e.clone() },
-            (_, _, Some(Err(e))) => Outcome::NotInstalled {
-                error: format!("no image: {e}"),
-            },
-            (Err(why), _, _) => Outcome::Failed { error: why },
-            (Ok(container), Ok(_), _) => {
-                let result = measure(
-                    cfg, cluster, scenario, rate, gateway, &container, &body, &expected, &dir,
-                )
-                .await;
-                // The gateway's pod, Service and k6 objects go, whatever happened.
-                if let Err(e) = cluster
-                    .delete_labelled(
-                        "graphfleet.dev/bench-role!=subgraph,graphfleet.dev/bench-role!=supergraph",
-                    )
-                    .await
-                {
-                    progress(format!("cleaning up after {}: {e:#}", gateway.name));
+    let deployed = deployed.as_ref().expect("deployed just above");
+    let mut measured = measure_all(
+        cfg,
+        cluster,
+        scenario,
+        rate,
+        &deployed.serving,
+        &body,
+        &expected,
+        &dir,
+    )
+    .await;
+    for (gateway, _, _) in &cfg.gateways {
+        let outcome = match deployed.refused.get(&gateway.name) {
+            Some(refused) => refused.clone(),
+            None => match measured.iter().position(|(name, _)| name == &gateway.name) {
+                Some(i) => {
+                    let (_, result) = measured.remove(i);
+                    Outcome::from_run(result, &scenario.name, &gateway.name)
                 }
-                Outcome::from_run(result, &scenario.name, &gateway.name)
-            }
+                None => Outcome::Failed {
+                    error: "not measured".to_owned(),
+                },
+            },
         };
         run.gateways.push(GatewayRun {
             gateway: gateway.name.clone(),
@@ -252,4 +255,99 @@ async fn run_scenario(
         });
     }
     Ok(())
+}
+
+/// The set's subgraphs, graphfleet's GraphGateway and every peer that can run here, each
+/// Ready; the others' outcomes.
+async fn deploy_gateways(
+    cfg: &Config,
+    cluster: &mut Cluster,
+    set: &str,
+    peer_images: &BTreeMap<String, Result<String, String>>,
+) -> anyhow::Result<Deployed> {
+    deploy_set(cfg, cluster, set).await?;
+    let (fleet, supergraph, pod) = deploy_fleet(cfg, cluster, set).await?;
+    let mut serving = Vec::new();
+    let mut refused = BTreeMap::new();
+    for (gateway, installed, _) in &cfg.gateways {
+        if matches!(gateway.kind, Kind::Graphfleet) {
+            note_image(cluster, &gateway.name, &pod);
+            serving.push(Serving {
+                name: gateway.name.clone(),
+                pod: pod.clone(),
+                service: fleet.clone(),
+                port: objects::FLEET_SERVICE_PORT,
+                path: "/graphql".to_owned(),
+                gateway_ref: Some(fleet.clone()),
+                url: String::new(),
+            });
+            continue;
+        }
+        let peer_image = peer_images.get(&gateway.name);
+        let container = objects::peer_container(
+            gateway,
+            peer_image.and_then(|r| r.as_ref().ok()).map(String::as_str),
+            (cfg.cpus.ceil() as u32).max(1),
+        );
+        let ready = match (container, installed, peer_image) {
+            (Err(why), _, _) if why.starts_with("not available") => {
+                Err(Outcome::Unavailable { error: why })
+            }
+            (_, Err(e), _) => Err(Outcome::NotInstalled { error: e.clone() }),
+            (_, _, Some(Err(e))) => Err(Outcome::NotInstalled {
+                error: format!("no image: {e}"),
+            }),
+            (Err(why), _, _) => Err(Outcome::Failed { error: why }),
+            (Ok(container), Ok(_), _) => {
+                deploy_peer(cfg, cluster, &gateway.name, &container, &supergraph)
+                    .await
+                    .map_err(|e| {
+                        progress(format!("{}: {e:#}", gateway.name));
+                        Outcome::Failed {
+                            error: format!("{e:#}"),
+                        }
+                    })
+            }
+        };
+        match ready {
+            Ok(pod) => {
+                note_image(cluster, &gateway.name, &pod);
+                serving.push(Serving {
+                    name: gateway.name.clone(),
+                    pod,
+                    service: objects::gateway_name(&gateway.name),
+                    port: objects::GATEWAY_PORT,
+                    path: gateway.graphql_path.clone(),
+                    gateway_ref: None,
+                    url: objects::gateway_url(&gateway.name, &cluster.ns, &gateway.graphql_path),
+                });
+            }
+            Err(outcome) => {
+                refused.insert(gateway.name.clone(), outcome);
+            }
+        }
+    }
+    // k6 reaches each gateway through its Service: wait for kube-proxy to know the pods.
+    for gw in &serving {
+        deploy::wait_endpoint(cluster, &gw.service, &gw.pod).await?;
+    }
+    Ok(Deployed {
+        set: set.to_owned(),
+        serving,
+        refused,
+    })
+}
+
+/// Records the image digest the gateway's container runs, for the report.
+fn note_image(cluster: &mut Cluster, gateway: &str, pod: &k8s_openapi::api::core::v1::Pod) {
+    if let Some(id) = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.container_statuses.as_ref())
+        .and_then(|cs| cs.first())
+        .map(|c| c.image_id.clone())
+        .filter(|id| !id.is_empty())
+    {
+        cluster.image_ids.insert(gateway.to_owned(), id);
+    }
 }

@@ -19,8 +19,8 @@ use k8s_openapi::api::batch::v1::{
     PodFailurePolicyOnPodConditionsPattern, PodFailurePolicyRule,
 };
 use k8s_openapi::api::core::v1::{
-    Container, ContainerPort, EnvVar, Pod, PodSpec, PodTemplateSpec, ResourceRequirements,
-    Toleration,
+    ConfigMapVolumeSource, Container, ContainerPort, EnvVar, KeyToPath, Pod, PodSpec,
+    PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
@@ -37,14 +37,29 @@ fn env(name: &str, value: impl Into<String>) -> EnvVar {
     }
 }
 
-fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
+fn k6_env(lt: &LoadTest, target: &Target) -> Vec<EnvVar> {
     let spec = &lt.spec;
     let mut vars = vec![
-        env("GF_URL", url),
+        env("GF_URL", target.url.clone()),
         env("GF_PAYLOAD", format!("{MOUNT_DIR}/{PAYLOAD_KEY}")),
-        // No monolith answer to compare with in-cluster: a request fails as a client sees
-        // it (a non-200, an answer without data, or with GraphQL errors), as in Gatling.
-        env("GF_CHECK", "graphql"),
+    ];
+    match &target.expect {
+        // The answer to compare with: its hash, and the answer itself when given.
+        Some(expect) => {
+            vars.push(env("GF_CHECK", "full"));
+            vars.push(env("GF_EXPECTED_SHA256", expect.sha256.clone()));
+            if expect.config_map_ref.is_some() {
+                vars.push(env(
+                    "GF_EXPECTED_FILE",
+                    format!("{EXPECTED_DIR}/{EXPECTED_FILE}"),
+                ));
+            }
+        }
+        // Without one a request fails as a client sees it: a non-200, an answer without
+        // data, or with GraphQL errors, as in Gatling.
+        None => vars.push(env("GF_CHECK", "graphql")),
+    }
+    vars.extend([
         env("GF_EXECUTOR", "constant-arrival-rate"),
         env("GF_RATE", spec.rate.to_string()),
         env("GF_DURATION", spec.duration.clone()),
@@ -52,7 +67,7 @@ fn k6_env(lt: &LoadTest, url: String) -> Vec<EnvVar> {
         env("GF_SUMMARY_LIMIT", TERMINATION_MESSAGE_LIMIT.to_string()),
         // The whole summary also on a marked log line, which the operator reads first.
         env("GF_SUMMARY_STDOUT", "1"),
-    ];
+    ]);
     if let Some(vus) = spec.vus {
         vars.push(env("GF_VUS", vus.to_string()));
     }
@@ -157,7 +172,22 @@ fn k6_args(lt: &LoadTest, index: i32) -> Vec<String> {
     args
 }
 
-fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Container {
+fn container(
+    lt: &LoadTest,
+    target: &Target,
+    index: i32,
+    env: Vec<EnvVar>,
+    image: &str,
+) -> Container {
+    let mut mounts = crate::resources::read_only_and_tmp("script", MOUNT_DIR);
+    if expected_volume(target).is_some() {
+        mounts.push(VolumeMount {
+            name: "expected".to_owned(),
+            mount_path: EXPECTED_DIR.to_owned(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
     Container {
         name: K6_CONTAINER.to_owned(),
         image: Some(image.to_owned()),
@@ -176,12 +206,35 @@ fn container(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> Contai
         termination_message_path: Some(TERMINATION_LOG.to_owned()),
         // The summary when k6 wrote one; the last log lines when it failed without one.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(crate::resources::read_only_and_tmp("script", MOUNT_DIR)),
+        volume_mounts: Some(mounts),
         ..Container::default()
     }
 }
 
-fn pod_spec(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> PodSpec {
+/// Where the expected answer (`expect.configMapRef`) is mounted, apart from the script's
+/// ConfigMap: it is the user's own.
+const EXPECTED_DIR: &str = "/expected";
+const EXPECTED_FILE: &str = "expected.json";
+
+/// The volume of the target's expected answer, if it names one.
+fn expected_volume(target: &Target) -> Option<Volume> {
+    let r = target.expect.as_ref()?.config_map_ref.as_ref()?;
+    Some(Volume {
+        name: "expected".to_owned(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: r.name.clone(),
+            items: Some(vec![KeyToPath {
+                key: r.key.clone(),
+                path: EXPECTED_FILE.to_owned(),
+                ..KeyToPath::default()
+            }]),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    })
+}
+
+fn pod_spec(lt: &LoadTest, target: &Target, index: i32, env: Vec<EnvVar>, image: &str) -> PodSpec {
     let placement = lt.spec.placement.clone().unwrap_or_default();
     let node_selector = placement
         .node_selector
@@ -196,8 +249,13 @@ fn pod_spec(lt: &LoadTest, index: i32, env: Vec<EnvVar>, image: &str) -> PodSpec
         ),
         affinity: placement.affinity,
         security_context: Some(pod_security_context()),
-        containers: vec![container(lt, index, env, image)],
-        volumes: Some(vec![script_volume(lt), crate::resources::tmp_volume()]),
+        containers: vec![container(lt, target, index, env, image)],
+        volumes: Some(
+            [script_volume(lt), crate::resources::tmp_volume()]
+                .into_iter()
+                .chain(expected_volume(target))
+                .collect(),
+        ),
         ..PodSpec::default()
     }
 }
@@ -242,7 +300,7 @@ pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
 fn target_job(lt: &LoadTest, target: &Target, index: i32, image: &str) -> Result<Job, SpecError> {
     check_executor(lt)?;
     let mut env = match lt.spec.executor {
-        LoadTestExecutor::K6 => k6_env(lt, target.url.clone()),
+        LoadTestExecutor::K6 => k6_env(lt, target),
         LoadTestExecutor::Gatling => gatling_env(lt, target.url.clone(), index),
     };
     if let Some(s) = &lt.spec.scenario
@@ -280,7 +338,7 @@ fn target_job(lt: &LoadTest, target: &Target, index: i32, image: &str) -> Result
                     labels: Some(labels),
                     ..ObjectMeta::default()
                 }),
-                spec: Some(pod_spec(lt, index, env, image)),
+                spec: Some(pod_spec(lt, target, index, env, image)),
             },
             ..JobSpec::default()
         }),

@@ -10,7 +10,7 @@ use graphfleet_bench_model::duration::DurationError;
 use graphfleet_bench_model::scenarios::{self, UniqueQueryError};
 use kube::ResourceExt;
 
-use graphfleet_api::{LoadTest, LoadTestExecutor, LoadTestTarget};
+use graphfleet_api::{ExpectedResponse, LoadTest, LoadTestExecutor, LoadTestTarget};
 
 /// Why a LoadTest cannot be turned into Jobs (reported in status; retrying will not help).
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -72,6 +72,8 @@ pub struct Target {
     pub name: Option<String>,
     /// The GraphQL endpoint under load.
     pub url: String,
+    /// The answer each request must get: the target's own `expect`, else the template's.
+    pub expect: Option<ExpectedResponse>,
 }
 
 impl Target {
@@ -92,6 +94,7 @@ pub fn targets(lt: &LoadTest) -> Result<Vec<Target>, SpecError> {
         (Some(t), None) => Ok(vec![Target {
             name: None,
             url: resolve_url(lt, t)?,
+            expect: lt.spec.expect.clone(),
         }]),
         (None, Some(many)) if !many.is_empty() => {
             let mut out: Vec<Target> = Vec::with_capacity(many.len());
@@ -105,6 +108,7 @@ pub fn targets(lt: &LoadTest) -> Result<Vec<Target>, SpecError> {
                 out.push(Target {
                     name: Some(t.name.clone()),
                     url: resolve_url(lt, &t.target())?,
+                    expect: t.expect.clone().or_else(|| lt.spec.expect.clone()),
                 });
             }
             Ok(out)
@@ -162,6 +166,9 @@ pub(super) fn check_executor(lt: &LoadTest) -> Result<(), SpecError> {
     }
     if spec.synchronized_start == Some(true) {
         return Err(SpecError::NotForGatling("synchronizedStart"));
+    }
+    if spec.expect.is_some() || spec.targets.iter().flatten().any(|t| t.expect.is_some()) {
+        return Err(SpecError::NotForGatling("expect"));
     }
     if spec.thresholds.as_ref().is_some_and(|t| t.abort_on_fail) {
         return Err(SpecError::NotForGatling("thresholds.abortOnFail"));

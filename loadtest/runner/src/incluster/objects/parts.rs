@@ -4,39 +4,35 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Capabilities, EnvVar, PodSecurityContext, Probe, SecurityContext, Service, ServicePort,
+    Capabilities, PodSecurityContext, Probe, SeccompProfile, SecurityContext, Service, ServicePort,
     ServiceSpec, TCPSocketAction, Toleration,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use graphfleet_operator::resources::pod_security_context;
-
 pub const POOL_LABEL: &str = "graphfleet.dev/pool";
 pub const ROLE_LABEL: &str = "graphfleet.dev/bench-role";
-pub(super) const GATEWAY_LABEL: &str = "graphfleet.dev/bench-gateway";
+pub const GATEWAY_LABEL: &str = "graphfleet.dev/bench-gateway";
+/// The set a Subgraph and the GraphGateway selecting it belong to.
+pub(super) const SET_LABEL: &str = "graphfleet.dev/bench-set";
 pub const MANAGED_BY: (&str, &str) = ("app.kubernetes.io/managed-by", "graphfleet-bench");
-/// Port every gateway listens on in its pod (Service port too).
+/// Port every peer gateway listens on in its pod (Service port too).
 pub const GATEWAY_PORT: i32 = 4000;
+/// Port of a GraphGateway's Service (the operator's).
+pub const FLEET_SERVICE_PORT: i32 = 80;
 /// Port of the subgraph pods.
 pub const SUBGRAPH_PORT: i32 = 4200;
-/// The committed supergraphs point every subgraph here.
-pub const LOCAL_SUBGRAPHS: &str = "http://127.0.0.1:4200";
 pub(super) const SUPERGRAPH_DIR: &str = "/etc/graphfleet";
-pub(super) const SUPERGRAPH_KEY: &str = "supergraph.graphql";
-pub(super) const K6_DIR: &str = "/etc/graphfleet/bench";
-/// The scenario script inside the graphfleet-k6 image.
-pub const K6_SCRIPT: &str = "/graphfleet/k6/scenario.js";
-pub const K6_CONTAINER: &str = "k6";
-/// A ConfigMap holds at most 1 MiB; a bigger expected answer is checked by length/hash only.
+/// The key of the operator's supergraph revision ConfigMaps (`<gateway>-supergraph-<hash>`).
+pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
+/// A ConfigMap holds at most 1 MiB; a bigger expected answer is checked by its hash only.
 pub const MAX_EXPECTED_IN_CONFIGMAP: usize = 900 * 1024;
 
-/// Images of one in-cluster run.
+/// Images of one in-cluster run (k6's is the operator's: the LoadTest runs it).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Images {
     pub gateway: String,
     pub subgraphs: String,
-    pub k6: String,
 }
 
 impl Images {
@@ -44,7 +40,6 @@ impl Images {
         Images {
             gateway: format!("ghcr.io/graphfleet/graphfleet-gateway:{tag}"),
             subgraphs: format!("ghcr.io/graphfleet/graphfleet-subgraphs:{tag}"),
-            k6: format!("ghcr.io/graphfleet/graphfleet-k6:{tag}"),
         }
     }
 }
@@ -96,11 +91,20 @@ pub(super) fn pool_placement(pool: &str) -> (BTreeMap<String, String>, Vec<Toler
     )
 }
 
-/// The operator's pod security context; containers without its read-only root filesystem
-/// (peers' images may write there).
+/// The operator's pod security context (the images' nonroot user, the runtime's seccomp
+/// profile); containers without its read-only root filesystem (peers' images may write there).
 pub(super) fn security() -> (PodSecurityContext, SecurityContext) {
     (
-        pod_security_context(),
+        PodSecurityContext {
+            run_as_non_root: Some(true),
+            run_as_user: Some(65532),
+            run_as_group: Some(65532),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".to_owned(),
+                ..SeccompProfile::default()
+            }),
+            ..PodSecurityContext::default()
+        },
         SecurityContext {
             allow_privilege_escalation: Some(false),
             capabilities: Some(Capabilities {
@@ -110,14 +114,6 @@ pub(super) fn security() -> (PodSecurityContext, SecurityContext) {
             ..SecurityContext::default()
         },
     )
-}
-
-pub(super) fn env(name: &str, value: impl Into<String>) -> EnvVar {
-    EnvVar {
-        name: name.to_owned(),
-        value: Some(value.into()),
-        ..EnvVar::default()
-    }
 }
 
 pub(super) fn tcp_ready(port: i32) -> Probe {
@@ -151,5 +147,36 @@ pub(super) fn service(
             ..ServiceSpec::default()
         }),
         status: None,
+    }
+}
+
+/// CPU as a Kubernetes quantity: whole cores as "1", else millicores.
+pub fn cpu_quantity(cpus: f64) -> String {
+    let milli = (cpus * 1000.0).round() as i64;
+    if milli % 1000 == 0 {
+        (milli / 1000).to_string()
+    } else {
+        format!("{milli}m")
+    }
+}
+
+/// What each gateway pod gets: `cpus` cores as its limit (the CFS quota the kubelet sets,
+/// the budget the benchmark compares at) and `memory` requested and limited. Its CPU
+/// request is the budget shared by the `gateways` of the run, so they all fit the router
+/// node side by side (only one is ever loaded at a time).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Budget {
+    pub cpus: f64,
+    pub memory: String,
+    pub gateways: usize,
+}
+
+impl Budget {
+    pub fn resources(&self) -> serde_json::Value {
+        let request = self.cpus / self.gateways.max(1) as f64;
+        serde_json::json!({
+            "requests": { "cpu": cpu_quantity(request), "memory": self.memory },
+            "limits": { "cpu": cpu_quantity(self.cpus), "memory": self.memory },
+        })
     }
 }

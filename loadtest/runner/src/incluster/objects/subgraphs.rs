@@ -1,57 +1,46 @@
-//! The set's subgraphs (one pod + Service each, subgraph pool) and the supergraph
-//! ConfigMap, its URLs pointed at those Services.
+//! The set's subgraphs: one pod + Service each on the subgraph pool, and the `Subgraph`
+//! resources naming those Services.
 
 use super::parts::{
-    LOCAL_SUBGRAPHS, SUBGRAPH_PORT, SUPERGRAPH_KEY, dns_label, labels, meta, pool_placement,
-    security, service, tcp_ready,
+    SET_LABEL, SUBGRAPH_PORT, dns_label, labels, meta, pool_placement, security, service, tcp_ready,
 };
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, ContainerPort, Pod, PodSpec, Service};
-
-/// The subgraphs of a supergraph that the runner serves: the first path segment of every
-/// `url: "http://127.0.0.1:4200/<name>"`, in order of appearance, without repeats.
-pub fn subgraph_names(supergraph: &str) -> Vec<String> {
-    let needle = format!("url: \"{LOCAL_SUBGRAPHS}/");
-    let mut out: Vec<String> = Vec::new();
-    let mut rest = supergraph;
-    // Bounded by the text: each iteration moves past one match.
-    while let Some(i) = rest.find(&needle) {
-        rest = &rest[i + needle.len()..];
-        let name: String = rest
-            .chars()
-            .take_while(|c| !matches!(c, '"' | '/' | '?'))
-            .collect();
-        if !name.is_empty() && !out.contains(&name) {
-            out.push(name);
-        }
-    }
-    out
-}
+use graphfleet_api::{Subgraph, SubgraphSpec};
+use graphfleet_bench_model::sets::SubgraphDef;
+use k8s_openapi::api::core::v1::{Container, ContainerPort, Pod, PodSpec, Service};
 
 /// Name of the pod and Service of one subgraph of a set.
 pub fn subgraph_service(set: &str, subgraph: &str) -> String {
     dns_label(&format!("sg-{set}-{subgraph}"))
 }
 
-/// The Service's cluster DNS name and port as a base URL.
-fn subgraph_base_url(set: &str, subgraph: &str, namespace: &str) -> String {
+/// The subgraph's GraphQL URL inside the cluster: its Service, its path on the set's server.
+pub fn subgraph_url(set: &str, subgraph: &str, namespace: &str) -> String {
     format!(
-        "http://{}.{namespace}.svc.cluster.local:{SUBGRAPH_PORT}",
+        "http://{}.{namespace}.svc.cluster.local:{SUBGRAPH_PORT}/{subgraph}",
         subgraph_service(set, subgraph)
     )
 }
 
-/// Points every `http://127.0.0.1:4200/<subgraph>` URL at that subgraph's Service.
-pub fn rewrite_supergraph(supergraph: &str, set: &str, namespace: &str) -> String {
-    let mut out = supergraph.to_owned();
-    for name in subgraph_names(supergraph) {
-        out = out.replace(
-            &format!("url: \"{LOCAL_SUBGRAPHS}/{name}"),
-            &format!("url: \"{}/{name}", subgraph_base_url(set, &name, namespace)),
-        );
-    }
-    out
+/// The `Subgraph` resource of one subgraph of a set, its SDL inline as committed: the
+/// operator composes the set's Subgraphs for the GraphGateway selecting [`SET_LABEL`].
+pub fn subgraph_resource(set: &str, subgraph: &SubgraphDef, namespace: &str) -> Subgraph {
+    let mut sg = Subgraph::new(
+        subgraph.name,
+        SubgraphSpec {
+            url: subgraph_url(set, subgraph.name, namespace),
+            sdl: Some(subgraph.sdl.to_owned()),
+            config_map_ref: None,
+            introspection_timeout_ms: None,
+        },
+    );
+    sg.metadata = meta(
+        subgraph.name,
+        namespace,
+        labels("subgraph", &[(SET_LABEL, set)]),
+    );
+    sg
 }
 
 fn subgraph_labels(set: &str, subgraph: &str) -> BTreeMap<String, String> {
@@ -112,23 +101,4 @@ pub fn subgraph_svc(set: &str, subgraph: &str, namespace: &str) -> Service {
         subgraph_labels(set, subgraph),
         SUBGRAPH_PORT,
     )
-}
-
-pub fn supergraph_config_map_name(set: &str) -> String {
-    dns_label(&format!("supergraph-{set}"))
-}
-
-pub fn supergraph_config_map(set: &str, namespace: &str, supergraph: &str) -> ConfigMap {
-    ConfigMap {
-        metadata: meta(
-            &supergraph_config_map_name(set),
-            namespace,
-            labels("supergraph", &[("graphfleet.dev/set", set)]),
-        ),
-        data: Some(BTreeMap::from([(
-            SUPERGRAPH_KEY.to_owned(),
-            supergraph.to_owned(),
-        )])),
-        ..ConfigMap::default()
-    }
 }

@@ -1,32 +1,5 @@
 use super::*;
 use crate::gateway::Gateway;
-use crate::k6::Check;
-use k8s_openapi::api::core::v1::Pod;
-use std::collections::BTreeMap;
-
-const FED: &str = include_str!("../../../../sets/fed/supergraph.graphql");
-
-#[test]
-fn the_supergraph_points_at_the_subgraph_services() {
-    assert_eq!(
-        subgraph_names(FED),
-        ["accounts", "inventory", "products", "reviews"]
-    );
-    let text = rewrite_supergraph(FED, "fed", "bench");
-    assert!(
-        text.contains(r#"url: "http://sg-fed-accounts.bench.svc.cluster.local:4200/accounts")"#),
-        "{text}"
-    );
-    assert!(!text.contains("127.0.0.1"), "{text}");
-    // The rest of the supergraph is untouched.
-    assert_eq!(
-        text.lines().count(),
-        FED.lines().count(),
-        "only URLs change"
-    );
-    let many = include_str!("../../../../sets/many-plans/supergraph.graphql");
-    assert_eq!(subgraph_names(many).len(), 7);
-}
 
 #[test]
 fn names_are_dns_labels() {
@@ -37,16 +10,60 @@ fn names_are_dns_labels() {
         subgraph_service("big-response", "sub0"),
         "sg-big-response-sub0"
     );
+    assert_eq!(fleet_name("many-plans"), "bench-many-plans");
 }
 
 #[test]
-fn the_gateway_pod_is_guaranteed_on_the_router_pool() {
-    let images = Images::defaults("0.1.0");
-    let gw = Gateway::built_in("graphfleet").expect("gw");
-    let c = gateway_container(&gw, &images, None, 1).expect("container");
-    let pod = gateway_pod("graphfleet", "bench", &c, "supergraph-fed", 1.0, "1Gi");
-    let spec = pod.spec.as_ref().expect("spec");
-    assert_eq!(pod.metadata.name.as_deref(), Some("gw-graphfleet"));
+fn each_subgraph_is_a_resource_naming_its_service_with_the_committed_sdl() {
+    for set in graphfleet_bench_model::sets::ALL {
+        for def in set.subgraphs() {
+            let sg = subgraph_resource(set.name(), def, "bench");
+            assert_eq!(sg.metadata.name.as_deref(), Some(def.name));
+            assert_eq!(
+                sg.spec.url,
+                format!(
+                    "http://sg-{}-{}.bench.svc.cluster.local:4200/{}",
+                    set.name(),
+                    def.name,
+                    def.name
+                )
+            );
+            assert_eq!(sg.spec.sdl.as_deref(), Some(def.sdl));
+            let labels = sg.metadata.labels.as_ref().expect("labels");
+            assert_eq!(labels[SET_LABEL], set.name());
+            assert_eq!(labels[MANAGED_BY.0], MANAGED_BY.1);
+        }
+    }
+}
+
+#[test]
+fn the_graph_gateway_selects_its_set_on_the_router_pool_with_a_guaranteed_budget() {
+    let alone = Budget {
+        cpus: 1.0,
+        memory: "1Gi".into(),
+        gateways: 1,
+    };
+    let gw = graph_gateway(
+        "fed",
+        "bench",
+        "ghcr.io/graphfleet/graphfleet-gateway:0.1.0",
+        &alone,
+    );
+    assert_eq!(gw.metadata.name.as_deref(), Some("bench-fed"));
+    let spec = &gw.spec;
+    let selector = spec.subgraph_selector.as_ref().expect("selector");
+    assert_eq!(
+        selector.match_labels.as_ref().expect("labels")[SET_LABEL],
+        "fed"
+    );
+    assert_eq!(spec.replicas, 1);
+    assert_eq!(
+        spec.image.as_deref(),
+        Some("ghcr.io/graphfleet/graphfleet-gateway:0.1.0")
+    );
+    let r = spec.resources.as_ref().expect("resources");
+    assert_eq!(r.requests, r.limits);
+    assert_eq!(r.limits.as_ref().expect("limits")["cpu"].0, "1");
     assert_eq!(
         spec.node_selector.as_ref().expect("selector")[POOL_LABEL],
         "router"
@@ -56,140 +73,146 @@ fn the_gateway_pod_is_guaranteed_on_the_router_pool() {
         (t.value.as_deref(), t.effect.as_deref()),
         (Some("router"), Some("NoSchedule"))
     );
-    let container = &spec.containers[0];
-    assert_eq!(
-        container.image.as_deref(),
-        Some("ghcr.io/graphfleet/graphfleet-gateway:0.1.0")
-    );
-    assert_eq!(container.image_pull_policy.as_deref(), Some("Never"));
-    let r = container.resources.as_ref().expect("resources");
-    assert_eq!(r.requests, r.limits);
-    assert_eq!(r.limits.as_ref().expect("limits")["cpu"].0, "1");
-    assert_eq!(
-        container.args.as_ref().expect("args"),
-        &[
-            "--supergraph",
-            "/etc/graphfleet/supergraph.graphql",
-            "--listen",
-            "0.0.0.0:4000"
-        ]
-    );
-    let svc = gateway_svc("graphfleet", "bench");
-    assert_eq!(
-        svc.spec.as_ref().expect("spec").selector,
-        pod.metadata.labels
-    );
-    assert_eq!(
-        gateway_url("graphfleet", "bench", "/graphql"),
-        "http://gw-graphfleet.bench.svc.cluster.local:4000/graphql"
-    );
-    assert_eq!(cpu_quantity(1.5), "1500m");
+    // The gateway's defaults, as the host mode runs it.
+    assert!(spec.config.0.is_empty(), "{:?}", spec.config);
 }
 
 #[test]
-fn peers_run_from_their_images_and_node_peers_do_not_run() {
-    let images = Images::defaults("0.1.0");
+fn a_peer_serves_the_fleets_supergraph_from_its_image() {
     let hive = Gateway::built_in("hive-router").expect("gw");
-    let c = gateway_container(&hive, &images, Some("localhost/hive:1"), 1).expect("hive");
+    let c = peer_container(&hive, Some("localhost/hive:1"), 1).expect("hive");
     assert_eq!(c.image, "localhost/hive:1");
     assert!(c.env.contains(&("PORT".into(), "4000".into())));
     assert!(c.env.contains(&(
         "SUPERGRAPH_FILE_PATH".into(),
         "/etc/graphfleet/supergraph.graphql".into()
     )));
-    assert!(gateway_container(&hive, &images, None, 1).is_err());
+    assert!(peer_container(&hive, None, 1).is_err());
     let node = Gateway::built_in("hive-gateway").expect("gw");
-    let err = gateway_container(&node, &images, None, 1).expect_err("node");
+    let err = peer_container(&node, None, 1).expect_err("node");
     assert!(err.starts_with("not available in-cluster"), "{err}");
+    let ours = Gateway::built_in("graphfleet").expect("gw");
+    assert!(peer_container(&ours, None, 1).is_err(), "a GraphGateway");
+
+    let three = Budget {
+        cpus: 1.5,
+        memory: "1Gi".into(),
+        gateways: 3,
+    };
+    let d = peer_deployment(
+        "hive-router",
+        "bench",
+        &c,
+        "bench-fed-supergraph-abc",
+        &three,
+    );
+    assert_eq!(d.metadata.name.as_deref(), Some("gw-hive-router"));
+    let spec = d.spec.as_ref().expect("spec");
+    let pod = spec.template.spec.as_ref().expect("pod");
+    assert_eq!(
+        pod.node_selector.as_ref().expect("selector")[POOL_LABEL],
+        "router"
+    );
+    let container = &pod.containers[0];
+    assert_eq!(container.image.as_deref(), Some("localhost/hive:1"));
+    // The budget is the limit; the request is its share, so three fit beside each other.
+    let r = container.resources.as_ref().expect("resources");
+    assert_eq!(r.limits.as_ref().expect("limits")["cpu"].0, "1500m");
+    assert_eq!(r.requests.as_ref().expect("requests")["cpu"].0, "500m");
+    assert_eq!(r.requests.as_ref().expect("requests")["memory"].0, "1Gi");
+    let volume = pod
+        .volumes
+        .as_ref()
+        .expect("volumes")
+        .iter()
+        .find(|v| v.name == "supergraph")
+        .and_then(|v| v.config_map.as_ref())
+        .expect("the revision ConfigMap");
+    assert_eq!(volume.name, "bench-fed-supergraph-abc");
+    let labels = spec
+        .template
+        .metadata
+        .as_ref()
+        .and_then(|m| m.labels.clone());
+    assert_eq!(spec.selector.match_labels, labels);
+    let svc = gateway_svc("hive-router", "bench");
+    assert_eq!(svc.spec.as_ref().expect("spec").selector, labels);
+    assert_eq!(
+        gateway_url("hive-router", "bench", "/graphql"),
+        "http://gw-hive-router.bench.svc.cluster.local:4000/graphql"
+    );
+    assert_eq!(cpu_quantity(1.0), "1");
 }
 
 #[test]
-fn the_k6_job_runs_the_scenario_on_the_client_pool() {
-    let run = K6Run {
-        url: gateway_url("graphfleet", "bench", "/graphql"),
-        check: Check::Length,
-        expected_len: 87_000,
-        expected_sha256: "ab".into(),
-        expected_file: true,
+fn the_load_test_checks_each_target_against_its_answer() {
+    let small = br#"{"data":{"a":1}}"#.to_vec();
+    let big = vec![b'x'; MAX_EXPECTED_IN_CONFIGMAP];
+    let targets = [
+        TargetRun {
+            name: "graphfleet".into(),
+            gateway_ref: Some("bench-fed".into()),
+            url: None,
+            sha256: "a".repeat(64),
+            answer: small.clone(),
+        },
+        TargetRun {
+            name: "hive-router".into(),
+            gateway_ref: None,
+            url: Some("http://gw-hive-router.bench.svc.cluster.local:4000/graphql".into()),
+            sha256: "b".repeat(64),
+            answer: big,
+        },
+    ];
+    let run = LoadRun {
+        name: "bench-query",
+        scenario: "query",
         rate: 100,
+        duration_s: 20,
         vus: 10,
         max_vus: 100,
-        duration_s: 20,
-        unique: Some(4321),
     };
-    let job = k6_job(
-        "k6-query-graphfleet",
-        "bench",
-        "k6:1",
-        "k6-query-graphfleet",
-        &run,
-    );
-    let spec = job.spec.as_ref().expect("spec");
-    assert_eq!(spec.backoff_limit, Some(0));
-    let pod = spec.template.spec.as_ref().expect("pod");
-    assert_eq!(pod.restart_policy.as_deref(), Some("Never"));
+    let (cm, lt) = run.build("bench", &targets);
+    // The second answer no longer fits beside the first: checked by its hash alone.
+    let data = cm.data.as_ref().expect("data");
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["graphfleet.json"]);
+    assert_eq!(data["graphfleet.json"].as_bytes(), small);
+    assert_eq!(cm.metadata.name.as_deref(), Some("bench-query-answers"));
+    let spec = &lt.spec;
     assert_eq!(
-        pod.node_selector.as_ref().expect("sel")[POOL_LABEL],
-        "client"
+        (spec.scenario.as_deref(), spec.rate, spec.duration.as_str()),
+        (Some("query"), 100, "20s")
     );
-    let c = &pod.containers[0];
-    let env: BTreeMap<&str, &str> = c
-        .env
-        .iter()
-        .flatten()
-        .map(|e| (e.name.as_str(), e.value.as_deref().unwrap_or_default()))
-        .collect();
     assert_eq!(
-        env["GF_URL"],
-        "http://gw-graphfleet.bench.svc.cluster.local:4000/graphql"
+        (spec.vus, spec.max_vus, spec.parallelism),
+        (Some(10), Some(100), 1)
     );
-    assert_eq!(env["GF_CHECK"], "length");
-    assert_eq!(env["GF_EXPECTED_LEN"], "87000");
-    assert_eq!(env["GF_RATE"], "100");
-    assert_eq!(env["GF_DURATION"], "20s");
-    assert_eq!(env["GF_UNIQUE"], "4321");
-    assert_eq!(env["GF_SUMMARY"], "/dev/termination-log");
-    assert_eq!(env["GF_PAYLOAD"], "/etc/graphfleet/bench/payload.json");
+    let t = spec.targets.as_ref().expect("targets");
     assert_eq!(
-        env["GF_EXPECTED_FILE"],
-        "/etc/graphfleet/bench/expected.json"
+        t[0].gateway_ref.as_ref().map(|g| g.name.as_str()),
+        Some("bench-fed")
     );
-    assert_eq!(c.termination_message_policy.as_deref(), Some("File"));
+    let e0 = t[0].expect.as_ref().expect("expect");
+    assert_eq!(e0.sha256, "a".repeat(64));
+    let r = e0.config_map_ref.as_ref().expect("the answer");
     assert_eq!(
-        c.args.as_ref().expect("args").last().map(String::as_str),
-        Some(K6_SCRIPT)
+        (r.name.as_str(), r.key.as_str()),
+        ("bench-query-answers", "graphfleet.json")
     );
-    // A big answer stays out of the ConfigMap.
-    let big = "x".repeat(MAX_EXPECTED_IN_CONFIGMAP + 1);
-    let cm = k6_config_map("k6", "bench", "{}", Some(&big));
-    assert!(
-        !cm.data
-            .as_ref()
-            .expect("data")
-            .contains_key("expected.json")
-    );
-}
-
-#[test]
-fn reads_the_summary_from_the_terminated_k6_container() {
-    let pod: Pod = serde_json::from_value(serde_json::json!({
-        "status": {"containerStatuses": [{
-            "name": "k6", "image": "k6", "imageID": "", "ready": false, "restartCount": 0,
-            "state": {"terminated": {
-                "exitCode": 0, "message": "{\"requests\": 10}",
-                "startedAt": "2025-11-23T21:00:00Z", "finishedAt": "2025-11-23T21:00:31Z"
-            }}
-        }]}
-    }))
-    .expect("pod");
+    assert_eq!(t[1].url.as_deref(), targets[1].url.as_deref());
+    let e1 = t[1].expect.as_ref().expect("expect");
     assert_eq!(
-        k6_end(&pod),
-        K6End::Done {
-            message: "{\"requests\": 10}".into(),
-            exit_code: 0,
-            started: Some(1_763_931_600.0),
-            finished: Some(1_763_931_631.0),
+        (e1.sha256.as_str(), e1.config_map_ref.is_none()),
+        ("b".repeat(64).as_str(), true)
+    );
+    assert!(spec.expect.is_none(), "each target has its own");
+    // Every scenario the runner sends to the cluster is one the operator knows.
+    for set in graphfleet_bench_model::sets::ALL {
+        for (name, _) in set.scenarios() {
+            assert!(
+                graphfleet_bench_model::scenarios::find(name).is_some(),
+                "{name}"
+            );
         }
-    );
-    assert_eq!(k6_end(&Pod::default()), K6End::Running);
+    }
 }
