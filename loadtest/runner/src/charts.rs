@@ -116,3 +116,84 @@ pub fn scenario(s: &ScenarioRun, dir: &Path) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::{Capacity, Limit, Step};
+    use crate::results::{GatewayRun, Measured};
+
+    fn run(label: &str, outcome: Outcome) -> GatewayRun {
+        GatewayRun {
+            gateway: label.to_lowercase(),
+            label: label.to_owned(),
+            outcome,
+            rounds: Vec::new(),
+        }
+    }
+
+    fn step(target: u32, achieved: f64, p99: f64) -> Step {
+        Step {
+            target,
+            achieved,
+            p99,
+            failures: 0,
+            dropped: 0,
+            gateway_cpu: None,
+            load_busy: None,
+        }
+    }
+
+    fn scenario(gateways: Vec<GatewayRun>) -> ScenarioRun {
+        ScenarioRun {
+            name: "query".into(),
+            set: "apollo".into(),
+            description: String::new(),
+            rate: 100,
+            duration_s: 10,
+            generator: "native".into(),
+            response_bytes: None,
+            error: None,
+            gateways,
+            fanout: None,
+        }
+    }
+
+    #[test]
+    fn charts_take_the_measured_gateways_and_their_steps_in_rate_order() {
+        let mut searched = Measured::example(1000, 1.0, 4.0);
+        searched.capacity = Some(Capacity {
+            steps: vec![step(400, 390.0, 9.0), step(100, 100.0, 2.0)],
+            min_p99: Some(2.0),
+            at_150: None,
+            peak: None,
+            limit: Limit::NotReached,
+        });
+        let failed = Outcome::Failed {
+            error: "k6 exited".into(),
+        };
+        let s = scenario(vec![
+            run("A", Outcome::Measured(Box::new(searched))),
+            run("B", failed),
+        ]);
+        let lat = latency(&s);
+        assert_eq!(lat.series.len(), 1, "the failed gateway has no bars");
+        assert_eq!((lat.series[0].0.as_str(), lat.series[0].1[4]), ("A", 4.0));
+        assert_eq!(lat.categories.len(), lat.series[0].1.len());
+        let [core, gb] = efficiency(&s);
+        assert_eq!(
+            (core.categories, gb.series[0].1.len()),
+            (vec!["A".into()], 1)
+        );
+        let cap = capacity(&s).expect("a capacity search");
+        assert_eq!(
+            cap.series,
+            [("A".to_owned(), vec![(100.0, 2.0), (390.0, 9.0)])]
+        );
+        let plain = scenario(vec![run(
+            "A",
+            Outcome::Measured(Box::new(Measured::example(1, 1.0, 1.0))),
+        )]);
+        assert!(capacity(&plain).is_none(), "no search, no capacity chart");
+    }
+}
