@@ -2,13 +2,14 @@
 //! tables (the whole test, its latency distribution from the merged histogram, each segment;
 //! with `spec.targets` a side-by-side comparison and the same per target) the merged
 //! histograms themselves and an SVG chart of latency by percentile, so `kubectl` users get
-//! what the local runner prints. Tables and chart are `graphfleet_bench_model::report`'s, the
-//! runner's too.
+//! what the local runner prints. Tables and chart are `graphfleet_bench_model`'s (`report`,
+//! `charts`), the runner's too.
 
 use std::collections::BTreeMap;
 
+use graphfleet_bench_model::charts;
 use graphfleet_bench_model::latency_histogram;
-use graphfleet_bench_model::report::{latency_by_percentile_svg, table as aligned_table};
+use graphfleet_bench_model::report::table as aligned_table;
 use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::{Resource, ResourceExt};
@@ -392,9 +393,14 @@ fn target_histogram_key(target: &str) -> String {
     format!("histogram-{target}.json")
 }
 
-/// Latency (ms, linear) by percentile on a "nines" axis: `graphfleet_bench_model::report`'s.
-fn latency_svg(h: &latency_histogram::Histogram) -> Option<String> {
-    latency_by_percentile_svg(&[("all", h)])
+/// Latency (ms, linear) by percentile on a "nines" axis, a line per `(label, histogram)`:
+/// `graphfleet_bench_model::charts`'. Drawing into a string does not fail on finite data; if
+/// it did, the report goes out without its chart rather than not at all.
+fn latency_svg(series: &[(&str, &latency_histogram::Histogram)]) -> Option<String> {
+    charts::latency_by_percentile(series).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "LoadTest report without its latency chart");
+        None
+    })
 }
 
 /// The report ConfigMap of an observed, finished LoadTest (either kind of target).
@@ -412,7 +418,7 @@ pub fn config_map(lt: &LoadTest, status: &LoadTestStatus, summaries: &[Segment])
     if let Some(h) = histogram_json(summaries) {
         data.insert(HISTOGRAM_KEY.to_owned(), h);
     }
-    if let Some(svg) = merge_histograms(summaries).and_then(|h| latency_svg(&h)) {
+    if let Some(svg) = merge_histograms(summaries).and_then(|h| latency_svg(&[("all", &h)])) {
         data.insert(CHART_KEY.to_owned(), svg);
     }
     report_config_map(lt, data)
@@ -440,7 +446,7 @@ fn targets_config_map(
     }
     let series: Vec<(&str, &latency_histogram::Histogram)> =
         merged.iter().map(|(n, h)| (*n, h)).collect();
-    if let Some(svg) = latency_by_percentile_svg(&series) {
+    if let Some(svg) = latency_svg(&series) {
         data.insert(CHART_KEY.to_owned(), svg);
     }
     report_config_map(lt, data)

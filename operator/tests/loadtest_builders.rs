@@ -986,16 +986,27 @@ fn summaries_from_the_pod_log_keep_the_histogram_a_termination_message_cannot() 
     }
     let svg = &data[report::CHART_KEY];
     assert!(svg.starts_with("<svg ") && svg.trim_end().ends_with("</svg>"));
-    let points = svg
-        .split("points=\"")
-        .nth(1)
-        .and_then(|p| p.split('"').next())
-        .expect("a polyline");
+    // The series is the one polyline drawn 2 wide (axes and ticks are 1 wide).
+    let lines: Vec<&str> = svg
+        .split("<polyline ")
+        .skip(1)
+        .filter_map(|l| l.split("/>").next())
+        .filter(|l| l.contains("stroke-width=\"2\""))
+        .filter_map(|l| l.split("points=\"").nth(1)?.split('"').next())
+        .collect();
+    assert_eq!(lines.len(), 1, "one line for the one target: {svg}");
     assert_eq!(
-        points.split(' ').count(),
+        lines[0].split_whitespace().count(),
         81,
         "one point per 1/20 of a nine"
     );
+    for text in [
+        "\npercentile (all 200000 requests, merged histogram)\n",
+        "\nlatency, ms\n",
+        "\n99.99%\n",
+    ] {
+        assert!(svg.contains(text), "{text:?} missing from {svg}");
+    }
     assert!(md.contains("![latency by percentile](latency.svg)"));
     let hist: serde_json::Value = serde_json::from_str(&data[report::HISTOGRAM_KEY]).expect("JSON");
     assert_eq!(hist["total"], 200000);

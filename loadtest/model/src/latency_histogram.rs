@@ -11,6 +11,12 @@
 //! Bucket 0 holds every value ≤ [`MIN_MS`] (and anything not a positive number); bucket
 //! `i ≥ 1` holds `(MIN_MS·γ^(i-1), MIN_MS·γ^i]` with γ = [`GAMMA`]; the last bucket also takes
 //! everything above its lower bound (about 11 minutes).
+//!
+//! [`Latencies`] is the same histogram with the exact minimum, maximum and mean beside it:
+//! graphfleet-bench records its own generator's and subscribers' latencies into it, so the
+//! host's percentiles come from the very buckets the cluster's do.
+
+use std::time::Duration;
 
 /// Ratio between the bounds of a bucket.
 pub const GAMMA: f64 = 1.02;
@@ -88,6 +94,10 @@ impl Histogram {
         self.total
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.total == 0
+    }
+
     /// Count of one bucket.
     pub fn count(&self, bucket: usize) -> u64 {
         self.counts.get(bucket).copied().unwrap_or(0)
@@ -158,6 +168,90 @@ impl Histogram {
             hist.total = hist.total.checked_add(n).ok_or(HistogramError::Overflow)?;
         }
         Ok(hist)
+    }
+}
+
+/// A [`Histogram`] plus the exact minimum, maximum and sum of what it recorded: quantiles
+/// come from the buckets, the rest is exact (the buckets would put the max up to 1% off, and
+/// a p99 above the max). Only the histogram crosses the wire ([`Histogram::encode`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Latencies {
+    histogram: Histogram,
+    min_ms: f64,
+    max_ms: f64,
+    sum_ms: f64,
+}
+
+impl Default for Latencies {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Latencies {
+    pub fn new() -> Self {
+        Self {
+            histogram: Histogram::new(),
+            min_ms: f64::INFINITY,
+            max_ms: f64::NEG_INFINITY,
+            sum_ms: 0.0,
+        }
+    }
+
+    /// Records a latency in milliseconds; one that is not a positive number counts as 0 ms
+    /// (where the zero bucket puts it), so min, max and mean agree with the buckets.
+    pub fn record_ms(&mut self, ms: f64) {
+        let ms = if ms > 0.0 { ms } else { 0.0 };
+        self.histogram.record(ms);
+        self.min_ms = self.min_ms.min(ms);
+        self.max_ms = self.max_ms.max(ms);
+        self.sum_ms += ms;
+    }
+
+    pub fn record(&mut self, latency: Duration) {
+        self.record_ms(latency.as_secs_f64() * 1000.0);
+    }
+
+    /// Number of recorded values.
+    pub fn count(&self) -> u64 {
+        self.histogram.total()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.histogram.is_empty()
+    }
+
+    /// The buckets, for merging with or encoding like a k6 segment's.
+    pub fn histogram(&self) -> &Histogram {
+        &self.histogram
+    }
+
+    pub fn min_ms(&self) -> Option<f64> {
+        (!self.is_empty()).then_some(self.min_ms)
+    }
+
+    pub fn max_ms(&self) -> Option<f64> {
+        (!self.is_empty()).then_some(self.max_ms)
+    }
+
+    pub fn mean_ms(&self) -> Option<f64> {
+        (!self.is_empty()).then(|| self.sum_ms / self.count() as f64)
+    }
+
+    /// [`Histogram::quantile`] clamped to the exact range: the value it estimates lies in
+    /// that range, so clamping only brings it closer (and p99 never exceeds the max).
+    pub fn quantile(&self, q: f64) -> Option<f64> {
+        let v = self.histogram.quantile(q)?;
+        Some(v.clamp(self.min_ms, self.max_ms))
+    }
+
+    /// Adds `other`'s values: the latencies of both.
+    pub fn merge(&mut self, other: &Latencies) -> Result<(), HistogramError> {
+        self.histogram.merge(&other.histogram)?;
+        self.min_ms = self.min_ms.min(other.min_ms);
+        self.max_ms = self.max_ms.max(other.max_ms);
+        self.sum_ms += other.sum_ms;
+        Ok(())
     }
 }
 
@@ -281,5 +375,59 @@ mod tests {
             (a.total(), a.count(bucket(1.0)), a.count(bucket(70.0))),
             (3, 2, 1)
         );
+    }
+
+    #[test]
+    fn latencies_keep_exact_extremes_and_mean_beside_the_buckets() {
+        let mut l = Latencies::new();
+        assert_eq!(
+            (
+                l.count(),
+                l.min_ms(),
+                l.max_ms(),
+                l.mean_ms(),
+                l.quantile(0.5)
+            ),
+            (0, None, None, None, None)
+        );
+        for ms in [1.25, 2.0, 3.0] {
+            l.record_ms(ms);
+        }
+        l.record(Duration::from_millis(100));
+        assert_eq!(l.count(), 4);
+        assert_eq!(l.min_ms(), Some(1.25));
+        assert_eq!(l.max_ms(), Some(100.0));
+        assert_eq!(l.mean_ms(), Some(106.25 / 4.0));
+        // The max's bucket stands for a value above it: the top quantile is the exact max.
+        assert!(representative(bucket(100.0)) > 100.0);
+        assert_eq!(l.quantile(1.0), Some(100.0));
+        assert!(representative(bucket(1.25)) < 1.25);
+        assert_eq!(l.quantile(0.0), Some(1.25));
+        let med = l.quantile(0.5).expect("not empty");
+        assert!((med - 2.0).abs() <= 2.0 * RELATIVE_ERROR, "{med}");
+        // What is not a positive latency counts as zero, in the zero bucket.
+        l.record_ms(-1.0);
+        l.record_ms(f64::NAN);
+        assert_eq!((l.min_ms(), l.histogram().count(0)), (Some(0.0), 2));
+    }
+
+    #[test]
+    fn merged_latencies_are_those_of_both() {
+        let (mut a, mut b, mut both) = (Latencies::new(), Latencies::new(), Latencies::new());
+        for v in [5.0, 7.5] {
+            a.record_ms(v);
+            both.record_ms(v);
+        }
+        for v in [0.5, 40.0, 9.0] {
+            b.record_ms(v);
+            both.record_ms(v);
+        }
+        a.merge(&b).expect("no overflow");
+        assert_eq!(a.histogram(), both.histogram());
+        assert_eq!((a.min_ms(), a.max_ms()), (Some(0.5), Some(40.0)));
+        assert_eq!(a.mean_ms(), both.mean_ms());
+        // An empty side changes nothing.
+        a.merge(&Latencies::new()).expect("no overflow");
+        assert_eq!(a, both);
     }
 }

@@ -1,8 +1,9 @@
 //! The benchmark vocabulary shared by the operator, graphfleet-bench and the benchmark
 //! subgraphs (graphfleet-loadtest): the sets' files, the scenarios, the duration grammar, the
-//! mergeable latency histogram, the report pieces and the k6 scripts. Data and pure functions
-//! only, so depending on it pulls in no server.
+//! mergeable latency histogram, the report pieces (tables, SVG charts) and the k6 scripts.
+//! Data and pure functions only, so depending on it pulls in no server.
 
+pub mod charts;
 pub mod duration;
 pub mod latency_histogram;
 pub mod report;

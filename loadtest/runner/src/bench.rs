@@ -408,7 +408,7 @@ async fn system_info(cfg: &Config) -> System {
             .await
             .unwrap_or_else(|| "k6 (version unknown)".into()),
         _ => format!(
-            "native (graphfleet-bench {}: hyper HTTP/1.1 keep-alive, one current-thread runtime and a scheduler thread on the non-gateway cores, latency from each request's scheduled time, HDR histogram)",
+            "native (graphfleet-bench {}: hyper HTTP/1.1 keep-alive, one current-thread runtime and a scheduler thread on the non-gateway cores, latency from each request's scheduled time, in the LoadTest report's log buckets (within 1%))",
             env!("CARGO_PKG_VERSION")
         ),
     };

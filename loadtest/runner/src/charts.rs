@@ -1,105 +1,16 @@
-//! SVG charts per scenario (plotters, SVG backend only: text is emitted as SVG <text>,
-//! so no system fonts are needed).
+//! A scenario's results as the model's charts (`graphfleet_bench_model::charts`, the drawing
+//! the operator's LoadTest report uses too): which figures go on which chart, and the files.
 
 use std::path::Path;
 
-use anyhow::{Context, anyhow};
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
+use anyhow::Context;
+use graphfleet_bench_model::charts::{self, Bars, Line, Lines};
 
 use crate::results::{Outcome, ScenarioRun};
 
-type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
-
-fn err(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow!("plotters: {e}")
-}
-
-/// One bar group per category, one bar per series; labels drawn under the axis.
-fn grouped_bars(
-    area: &Area<'_>,
-    title: &str,
-    y_desc: &str,
-    categories: &[String],
-    series: &[(String, Vec<f64>)],
-) -> anyhow::Result<()> {
-    let top = series
-        .iter()
-        .flat_map(|(_, v)| v.iter().copied())
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max)
-        .max(1e-3)
-        * 1.15;
-    let below = top * 0.08;
-    let n = categories.len().max(1) as f64;
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, ("sans-serif", 18))
-        .margin(12)
-        .y_label_area_size(60)
-        .x_label_area_size(5)
-        .build_cartesian_2d(0f64..n, -below..top)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_x_mesh()
-        .disable_x_axis()
-        .y_desc(y_desc)
-        .y_label_formatter(&|y| {
-            if *y < 0.0 {
-                String::new()
-            } else {
-                format!("{y:.1}")
-            }
-        })
-        .draw()
-        .map_err(err)?;
-    let width = 0.8 / series.len().max(1) as f64;
-    for (j, (name, values)) in series.iter().enumerate() {
-        let color = Palette99::pick(j).to_rgba();
-        chart
-            .draw_series(
-                values
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, v)| v.is_finite())
-                    .map(|(i, &v)| {
-                        let x0 = i as f64 + 0.1 + j as f64 * width;
-                        Rectangle::new([(x0, 0.0), (x0 + width * 0.95, v)], color.filled())
-                    }),
-            )
-            .map_err(err)?
-            .label(name.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
-    }
-    chart
-        .draw_series(categories.iter().enumerate().map(|(i, c)| {
-            Text::new(
-                c.clone(),
-                (i as f64 + 0.5, -below * 0.35),
-                TextStyle::from(("sans-serif", 13).into_font())
-                    .pos(Pos::new(HPos::Center, VPos::Center)),
-            )
-        }))
-        .map_err(err)?;
-    if !series.is_empty() {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-    }
-    Ok(())
-}
-
-fn latency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let categories: Vec<String> = ["Min", "Med", "P90", "P95", "P99", "Max"]
-        .map(String::from)
-        .to_vec();
-    let series: Vec<(String, Vec<f64>)> = s
+/// The latency figures of every measured gateway, one bar group per figure.
+fn latency(s: &ScenarioRun) -> Bars {
+    let series = s
         .gateways
         .iter()
         .filter_map(|g| match &g.outcome {
@@ -113,20 +24,18 @@ fn latency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
             _ => None,
         })
         .collect();
-    grouped_bars(
-        &root,
-        &format!("{}: latency (ms)", s.name),
-        "ms",
-        &categories,
-        &series,
-    )?;
-    root.present().map_err(err)
+    Bars {
+        title: format!("{}: latency (ms)", s.name),
+        y_desc: "ms".into(),
+        categories: ["Min", "Med", "P90", "P95", "P99", "Max"]
+            .map(String::from)
+            .to_vec(),
+        series,
+    }
 }
 
-fn efficiency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
-    let root = SVGBackend::new(path, (900, 420)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let (left, right) = root.split_horizontally(450);
+/// Requests per core-second and per GB-second, a panel each, a bar per sampled gateway.
+fn efficiency(s: &ScenarioRun) -> [Bars; 2] {
     let measured: Vec<(String, f64, f64)> = s
         .gateways
         .iter()
@@ -141,33 +50,31 @@ fn efficiency(s: &ScenarioRun, path: &Path) -> anyhow::Result<()> {
         })
         .collect();
     let labels: Vec<String> = measured.iter().map(|m| m.0.clone()).collect();
-    let core = vec![(
-        "requests/core.s".to_owned(),
-        measured.iter().map(|m| m.1).collect(),
-    )];
-    let gb = vec![(
-        "requests/GB.s".to_owned(),
-        measured.iter().map(|m| m.2).collect(),
-    )];
-    grouped_bars(
-        &left,
-        &format!("{}: requests per core-second", s.name),
-        "req/core.s",
-        &labels,
-        &core,
-    )?;
-    grouped_bars(
-        &right,
-        &format!("{}: requests per GB-second", s.name),
-        "req/GB.s",
-        &labels,
-        &gb,
-    )?;
-    root.present().map_err(err)
+    [
+        Bars {
+            title: format!("{}: requests per core-second", s.name),
+            y_desc: "req/core.s".into(),
+            categories: labels.clone(),
+            series: vec![(
+                "requests/core.s".into(),
+                measured.iter().map(|m| m.1).collect(),
+            )],
+        },
+        Bars {
+            title: format!("{}: requests per GB-second", s.name),
+            y_desc: "req/GB.s".into(),
+            categories: labels,
+            series: vec![(
+                "requests/GB.s".into(),
+                measured.iter().map(|m| m.2).collect(),
+            )],
+        },
+    ]
 }
 
-fn capacity(s: &ScenarioRun, path: &Path) -> anyhow::Result<bool> {
-    let curves: Vec<(String, Vec<(f64, f64)>)> = s
+/// p99 against achieved throughput along each gateway's capacity search; `None` without one.
+fn capacity(s: &ScenarioRun) -> Option<Lines> {
+    let series: Vec<Line> = s
         .gateways
         .iter()
         .filter_map(|g| match &g.outcome {
@@ -183,57 +90,110 @@ fn capacity(s: &ScenarioRun, path: &Path) -> anyhow::Result<bool> {
             _ => None,
         })
         .collect();
-    if curves.is_empty() {
-        return Ok(false);
-    }
-    let points = curves.iter().flat_map(|c| c.1.iter().copied());
-    let (xmax, ymax) = points.fold((1.0f64, 1.0f64), |(x, y), (a, b)| (x.max(a), y.max(b)));
-    let root = SVGBackend::new(path, (900, 460)).into_drawing_area();
-    root.fill(&WHITE).map_err(err)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            format!("{}: p99 latency vs achieved throughput", s.name),
-            ("sans-serif", 18),
-        )
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..xmax * 1.1, 0f64..ymax * 1.1)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("achieved requests/s")
-        .y_desc("p99 (ms)")
-        .draw()
-        .map_err(err)?;
-    for (j, (name, pts)) in curves.iter().enumerate() {
-        let color = Palette99::pick(j).to_rgba();
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
-            .map_err(err)?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 14, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(err)?;
-    }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(true)
+    (!series.is_empty()).then(|| Lines {
+        title: format!("{}: p99 latency vs achieved throughput", s.name),
+        x_desc: "achieved requests/s".into(),
+        y_desc: "p99 (ms)".into(),
+        series,
+    })
+}
+
+fn write(path: &Path, svg: Result<String, charts::ChartError>) -> anyhow::Result<()> {
+    std::fs::write(path, svg?).with_context(|| format!("writing {}", path.display()))
 }
 
 /// Draws `<scenario>-latency.svg`, `-efficiency.svg` and (after a capacity search) `-capacity.svg`.
 pub fn scenario(s: &ScenarioRun, dir: &Path) -> anyhow::Result<()> {
-    latency(s, &dir.join(format!("{}-latency.svg", s.name))).context("latency chart")?;
-    efficiency(s, &dir.join(format!("{}-efficiency.svg", s.name))).context("efficiency chart")?;
-    capacity(s, &dir.join(format!("{}-capacity.svg", s.name))).context("capacity chart")?;
+    let path = |chart: &str| dir.join(format!("{}-{chart}.svg", s.name));
+    write(&path("latency"), charts::bars(&[latency(s)], (900, 460))).context("latency chart")?;
+    write(
+        &path("efficiency"),
+        charts::bars(&efficiency(s), (900, 420)),
+    )
+    .context("efficiency chart")?;
+    if let Some(c) = capacity(s) {
+        write(&path("capacity"), charts::lines(&c, (900, 460))).context("capacity chart")?;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capacity::{Capacity, Limit, Step};
+    use crate::results::{GatewayRun, Measured};
+
+    fn run(label: &str, outcome: Outcome) -> GatewayRun {
+        GatewayRun {
+            gateway: label.to_lowercase(),
+            label: label.to_owned(),
+            outcome,
+            rounds: Vec::new(),
+        }
+    }
+
+    fn step(target: u32, achieved: f64, p99: f64) -> Step {
+        Step {
+            target,
+            achieved,
+            p99,
+            failures: 0,
+            dropped: 0,
+            gateway_cpu: None,
+            load_busy: None,
+        }
+    }
+
+    fn scenario(gateways: Vec<GatewayRun>) -> ScenarioRun {
+        ScenarioRun {
+            name: "query".into(),
+            set: "apollo".into(),
+            description: String::new(),
+            rate: 100,
+            duration_s: 10,
+            generator: "native".into(),
+            response_bytes: None,
+            error: None,
+            gateways,
+            fanout: None,
+        }
+    }
+
+    #[test]
+    fn charts_take_the_measured_gateways_and_their_steps_in_rate_order() {
+        let mut searched = Measured::example(1000, 1.0, 4.0);
+        searched.capacity = Some(Capacity {
+            steps: vec![step(400, 390.0, 9.0), step(100, 100.0, 2.0)],
+            min_p99: Some(2.0),
+            at_150: None,
+            peak: None,
+            limit: Limit::NotReached,
+        });
+        let failed = Outcome::Failed {
+            error: "k6 exited".into(),
+        };
+        let s = scenario(vec![
+            run("A", Outcome::Measured(Box::new(searched))),
+            run("B", failed),
+        ]);
+        let lat = latency(&s);
+        assert_eq!(lat.series.len(), 1, "the failed gateway has no bars");
+        assert_eq!((lat.series[0].0.as_str(), lat.series[0].1[4]), ("A", 4.0));
+        assert_eq!(lat.categories.len(), lat.series[0].1.len());
+        let [core, gb] = efficiency(&s);
+        assert_eq!(
+            (core.categories, gb.series[0].1.len()),
+            (vec!["A".into()], 1)
+        );
+        let cap = capacity(&s).expect("a capacity search");
+        assert_eq!(
+            cap.series,
+            [("A".to_owned(), vec![(100.0, 2.0), (390.0, 9.0)])]
+        );
+        let plain = scenario(vec![run(
+            "A",
+            Outcome::Measured(Box::new(Measured::example(1, 1.0, 1.0))),
+        )]);
+        assert!(capacity(&plain).is_none(), "no search, no capacity chart");
+    }
 }

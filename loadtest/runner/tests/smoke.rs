@@ -87,13 +87,29 @@ fn smoke_against_the_monolith_writes_a_report() {
         assert!(cells[2].parse::<u64>().expect("requests") > 0, "{requests}");
         assert_eq!(cells[3], "0", "failures: {requests}");
         assert_eq!(cells[6], "0.00 (0)", "{requests}");
-        for chart in ["latency", "efficiency"] {
+        // Each chart names the gateway and its figures (plotters writes text on its own line).
+        for (chart, texts) in [
+            (
+                "latency",
+                [format!("{scenario}: latency (ms)"), "P99".into()],
+            ),
+            (
+                "efficiency",
+                [
+                    format!("{scenario}: requests per core-second"),
+                    "requests/GB.s".into(),
+                ],
+            ),
+        ] {
             let svg = std::fs::read_to_string(out.join(format!("charts/{scenario}-{chart}.svg")))
                 .expect("chart");
-            assert!(
-                svg.starts_with("<svg") && svg.contains("monolith"),
-                "{scenario}-{chart}.svg"
-            );
+            assert!(svg.starts_with("<svg "), "{scenario}-{chart}.svg");
+            for text in texts.iter().map(String::as_str).chain(["monolith"]) {
+                assert!(
+                    svg.contains(&format!("\n{text}\n")),
+                    "{scenario}-{chart}.svg lacks {text:?}"
+                );
+            }
         }
     }
     let results: serde_json::Value = serde_json::from_str(

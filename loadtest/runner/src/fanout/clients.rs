@@ -7,8 +7,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use futures::{SinkExt, StreamExt};
+use graphfleet_bench_model::latency_histogram::Latencies;
 use graphfleet_ws_protocol::{ClientMessage, RawJson, SUBPROTOCOL, ServerMessage};
-use hdrhistogram::Histogram;
 use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -24,8 +24,6 @@ const OPEN_TIMEOUT: Duration = Duration::from_secs(20);
 const OPENING_AT_ONCE: usize = 64;
 /// Time the clients get to send `complete` and close after the window.
 const CLOSE_GRACE: Duration = Duration::from_secs(5);
-/// Latencies are recorded in microseconds up to this (longer ones are clamped).
-const MAX_LATENCY_US: u64 = 600_000_000;
 /// Failure messages kept per run.
 const SAMPLES: usize = 3;
 
@@ -174,7 +172,7 @@ pub(super) struct Outcome {
     pub(super) bad_events: u64,
     pub(super) ended_early: u32,
     pub(super) failure_samples: Vec<String>,
-    pub(super) latency: Histogram<u64>,
+    pub(super) latency: Latencies,
 }
 
 /// Counters every client task updates (one thread).
@@ -186,12 +184,12 @@ struct Stats {
     bad_events: u64,
     ended_early: u32,
     failure_samples: Vec<String>,
-    latency: Histogram<u64>,
+    latency: Latencies,
 }
 
 impl Stats {
-    fn new() -> anyhow::Result<Self> {
-        Ok(Stats {
+    fn new() -> Self {
+        Stats {
             window: None,
             opened: 0,
             open_failures: 0,
@@ -199,9 +197,8 @@ impl Stats {
             bad_events: 0,
             ended_early: 0,
             failure_samples: Vec::new(),
-            latency: Histogram::new_with_bounds(1, MAX_LATENCY_US, 3)
-                .context("creating a latency histogram")?,
-        })
+            latency: Latencies::new(),
+        }
     }
 
     fn sample(&mut self, why: impl FnOnce() -> String) {
@@ -232,7 +229,7 @@ impl Plan {
     }
 
     async fn drive(self) -> anyhow::Result<Outcome> {
-        let stats = Rc::new(RefCell::new(Stats::new()?));
+        let stats = Rc::new(RefCell::new(Stats::new()));
         let (stop, _) = tokio::sync::watch::channel(false);
         let opening = Rc::new(tokio::sync::Semaphore::new(OPENING_AT_ONCE));
         let settled = Rc::new(tokio::sync::Notify::new());
@@ -272,7 +269,7 @@ impl Plan {
         if tokio::time::timeout(CLOSE_GRACE, closing).await.is_err() {
             aborts.iter().for_each(tokio::task::AbortHandle::abort);
         }
-        let s = std::mem::replace(&mut *stats.borrow_mut(), Stats::new()?);
+        let s = std::mem::replace(&mut *stats.borrow_mut(), Stats::new());
         Ok(Outcome {
             first_connect,
             window,
@@ -409,8 +406,8 @@ impl Subscriber {
                                 .as_f64()
                                 .unwrap_or(0.0)
                         });
-                        let us = ((now_ms() - published) * 1000.0).max(1.0) as u64;
-                        let _ = s.latency.record(us.min(MAX_LATENCY_US));
+                        // A clock step that puts receipt before publication counts as 0 ms.
+                        s.latency.record_ms(now_ms() - published);
                     }
                     Ok(()) => {}
                 }

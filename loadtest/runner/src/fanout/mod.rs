@@ -296,9 +296,6 @@ async fn measure_running(
     let rss_open = mean_rss(&during);
     let cpu_avg = (during.len() >= 2).then(|| sampler::usage(&during).cpu_avg);
     let window_s = (outcome.window.1 - outcome.window.0).as_secs_f64();
-    let quantile = |q: f64| {
-        (!outcome.latency.is_empty()).then(|| outcome.latency.value_at_quantile(q) as f64 / 1000.0)
-    };
     let row = FanoutRow {
         gateway: gateway.name.clone(),
         label: gateway.label.clone(),
@@ -314,10 +311,9 @@ async fn measure_running(
         bad_events: outcome.bad_events,
         ended_early: outcome.ended_early,
         failure_samples: outcome.failure_samples,
-        latency_p50_ms: quantile(0.5),
-        latency_p99_ms: quantile(0.99),
-        latency_max_ms: (!outcome.latency.is_empty())
-            .then(|| outcome.latency.max() as f64 / 1000.0),
+        latency_p50_ms: outcome.latency.quantile(0.5),
+        latency_p99_ms: outcome.latency.quantile(0.99),
+        latency_max_ms: outcome.latency.max_ms(),
         cpu_avg,
         rss_before: rss_before.map(|r| r as u64),
         rss_open: rss_open.map(|r| r as u64),

@@ -180,10 +180,12 @@ fn a_list_groups_by_scenario_rate_and_duration_and_reports_failures() {
     crate::report::write(&report, &dir).expect("write");
     let svg =
         std::fs::read_to_string(dir.join("charts/query-100rps-60s-latency.svg")).expect("chart");
+    // The measured gateway's bars are in the legend; the failed one has none.
     assert!(
-        svg.contains("fed (fed-query-rollout)"),
-        "latency chart legend"
+        svg.contains("\nfed (fed-query-rollout)\n"),
+        "latency chart legend: {svg}"
     );
+    assert!(!svg.contains("other-gw"), "{svg}");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use bytes::Bytes;
-use hdrhistogram::Histogram;
+use graphfleet_bench_model::latency_histogram::Latencies;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper::header::{ACCEPT, CONTENT_TYPE};
@@ -43,8 +43,6 @@ use crate::k6::{Latency, Summary};
 const GRACE: Duration = Duration::from_secs(10);
 /// Scenario.js's per-request timeout.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-/// Latencies are recorded in microseconds up to this (longer ones are clamped).
-const MAX_LATENCY_US: u64 = 3_600_000_000;
 
 pub use expected::{ExpectedBody, Payload};
 use load::Schedule;
@@ -108,8 +106,8 @@ struct Stats {
     ok: u64,
     failures: u64,
     dropped: u64,
-    latency: Histogram<u64>,
-    send_lag: Histogram<u64>,
+    latency: Latencies,
+    send_lag: Latencies,
     in_flight: u32,
     peak_in_flight: u32,
     failure_samples: Vec<String>,
@@ -122,14 +120,6 @@ impl Stats {
             self.failure_samples.push(why());
         }
     }
-}
-
-fn histogram() -> anyhow::Result<Histogram<u64>> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_US, 3).context("creating a latency histogram")
-}
-
-fn micros(d: Duration) -> u64 {
-    (d.as_micros() as u64).clamp(1, MAX_LATENCY_US)
 }
 
 async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
@@ -150,8 +140,8 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
         ok: 0,
         failures: 0,
         dropped: 0,
-        latency: histogram()?,
-        send_lag: histogram()?,
+        latency: Latencies::new(),
+        send_lag: Latencies::new(),
         in_flight: 0,
         peak_in_flight: 0,
         failure_samples: Vec::new(),
@@ -241,7 +231,7 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
     // time bound) are dropped, like k6's iterations it could not start.
     s.dropped += interrupted_scheduling;
     let duration_s = load.duration.as_secs_f64();
-    let latency = (!s.latency.is_empty()).then(|| latency_ms(&s.latency));
+    let latency = latency_ms(&s.latency);
     Ok(Outcome {
         summary: Summary {
             target_rate: Some(f64::from(load.rate)),
@@ -251,32 +241,28 @@ async fn drive(load: Rc<Load>) -> anyhow::Result<Outcome> {
             failures: s.failures,
             dropped_iterations: s.dropped,
             achieved_rate: Some(s.requests as f64 / duration_s),
-            // Counted from the due time: the same figure as "from schedule", at
-            // microsecond resolution.
+            // Counted from the due time: the same figure as "from schedule", in the
+            // cluster's buckets (within 1%; min, max and mean exact).
             latency_ms: latency,
             scheduled_latency_ms: latency,
         },
-        send_lag_p99_ms: if !s.send_lag.is_empty() {
-            s.send_lag.value_at_quantile(0.99) as f64 / 1000.0
-        } else {
-            0.0
-        },
+        send_lag_p99_ms: s.send_lag.quantile(0.99).unwrap_or(0.0),
         peak_in_flight: s.peak_in_flight,
         failure_samples: std::mem::take(&mut s.failure_samples),
     })
 }
 
-fn latency_ms(h: &Histogram<u64>) -> Latency {
-    let ms = |us: u64| us as f64 / 1000.0;
-    Latency {
-        min: ms(h.min()),
-        med: ms(h.value_at_quantile(0.5)),
-        avg: h.mean() / 1000.0,
-        p90: ms(h.value_at_quantile(0.90)),
-        p95: ms(h.value_at_quantile(0.95)),
-        p99: ms(h.value_at_quantile(0.99)),
-        max: ms(h.max()),
-    }
+/// k6's latency figures from the recorded latencies; `None` when nothing was measured.
+fn latency_ms(l: &Latencies) -> Option<Latency> {
+    Some(Latency {
+        min: l.min_ms()?,
+        med: l.quantile(0.5)?,
+        avg: l.mean_ms()?,
+        p90: l.quantile(0.90)?,
+        p95: l.quantile(0.95)?,
+        p99: l.quantile(0.99)?,
+        max: l.max_ms()?,
+    })
 }
 
 /// One scheduled request: its index, due time and whether it counts (not a ramp's).
@@ -344,10 +330,8 @@ async fn one(
             Ok(()) => s.ok += 1,
             Err(why) => s.fail(|| why),
         }
-        s.latency
-            .saturating_record(micros(done.saturating_duration_since(due)));
-        s.send_lag
-            .saturating_record(micros(sent.saturating_duration_since(due)));
+        s.latency.record(done.saturating_duration_since(due));
+        s.send_lag.record(sent.saturating_duration_since(due));
     }
     s.in_flight -= 1;
     let idle_now = s.in_flight == 0;
