@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1.7
 # The Gatling load generator (LoadTest `spec.executor: gatling`): a headless JRE, Gatling's
-# jars from Maven Central at the version loadtest/gatling/pom.xml pins, and graphfleet's
-# simulation (loadtest/gatling). The operator runs it with the arguments in CMD.
+# jars from Maven Central at the version bench/gatling/pom.xml pins, and graphfleet's
+# simulation (bench/gatling). The operator runs it with the arguments in CMD.
 # Build from the repository root:
 #   docker build -f docker/graphfleet-gatling.Dockerfile -t ghcr.io/graphfleet/graphfleet-gatling:0.1.0 .
 #
@@ -16,7 +16,7 @@ ARG RUNTIME_BASE=gcr.io/distroless/java17-debian12:nonroot
 
 FROM ${MAVEN_IMAGE} AS builder
 WORKDIR /src
-COPY loadtest/gatling/ ./
+COPY bench/gatling/ ./
 RUN --mount=type=cache,target=/root/.m2 \
     mvn -B --no-transfer-progress package \
     && mkdir -p /out/lib && cp target/lib/*.jar target/graphfleet-gatling.jar /out/lib/
@@ -30,7 +30,7 @@ FROM ${BINARIES} AS binaries
 FROM ${RUNTIME_BASE}
 COPY --from=binaries /out/lib/ /graphfleet/gatling/lib/
 # The benchmark sets: queries (and variables) to build GF_PAYLOAD files from.
-COPY loadtest/sets/ /graphfleet/sets/
+COPY bench/sets/ /graphfleet/sets/
 WORKDIR /graphfleet/gatling
 # The simulation writes its JSON summary here; mount an emptyDir at /tmp with a read-only root
 # (the JVM and Netty's native libraries also use /tmp).

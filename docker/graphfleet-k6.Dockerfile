@@ -29,9 +29,9 @@ FROM ${BINARIES} AS binaries
 
 FROM ${RUNTIME_BASE}
 COPY --from=binaries /out/k6 /usr/local/bin/k6
-COPY loadtest/k6/ /graphfleet/k6/
+COPY bench/k6/ /graphfleet/k6/
 # The benchmark sets: queries (and variables) to build GF_PAYLOAD files from.
-COPY loadtest/sets/ /graphfleet/sets/
+COPY bench/sets/ /graphfleet/sets/
 WORKDIR /graphfleet/k6
 # scenario.js writes its JSON summary here; mount an emptyDir at /tmp with a read-only root.
 ENV GF_SUMMARY=/tmp/summary.json

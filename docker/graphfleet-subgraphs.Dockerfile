@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1.7
-# The benchmark subgraph server (package graphfleet-loadtest); every set is compiled in.
+# The benchmark subgraph server (package graphfleet-bench-subgraphs); every set is compiled in.
 # Build from the repository root:  docker build -f docker/graphfleet-subgraphs.Dockerfile -t ghcr.io/graphfleet/graphfleet-subgraphs:0.1.0 .
 # (docker/build-images.sh builds every image and loads it into kind.)
 #
@@ -20,7 +20,7 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/usr/local/cargo/git \
     --mount=type=cache,target=/src/target,id=graphfleet-release-target \
-    cargo build --release --locked -p graphfleet-loadtest --bin graphfleet-subgraphs \
+    cargo build --release --locked -p graphfleet-bench-subgraphs --bin graphfleet-subgraphs \
  && install -D -m 0755 target/release/graphfleet-subgraphs /out/graphfleet-subgraphs
 
 # A binary built outside (target/release/graphfleet-subgraphs), at the build context's root.

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
-# Builds graphfleet's Gatling simulation (loadtest/gatling) with Maven into the cache, keyed
+# Builds graphfleet's Gatling simulation (bench/gatling) with Maven into the cache, keyed
 # by the Gatling version its pom pins and a hash of the project: lib/ holds Gatling's jars
 # (from Maven Central, kept in $GF_CACHE/m2) and graphfleet-gatling.jar. An unchanged project
 # is not rebuilt (well under a second). Each build runs the simulation's self-check
-# (SelfCheck: the histogram buckets and durations against loadtest/k6/testdata, the summary).
+# (SelfCheck: the histogram buckets and durations against bench/k6/testdata, the summary).
 #
 #   scripts/gatling.sh          # build if needed; print the directory (its lib/ is the class path)
 #   scripts/gatling.sh --dir    # print the directory without building
 #
-# Run a segment by hand (loadtest/gatling/README.md lists the variables):
+# Run a segment by hand (bench/gatling/README.md lists the variables):
 #   GF_URL=... GF_PAYLOAD=... java -cp "$(scripts/gatling.sh)/lib/*" dev.graphfleet.gatling.Main
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
-PROJECT=$GF_ROOT/loadtest/gatling
+PROJECT=$GF_ROOT/bench/gatling
 # Bump when the way the build is assembled changes.
 RECIPE=graphfleet-gatling-1
 
@@ -55,7 +55,7 @@ if ! (cd "$PROJECT" && mvn -B --no-transfer-progress -Dstyle.color=never -Dmaven
 fi
 mkdir -p "$build/out/lib"
 cp "$build"/maven/lib/*.jar "$build/maven/graphfleet-gatling.jar" "$build/out/lib/"
-if ! java -cp "$build/out/lib/*" dev.graphfleet.gatling.SelfCheck "$GF_ROOT/loadtest/k6/testdata" >>"$logf" 2>&1; then
+if ! java -cp "$build/out/lib/*" dev.graphfleet.gatling.SelfCheck "$GF_ROOT/bench/k6/testdata" >>"$logf" 2>&1; then
   tail -n 30 "$logf" >&2
   die "the Gatling simulation's self-check failed; see $logf"
 fi

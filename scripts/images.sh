@@ -201,7 +201,7 @@ rust_binary() {
   case $1 in
     gateway) echo "graphfleet-gateway graphfleet-gateway" ;;
     operator) echo "graphfleet-operator graphfleet-operator" ;;
-    subgraphs) echo "graphfleet-loadtest graphfleet-subgraphs" ;;
+    subgraphs) echo "graphfleet-bench-subgraphs graphfleet-subgraphs" ;;
   esac
 }
 
@@ -278,7 +278,7 @@ stage() {
     k6)
       install -m 0755 "$(k6_binary)" "$ctx/k6"
       mkdir -p "$ctx/loadtest"
-      cp -r "$GF_ROOT/loadtest/k6" "$GF_ROOT/loadtest/sets" "$ctx/loadtest/"
+      cp -r "$GF_ROOT/bench/k6" "$GF_ROOT/bench/sets" "$ctx/bench/"
       cp "$GF_ROOT/docker/graphfleet-k6.Dockerfile" "$ctx/Containerfile"
       ;;
     gatling)
@@ -286,7 +286,7 @@ stage() {
       dir=$("$GF_ROOT/scripts/gatling.sh") || die "gatling: scripts/gatling.sh failed"
       cp -r "$dir/lib" "$ctx/lib"
       mkdir -p "$ctx/loadtest"
-      cp -r "$GF_ROOT/loadtest/sets" "$ctx/loadtest/"
+      cp -r "$GF_ROOT/bench/sets" "$ctx/bench/"
       cp "$GF_ROOT/docker/graphfleet-gatling.Dockerfile" "$ctx/Containerfile"
       ;;
   esac

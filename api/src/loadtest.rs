@@ -170,10 +170,10 @@ pub struct ExpectedResponse {
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum LoadTestExecutor {
-    /// k6 running loadtest/k6/scenario.js (or the spec's script).
+    /// k6 running bench/k6/scenario.js (or the spec's script).
     #[default]
     K6,
-    /// Gatling running loadtest/gatling's simulation.
+    /// Gatling running bench/gatling's simulation.
     Gatling,
 }
 

@@ -8,7 +8,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use graphfleet_composition::{compose, config::load_config};
 
 fn bench_sets(c: &mut Criterion) {
-    let sets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../loadtest/sets");
+    let sets = Path::new(env!("CARGO_MANIFEST_DIR")).join("../bench/sets");
     for set in ["many-plans", "fed", "apollo"] {
         let config = sets.join(set).join("supergraph.yaml");
         if !config.is_file() {

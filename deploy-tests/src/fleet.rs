@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::real::{apply, json_of, kubectl, loadtest_finished};
 use crate::{eventually, manifests_dir, read, run_ok};
 
-/// The monolith's answer to the fed TestQuery is this many bytes (loadtest/README.md).
+/// The monolith's answer to the fed TestQuery is this many bytes (bench/README.md).
 pub const TEST_QUERY_BYTES: usize = 87_599;
 /// How long a fleet may take to become Ready, or a LoadTest to start.
 pub const READY: Duration = Duration::from_secs(180);
@@ -57,14 +57,14 @@ pub fn fed_subgraphs_running(cluster: &RealCluster, ns: &str) {
 
 /// The fed TestQuery (the `query` scenario's document).
 pub fn test_query() -> String {
-    read(&graphfleet_testkit::workspace_root().join("loadtest/sets/fed/queries/query.graphql"))
+    read(&graphfleet_testkit::workspace_root().join("bench/sets/fed/queries/query.graphql"))
 }
 
-/// The SDL of a fed subgraph as the repository holds it (`loadtest/sets/fed/<name>.graphql`).
+/// The SDL of a fed subgraph as the repository holds it (`bench/sets/fed/<name>.graphql`).
 pub fn fed_sdl(name: &str) -> String {
     read(
         &graphfleet_testkit::workspace_root()
-            .join("loadtest/sets/fed")
+            .join("bench/sets/fed")
             .join(format!("{name}.graphql")),
     )
 }

@@ -249,7 +249,7 @@ fn rust_images_build_existing_workspace_binaries_with_the_pinned_toolchain() {
         ),
         (
             "graphfleet-subgraphs",
-            "graphfleet-loadtest",
+            "graphfleet-bench-subgraphs",
             "graphfleet-subgraphs",
         ),
     ];
@@ -311,7 +311,7 @@ fn k6_image_builds_the_pinned_k6_with_the_scripts() {
         .filter(|i| i.starts_with("COPY ") && !i.contains("--from="))
         .map(|i| i.split_whitespace().nth(1).expect("COPY source").to_owned())
         .collect();
-    assert!(copies.contains(&"loadtest/k6/".to_owned()), "{copies:?}");
+    assert!(copies.contains(&"bench/k6/".to_owned()), "{copies:?}");
     for source in &copies {
         assert!(
             workspace_root().join(source).is_dir(),
@@ -323,8 +323,8 @@ fn k6_image_builds_the_pinned_k6_with_the_scripts() {
         );
     }
     assert!(
-        workspace_root().join("loadtest/k6/scenario.js").is_file(),
-        "the k6 image ships loadtest/k6/scenario.js"
+        workspace_root().join("bench/k6/scenario.js").is_file(),
+        "the k6 image ships bench/k6/scenario.js"
     );
 }
 
@@ -332,7 +332,7 @@ fn k6_image_builds_the_pinned_k6_with_the_scripts() {
 fn gatling_image_builds_the_pinned_simulation_on_a_java_17_runtime() {
     let text = &dockerfiles()["graphfleet-gatling"];
     let all = instructions(text);
-    let pom = read(&workspace_root().join("loadtest/gatling/pom.xml"));
+    let pom = read(&workspace_root().join("bench/gatling/pom.xml"));
     assert!(
         pom.contains("<gatling.version>3.13.5</gatling.version>"),
         "Gatling is pinned in the pom"
@@ -360,11 +360,11 @@ fn gatling_image_builds_the_pinned_simulation_on_a_java_17_runtime() {
     );
     assert!(
         workspace_root()
-            .join("loadtest/gatling/src/main/java/dev/graphfleet/gatling/Main.java")
+            .join("bench/gatling/src/main/java/dev/graphfleet/gatling/Main.java")
             .is_file()
     );
     let ignore = read(&docker_dir().join("graphfleet-gatling.Dockerfile.dockerignore"));
-    for source in ["loadtest/gatling/", "loadtest/sets/"] {
+    for source in ["bench/gatling/", "bench/sets/"] {
         assert!(
             ignore.lines().any(|l| l == format!("!{source}")),
             "{source}"

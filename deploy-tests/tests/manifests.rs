@@ -1,5 +1,5 @@
 //! `manifests/`: the kind cluster config has the three pools; the fed subgraphs, the
-//! GraphGateway and the LoadTest agree with each other and with `loadtest/sets/fed`; and
+//! GraphGateway and the LoadTest agree with each other and with `bench/sets/fed`; and
 //! every Kubernetes manifest is accepted by `kubectl apply --dry-run=server`, then applies
 //! cleanly (and idempotently) into a test namespace, the subgraphs landing on their pool.
 
@@ -128,7 +128,7 @@ fn kind_config_has_the_three_pools_labelled_and_tainted() {
 fn fed_subgraph_manifests_serve_the_fed_set() {
     let docs = manifest("fed-subgraphs.yaml");
     let rover: Value = serde_yaml_ng::from_str(&read(
-        &workspace_root().join("loadtest/sets/fed/supergraph.yaml"),
+        &workspace_root().join("bench/sets/fed/supergraph.yaml"),
     ))
     .expect("supergraph.yaml");
     let set: BTreeSet<String> = rover["subgraphs"]
@@ -172,7 +172,7 @@ fn fed_subgraph_manifests_serve_the_fed_set() {
             .get(reference["name"].as_str().expect("configMapRef.name"))
             .unwrap_or_else(|| panic!("{name}: configMapRef names a ConfigMap not in the file"));
         let key = reference["key"].as_str().expect("configMapRef.key");
-        let sdl_file = format!("loadtest/sets/fed/{name}.graphql");
+        let sdl_file = format!("bench/sets/fed/{name}.graphql");
         assert!(
             config_map["data"][key].as_str()
                 == Some(read(&workspace_root().join(&sdl_file)).as_str()),
@@ -256,7 +256,7 @@ fn load_test_targets_the_gateway_from_the_client_pool() {
     assert_eq!(spec["target"]["gatewayRef"]["name"], gateway_name.as_str());
     assert!(on_pool(&spec["placement"], "client"), "client pool: {spec}");
     let scenario = spec["scenario"].as_str().expect("a built-in scenario");
-    let query = Path::new("loadtest/sets/fed/queries").join(format!("{scenario}.graphql"));
+    let query = Path::new("bench/sets/fed/queries").join(format!("{scenario}.graphql"));
     assert!(
         workspace_root().join(&query).is_file(),
         "scenario {scenario}: {} missing",

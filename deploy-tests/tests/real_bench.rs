@@ -31,7 +31,7 @@ async fn the_in_cluster_benchmark_runs_a_graph_gateway_under_load_tests() {
         "GRAPHFLEET_BENCH_BIN",
     );
     let subgraphs = workspace_binary(
-        "graphfleet-loadtest",
+        "graphfleet-bench-subgraphs",
         "graphfleet-subgraphs",
         "GRAPHFLEET_SUBGRAPHS_BIN",
     );

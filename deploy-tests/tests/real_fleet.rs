@@ -330,7 +330,7 @@ async fn changes_under_load(cluster: &RealCluster, ns: &str) {
     loadtest_running(cluster, ns, "rollout").await;
     tokio::time::sleep(Duration::from_secs(5)).await;
 
-    let sdl = read(&graphfleet_testkit::workspace_root().join("loadtest/sets/fed/reviews.graphql"));
+    let sdl = read(&graphfleet_testkit::workspace_root().join("bench/sets/fed/reviews.graphql"));
     let marker = "Reviews, changed under load";
     let changed = sdl.replacen(
         "type Review @key",

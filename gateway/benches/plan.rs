@@ -11,7 +11,7 @@ use std::hint::black_box;
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn read(path: &str) -> String {
-    let full = format!("{}/../loadtest/sets/{path}", env!("CARGO_MANIFEST_DIR"));
+    let full = format!("{}/../bench/sets/{path}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("read {full}: {e}"))
 }
 

@@ -102,7 +102,7 @@ fn override_labels(c: &mut Criterion) {
     assert_ne!(labelled, text, "the labels were added");
     let labelled = State::new(Supergraph::parse(&labelled).expect("the labelled supergraph loads"));
     let path = format!(
-        "{}/../loadtest/sets/fed/queries/query.graphql",
+        "{}/../bench/sets/fed/queries/query.graphql",
         env!("CARGO_MANIFEST_DIR")
     );
     let query = std::fs::read_to_string(&path).expect("the TestQuery exists");

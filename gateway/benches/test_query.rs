@@ -19,7 +19,7 @@ use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::http::{HandlerBody, HttpLayers, csrf_blocked};
 use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Mode, Options, spawn};
+use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use http_body_util::{BodyExt, Full};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -41,10 +41,10 @@ fn bench(c: &mut Criterion) {
     );
 }
 
-/// Benchmarks `group`: the query at `query_path` (under loadtest/sets/) on `set`.
+/// Benchmarks `group`: the query at `query_path` (under bench/sets/) on `set`.
 fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
     let path = format!(
-        "{}/../loadtest/sets/{query_path}",
+        "{}/../bench/sets/{query_path}",
         env!("CARGO_MANIFEST_DIR")
     );
     let query = std::fs::read_to_string(&path).expect("the scenario's query exists");

@@ -528,7 +528,7 @@ async fn the_binary_serves_with_the_configured_layers() {
     // The TestQuery (87,599 bytes), zstd-compressed.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../loadtest/sets/fed/queries/query.graphql"
+        "/../bench/sets/fed/queries/query.graphql"
     );
     let query = std::fs::read_to_string(path).expect("the TestQuery");
     let body = serde_json::to_vec(&json!({ "query": query })).expect("JSON");

@@ -22,7 +22,7 @@ struct Part {
     at: Duration,
 }
 
-async fn gateway(delays: &[(&str, Duration)]) -> (graphfleet_loadtest::Handle, String) {
+async fn gateway(delays: &[(&str, Duration)]) -> (graphfleet_bench_subgraphs::Handle, String) {
     let subgraphs = support::fed::subgraphs(delays).await;
     let sdl = graphfleet_bench_model::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");
@@ -209,9 +209,9 @@ async fn the_initial_payload_does_not_wait_for_a_deferred_slow_subgraph() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind an ephemeral loopback port");
-    let monolith = graphfleet_loadtest::spawn(
+    let monolith = graphfleet_bench_subgraphs::spawn(
         graphfleet_bench_model::Set::Fed,
-        graphfleet_loadtest::Mode::Monolith,
+        graphfleet_bench_subgraphs::Mode::Monolith,
         listener,
         Default::default(),
     )

@@ -6,7 +6,7 @@ mod support;
 
 use bytes::Bytes;
 use graphfleet_bench_model::Set;
-use graphfleet_loadtest::Handle;
+use graphfleet_bench_subgraphs::Handle;
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 use support::fed;

@@ -8,7 +8,7 @@ use graphfleet_gateway::config::{Config, SubgraphConfig};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::reload::{Check, Reloader};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Mode, Options, spawn};
+use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use prometheus_parse::{Scrape, Value};
 use serde_json::json;
 use std::sync::Arc;

@@ -6,7 +6,7 @@ mod support;
 
 use bytes::Bytes;
 use graphfleet_bench_model::Set;
-use graphfleet_loadtest::Handle;
+use graphfleet_bench_subgraphs::Handle;
 use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -5,12 +5,12 @@ mod support;
 
 use graphfleet_bench_model::{Set, sets::ALL};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Mode, Options, spawn};
+use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use std::path::PathBuf;
 
 fn set_dir(set: Set) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../loadtest/sets")
+        .join("../bench/sets")
         .join(set.name())
 }
 

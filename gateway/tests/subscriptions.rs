@@ -14,7 +14,7 @@ use graphfleet_gateway::config::{
 };
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::{Handle, Mode, Options, StreamOptions};
+use graphfleet_bench_subgraphs::{Handle, Mode, Options, StreamOptions};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -35,7 +35,7 @@ async fn serve(mode: Mode, interval: Duration) -> Handle {
         event_interval: interval,
         ..StreamOptions::default()
     };
-    graphfleet_loadtest::spawn_with(Set::Fed, mode, listener, Options::default(), stream)
+    graphfleet_bench_subgraphs::spawn_with(Set::Fed, mode, listener, Options::default(), stream)
         .expect("the fed servers start")
 }
 

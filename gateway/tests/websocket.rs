@@ -14,14 +14,14 @@ use support::ws::{connect, initialised, receive, send};
 use tokio_tungstenite::tungstenite::Message;
 
 /// The gateway in front of the fed subgraphs; its `ws://` and `http://` GraphQL URLs.
-async fn gateway(config: Config) -> (graphfleet_loadtest::Handle, String, String) {
+async fn gateway(config: Config) -> (graphfleet_bench_subgraphs::Handle, String, String) {
     gateway_delayed(config, &[]).await
 }
 
 async fn gateway_delayed(
     config: Config,
     delays: &[(&str, Duration)],
-) -> (graphfleet_loadtest::Handle, String, String) {
+) -> (graphfleet_bench_subgraphs::Handle, String, String) {
     let subgraphs = support::fed::subgraphs(delays).await;
     let sdl = graphfleet_bench_model::Set::Fed.supergraph_at(&subgraphs.base_url());
     let supergraph = Supergraph::parse(&sdl).expect("the fed supergraph loads");

@@ -1,6 +1,6 @@
 //! `executor: gatling`: the Jobs built for Gatling segments, what Gatling refuses (in the
 //! builders and, on the local control plane, in the CRD's rules), and real Gatling summaries
-//! (fixtures printed by loadtest/gatling's simulation, two segments of 40 req/s for 3 s)
+//! (fixtures printed by bench/gatling's simulation, two segments of 40 req/s for 3 s)
 //! merged, judged and reported as k6's are.
 
 mod common;

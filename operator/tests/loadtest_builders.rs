@@ -56,12 +56,12 @@ fn loadtest(name: &str) -> LoadTest {
 fn built_objects_match_snapshots() {
     for (name, lt) in loadtests() {
         let mut config_map = loadtest::config_map(&lt).expect("fixture builds");
-        // The built-in script is loadtest/k6/scenario.js verbatim; keep it out of the snapshot.
+        // The built-in script is bench/k6/scenario.js verbatim; keep it out of the snapshot.
         if let Some(data) = config_map.as_mut().and_then(|cm| cm.data.as_mut())
             && let Some(script) = data.get_mut("script.js")
             && script == SCENARIO_JS
         {
-            *script = "<loadtest/k6/scenario.js>".to_owned();
+            *script = "<bench/k6/scenario.js>".to_owned();
         }
         let objects = serde_json::json!({
             "configMap": config_map,

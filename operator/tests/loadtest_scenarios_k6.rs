@@ -9,8 +9,8 @@ use std::process::Command;
 
 use graphfleet_api::LoadTest;
 use graphfleet_bench_model::scenarios::{self, TOKEN_ZERO};
-use graphfleet_loadtest::sets::monolith_endpoint;
-use graphfleet_loadtest::{Mode, Options};
+use graphfleet_bench_subgraphs::sets::monolith_endpoint;
+use graphfleet_bench_subgraphs::{Mode, Options};
 use graphfleet_operator::resources::loadtest::{self, DEFAULT_K6_IMAGE};
 
 fn loadtest(scenario: &str) -> LoadTest {
@@ -97,7 +97,7 @@ async fn every_scenario_runs_under_k6_as_the_operator_builds_it() {
             .await
             .expect("bind");
         let monolith =
-            graphfleet_loadtest::spawn(s.set, Mode::Monolith, listener, Options::default())
+            graphfleet_bench_subgraphs::spawn(s.set, Mode::Monolith, listener, Options::default())
                 .expect("monolith starts");
         let lt = loadtest(s.name);
         let data = loadtest::config_map(&lt)
@@ -199,7 +199,7 @@ async fn subscriptions_run(
     container: &k8s_openapi::api::core::v1::Container,
     mount_dir: &str,
     here: &std::path::Path,
-    monolith: &graphfleet_loadtest::Handle,
+    monolith: &graphfleet_bench_subgraphs::Handle,
 ) {
     let here_str = here.to_str().expect("UTF-8 path");
     let summary = here.join("summary.json");

@@ -7,7 +7,7 @@ use graphfleet_federation::Supergraph;
 use graphfleet_planner::operation::{self, ConditionValues};
 use graphfleet_planner::query_planner::build_plan;
 
-const FED: &str = include_str!("../../loadtest/sets/fed/supergraph.graphql");
+const FED: &str = include_str!("../../bench/sets/fed/supergraph.graphql");
 
 /// The plan of `query` for a client taking incremental delivery (or not).
 fn plan(query: &str, incremental: bool) -> String {

@@ -8,7 +8,7 @@ use graphfleet_federation::Supergraph;
 use graphfleet_planner::operation::{self, ConditionValues};
 use graphfleet_planner::query_planner::build_plan;
 
-const FED: &str = include_str!("../../loadtest/sets/fed/supergraph.graphql");
+const FED: &str = include_str!("../../bench/sets/fed/supergraph.graphql");
 
 #[test]
 fn an_event_is_completed_across_every_subgraph() {

@@ -28,9 +28,9 @@ pub fn fixtures() -> Vec<PathBuf> {
     out
 }
 
-/// Benchmark subgraph sets (loadtest/sets/*/supergraph.yaml), when present.
+/// Benchmark subgraph sets (bench/sets/*/supergraph.yaml), when present.
 pub fn benchmark_sets() -> Vec<PathBuf> {
-    config_folders("loadtest/sets")
+    config_folders("bench/sets")
 }
 
 /// The gateway's fixtures (gateway/tests/fixtures/*/supergraph.yaml), when present.

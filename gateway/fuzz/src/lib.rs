@@ -7,8 +7,8 @@ use graphfleet_gateway::config::{Config, LimitsConfig};
 use graphfleet_gateway::executor::transport::{FetchError, SubgraphRequest, Transport};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_loadtest::engine::Endpoint;
-use graphfleet_loadtest::sets::subgraph_endpoints;
+use graphfleet_bench_subgraphs::engine::Endpoint;
+use graphfleet_bench_subgraphs::sets::subgraph_endpoints;
 use std::time::Duration;
 
 /// Subgraph requests answered by the loadtest's subgraph engines, by subgraph name.

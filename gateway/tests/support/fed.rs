@@ -4,7 +4,7 @@ use super::HttpClient;
 use super::process::GatewayProcess;
 use bytes::Bytes;
 use graphfleet_bench_model::Set;
-use graphfleet_loadtest::{Handle, Mode, Options};
+use graphfleet_bench_subgraphs::{Handle, Mode, Options};
 use http_body_util::{BodyExt, Full};
 use std::path::Path;
 use std::time::Duration;
@@ -15,7 +15,7 @@ pub async fn subgraphs(delays: &[(&str, Duration)]) -> Handle {
         .await
         .expect("bind an ephemeral loopback port");
     let delays = delays.iter().map(|(n, d)| ((*n).to_owned(), *d)).collect();
-    graphfleet_loadtest::spawn(Set::Fed, Mode::Subgraphs, listener, Options { delays })
+    graphfleet_bench_subgraphs::spawn(Set::Fed, Mode::Subgraphs, listener, Options { delays })
         .expect("fed subgraphs start")
 }
 

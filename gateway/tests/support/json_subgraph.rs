@@ -262,7 +262,7 @@ pub struct Subgraph {
 impl Subgraph {
     /// Panics on an SDL that does not build (a bug in a committed file).
     pub fn new(name: &str, sdl: &str, data: Value) -> Self {
-        let schema = graphfleet_loadtest::engine::subgraph_schema(name, sdl)
+        let schema = graphfleet_bench_subgraphs::engine::subgraph_schema(name, sdl)
             .unwrap_or_else(|e| panic!("subgraph {name}: {e}"));
         let doc = ast::Document::parse(sdl, format!("{name}.graphql"))
             .unwrap_or_else(|e| panic!("subgraph {name}: {e}"));

@@ -91,7 +91,7 @@ fn unique_nonce(lt: &LoadTest, target: &Target) -> u32 {
     n % 999_999 + 1
 }
 
-/// The Gatling simulation's environment (loadtest/gatling/README.md): scenario.js's variables
+/// The Gatling simulation's environment (bench/gatling/README.md): scenario.js's variables
 /// where they mean the same, and this segment's place among the others. The rate is the whole
 /// test's: segment `index` of `parallelism` sends every `parallelism`-th arrival from the
 /// `index`-th, as k6's equal execution segments share it.
