@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1.7
 # The operator. Configured by GRAPHFLEET_* environment variables (see charts/graphfleet/templates/deployment.yaml).
 # Build from the repository root:  docker build -f docker/graphfleet-operator.Dockerfile -t ghcr.io/graphfleet/graphfleet-operator:0.1.0 .
-# (docker/build-images.sh builds every image and loads it into kind.)
+# (scripts/images.sh build --engine docker builds every image; kind-load loads them into kind.)
 #
 # Without a registry (scripts/images.sh, podman): --build-arg BINARIES=prebuilt takes the
 # release binary from the root of the build context instead of compiling it, and

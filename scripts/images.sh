@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
-# Builds graphfleet's container images on this machine, without any registry, and imports
-# them into the real nodes' containerd instances.
+# Builds graphfleet's container images, and the bench's images of peer gateways, and loads
+# them into the real nodes' containerd instances (no registry) or into a kind cluster.
 #
 #   scripts/images.sh build [name...]          # build what changed; default: all images
+#   scripts/images.sh build PEER --binary-dir DIR --version V   # a peer's image; prints its ref
+#   scripts/images.sh build --engine docker [--dry-run] [name...]  # docker BuildKit instead
 #   scripts/images.sh import SOCKET [name...]  # import into the containerd at SOCKET (ns k8s.io)
+#   scripts/images.sh kind-load [--cluster NAME] [--dry-run] [name...]  # docker's, into kind
 #   scripts/images.sh list                     # name, tag, archive, size
 #
 # Images: pause (localhost/pause:3.10, our static tools/go/pause FROM scratch), coredns
@@ -20,19 +23,34 @@
 # re-saved, and `import` skips images a node already has at the same digest.
 # Podman runs as root with its own storage and containers.conf under $GF_CACHE/images/podman
 # (this machine: runc, cgroupfs, no CAP_SYS_RESOURCE); nothing in /etc is changed.
+#
+# Peers (graphfleet-bench --in-cluster): peer-hive-router (DIR/hive_router) and
+# peer-apollo-router (DIR/router), a binary cargo-installed by the bench, onto the same cc
+# base with the shared libraries ldd finds outside it, as the nonroot user; tagged
+# localhost/graphfleet-bench-<peer>:<V>-<content key>, so a new build supersedes the old
+# tags, which build (podman) and import (the node) remove. Not built by default.
+#
+# --engine docker: the Dockerfiles' own multi-stage builds (rust, golang, maven builders onto
+# distroless :nonroot) with docker BuildKit from the repository, tagged as above, for a
+# real cluster; kind-load then copies them into kind (cluster "graphfleet" by default).
+# --dry-run prints what would be built or loaded and runs nothing.
 set -euo pipefail
 # shellcheck source-path=SCRIPTDIR source=lib.sh
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 IMAGES_DIR=$GF_CACHE/images
 REGISTRY=ghcr.io/graphfleet
 PAUSE_REF=localhost/pause:3.10
 COREDNS_REF=localhost/coredns:$COREDNS_VERSION
 ALL=(pause coredns gateway operator subgraphs k6 gatling)
+# Built only when named, from a binary the caller has (--binary-dir).
+PEERS=(peer-hive-router peer-apollo-router)
+# The images with a docker/graphfleet-<name>.Dockerfile: what --engine docker builds.
+DOCKERFILES=(gateway operator subgraphs k6 gatling)
 # Bump when the way images are assembled changes, so every cached archive is rebuilt.
 RECIPE=graphfleet-images-1
 
-usage() { sed -n '2,8p' "$0" >&2; exit "${1:-2}"; }
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" >&2; exit "${1:-2}"; }
 
 # --- small helpers ---------------------------------------------------------------------
 
@@ -59,8 +77,18 @@ image_ref() {
 check_names() {
   local n
   for n in "$@"; do
-    case " ${ALL[*]} " in *" $n "*) ;; *) die "unknown image '$n' (images: ${ALL[*]})" ;; esac
+    case " ${ALL[*]} ${PEERS[*]} " in
+      *" $n "*) ;;
+      *) die "unknown image '$n' (images: ${ALL[*]}; peers: ${PEERS[*]})" ;;
+    esac
   done
+}
+
+is_peer() { case " ${PEERS[*]} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# The project Dockerfile of an image (relative to the repository); 1 if it has none.
+dockerfile() {
+  case " ${DOCKERFILES[*]} " in *" $1 "*) echo "docker/graphfleet-$1.Dockerfile" ;; *) return 1 ;; esac
 }
 
 # The record of the newest archive of one image: ref, archive, digest (of its manifest), key.
@@ -273,21 +301,21 @@ stage() {
       read -r pkg bin <<<"$(rust_binary "$name")"
       cargo_build "$pkg" "$bin"
       install -m 0755 "$GF_ROOT/target/$(profile)/$bin" "$ctx/$bin"
-      cp "$GF_ROOT/docker/graphfleet-$name.Dockerfile" "$ctx/Containerfile"
+      cp "$GF_ROOT/$(dockerfile "$name")" "$ctx/Containerfile"
       ;;
     k6)
       install -m 0755 "$(k6_binary)" "$ctx/k6"
-      mkdir -p "$ctx/loadtest"
+      mkdir -p "$ctx/bench"
       cp -r "$GF_ROOT/bench/k6" "$GF_ROOT/bench/sets" "$ctx/bench/"
-      cp "$GF_ROOT/docker/graphfleet-k6.Dockerfile" "$ctx/Containerfile"
+      cp "$GF_ROOT/$(dockerfile k6)" "$ctx/Containerfile"
       ;;
     gatling)
       local dir
       dir=$("$GF_ROOT/scripts/gatling.sh") || die "gatling: scripts/gatling.sh failed"
       cp -r "$dir/lib" "$ctx/lib"
-      mkdir -p "$ctx/loadtest"
+      mkdir -p "$ctx/bench"
       cp -r "$GF_ROOT/bench/sets" "$ctx/bench/"
-      cp "$GF_ROOT/docker/graphfleet-gatling.Dockerfile" "$ctx/Containerfile"
+      cp "$GF_ROOT/$(dockerfile gatling)" "$ctx/Containerfile"
       ;;
   esac
 }
@@ -319,11 +347,18 @@ build_one() {
     return 0
   fi
   [ -z "$base" ] || ensure_base "$flavour" >/dev/null
+  build_save "$name" "$ref" "$key" "$ctx" "$start" "${args[@]}"
+}
+
+# build_save NAME REF KEY CTX START [BUILD ARG...]: podman build of CTX as REF, saved as the
+# OCI archive and record of NAME (older archives of NAME removed).
+build_save() {
+  local name=$1 ref=$2 key=$3 ctx=$4 start=$5; shift 5
   local bstart logf=$IMAGES_DIR/logs/build-$name.log; bstart=$(now)
   mkdir -p "$IMAGES_DIR/logs"
   # --pull=never: every FROM the build uses is local (or scratch); nothing is fetched.
   if ! podman build --pull=never --network=none -f "$ctx/Containerfile" \
-    "${args[@]}" -t "$ref" "$ctx" >"$logf" 2>&1; then
+    "$@" -t "$ref" "$ctx" >"$logf" 2>&1; then
     tail -n 20 "$logf" >&2
     die "image $name: podman build failed; see $logf"
   fi
@@ -342,16 +377,161 @@ build_one() {
   log "$name: $ref built in $(since "$start") s (podman build + save $(since "$bstart") s; $(basename "$archive"), $(human "$(stat -c %s "$archive")"))"
 }
 
+# --- peers: a gateway binary from elsewhere onto the cc base ----------------------------
+
+peer_binary() { case $1 in peer-hive-router) echo hive_router ;; peer-apollo-router) echo router ;; esac; }
+peer_repo() { echo "localhost/graphfleet-bench-${1#peer-}"; }
+
+# Libraries the cc base has (Debian libc6 and libgcc-s1), so a binary's other shared
+# libraries must travel with it.
+IN_BASE="linux-vdso.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1 libc.so.6 libm.so.6
+libpthread.so.0 libdl.so.2 librt.so.1 libutil.so.1 libresolv.so.2 libgcc_s.so.1"
+PEER_LIB_DIR=/usr/local/lib/graphfleet-peer
+
+# ldd's output on stdin -> the host paths of the libraries the base lacks, one a line.
+extra_libs() {
+  awk -v base="$IN_BASE" 'BEGIN { n = split(base, b, /[ \n]+/); for (i = 1; i <= n; i++) have[b[i]] = 1 }
+    $2 == "=>" && !($1 in have) && $3 ~ /^\// { print $3 }'
+}
+
+# peer_containerfile BASE BINARY [LIBRARY...]: the base, the binary, its extra libraries;
+# the base's nonroot user.
+peer_containerfile() {
+  local base=$1 bin=$2; shift 2
+  printf '%s\n' "FROM $base" "COPY $bin /usr/local/bin/$bin"
+  [ $# -eq 0 ] || printf '%s\n' "COPY lib/ $PEER_LIB_DIR/" "ENV LD_LIBRARY_PATH=$PEER_LIB_DIR"
+  printf '%s\n' 'USER 65532:65532' 'WORKDIR /tmp' "ENTRYPOINT [\"/usr/local/bin/$bin\"]"
+}
+
+# build_peer NAME DIR VERSION: prints the image's ref (its tag names its content).
+build_peer() {
+  local name=$1 dir=$2 version=$3 bin; bin=$(peer_binary "$name")
+  local start; start=$(now)
+  [ -x "$dir/$bin" ] || die "$name: no executable $dir/$bin"
+  local base; base=localhost/graphfleet-base:cc-$(base_key cc)
+  local ctx=$IMAGES_DIR/context/$name libs=() lib
+  rm -rf "$ctx"; mkdir -p "$ctx"
+  install -m 0755 "$dir/$bin" "$ctx/$bin"
+  # A static binary makes ldd fail ("not a dynamic executable"): nothing to add then.
+  mapfile -t libs < <(ldd "$dir/$bin" 2>/dev/null | extra_libs || true)
+  for lib in "${libs[@]}"; do
+    # install copies the content (ldd's path may be a symlink) under the name asked for.
+    mkdir -p "$ctx/lib"; install -m 0644 "$lib" "$ctx/lib/${lib##*/}"
+  done
+  peer_containerfile "$base" "$bin" "${libs[@]##*/}" >"$ctx/Containerfile"
+  local key ref
+  key=$({ echo "$RECIPE $name $version"; tree_hash "$ctx"; } | sha)
+  ref=$(peer_repo "$name"):$version-${key:0:12}
+  if read_record "$name" && [ "$rec_key" = "$key" ] && [ "$rec_ref" = "$ref" ]; then
+    rm -rf "$ctx"
+    log "$name: $ref cached ($(since "$start") s; $(basename "$rec_archive"), $(human "$(stat -c %s "$rec_archive")"))"
+  else
+    ensure_base cc >/dev/null
+    [ ${#libs[@]} -eq 0 ] || log "$name: with ${libs[*]##*/}"
+    build_save "$name" "$ref" "$key" "$ctx" "$start"
+  fi
+  local old
+  for old in $(podman images --format '{{.Repository}}:{{.Tag}}' --filter "reference=$(peer_repo "$name")"); do
+    [ "$old" = "$ref" ] || podman rmi --force "$old" >/dev/null 2>&1 || true
+  done
+  echo "$ref"
+}
+
+# --- docker: the Dockerfiles' own multi-stage builds -------------------------------------
+
+# run_or_print DRY CMD...: CMD, or (DRY=1) CMD printed on stdout.
+run_or_print() {
+  local dry=$1; shift
+  if [ "$dry" = 1 ]; then printf '%s\n' "$*"; else "$@"; fi
+}
+
+docker_names() { # NAME... (default: every Dockerfile) -> checked names, one a line
+  local n
+  [ $# -gt 0 ] || set -- "${DOCKERFILES[@]}"
+  for n in "$@"; do
+    dockerfile "$n" >/dev/null || die "image '$n' has no Dockerfile (docker builds: ${DOCKERFILES[*]})"
+    echo "$n"
+  done
+}
+
+docker_build() { # DRY NAME...
+  local dry=$1 names n; shift
+  names=$(docker_names "$@")
+  [ "$dry" = 1 ] || command -v docker >/dev/null || die "docker is not installed"
+  cd "$GF_ROOT"
+  for n in $names; do
+    [ "$dry" = 1 ] || log "$n: docker build $(image_ref "$n")"
+    run_or_print "$dry" env DOCKER_BUILDKIT=1 docker build -f "$(dockerfile "$n")" -t "$(image_ref "$n")" . \
+      || die "image $n: docker build failed"
+  done
+}
+
+cmd_kind_load() {
+  local dry=0 cluster=${KIND_CLUSTER:-graphfleet} names=() n
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --cluster) [ $# -ge 2 ] || usage; cluster=$2; shift 2 ;;
+      --dry-run) dry=1; shift ;;
+      -*) die "unknown option '$1' (kind-load: --cluster NAME, --dry-run)" ;;
+      *) names+=("$1"); shift ;;
+    esac
+  done
+  local list; list=$(docker_names "${names[@]}")
+  [ "$dry" = 1 ] || command -v kind >/dev/null || die "kind is not installed"
+  for n in $list; do
+    [ "$dry" = 1 ] || log "$n: loading $(image_ref "$n") into kind cluster $cluster"
+    run_or_print "$dry" kind load docker-image "$(image_ref "$n")" --name "$cluster" \
+      || die "image $n: kind load failed"
+  done
+}
+
+# --- build: options ---------------------------------------------------------------------
+
 cmd_build() {
-  local names=("$@")
+  local engine=podman dry=0 dir='' version='' names=() n
+  while [ $# -gt 0 ]; do
+    case $1 in
+      --engine) [ $# -ge 2 ] || usage; engine=$2; shift 2 ;;
+      --dry-run) dry=1; shift ;;
+      --binary-dir) [ $# -ge 2 ] || usage; dir=$2; shift 2 ;;
+      --version) [ $# -ge 2 ] || usage; version=$2; shift 2 ;;
+      -*) die "unknown option '$1' (build: --engine podman|docker, --dry-run, --binary-dir DIR, --version V)" ;;
+      *) names+=("$1"); shift ;;
+    esac
+  done
+  case $engine in
+    podman) ;;
+    docker)
+      [ -z "$dir$version" ] || die "--binary-dir and --version are for podman's peer images"
+      docker_build "$dry" "${names[@]}"; return 0 ;;
+    *) die "--engine is podman or docker, not '$engine'" ;;
+  esac
   [ ${#names[@]} -gt 0 ] || names=("${ALL[@]}")
   check_names "${names[@]}"
+  local peers=0
+  for n in "${names[@]}"; do is_peer "$n" && peers=1; done
+  if [ "$peers" = 1 ]; then
+    if [ -z "$dir" ] || [ -z "$version" ]; then die "peer images need --binary-dir DIR and --version V"; fi
+    # The version is part of a tag (128 characters at most, 13 of them the content key).
+    [[ $version =~ ^[A-Za-z0-9_][A-Za-z0-9_.-]{0,100}$ ]] || die "--version '$version' cannot be part of an image tag"
+  elif [ -n "$dir$version" ]; then
+    die "--binary-dir and --version are for peer images (${PEERS[*]})"
+  fi
+  if [ "$dry" = 1 ]; then
+    for n in "${names[@]}"; do
+      if is_peer "$n"; then echo "$n: $(peer_repo "$n"):$version-<key> from $dir/$(peer_binary "$n") onto the cc base"
+      elif dockerfile "$n" >/dev/null; then echo "$n: $(image_ref "$n") from $(dockerfile "$n") (BINARIES=prebuilt onto the local base)"
+      else echo "$n: $(image_ref "$n") FROM scratch"; fi
+    done
+    return 0
+  fi
   podman_setup
   mkdir -p "$IMAGES_DIR"
   exec 9>"$IMAGES_DIR/.lock"
   flock 9 || die "could not lock $IMAGES_DIR/.lock"
-  local n
-  for n in "${names[@]}"; do build_one "$n"; done
+  for n in "${names[@]}"; do
+    if is_peer "$n"; then build_peer "$n" "$dir" "$version"; else build_one "$n"; fi
+  done
   # Images whose tag moved to a newer build, and the base's old versions: not kept.
   podman image prune --force >/dev/null 2>&1 || true
 }
@@ -380,6 +560,7 @@ cmd_import() {
     if [ "$have" = "$rec_digest" ] \
       && ctr -a "$sock" -n k8s.io images check "name==$rec_ref" 2>/dev/null | grep -q 'complete.*true$'; then
       log "$n: $rec_ref already in $sock (${rec_digest:7:12})"
+      prune_node "$sock" "$n"
       continue
     fi
     local out
@@ -391,6 +572,19 @@ cmd_import() {
     [ "$have" = "$rec_digest" ] \
       || die "imported image $n into $sock, but $rec_ref there has digest '${have:-none}', not $rec_digest"
     log "$n: $rec_ref imported into $sock in $(since "$start") s"
+    prune_node "$sock" "$n"
+  done
+}
+
+# prune_node SOCKET NAME: a peer's tags name their content, so each new build leaves the
+# old tags on the node; they go (the record's ref stays).
+prune_node() {
+  is_peer "$2" || return 0
+  local old
+  for old in $(ctr -a "$1" -n k8s.io images ls -q 2>/dev/null); do
+    case $old in
+      "$(peer_repo "$2")":*) [ "$old" = "$rec_ref" ] || ctr -a "$1" -n k8s.io images rm "$old" >/dev/null 2>&1 || true ;;
+    esac
   done
 }
 
@@ -406,11 +600,20 @@ cmd_list() {
       printf '%-10s %-50s %-8s %s\n' "$n" "$(image_ref "$n")" - "(not built: scripts/images.sh build $n)"
     fi
   done
+  for n in "${PEERS[@]}"; do
+    if read_record "$n"; then
+      printf '%-10s %-50s %-8s %s\n' "$n" "$rec_ref" "$(human "$(stat -c %s "$rec_archive")")" "$rec_archive"
+    fi
+  done
 }
+
+# Sourced (the deploy tests call single functions): define only.
+(return 0 2>/dev/null) && return 0
 
 case ${1:-} in
   build) shift; cmd_build "$@" ;;
   import) shift; cmd_import "$@" ;;
+  kind-load) shift; cmd_kind_load "$@" ;;
   list) shift; cmd_list ;;
   -h | --help | help) usage 0 ;;
   *) usage ;;

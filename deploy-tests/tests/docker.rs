@@ -4,13 +4,16 @@
 //! exist, and every image the chart and manifests name has a Dockerfile and the chart's
 //! appVersion as tag. The runtime base and the stage the binary comes from are build args
 //! (`RUNTIME_BASE`, `BINARIES`) so `scripts/images.sh` can build the same Dockerfiles from
-//! prebuilt binaries onto a local base; their defaults are what `docker build` uses.
+//! prebuilt binaries onto a local base; their defaults are what `docker build` uses. That
+//! script, the one image builder, is checked here too (dry runs, single functions).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::process::Command;
 
 use graphfleet_deploy_tests::{
-    app_version, chart_dir, manifests_dir, pinned_version, read, run, template, workspace_root,
+    app_version, chart_dir, manifests_dir, pinned_version, read, run, run_ok, template,
+    workspace_root,
 };
 use serde_json::Value;
 
@@ -143,7 +146,7 @@ fn assert_binary_stages(name: &str, text: &str, binary: &str) {
 fn workspace_binaries() -> BTreeMap<String, BTreeSet<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let ran = run(
-        std::process::Command::new(cargo)
+        Command::new(cargo)
             .args([
                 "metadata",
                 "--no-deps",
@@ -426,33 +429,137 @@ fn every_referenced_image_has_a_dockerfile_and_the_app_version_tag() {
     }
 }
 
-#[test]
-fn build_script_builds_every_dockerfile_and_refuses_unknown_arguments() {
-    let script = docker_dir().join("build-images.sh");
-    let text = read(&script);
-    let listed: BTreeSet<String> = text
-        .lines()
-        .find_map(|l| l.strip_prefix("all=("))
-        .expect("an all=(...) image list")
-        .trim_end_matches(')')
-        .split_whitespace()
-        .map(|n| format!("graphfleet-{n}"))
-        .collect();
-    let files: BTreeSet<String> = dockerfiles().into_keys().collect();
-    assert_eq!(listed, files, "build-images.sh must build every Dockerfile");
-    assert!(text.contains("kind load docker-image"));
-    assert!(text.contains("docker build -f \"docker/graphfleet-$name.Dockerfile\""));
+fn images_sh() -> PathBuf {
+    workspace_root().join("scripts/images.sh")
+}
 
-    let syntax = run(
-        std::process::Command::new("bash").arg("-n").arg(&script),
-        None,
-    );
+/// `scripts/images.sh` is the one image builder: it builds every Dockerfile with podman (from
+/// prebuilt binaries onto the local base) and with docker BuildKit (the Dockerfiles' own
+/// stages), tagged as the chart expects, and kind-load loads each; `--dry-run` shows the
+/// plan without an engine. Wrong arguments are refused before anything runs.
+#[test]
+fn the_image_script_builds_every_dockerfile_with_both_engines() {
+    let script = images_sh();
+    let syntax = run(Command::new("bash").arg("-n").arg(&script), None);
     assert!(syntax.success, "bash -n: {}", syntax.stderr);
-    let bad = run(std::process::Command::new(&script).arg("nonsense"), None);
-    assert!(!bad.success);
+    let dry = |args: &[&str]| run_ok(Command::new(&script).args(args), None);
+    let docker = dry(&["build", "--engine", "docker", "--dry-run"]);
+    let podman = dry(&["build", "--dry-run"]);
+    let kind = dry(&["kind-load", "--dry-run", "--cluster", "dev"]);
+    let version = app_version();
+    let files: BTreeSet<String> = dockerfiles().into_keys().collect();
+    for file in &files {
+        let image = format!("{REGISTRY}{file}:{version}");
+        let name = file
+            .strip_prefix("graphfleet-")
+            .expect("graphfleet- prefix");
+        let build =
+            format!("env DOCKER_BUILDKIT=1 docker build -f docker/{file}.Dockerfile -t {image} .");
+        assert!(docker.lines().any(|l| l == build), "{build}\n{docker}");
+        let staged = format!("{name}: {image} from docker/{file}.Dockerfile (BINARIES=prebuilt");
+        assert!(podman.lines().any(|l| l.starts_with(&staged)), "{podman}");
+        let load = format!("kind load docker-image {image} --name dev");
+        assert!(kind.lines().any(|l| l == load), "{kind}");
+    }
+    assert_eq!(docker.lines().count(), files.len(), "{docker}");
+    assert_eq!(kind.lines().count(), files.len(), "{kind}");
+    let peer = dry(&[
+        "build",
+        "--dry-run",
+        "peer-hive-router",
+        "--binary-dir",
+        "/x/bin",
+        "--version",
+        "0.3.10",
+    ]);
+    assert_eq!(
+        peer,
+        "peer-hive-router: localhost/graphfleet-bench-hive-router:0.3.10-<key> from /x/bin/hive_router onto the cc base\n"
+    );
+
+    let refused: &[(&[&str], &str)] = &[
+        (&["nonsense"], "scripts/images.sh build [name...]"),
+        (
+            &["build", "--dry-run", "nonsense"],
+            "unknown image 'nonsense'",
+        ),
+        (&["build", "--bogus"], "unknown option '--bogus'"),
+        (
+            &["build", "--engine", "rkt"],
+            "--engine is podman or docker",
+        ),
+        (
+            &["build", "--engine", "docker", "--dry-run", "pause"],
+            "image 'pause' has no Dockerfile",
+        ),
+        (
+            &["kind-load", "--dry-run", "coredns"],
+            "image 'coredns' has no Dockerfile",
+        ),
+        (
+            &["build", "--dry-run", "peer-apollo-router"],
+            "need --binary-dir DIR and --version V",
+        ),
+        (
+            &["build", "--dry-run", "gateway", "--version", "1"],
+            "are for peer images",
+        ),
+        (
+            &[
+                "build",
+                "--dry-run",
+                "peer-hive-router",
+                "--binary-dir",
+                "/x",
+                "--version",
+                "a b",
+            ],
+            "cannot be part of an image tag",
+        ),
+    ];
+    for (args, message) in refused {
+        let ran = run(Command::new(&script).args(*args), None);
+        assert!(!ran.success, "{args:?} succeeded: {}", ran.stdout);
+        assert!(ran.stderr.contains(message), "{args:?}: {}", ran.stderr);
+    }
+}
+
+/// Calls one function of scripts/images.sh, sourced (which defines and runs nothing).
+fn images_fn(call: &str, stdin: Option<&str>) -> String {
+    run_ok(
+        Command::new("bash")
+            .arg("-c")
+            .arg(format!(". \"$0\"; {call}"))
+            .arg(images_sh()),
+        stdin,
+    )
+}
+
+/// A peer's binary goes onto the cc base with the shared libraries the base lacks, as the
+/// base's nonroot user.
+#[test]
+fn peer_images_carry_only_the_libraries_the_base_lacks() {
+    let ldd = "\tlinux-vdso.so.1 (0x00007ffd)\n\tlibssl.so.3 => /lib/x86_64-linux-gnu/libssl.so.3 (0x1)\n\tlibgcc_s.so.1 => /lib/x86_64-linux-gnu/libgcc_s.so.1 (0x2)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x3)\n\tlibgone.so.1 => not found\n\t/lib64/ld-linux-x86-64.so.2 (0x4)\n";
+    assert_eq!(
+        images_fn("extra_libs", Some(ldd)),
+        "/lib/x86_64-linux-gnu/libssl.so.3\n"
+    );
+    assert_eq!(
+        images_fn("extra_libs", Some("\tnot a dynamic executable\n")),
+        ""
+    );
+    assert_eq!(
+        images_fn(
+            "peer_containerfile localhost/graphfleet-base:cc-1 hive_router",
+            None
+        ),
+        "FROM localhost/graphfleet-base:cc-1\nCOPY hive_router /usr/local/bin/hive_router\nUSER 65532:65532\nWORKDIR /tmp\nENTRYPOINT [\"/usr/local/bin/hive_router\"]\n"
+    );
+    let f = images_fn("peer_containerfile b router libssl.so.3", None);
     assert!(
-        bad.stderr.contains("unknown argument: nonsense"),
-        "{}",
-        bad.stderr
+        f.contains(
+            "COPY lib/ /usr/local/lib/graphfleet-peer/\nENV LD_LIBRARY_PATH=/usr/local/lib/graphfleet-peer\n"
+        ),
+        "{f}"
     );
 }
