@@ -62,6 +62,7 @@ async fn the_in_cluster_benchmark_runs_a_graph_gateway_under_load_tests() {
     )
     .expect("results.json is JSON");
     let report = std::fs::read_to_string(out.path().join("REPORT.md")).expect("REPORT.md");
+    println!("{report}");
     for scenario in SCENARIOS {
         let run = results["scenarios"]
             .as_array()

@@ -13,13 +13,13 @@
 use bytes::Bytes;
 use criterion::{Criterion, criterion_group, criterion_main};
 use graphfleet_bench_model::Set;
+use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::Transport;
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::http::{HandlerBody, HttpLayers, csrf_blocked};
 use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use http_body_util::{BodyExt, Full};
 use std::hint::black_box;
 use std::sync::Arc;
@@ -43,10 +43,7 @@ fn bench(c: &mut Criterion) {
 
 /// Benchmarks `group`: the query at `query_path` (under bench/sets/) on `set`.
 fn scenario(c: &mut Criterion, group: &str, set: Set, query_path: &str) {
-    let path = format!(
-        "{}/../bench/sets/{query_path}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/../bench/sets/{query_path}", env!("CARGO_MANIFEST_DIR"));
     let query = std::fs::read_to_string(&path).expect("the scenario's query exists");
     let post = post();
     let request = GraphQLRequest {

@@ -13,10 +13,10 @@
 mod support;
 
 use graphfleet_bench_model::Set;
+use graphfleet_bench_subgraphs::Handle;
 use graphfleet_gateway::config::{Config, LimitsConfig};
 use graphfleet_gateway::pipeline::plan_cache::State;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_bench_subgraphs::Handle;
 use serde_json::{Value, json};
 use support::fed;
 

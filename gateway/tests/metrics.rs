@@ -4,11 +4,11 @@
 mod support;
 
 use graphfleet_bench_model::Set;
+use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use graphfleet_gateway::config::{Config, SubgraphConfig};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::reload::{Check, Reloader};
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_bench_subgraphs::{Mode, Options, spawn};
 use prometheus_parse::{Scrape, Value};
 use serde_json::json;
 use std::sync::Arc;

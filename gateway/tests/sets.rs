@@ -4,8 +4,8 @@
 mod support;
 
 use graphfleet_bench_model::{Set, sets::ALL};
-use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_bench_subgraphs::{Mode, Options, spawn};
+use graphfleet_gateway::supergraph::Supergraph;
 use std::path::PathBuf;
 
 fn set_dir(set: Set) -> PathBuf {

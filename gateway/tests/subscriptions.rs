@@ -9,12 +9,12 @@ mod support;
 
 use bytes::Bytes;
 use graphfleet_bench_model::Set;
+use graphfleet_bench_subgraphs::{Handle, Mode, Options, StreamOptions};
 use graphfleet_gateway::config::{
     Config, SubgraphConfig, SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig,
 };
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
-use graphfleet_bench_subgraphs::{Handle, Mode, Options, StreamOptions};
 use http_body_util::{BodyExt, Full};
 use serde_json::{Value, json};
 use std::sync::Arc;

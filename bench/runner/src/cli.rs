@@ -76,9 +76,10 @@ pub(crate) struct Cli {
     /// always uses k6.
     #[arg(long, value_enum)]
     pub(crate) load_generator: Option<Generator>,
-    /// How responses are checked during the measured run.
-    #[arg(long, value_enum, default_value_t = Check::Length)]
-    pub(crate) check: Check,
+    /// How responses are checked during the measured run (default: length; --in-cluster
+    /// always checks in full, through the LoadTest's expect).
+    #[arg(long, value_enum)]
+    pub(crate) check: Option<Check>,
     /// Search each gateway's capacity after the measured run.
     #[arg(long)]
     pub(crate) capacity: bool,

@@ -93,6 +93,8 @@ async fn resolve_gateways(
         }
         let (installed, version) = match &gateway.kind {
             Kind::Custom { .. } => (Ok(None), "custom".to_owned()),
+            // In the cluster graphfleet is its image, run by the operator.
+            Kind::Graphfleet if cli.in_cluster => (Ok(None), env!("CARGO_PKG_VERSION").to_owned()),
             Kind::Graphfleet => {
                 let bin = match &cli.gateway_bin {
                     Some(p) => Ok(p.clone()),
@@ -207,9 +209,11 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
             let repo = paths::repo_root(repo.as_deref())?;
             let subgraphs_bin = match absolute("--subgraphs-bin", subgraphs_bin.as_ref())? {
                 Some(p) => p,
-                None => {
-                    paths::release_binary(&repo, "graphfleet-bench-subgraphs", "graphfleet-subgraphs")?
-                }
+                None => paths::release_binary(
+                    &repo,
+                    "graphfleet-bench-subgraphs",
+                    "graphfleet-subgraphs",
+                )?,
             };
             let gateway_bin = match absolute("--gateway-bin", gateway_bin.as_ref())? {
                 Some(p) => p,
@@ -315,7 +319,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
                 "--in-cluster measures once at one rate: --smoke, --capacity and --rounds are host-mode only"
             );
         }
-        if cli.check != Check::Full {
+        if cli.check.is_some_and(|c| c != Check::Full) {
             bail!(
                 "--in-cluster checks every answer in full (the LoadTest's expect): --check is host-mode only"
             );
@@ -356,7 +360,12 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     let (duration_s, warmup_s, rate, check) = if cli.smoke {
         (cli.duration.min(3), 0, cli.rate, Check::Full)
     } else {
-        (cli.duration, cli.warmup, cli.rate, cli.check)
+        (
+            cli.duration,
+            cli.warmup,
+            cli.rate,
+            cli.check.unwrap_or(Check::Length),
+        )
     };
     if cli.rounds > 1 && (cli.capacity || cli.smoke) {
         bail!("--rounds repeats the measured run only: run --capacity and --smoke without it");

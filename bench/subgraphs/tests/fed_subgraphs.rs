@@ -184,7 +184,8 @@ async fn delays_apply_to_the_named_subgraph_only() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
-    let error = graphfleet_bench_subgraphs::spawn(Set::Fed, Mode::Subgraphs, listener, unknown).err();
+    let error =
+        graphfleet_bench_subgraphs::spawn(Set::Fed, Mode::Subgraphs, listener, unknown).err();
     assert!(error.is_some_and(|e| e.to_string().contains("nope")));
 }
 
