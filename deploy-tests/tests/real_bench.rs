@@ -3,7 +3,8 @@
 //! bench's `GraphGateway` and rolls its pod out on router-0; each scenario is one `LoadTest`
 //! whose k6 pods on client-0 check every answer against the monolith's (the target's
 //! `expect`); the report is read from the LoadTests' status, with the gateway pod's CPU and
-//! memory sampled from its cgroup and the subgraph requests it made. Two scenarios of one
+//! memory sampled from its cgroup and the subgraph requests it made, and a capacity search
+//! of LoadTests at rising rates (gateway and k6 pods' CPU sampled). Two scenarios of one
 //! set share the deployed gateways; at the end the bench leaves none of its objects behind.
 
 use std::process::Command;
@@ -50,6 +51,14 @@ async fn the_in_cluster_benchmark_runs_a_graph_gateway_under_load_tests() {
         ])
         // Debug-build images: half a CPU would measure the build, not the path.
         .args(["--warmup", "2", "--cpus", "1", "--memory", "512Mi"])
+        // A capacity search of two short steps per scenario: LoadTests of one target.
+        .args([
+            "--capacity",
+            "--capacity-steps",
+            "2",
+            "--capacity-duration",
+            "3",
+        ])
         .arg("--subgraphs-bin")
         .arg(&subgraphs)
         .arg("--out")
@@ -92,6 +101,25 @@ async fn the_in_cluster_benchmark_runs_a_graph_gateway_under_load_tests() {
         assert!(
             outcome["subgraph_requests"].as_u64().is_some_and(|n| n > 0),
             "{scenario}: subgraph requests counted: {outcome}"
+        );
+        let steps = outcome["capacity"]["steps"]
+            .as_array()
+            .expect("capacity steps");
+        assert_eq!(steps.len(), 2, "{scenario}: {}", outcome["capacity"]);
+        for step in steps {
+            assert!(step["achieved"].as_f64().is_some_and(|r| r > 0.0), "{step}");
+            assert!(
+                step["gateway_cpu"].as_f64().is_some_and(|c| c > 0.0),
+                "{step}"
+            );
+            assert!(
+                step["load_busy"].as_f64().is_some_and(|b| b > 0.0),
+                "k6's pod sampled: {step}"
+            );
+        }
+        assert!(
+            steps[1]["target"].as_u64() > steps[0]["target"].as_u64(),
+            "the rate rises: {steps:?}"
         );
     }
     assert!(report.contains("GraphGateway"), "{report}");

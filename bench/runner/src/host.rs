@@ -75,6 +75,13 @@ pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string()
 }
 
+/// Wall clock, seconds since the Unix epoch.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,11 +95,4 @@ mod tests {
         assert_eq!(memory_total("MemTotal:       2097152 kB\n"), "2.0 GiB");
         assert_eq!(memory_total(""), "unknown");
     }
-}
-
-/// Wall clock, seconds since the Unix epoch.
-pub fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }

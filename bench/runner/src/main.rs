@@ -314,9 +314,9 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
         if cli.load_generator == Some(Generator::Native) {
             bail!("--in-cluster runs k6 Jobs: --load-generator native is host-mode only");
         }
-        if cli.smoke || cli.capacity || cli.rounds > 1 {
+        if cli.smoke || cli.rounds > 1 {
             bail!(
-                "--in-cluster measures once at one rate: --smoke, --capacity and --rounds are host-mode only"
+                "--in-cluster measures once per scenario: --smoke and --rounds are host-mode only"
             );
         }
         if cli.check.is_some_and(|c| c != Check::Full) {
@@ -342,6 +342,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
             cpus: cli.cpus,
             memory: cli.memory.clone(),
             start_timeout: Duration::from_secs(cli.start_timeout.max(1)),
+            capacity: capacity_config(&cli),
             kubeconfig,
             namespace: cli.namespace.clone(),
             images: incluster::objects::Images::defaults(&cli.image_tag),
@@ -370,13 +371,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
     if cli.rounds > 1 && (cli.capacity || cli.smoke) {
         bail!("--rounds repeats the measured run only: run --capacity and --smoke without it");
     }
-    let capacity = (cli.capacity && !cli.smoke).then_some(config::CapacityConfig {
-        steps: cli.capacity_steps.clamp(1, 50),
-        duration_s: cli.capacity_duration.max(1),
-        factor: cli.capacity_factor.clamp(1.05, 10.0),
-        start: cli.capacity_start,
-        ramp: Duration::from_secs(u64::from(cli.capacity_ramp)),
-    });
+    let capacity = capacity_config(&cli);
     let cfg = config::Config {
         repo,
         out: out.clone(),
@@ -425,4 +420,15 @@ fn main() -> anyhow::Result<()> {
         .build()
         .context("starting the tokio runtime")?;
     runtime.block_on(run(cli))
+}
+
+/// `--capacity` and its knobs (never with `--smoke`).
+fn capacity_config(cli: &Cli) -> Option<config::CapacityConfig> {
+    (cli.capacity && !cli.smoke).then_some(config::CapacityConfig {
+        steps: cli.capacity_steps.clamp(1, 50),
+        duration_s: cli.capacity_duration.max(1),
+        factor: cli.capacity_factor.clamp(1.05, 10.0),
+        start: cli.capacity_start,
+        ramp: Duration::from_secs(u64::from(cli.capacity_ramp)),
+    })
 }

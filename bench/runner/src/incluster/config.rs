@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::objects::Images;
+use crate::config::CapacityConfig;
 use crate::gateway::Gateway;
 use crate::scenario::Scenario;
 
@@ -19,6 +20,8 @@ pub struct Config {
     pub cpus: f64,
     pub memory: String,
     pub start_timeout: Duration,
+    /// `--capacity`: each gateway's capacity searched after its measured run.
+    pub capacity: Option<CapacityConfig>,
     pub kubeconfig: Option<PathBuf>,
     pub namespace: String,
     pub images: Images,

@@ -39,6 +39,7 @@ pub(super) struct Serving {
 }
 
 /// Each serving gateway's measured run, or why it has none, in the order given.
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn measure_all(
     cfg: &Config,
     cluster: &mut Cluster,
@@ -135,7 +136,7 @@ async fn load(
     if cfg.warmup_s > 0 {
         let (cm, lt) = run(&format!("{name}-warmup"), cfg.warmup_s);
         kube_io::apply(&cluster.config_maps, &cm).await?;
-        let done = run_to_end(cluster, &lt, targets.len(), cfg.warmup_s, None).await?;
+        let done = run_to_end(cluster, &lt, targets.len(), cfg.warmup_s, None, None).await?;
         for t in &done.status.clone().unwrap_or_default().targets {
             let r = t.results.as_ref();
             progress(format!(
@@ -173,6 +174,7 @@ async fn load(
         targets.len(),
         cfg.duration_s,
         Some(&mut counts),
+        None,
     )
     .await;
     let mut ticks: Vec<(String, Vec<Tick>)> = Vec::new();
@@ -197,35 +199,42 @@ async fn load(
         serde_json::to_vec_pretty(&status).unwrap_or_default(),
     )
     .context("writing the LoadTest's status")?;
-    Ok(targets
-        .iter()
-        .map(|t| {
-            let seen = status.targets.iter().find(|s| s.name == t.name);
-            let samples = ticks
+    let mut out = Vec::new();
+    for (t, gw) in targets.iter().zip(loaded) {
+        let seen = status.targets.iter().find(|s| s.name == t.name);
+        let samples = ticks
+            .iter()
+            .find(|(g, _)| g == &t.name)
+            .map(|(_, v)| v.as_slice());
+        let mut result = measured(scenario, rate, cfg.duration_s, seen, samples, &counts);
+        if let Ok(m) = &result {
+            let throttled = throttled
                 .iter()
                 .find(|(g, _)| g == &t.name)
-                .map(|(_, v)| v.as_slice());
-            let result = measured(scenario, rate, cfg.duration_s, seen, samples, &counts);
-            if let Ok(m) = &result {
-                let throttled = throttled
-                    .iter()
-                    .find(|(g, _)| g == &t.name)
-                    .map_or("", |(_, s)| s);
-                report(scenario, &t.name, m, throttled);
+                .map_or("", |(_, s)| s);
+            report(scenario, &t.name, m, throttled);
+        }
+        if let (Ok(m), Some(c)) = (&mut result, &cfg.capacity) {
+            match super::capacity::search(cfg, c, cluster, scenario, gw, t, rate).await {
+                Ok(found) => m.capacity = Some(found),
+                Err(e) => result = Err(e.context("capacity search")),
             }
-            (t.name.clone(), result)
-        })
-        .collect())
+        }
+        out.push((t.name.clone(), result));
+    }
+    Ok(out)
 }
 
 /// Creates the LoadTest (replacing an earlier run's) and polls it to its end, reading the
-/// subgraphs' request counters at every poll when `counts` is given.
-async fn run_to_end(
+/// subgraphs' request counters at every poll when `counts` is given, and sampling its
+/// (first) k6 pod's cgroup into `k6` once that runs, when given.
+pub(super) async fn run_to_end(
     cluster: &Cluster,
     lt: &LoadTest,
     targets: usize,
     duration_s: u32,
     mut counts: Option<&mut Vec<(f64, u64)>>,
+    mut k6: Option<&mut Option<PodSampler>>,
 ) -> anyhow::Result<LoadTest> {
     let name = lt.name_any();
     kube_io::delete_and_wait(&cluster.loadtests, &name, Duration::from_secs(60)).await?;
@@ -241,6 +250,11 @@ async fn run_to_end(
         if let Some(counts) = counts.as_deref_mut() {
             let total = subgraph_total(cluster, false).await?;
             counts.push((crate::host::unix_now(), total));
+        }
+        if let Some(slot) = k6.as_deref_mut()
+            && slot.is_none()
+        {
+            *slot = k6_sampler(cluster, &name).await;
         }
         let now = cluster.loadtests.get(&name).await?;
         let phase = now.status.as_ref().and_then(|s| s.phase);
@@ -263,9 +277,27 @@ async fn run_to_end(
     }
 }
 
+/// A sampler of the LoadTest's k6 pod once it runs (the operator labels it with the
+/// LoadTest's name).
+async fn k6_sampler(cluster: &Cluster, lt: &str) -> Option<PodSampler> {
+    let lp = kube::api::ListParams::default().labels(&format!("graphfleet.dev/loadtest={lt}"));
+    let pods = cluster.pods.list(&lp).await.ok()?.items;
+    let pod = pods
+        .iter()
+        .find(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))?;
+    let uid = pod.uid()?;
+    let cgroup = crate::podsample::PodCgroup::find(&cluster.sys, &uid).ok()?;
+    Some(PodSampler::start(
+        &pod.name_any(),
+        &uid,
+        pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+        cgroup,
+    ))
+}
+
 /// When a target's load ran, Unix seconds: from its segments' start (all resumed together)
 /// for the planned duration.
-fn window(target: &TargetStatus, duration_s: u32) -> Option<(f64, f64)> {
+pub(super) fn window(target: &TargetStatus, duration_s: u32) -> Option<(f64, f64)> {
     let micros = |t: &k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime| {
         t.0.as_microsecond() as f64 / 1e6
     };

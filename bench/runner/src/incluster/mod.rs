@@ -11,6 +11,7 @@
 pub mod images;
 pub mod objects;
 
+mod capacity;
 mod cluster;
 mod config;
 mod deploy;
