@@ -118,7 +118,7 @@ type Change = (&'static str, fn(&mut LoadTest), &'static str);
 
 #[test]
 fn gatling_refuses_what_only_k6_does() {
-    let cases: [Change; 5] = [
+    let cases: [Change; 6] = [
         (
             "script",
             |lt| {
@@ -158,6 +158,16 @@ fn gatling_refuses_what_only_k6_does() {
             |lt| lt.spec.scenario = Some("subscriptions".to_owned()),
             "scenario subscriptions (WebSocket subscriptions)",
         ),
+        (
+            "expect",
+            |lt| {
+                lt.spec.expect = Some(
+                    serde_json::from_value(serde_json::json!({ "sha256": "0".repeat(64) }))
+                        .expect("expect"),
+                );
+            },
+            "expect",
+        ),
     ];
     for (name, change, field) in cases {
         let mut lt = gatling_loadtest();
@@ -194,11 +204,12 @@ fn the_crd_admits_gatling_only_with_a_scenario_and_without_k6_features() {
         .filter_map(|r| r["rule"].as_str())
         .filter(|r| r.contains("gatling"))
         .collect();
-    assert_eq!(rules.len(), 3, "{rules:?}");
+    assert_eq!(rules.len(), 4, "{rules:?}");
     for field in [
         "has(self.scenario)",
         "self.synchronizedStart",
         "self.thresholds.abortOnFail",
+        "has(self.expect)",
     ] {
         assert!(
             rules.iter().any(|r| r.contains(field)),

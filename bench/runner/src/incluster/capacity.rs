@@ -6,7 +6,7 @@
 
 use super::Config;
 use super::cluster::Cluster;
-use super::measure::{Serving, run_to_end};
+use super::run::{Serving, run_to_end, window};
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
@@ -86,7 +86,7 @@ pub(super) async fn search(
                 seen.message.as_deref().unwrap_or("no message")
             ),
         };
-        let window = super::measure::window(seen, c.duration_s);
+        let window = window(seen, c.duration_s);
         let busy = |t: &[crate::podsample::Tick]| {
             window
                 .and_then(|(from, to)| usage_in(t, from, to))

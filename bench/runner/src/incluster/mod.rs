@@ -16,6 +16,7 @@ mod cluster;
 mod config;
 mod deploy;
 mod measure;
+mod run;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,7 +33,8 @@ use crate::scenario::Scenario;
 use cluster::{Cluster, router_socket};
 pub use config::Config;
 use deploy::{deploy_fleet, deploy_peer, deploy_set};
-use measure::{Serving, measure_all};
+use measure::measure_all;
+use run::Serving;
 
 pub async fn run(cfg: &Config) -> anyhow::Result<Report> {
     let work = cfg.out.join("work");
