@@ -471,3 +471,13 @@ pub struct CompositionErrorStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub subgraphs: Vec<String>,
 }
+
+/// The key holding the supergraph in a GraphGateway's revision ConfigMap.
+pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
+
+/// The immutable ConfigMap holding supergraph revision `hash` (`status.supergraphHash`,
+/// `status.revisions[].hash`) of GraphGateway `gateway`, in its namespace: what its pods
+/// mount, and what others may serve the same supergraph from.
+pub fn supergraph_config_map_name(gateway: &str, hash: &str) -> String {
+    format!("{gateway}-supergraph-{hash}")
+}

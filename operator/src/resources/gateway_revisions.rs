@@ -15,15 +15,10 @@ use super::short_hash;
 use graphfleet_api::GraphGateway;
 use kube::ResourceExt;
 
-/// The key holding the supergraph in a revision ConfigMap.
-pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
+/// The revision ConfigMaps' name and key: the GraphGateway's contract (graphfleet-api).
+pub use graphfleet_api::{SUPERGRAPH_KEY, supergraph_config_map_name};
 /// The key holding the gateway config in a config ConfigMap.
 pub const CONFIG_KEY: &str = "gateway.json";
-
-/// The ConfigMap of supergraph revision `hash`.
-pub fn supergraph_config_map_name(gateway: &str, hash: &str) -> String {
-    format!("{gateway}-supergraph-{hash}")
-}
 
 /// The ConfigMap of a gateway config file with content hash `hash`.
 pub fn config_file_config_map_name(gateway: &str, hash: &str) -> String {

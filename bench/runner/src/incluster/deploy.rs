@@ -111,7 +111,11 @@ pub(super) async fn deploy_fleet(
             .and_then(|s| s.node_name.as_deref())
             .unwrap_or("?")
     ));
-    Ok((name.clone(), format!("{name}-supergraph-{served}"), pod))
+    Ok((
+        name.clone(),
+        graphfleet_api::supergraph_config_map_name(&name, &served),
+        pod,
+    ))
 }
 
 /// The GraphGateway's one Ready pod (an old one may still be going).

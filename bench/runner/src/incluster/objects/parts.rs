@@ -23,8 +23,6 @@ pub const FLEET_SERVICE_PORT: i32 = 80;
 /// Port of the subgraph pods.
 pub const SUBGRAPH_PORT: i32 = 4200;
 pub(super) const SUPERGRAPH_DIR: &str = "/etc/graphfleet";
-/// The key of the operator's supergraph revision ConfigMaps (`<gateway>-supergraph-<hash>`).
-pub const SUPERGRAPH_KEY: &str = "supergraph.graphql";
 /// A ConfigMap holds at most 1 MiB; a bigger expected answer is checked by its hash only.
 pub const MAX_EXPECTED_IN_CONFIGMAP: usize = 900 * 1024;
 

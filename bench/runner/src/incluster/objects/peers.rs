@@ -2,11 +2,12 @@
 //! graphfleet itself runs as a GraphGateway (see `fleet`).
 
 use super::parts::{
-    Budget, GATEWAY_LABEL, GATEWAY_PORT, SUPERGRAPH_DIR, SUPERGRAPH_KEY, dns_label, labels, meta,
-    pool_placement, security, service, tcp_ready,
+    Budget, GATEWAY_LABEL, GATEWAY_PORT, SUPERGRAPH_DIR, dns_label, labels, meta, pool_placement,
+    security, service, tcp_ready,
 };
 use std::collections::BTreeMap;
 
+use graphfleet_api::SUPERGRAPH_KEY;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 
