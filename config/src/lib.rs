@@ -27,7 +27,7 @@ pub use http::{
     DEFAULT_CSRF_HEADERS,
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
-pub use proxies::TrustedProxies;
+pub use proxies::{ClientAddressHeader, TrustedProxies};
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
@@ -210,10 +210,17 @@ pub struct TrafficConfig {
     pub max_connections_per_client: usize,
     /// Proxies (CIDR ranges, or addresses) trusted to name the client: a request from
     /// one counts, for the per-client subscription and WebSocket limits, as from the
-    /// right-most address in `X-Forwarded-For` (else `Forwarded: for=`) that no trusted
-    /// proxy added. The per-client connection limit always counts the TCP peer.
+    /// right-most address in `client_address_header` that no trusted proxy added. The
+    /// per-client connection limit always counts the TCP peer.
     #[schemars(length(max = 256))]
     pub trusted_proxies: Vec<String>,
+    /// Where trusted proxies name the client: `auto` (`X-Forwarded-For` when present,
+    /// else `Forwarded: for=`), `forwarded` (`Forwarded` alone), or a header name
+    /// (`x-forwarded-for` alone, `x-real-ip`, `true-client-ip`): a comma-separated list
+    /// of addresses, read from the right. Name the one header your proxy writes, so a
+    /// header a client wrote itself is never read.
+    #[schemars(length(min = 1, max = 256))]
+    pub client_address_header: String,
     /// Most GraphQL requests worked on at once; one more is answered 503 at once (a
     /// load balancer retries it elsewhere) instead of queueing behind them. Health and
     /// metrics requests are never refused.
@@ -273,6 +280,7 @@ impl Default for TrafficConfig {
             max_connections: 10_000,
             max_connections_per_client: 2_500,
             trusted_proxies: Vec::new(),
+            client_address_header: "auto".to_owned(),
             max_concurrent_requests: 2_048,
             max_subgraph_response_bytes: 64 * 1024 * 1024,
             tls: SubgraphTlsConfig::default(),

@@ -1,4 +1,5 @@
-//! `traffic.trusted_proxies`: the proxies whose forwarding headers name the client.
+//! `traffic.trusted_proxies`: the proxies whose forwarding headers name the client, and
+//! `traffic.client_address_header`: which header they name it in.
 
 use ipnet::IpNet;
 use std::net::IpAddr;
@@ -29,6 +30,41 @@ impl TrustedProxies {
         let ip = ip.to_canonical();
         self.0.iter().any(|net| net.contains(&ip))
     }
+}
+
+/// Parsed `traffic.client_address_header`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ClientAddressHeader {
+    /// `X-Forwarded-For` when present, else `Forwarded: for=`.
+    #[default]
+    Auto,
+    /// `Forwarded: for=` (RFC 7239) alone; `X-Forwarded-For` is ignored.
+    Forwarded,
+    /// A header holding addresses, comma-separated, each hop appending its peer
+    /// (`x-forwarded-for`), or a single one a proxy overwrites (`x-real-ip`); lowercase.
+    List(String),
+}
+
+impl ClientAddressHeader {
+    /// `auto`, `forwarded`, or a header name (case-insensitive).
+    pub fn parse(value: &str) -> Result<Self, String> {
+        let lower = value.trim().to_ascii_lowercase();
+        match lower.as_str() {
+            "auto" => Ok(Self::Auto),
+            "forwarded" => Ok(Self::Forwarded),
+            "" => Err("must be `auto`, `forwarded` or a header name".to_owned()),
+            name if name.bytes().all(is_token_byte) => Ok(Self::List(name.to_owned())),
+            _ => Err(format!(
+                "{value:?} is not a header name (letters, digits and `-`, e.g. x-real-ip), \
+                 `auto` or `forwarded`"
+            )),
+        }
+    }
+}
+
+/// A byte of an HTTP token (RFC 9110 `tchar`), as header names are.
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 fn parse_entry(entry: &str) -> Result<IpNet, String> {
@@ -72,6 +108,20 @@ mod tests {
                 "{outside}"
             );
         }
+    }
+
+    #[test]
+    fn client_address_headers() {
+        let parse = ClientAddressHeader::parse;
+        assert_eq!(parse("auto"), Ok(ClientAddressHeader::Auto));
+        assert_eq!(parse("Forwarded"), Ok(ClientAddressHeader::Forwarded));
+        assert_eq!(
+            parse("X-Real-IP"),
+            Ok(ClientAddressHeader::List("x-real-ip".to_owned()))
+        );
+        assert!(parse("").is_err());
+        let why = parse("x real ip").expect_err("a space");
+        assert!(why.contains("is not a header name"), "{why}");
     }
 
     #[test]

@@ -60,6 +60,9 @@ pub fn validate(config: &Config) -> Problems {
     if let Err((i, why)) = crate::TrustedProxies::parse(&config.traffic.trusted_proxies) {
         report(&["traffic", "trusted_proxies", &i.to_string()], why);
     }
+    if let Err(why) = crate::ClientAddressHeader::parse(&config.traffic.client_address_header) {
+        report(&["traffic", "client_address_header"], why);
+    }
     if config.traffic.max_subgraph_response_bytes == 0 {
         report(
             &["traffic", "max_subgraph_response_bytes"],

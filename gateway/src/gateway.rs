@@ -43,8 +43,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     memory: MemoryBudget,
     /// Header rules for subgraph requests, compiled from `headers` and `subgraphs`.
     pub(crate) header_rules: crate::http::headers::HeaderRules,
-    /// `traffic.trusted_proxies`: whose forwarding headers name the client.
-    pub(crate) trusted_proxies: graphfleet_config::TrustedProxies,
+    /// `traffic.trusted_proxies` and `client_address_header`: who names the client, where.
+    pub(crate) client_addressing: crate::http::client_addr::ClientAddressing,
     /// Persisted documents and APQ; `None` when both are off.
     pub persisted: Option<Arc<Persisted>>,
     /// JWT validation (`authentication`).
@@ -80,7 +80,7 @@ impl Gateway<HttpTransport> {
                 &config.headers,
                 &config.subgraphs,
             ),
-            trusted_proxies: trusted_proxies(&config),
+            client_addressing: client_addressing(&config),
             auth: crate::auth::Auth::new(&config),
             state: ArcSwapOption::empty(),
             lifecycle: Lifecycle::default(),
@@ -92,10 +92,12 @@ impl Gateway<HttpTransport> {
     }
 }
 
-/// Checked by `graphfleet_config::validate` before a gateway starts.
-fn trusted_proxies(config: &Config) -> graphfleet_config::TrustedProxies {
-    graphfleet_config::TrustedProxies::parse(&config.traffic.trusted_proxies)
-        .expect("traffic.trusted_proxies is validated before a gateway is made")
+fn client_addressing(config: &Config) -> crate::http::client_addr::ClientAddressing {
+    let traffic = &config.traffic;
+    crate::http::client_addr::ClientAddressing::new(
+        &traffic.trusted_proxies,
+        &traffic.client_address_header,
+    )
 }
 
 impl<T: Transport> Gateway<T> {
@@ -113,7 +115,7 @@ impl<T: Transport> Gateway<T> {
                 &config.headers,
                 &config.subgraphs,
             ),
-            trusted_proxies: trusted_proxies(&config),
+            client_addressing: client_addressing(&config),
             auth: crate::auth::Auth::new(&config),
             subscriptions: subscriptions(&config, &metrics),
             usage: UsageRecorder::new(&config.usage),
@@ -290,9 +292,10 @@ impl<T: Transport> Gateway<T> {
         if let Some(usage) = &self.usage {
             usage.record(&cached.usage, operation, &query, meta.app.as_ref());
         }
-        let metrics = cached
-            .metrics
-            .get_or_init(|| self.metrics.operation(operation));
+        let metrics = cached.metrics.get_or_init(|| {
+            let listed = self.persisted.as_deref().is_some_and(|p| p.lists(&query));
+            self.metrics.operation(operation, listed)
+        });
         recorder.operation(metrics);
         crate::telemetry::tracing::record_operation(operation);
         let kind = validate::kind(&self.config.subscriptions, &cached, meta, streams)?;

@@ -639,3 +639,48 @@ async fn apollo_clients_persisted_query_link() {
         ]
     );
 }
+
+/// The `operation` labels of `graphfleet_graphql_requests_total` at `/metrics`.
+async fn operation_labels(env: &Env) -> Vec<String> {
+    let url = env.url.replace("/graphql", "/metrics");
+    let reply = support::request(&env.client, "GET", &url, &[], Vec::new()).await;
+    assert_eq!(reply.status, 200);
+    text(&reply)
+        .lines()
+        .filter(|l| l.starts_with("graphfleet_graphql_requests_total{"))
+        .filter_map(|l| l.split("operation=\"").nth(1)?.split('"').next())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn listed_operations_are_labelled_on_their_first_request() {
+    let manifest = apollo_manifest(&[("Plans", PLANS)]);
+    let env = env(
+        "pd-labels",
+        Some(&manifest),
+        documents(PersistedMode::AllowArbitrary, false),
+    )
+    .await;
+    // 100 names a client made up hold every capped label slot...
+    for i in 0..100 {
+        let query = format!("query Made{i} {{ users {{ id }} }}");
+        let reply = support::post_graphql(&env.client, &env.url, &query, json!({})).await;
+        assert_data(&reply, USERS_DATA);
+    }
+    let labels = operation_labels(&env).await;
+    assert!(labels.iter().any(|l| l == "Made99"), "{labels:?}");
+    let extra = "query Made100 { users { id } }";
+    let reply = support::post_graphql(&env.client, &env.url, extra, json!({})).await;
+    assert_data(&reply, USERS_DATA);
+    // ...so the next made-up name counts as (other), but a listed operation, by id or
+    // as text, has its label from its first request.
+    assert_data(
+        &env.post(json!({ "documentId": sha256(PLANS) })).await,
+        PLANS_DATA,
+    );
+    let labels = operation_labels(&env).await;
+    assert!(labels.iter().any(|l| l == "Plans"), "{labels:?}");
+    assert!(labels.iter().any(|l| l == "(other)"), "{labels:?}");
+    assert!(!labels.iter().any(|l| l == "Made100"), "{labels:?}");
+}

@@ -5,35 +5,74 @@
 //! first address no trusted proxy holds is the client: entries left of it are whatever
 //! the client wrote, never trusted.
 
-use graphfleet_config::TrustedProxies;
+use graphfleet_config::{ClientAddressHeader, TrustedProxies};
 use hyper::HeaderMap;
 use hyper::header::{FORWARDED, HeaderName};
 use std::net::IpAddr;
 
 const X_FORWARDED_FOR: HeaderName = HeaderName::from_static("x-forwarded-for");
 
-/// The client behind `peer`: `X-Forwarded-For` when present, else `Forwarded: for=`,
-/// read only when `peer` is trusted.
-pub fn client_of(trusted: &TrustedProxies, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
-    if trusted.is_empty() || !trusted.contains(peer) {
-        return peer;
+/// `traffic.trusted_proxies` and `traffic.client_address_header`, parsed.
+#[derive(Debug, Clone, Default)]
+pub struct ClientAddressing {
+    proxies: TrustedProxies,
+    header: Header,
+}
+
+#[derive(Debug, Clone, Default)]
+enum Header {
+    #[default]
+    Auto,
+    Forwarded,
+    List(HeaderName),
+}
+
+impl ClientAddressing {
+    /// From validated settings (`graphfleet_config::validate` checks both first).
+    pub fn new(proxies: &[String], header: &str) -> Self {
+        let proxies = TrustedProxies::parse(proxies)
+            .expect("traffic.trusted_proxies is validated before a gateway is made");
+        let header = match ClientAddressHeader::parse(header)
+            .expect("traffic.client_address_header is validated before a gateway is made")
+        {
+            ClientAddressHeader::Auto => Header::Auto,
+            ClientAddressHeader::Forwarded => Header::Forwarded,
+            ClientAddressHeader::List(name) => Header::List(
+                HeaderName::from_bytes(name.as_bytes())
+                    .expect("a validated header name is an HTTP header name"),
+            ),
+        };
+        Self { proxies, header }
     }
-    let hops: Vec<Option<IpAddr>> = if headers.contains_key(&X_FORWARDED_FOR) {
-        list(headers, &X_FORWARDED_FOR).map(parse_hop).collect()
-    } else {
-        list(headers, &FORWARDED).map(forwarded_for).collect()
-    };
-    // From the right: skip trusted proxies; the first other address is the client. One
-    // that is not an address (`unknown`, garbage) ends the walk at the last proxy.
-    let mut client = peer;
-    for hop in hops.into_iter().rev() {
-        let Some(ip) = hop else { break };
-        client = ip;
-        if !trusted.contains(ip) {
-            break;
+
+    /// The client behind `peer`: the address the configured header names, read only
+    /// when `peer` is trusted.
+    pub fn client_of(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
+        let trusted = &self.proxies;
+        if trusted.is_empty() || !trusted.contains(peer) {
+            return peer;
         }
+        let hops: Vec<Option<IpAddr>> = match &self.header {
+            Header::Auto if headers.contains_key(&X_FORWARDED_FOR) => {
+                list(headers, &X_FORWARDED_FOR).map(parse_hop).collect()
+            }
+            Header::Auto | Header::Forwarded => {
+                list(headers, &FORWARDED).map(forwarded_for).collect()
+            }
+            Header::List(name) => list(headers, name).map(parse_hop).collect(),
+        };
+        // From the right: skip trusted proxies; the first other address is the client. One
+        // that is not an address (`unknown`, garbage) ends the walk at the last proxy.
+        let mut client = peer;
+        for hop in hops.into_iter().rev() {
+            let Some(ip) = hop else { break };
+            client = ip;
+            if !trusted.contains(ip) {
+                break;
+            }
+        }
+        client
     }
-    client
 }
 
 /// The comma-separated entries of every `name` header, in order.
@@ -76,12 +115,11 @@ fn forwarded_for(element: &str) -> Option<IpAddr> {
 mod tests {
     use super::*;
 
-    fn trusted(entries: &[&str]) -> TrustedProxies {
-        TrustedProxies::parse(&entries.iter().map(|e| e.to_string()).collect::<Vec<_>>())
-            .expect("valid proxies")
+    fn client(proxies: &[&str], peer: &str, headers: &[(&str, &str)]) -> String {
+        client_by("auto", proxies, peer, headers)
     }
 
-    fn client(proxies: &[&str], peer: &str, headers: &[(&str, &str)]) -> String {
+    fn client_by(header: &str, proxies: &[&str], peer: &str, headers: &[(&str, &str)]) -> String {
         let mut map = HeaderMap::new();
         for (k, v) in headers {
             map.append(
@@ -90,7 +128,10 @@ mod tests {
             );
         }
         let peer = peer.parse().expect("an address");
-        client_of(&trusted(proxies), peer, &map).to_string()
+        let proxies: Vec<String> = proxies.iter().map(|e| e.to_string()).collect();
+        ClientAddressing::new(&proxies, header)
+            .client_of(peer, &map)
+            .to_string()
     }
 
     #[test]
@@ -129,5 +170,24 @@ mod tests {
         )];
         assert_eq!(client(&proxies, "10.0.0.1", &fwd), "2001:db8::7");
         assert_eq!(parse_hop("192.0.2.1:80"), "192.0.2.1".parse().ok());
+    }
+
+    #[test]
+    fn the_configured_header_alone_is_read() {
+        let proxies = ["10.0.0.0/8"];
+        let both = [
+            ("x-forwarded-for", "1.2.3.4"),
+            ("forwarded", "for=198.51.100.2"),
+            ("x-real-ip", "203.0.113.5"),
+        ];
+        assert_eq!(client_by("auto", &proxies, "10.0.0.1", &both), "1.2.3.4");
+        // A proxy that sets only `Forwarded` need not strip a client's X-Forwarded-For.
+        let forwarded = client_by("forwarded", &proxies, "10.0.0.1", &both);
+        assert_eq!(forwarded, "198.51.100.2");
+        let real_ip = client_by("X-Real-IP", &proxies, "10.0.0.1", &both);
+        assert_eq!(real_ip, "203.0.113.5");
+        // Named but absent: the proxy itself.
+        let absent = client_by("true-client-ip", &proxies, "10.0.0.1", &both);
+        assert_eq!(absent, "10.0.0.1");
     }
 }

@@ -20,7 +20,7 @@ use std::sync::Arc;
 mod admin;
 mod admission;
 mod body;
-mod client_addr;
+pub(crate) mod client_addr;
 mod csrf;
 mod decode;
 mod dispatch;
@@ -223,7 +223,7 @@ async fn request_meta<T: Transport>(
         client: req
             .extensions()
             .get::<ClientAddr>()
-            .map(|a| client_addr::client_of(&gateway.trusted_proxies, a.0, req.headers())),
+            .map(|a| gateway.client_addressing.client_of(a.0, req.headers())),
         // An HTTP request's is set by its caller; a WebSocket's operations time their own.
         deadline: None,
     })

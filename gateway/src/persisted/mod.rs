@@ -180,6 +180,15 @@ impl Persisted {
         })
     }
 
+    /// Whether `text` is in the persisted document list (APQ entries are not).
+    pub fn lists(&self, text: &str) -> bool {
+        let Some(documents) = &self.documents else {
+            return false;
+        };
+        let hash: [u8; 32] = Sha256::digest(text.as_bytes()).into();
+        documents.current().by_text_hash(&hash).is_some()
+    }
+
     /// The operation text `ids` stand for, or the error the client gets.
     pub fn resolve<'r>(&self, ids: Ids<'r>) -> Result<Query<'r>, RequestErrors> {
         let list = self.documents.as_ref().map(|d| d.current());

@@ -5,6 +5,9 @@
 //! then the least used label gives way: its series are removed from the registry. So
 //! names sent once or a few times each never push out an operation in steady use, and
 //! a label that was pushed out is won back on the next request of its operation.
+//! Operations in the persisted document list are the operator's, not a client's: each
+//! name among them has a label at once, outside the cap and never pushed out (the list
+//! bounds them).
 
 use arc_swap::ArcSwap;
 use parking_lot::Mutex;
@@ -186,6 +189,8 @@ pub struct Labels {
 #[derive(Default)]
 struct Table {
     slots: FxHashMap<Box<str>, Arc<Series>>,
+    /// Names of listed operations: outside `slots`' cap, never evicted.
+    pinned: FxHashMap<Box<str>, Arc<Series>>,
     seq: u64,
 }
 
@@ -211,7 +216,7 @@ impl Labels {
     /// `(other)` while every slot is held.
     fn lookup(&self, name: &str) -> Arc<Series> {
         let mut table = self.table.lock();
-        if let Some(series) = table.slots.get(name) {
+        if let Some(series) = table.pinned.get(name).or_else(|| table.slots.get(name)) {
             return series.clone();
         }
         if table.slots.len() < MAX_OPERATION_LABELS {
@@ -225,7 +230,7 @@ impl Labels {
     /// names promoted after a few requests.
     fn promote(&self, name: &str, uses: u64) -> Arc<Series> {
         let mut table = self.table.lock();
-        if let Some(series) = table.slots.get(name) {
+        if let Some(series) = table.pinned.get(name).or_else(|| table.slots.get(name)) {
             return series.clone();
         }
         if table.slots.len() >= MAX_OPERATION_LABELS {
@@ -239,6 +244,30 @@ impl Labels {
             }
         }
         table.insert(name, &self.families, uses)
+    }
+
+    /// The label of a listed operation's `name`: its own at once, kept for good. A name
+    /// already holding a slot keeps its series and leaves the capped slots.
+    fn pinned(&self, name: &str) -> Arc<Series> {
+        let mut table = self.table.lock();
+        if let Some(series) = table.pinned.get(name) {
+            return series.clone();
+        }
+        let series = match table.slots.remove(name) {
+            Some(series) => series,
+            None => {
+                table.seq += 1;
+                Series::with_uses(name, &self.families, false, 0, table.seq)
+            }
+        };
+        table.pinned.insert(name.into(), series.clone());
+        series
+    }
+
+    /// Handles of one cached operation named `name` whose text is in the persisted
+    /// document list.
+    pub fn listed_operation(&self, name: &str) -> OperationMetrics {
+        OperationMetrics::fixed(self.pinned(name))
     }
 
     /// Handles of one cached operation named `name`.

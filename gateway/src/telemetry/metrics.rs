@@ -306,9 +306,11 @@ impl Metrics {
     }
 
     /// Handles for a newly cached validated operation (`None`: anonymous); its name's
-    /// label is bounded and recycled (see [`super::labels`]).
-    pub fn operation(&self, name: Option<&str>) -> Arc<OperationMetrics> {
+    /// label is bounded and recycled (see [`super::labels`]), unless the operation is
+    /// `listed` in the persisted documents: then it is labelled at once, for good.
+    pub fn operation(&self, name: Option<&str>, listed: bool) -> Arc<OperationMetrics> {
         Arc::new(match name {
+            Some(name) if listed => self.labels.listed_operation(name),
             Some(name) => self.labels.operation(name),
             None => OperationMetrics::fixed(self.anonymous.clone()),
         })
@@ -419,9 +421,9 @@ mod tests {
         let metrics = Metrics::new();
         // 10,000 names once each: the first fill the slots, the rest count as (other).
         for i in 0..10_000 {
-            ok(&metrics.operation(Some(&format!("Op{i}"))));
+            ok(&metrics.operation(Some(&format!("Op{i}")), false));
         }
-        ok(&metrics.operation(None));
+        ok(&metrics.operation(None, false));
         let (labels, series) = labelled(&metrics);
         assert!(labels.contains(OTHER) && labels.contains(ANONYMOUS));
         assert!(labels.contains("Op0") && !labels.contains("Op9999"));
@@ -429,7 +431,7 @@ mod tests {
         assert_eq!(series, labels.len());
 
         // A frequent operation arriving after them gets a label of its own.
-        let legit = metrics.operation(Some("Legit"));
+        let legit = metrics.operation(Some("Legit"), false);
         for _ in 0..PROMOTE_AFTER {
             ok(&legit);
         }
@@ -440,7 +442,7 @@ mod tests {
         // Names promoted by a few requests each push out the least used labels (their
         // series leave the registry), never the operation in steady use.
         for i in 0..1_000 {
-            let churn = metrics.operation(Some(&format!("Churn{i}")));
+            let churn = metrics.operation(Some(&format!("Churn{i}")), false);
             for _ in 0..PROMOTE_AFTER {
                 ok(&churn);
             }
@@ -453,6 +455,39 @@ mod tests {
         assert!(labels.contains("Churn999"), "{labels:?}");
         assert!(!labels.contains("Op1"), "{labels:?}");
         assert_eq!(labels.len(), MAX_OPERATION_LABELS + 2);
+        assert_eq!(series, labels.len());
+    }
+
+    #[test]
+    fn listed_operations_are_labelled_at_once_and_kept() {
+        let metrics = Metrics::new();
+        for i in 0..MAX_OPERATION_LABELS {
+            ok(&metrics.operation(Some(&format!("Op{i}")), false));
+        }
+        // Every slot held: a listed name is labelled on its first request anyway.
+        ok(&metrics.operation(Some("Listed"), true));
+        // A name holding a slot that turns out listed keeps its series.
+        ok(&metrics.operation(Some("Op0"), true));
+        let (labels, _) = labelled(&metrics);
+        assert!(
+            labels.contains("Listed") && labels.contains("Op0"),
+            "{labels:?}"
+        );
+        // Churn pushes out capped labels only.
+        for i in 0..500 {
+            let churn = metrics.operation(Some(&format!("Churn{i}")), false);
+            for _ in 0..PROMOTE_AFTER {
+                ok(&churn);
+            }
+        }
+        let (labels, series) = labelled(&metrics);
+        assert!(
+            labels.contains("Listed") && labels.contains("Op0"),
+            "{labels:?}"
+        );
+        assert!(!labels.contains("Op1"), "{labels:?}");
+        // The two pinned, the capped slots (one freed by Op0 and refilled), (other).
+        assert_eq!(labels.len(), MAX_OPERATION_LABELS + 3);
         assert_eq!(series, labels.len());
     }
 }
