@@ -55,6 +55,9 @@ pub const RESPONSE_TOO_LARGE: &str = crate::error::FetchError::REQUEST_RESPONSE_
 pub struct Executed {
     pub body: Vec<u8>,
     pub field_errors: bool,
+    /// Subgraph bytes read and entity copies charged: with the body, what the request
+    /// took (the next request of its operation reserves that much).
+    pub received: usize,
 }
 
 /// Execute the plan and write the final response body.
@@ -73,7 +76,8 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     .await;
     let mut errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     introspection(ctx, &mut store, &mut errors);
-    let executed = write_final(ctx, &store, errors);
+    let mut executed = write_final(ctx, &store, errors);
+    executed.received = received;
     // The store and the subgraph bodies it kept are freed: only the answer is held.
     drop(store);
     ctx.memory.release_to(executed.body.len());
@@ -98,7 +102,8 @@ pub async fn execute_event<T: Transport>(ctx: &ExecutionContext<'_, T>, event: B
     )
     .await;
     let errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
-    let executed = write_final(ctx, &store, errors);
+    let mut executed = write_final(ctx, &store, errors);
+    executed.received = received;
     drop(store);
     ctx.memory.release_to(executed.body.len());
     executed
@@ -135,6 +140,7 @@ fn write_final<T: Transport>(
         body,
         // The writer adds errors of its own (null propagation), so ask afterwards.
         field_errors: !errors.is_empty(),
+        received: 0,
     }
 }
 

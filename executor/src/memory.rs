@@ -5,6 +5,10 @@
 //! [`MEMORY_BUDGET_EXCEEDED`] instead of growing the process, and new requests are
 //! turned away while the budget is nearly spent.
 //!
+//! An operation seen before also reserves, when admitted, what its requests took
+//! ([`MemoryBudget::reserve`]): a burst of large requests arriving together is then
+//! refused at the door instead of all starting and being cut halfway.
+//!
 //! Charged per buffer or chunk, never per field: one relaxed atomic add on the shared
 //! counter (and one on the charge's own) each time. A [`Charge`] gives back what it holds
 //! when dropped, so every way a request ends (answered, cut, cancelled) releases it.
@@ -22,6 +26,9 @@ pub struct MemoryBudget(Arc<Shared>);
 #[derive(Debug)]
 struct Shared {
     held: AtomicUsize,
+    /// What admitted requests are expected to take ([`Reservation`]s); weighed at
+    /// admission only: running charges are held to `limit` by `held` alone.
+    reserved: AtomicUsize,
     limit: usize,
     /// Requests turned away before they started ([`MemoryBudget::admit`]).
     refused_new: AtomicU64,
@@ -43,6 +50,7 @@ impl MemoryBudget {
     pub fn new(limit: usize) -> Self {
         Self(Arc::new(Shared {
             held: AtomicUsize::new(0),
+            reserved: AtomicUsize::new(0),
             limit,
             refused_new: AtomicU64::new(0),
             cut_running: AtomicU64::new(0),
@@ -72,6 +80,31 @@ impl MemoryBudget {
             self.0.refused_new.fetch_add(1, Ordering::Relaxed);
         }
         admitted
+    }
+
+    /// Bytes reserved by admitted requests now.
+    pub fn reserved(&self) -> usize {
+        self.0.reserved.load(Ordering::Relaxed)
+    }
+
+    /// Admit a request expected to take `bytes` (what its operation's requests took
+    /// before): refused, and counted, unless they fit beside what is held or reserved,
+    /// whichever is more (a running request's charges and its reservation are the
+    /// same bytes, counted once). Alone a request always fits: callers cap `bytes` at
+    /// what one request may hold, which the limit is at least.
+    pub fn reserve(&self, bytes: usize) -> Option<Reservation> {
+        let shared = &self.0;
+        let reserved = shared.reserved.fetch_add(bytes, Ordering::Relaxed);
+        let committed = reserved.max(self.held());
+        if committed.saturating_add(bytes) > shared.limit && committed > 0 {
+            shared.reserved.fetch_sub(bytes, Ordering::Relaxed);
+            shared.refused_new.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Reservation {
+            budget: self.clone(),
+            bytes,
+        })
     }
 
     /// An empty charge against this budget.
@@ -154,6 +187,23 @@ impl Drop for Charge {
         if held > 0 {
             self.budget.0.held.fetch_sub(held, Ordering::Relaxed);
         }
+    }
+}
+
+/// What an admitted request is expected to take, weighed when others are admitted
+/// until it ends (dropped).
+#[derive(Debug)]
+pub struct Reservation {
+    budget: MemoryBudget,
+    bytes: usize,
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        self.budget
+            .0
+            .reserved
+            .fetch_sub(self.bytes, Ordering::Relaxed);
     }
 }
 
@@ -240,5 +290,27 @@ mod tests {
             }
         });
         assert_eq!(budget.held(), 0, "every charge given back");
+    }
+
+    #[test]
+    fn reservations_admit_until_the_expected_bytes_fill_the_budget() {
+        let budget = MemoryBudget::new(250);
+        let first = budget.reserve(120).expect("room");
+        let second = budget.reserve(120).expect("room");
+        assert!(budget.reserve(120).is_none(), "a third does not fit");
+        assert_eq!((budget.reserved(), budget.refusals().0), (240, 1));
+        // Running requests' charges are their reservations' bytes: counted once.
+        let charge = budget.charge();
+        charge.try_add(200).expect("charges ignore reservations");
+        assert!(budget.reserve(20).is_none(), "240 committed");
+        assert!(budget.reserve(10).is_some());
+        drop((first, second));
+        // Held alone now: 200 of 250.
+        assert!(budget.reserve(60).is_none());
+        assert!(budget.reserve(50).is_some());
+        drop(charge);
+        assert_eq!((budget.held(), budget.reserved()), (0, 0));
+        // On an idle gateway one request fits whatever it expects.
+        assert!(budget.reserve(1000).is_some());
     }
 }

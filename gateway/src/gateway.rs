@@ -13,7 +13,7 @@ use crate::pipeline::plan::Planning;
 use crate::pipeline::plan_cache::{State, plan_error};
 use crate::pipeline::request::{GraphQLRequest, RequestMeta};
 use crate::pipeline::respond::Outcome;
-use crate::pipeline::{authorize, demand, execute, persisted, validate};
+use crate::pipeline::{authorize, demand, execute, persisted, reserve, validate};
 use crate::reload::ReloadTarget;
 use crate::subscription::{ShutdownSignal, SocketSlot, Subscriptions};
 use crate::supergraph::Supergraph;
@@ -336,6 +336,8 @@ impl<T: Transport> Gateway<T> {
             let incremental = execute::incremental(started, cost, transport, &self.config);
             return incremental.await.map(Outcome::Incremental);
         }
+        let max_response_bytes = self.config.limits.max_response_bytes;
+        let reservation = reserve::reserve(&self.memory, &cached.footprint, max_response_bytes)?;
         // This request's share of the memory budget, held until its answer is sent.
         let memory = self.memory.charge();
         let ctx = ExecutionContext {
@@ -350,7 +352,9 @@ impl<T: Transport> Gateway<T> {
             max_response_bytes: self.config.limits.max_response_bytes,
             memory: &memory,
         };
-        let outcome = execute::whole(&ctx, cost).await;
+        let outcome = execute::whole(&ctx, cost, &cached.footprint).await;
+        // Its charges now hold what it took; the answer's stays until it is sent.
+        drop(reservation);
         Ok(outcome.holding(memory))
     }
 }

@@ -360,6 +360,48 @@ async fn a_burst_of_big_responses_is_refused_or_cut_within_the_budget() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_an_operation_known_to_be_big_is_refused_at_the_door_not_cut() {
+    // As above, but the gateway has answered the operation once, so it knows each
+    // request takes ~16 MiB: of 32 arriving together, those the budget has room for
+    // reserve it and run, the rest get 503 at once, and none is cut halfway.
+    let gateway = gateway(
+        "memory-burst-known",
+        "/chunked",
+        &[
+            "limits.max_response_bytes=16MiB",
+            "limits.max_inflight_bytes=64MiB",
+            "traffic.deduplicate=false",
+        ],
+    )
+    .await;
+    let client = support::client();
+    assert_eq!(ask(&client, &gateway.url("/graphql")).await, Answer::Whole);
+    held_drops_to_zero(&client, &gateway).await;
+    let (answers, slowest_health) = burst(&gateway, 32).await;
+    let count = |kind: &Answer| answers.iter().filter(|a| *a == kind).count();
+    let (whole, refused) = (count(&Answer::Whole), count(&Answer::Refused));
+    println!(
+        "32 clients, operation known: {whole} whole, {refused} refused (503); slowest /health {slowest_health:?}"
+    );
+    assert_eq!(whole + refused, 32, "cut or failed: {answers:?}");
+    assert!(
+        whole >= 1 && refused >= 24,
+        "{whole} whole, {refused} refused"
+    );
+    let cut = metric(
+        &client,
+        &gateway,
+        "graphfleet_memory_refused_requests_total",
+        Some("running"),
+    )
+    .await;
+    assert_eq!(cut, 0.0, "no request was cut while running");
+    held_drops_to_zero(&client, &gateway).await;
+    let reserved = metric(&client, &gateway, "graphfleet_memory_reserved_bytes", None).await;
+    assert_eq!(reserved, 0.0, "reservations are given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_request_alone_under_the_response_cap_always_fits() {
     // The smallest budget allowed: twice the response cap. One request of ~8 MiB holds
     // its body and its response at once, and is never refused on an idle gateway.
@@ -390,15 +432,15 @@ async fn one_request_alone_under_the_response_cap_always_fits() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_held_by_slow_readers_turn_new_requests_away_with_503() {
     // Two clients that never read their ~8 MiB answers: each answer holds its charge
-    // until it is sent. The second still fits beside the first's answer (its body, its
-    // response charged ahead: ~24.3 MiB of 24.5), and then less than
-    // max_response_bytes (9 MiB) is free: a third request is refused at once.
+    // until it is sent. The second still fits beside the first's answer (it reserves
+    // what the first took, ~16 MiB and an eighth: ~26.4 MiB of 27), and then a third
+    // request, which would take as much again, is refused at once.
     let gateway = gateway(
         "memory-slow-readers",
         "/fixed",
         &[
             "limits.max_response_bytes=9MiB",
-            "limits.max_inflight_bytes=24.5MiB",
+            "limits.max_inflight_bytes=27MiB",
         ],
     )
     .await;

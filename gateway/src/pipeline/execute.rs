@@ -7,6 +7,7 @@ use super::error::RequestError;
 use super::operation::Started;
 use super::plan_cache::State;
 use super::progressive_override::LabelMask;
+use super::reserve::Footprint;
 use super::respond::{Incremental, Outcome};
 use crate::auth::authz::AuthMask;
 use crate::executor::transport::Transport;
@@ -20,9 +21,14 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 /// Runs `ctx`'s request and answers with its whole response, the cost estimate in its
-/// extensions when `cost` is set.
-pub async fn whole<T: Transport>(ctx: &ExecutionContext<'_, T>, cost: Option<f64>) -> Outcome {
+/// extensions when `cost` is set; what it took goes to `footprint`.
+pub async fn whole<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    cost: Option<f64>,
+    footprint: &Footprint,
+) -> Outcome {
     let executed = execute(ctx).instrument(crate::otel_span!("execute")).await;
+    footprint.observe(executed.received.saturating_add(executed.body.len()));
     Outcome::Executed {
         body: match cost {
             Some(cost) => demand::expose(executed.body, cost),

@@ -17,8 +17,9 @@
 //! 5. [`demand`]: the cost estimate, recorded and enforced
 //! 6. [`authorize`]: the fields the claims may not read
 //! 7. [`plan`]: the plan variant for the condition values and denied fields
-//! 8. [`execute`]: the whole response, an incremental one, or a subscription
-//! 9. [`respond`]: the [`respond::Outcome`] the transport writes
+//! 8. [`reserve`]: an operation known to take much memory reserves it, or is refused
+//! 9. [`execute`]: the whole response, an incremental one, or a subscription
+//! 10. [`respond`]: the [`respond::Outcome`] the transport writes
 
 pub mod authorize;
 pub mod demand;
@@ -30,5 +31,6 @@ pub mod plan;
 pub mod plan_cache;
 pub mod progressive_override;
 pub mod request;
+pub mod reserve;
 pub mod respond;
 pub mod validate;

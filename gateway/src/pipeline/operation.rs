@@ -87,6 +87,8 @@ pub struct CachedOperation {
     pub(crate) demand: OnceLock<CostPlan>,
     /// Its record in the usage recorder, found on the first request.
     pub(crate) usage: OnceLock<crate::usage::Recorded>,
+    /// The memory its requests took, which the next one reserves.
+    pub(crate) footprint: super::reserve::Footprint,
 }
 
 impl CachedOperation {
@@ -107,6 +109,7 @@ impl CachedOperation {
             auth: OnceLock::new(),
             demand: OnceLock::new(),
             usage: OnceLock::new(),
+            footprint: Default::default(),
         }
     }
 

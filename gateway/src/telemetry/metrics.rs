@@ -84,6 +84,7 @@ pub struct Metrics {
     labels: Arc<Labels>,
     anonymous: Arc<Series>,
     memory_held: IntGauge,
+    memory_reserved: IntGauge,
     memory_limit: IntGauge,
     memory_refused: IntCounterVec,
     invalid: Arc<OperationMetrics>,
@@ -238,6 +239,11 @@ impl Metrics {
             "Bytes in-flight requests hold against the memory budget (subgraph bodies, entity copies, responses until sent).",
         )
         .expect("valid metric");
+        let memory_reserved = IntGauge::new(
+            "graphfleet_memory_reserved_bytes",
+            "Bytes admitted requests reserved against the memory budget: what their operations took before.",
+        )
+        .expect("valid metric");
         let memory_limit = IntGauge::new(
             "graphfleet_memory_inflight_limit_bytes",
             "The memory budget of in-flight requests (limits.max_inflight_bytes, or derived).",
@@ -265,6 +271,7 @@ impl Metrics {
             Box::new(supergraph_info.clone()),
             Box::new(reloads.clone()),
             Box::new(memory_held.clone()),
+            Box::new(memory_reserved.clone()),
             Box::new(memory_limit.clone()),
             Box::new(memory_refused.clone()),
             Box::new(subscriptions.open.clone()),
@@ -298,6 +305,7 @@ impl Metrics {
             anonymous: Series::new(ANONYMOUS, &families, true),
             labels: Labels::new(families),
             memory_held,
+            memory_reserved,
             memory_limit,
             memory_refused,
             invalid,
@@ -373,6 +381,7 @@ impl Metrics {
     pub fn set_memory(&self, budget: &MemoryBudget) {
         let gauge = |bytes: usize| i64::try_from(bytes).unwrap_or(i64::MAX);
         self.memory_held.set(gauge(budget.held()));
+        self.memory_reserved.set(gauge(budget.reserved()));
         self.memory_limit.set(gauge(budget.limit()));
         let (new, running) = budget.refusals();
         for (when, total) in [("new", new), ("running", running)] {
