@@ -22,6 +22,9 @@ pub struct Part {
     pub field_errors: bool,
     /// The last payload (`hasNext: false`).
     pub last: bool,
+    /// Its charge against the memory budget, held while it waits for the client: the
+    /// transport keeps it until the payload is written.
+    pub memory: Option<crate::memory::Charge>,
 }
 
 /// Execute the plan, handing each payload to `sink` as soon as it can be written; a
@@ -155,18 +158,18 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
         errors.extend(in_plan_order(ctx.plan, fetch_errors, |i| {
             done[i] && payloads_of(ctx, i) & PRIMARY != 0
         }));
-        // Charged while written; once handed to the sink a payload is the transport's.
+        // Charged while written and until sent (the transport drops it with the bytes).
         let charge = ctx.memory.budget().charge();
         let (mut body, points) =
             writer(ctx, store, &mut errors, &charge).write_initial(Some(Store::ROOT));
         self.field_errors |= !errors.is_empty();
         self.points = points;
         body.push(b',');
-        self.finish(body)
+        self.finish(body, charge)
     }
 
     /// `body` closed with `"hasNext":…}`: false once no deferred fragment is left.
-    fn finish(&self, mut body: Vec<u8>) -> Part {
+    fn finish(&self, mut body: Vec<u8>, charge: crate::memory::Charge) -> Part {
         let last = self.points.is_empty();
         body.extend_from_slice(if last {
             b"\"hasNext\":false}"
@@ -177,6 +180,7 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
             body,
             field_errors: self.field_errors,
             last,
+            memory: Some(charge),
         }
     }
 
@@ -219,7 +223,7 @@ impl<'c, 'a, T: Transport> Delivery<'c, 'a, T> {
             write_item(&mut body, ctx, point, data, errors);
         }
         body.extend_from_slice(b"],");
-        self.finish(body)
+        self.finish(body, charge)
     }
 }
 

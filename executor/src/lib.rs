@@ -55,8 +55,8 @@ pub const RESPONSE_TOO_LARGE: &str = crate::error::FetchError::REQUEST_RESPONSE_
 pub struct Executed {
     pub body: Vec<u8>,
     pub field_errors: bool,
-    /// Subgraph bytes read and entity copies charged: with the body, what the request
-    /// took (the next request of its operation reserves that much).
+    /// Subgraph bytes read, entity copies charged and the parsed values' heap: with the
+    /// body, what the request took (the next request of its operation reserves that).
     pub received: usize,
 }
 
@@ -77,7 +77,7 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     introspection(ctx, &mut store, &mut errors);
     let mut executed = write_final(ctx, &store, errors);
-    executed.received = received;
+    executed.received = received.saturating_add(store.heap_bytes());
     // The store and the subgraph bodies it kept are freed: only the answer is held.
     drop(store);
     ctx.memory.release_to(executed.body.len());
@@ -103,7 +103,7 @@ pub async fn execute_event<T: Transport>(ctx: &ExecutionContext<'_, T>, event: B
     .await;
     let errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     let mut executed = write_final(ctx, &store, errors);
-    executed.received = received;
+    executed.received = received.saturating_add(store.heap_bytes());
     drop(store);
     ctx.memory.release_to(executed.body.len());
     executed
@@ -354,9 +354,18 @@ fn absorb<T: Transport>(
             // One answer may be copied into thousands of objects: count them too.
             let copies = p.targets.iter().map(Vec::len).sum::<usize>();
             let work = bytes.len().saturating_add(copies.saturating_mul(64));
+            let parsed_before = store.heap_bytes();
             let merged = offload::run(work, || {
                 fetch::merge(fetch, ctx.plan, p, &bytes, store, errors, budget)
             });
+            // The values parsed from it weigh several times its text: charged too.
+            let parsed = store.heap_bytes().saturating_sub(parsed_before);
+            if let Err(e) = ctx.memory.try_add(parsed) {
+                *received = ctx.max_response_bytes.saturating_add(1);
+                ctx.memory.cut();
+                let message = format!("storing the answer of '{}': {e}", fetch.subgraph_name);
+                return failed(errors, memory::MEMORY_BUDGET_EXCEEDED, message);
+            }
             match merged {
                 Ok(charged) => *received += charged,
                 Err(fetch::NotMerged::TooLarge(needed)) => {

@@ -69,6 +69,14 @@ type Query
   @join__type(graph: BIG)
 {
   blob: [String!]!
+  items: [Item!]!
+}
+
+type Item
+  @join__type(graph: BIG)
+{
+  id: ID!
+  name: String!
 }
 "#;
 
@@ -79,22 +87,37 @@ fn big_body() -> Bytes {
     Bytes::from(serde_json::to_vec(&serde_json::json!({ "data": { "blob": blob } })).expect("JSON"))
 }
 
-/// A subgraph on loopback answering every request with [`big_body`]; its base URL.
+/// `{"data":{"items":[{"id":"…","name":"…"},…]}}`: ~2 MiB of small objects, whose
+/// parsed values weigh several times their text.
+fn objects_body() -> Bytes {
+    let items: Vec<_> = (0..50_000)
+        .map(|i| serde_json::json!({ "id": i.to_string(), "name": "n" }))
+        .collect();
+    Bytes::from(
+        serde_json::to_vec(&serde_json::json!({ "data": { "items": items } })).expect("JSON"),
+    )
+}
+
+/// A subgraph on loopback answering every request with [`big_body`] (at `/objects`,
+/// [`objects_body`]); its base URL.
 async fn big_subgraph() -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind an ephemeral loopback port");
     let base = format!("http://{}", listener.local_addr().expect("bound address"));
-    let body = big_body();
+    let (body, objects) = (big_body(), objects_body());
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let body = body.clone();
+            let (body, objects) = (body.clone(), objects.clone());
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<hyper::body::Incoming>| {
-                    let body = body.clone();
+                    let body = match req.uri().path() {
+                        "/objects" => objects.clone(),
+                        _ => body.clone(),
+                    };
                     async move {
                         let chunked = req.uri().path() == "/chunked";
                         let _ = req.into_body().collect().await;
@@ -399,6 +422,50 @@ async fn a_burst_of_an_operation_known_to_be_big_is_refused_at_the_door_not_cut(
     held_drops_to_zero(&client, &gateway).await;
     let reserved = metric(&client, &gateway, "graphfleet_memory_reserved_bytes", None).await;
     assert_eq!(reserved, 0.0, "reservations are given back");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parsed_values_count_against_the_budget() {
+    // ~1.4 MiB of small objects: body and response fit a 6 MiB budget many times over,
+    // the values parsed from them (~5× their text) do not.
+    let settings = [
+        "limits.max_response_bytes=3MiB",
+        "limits.max_inflight_bytes=6MiB",
+    ];
+    let gateway = gateway("memory-parsed", "/objects", &settings).await;
+    let client = support::client();
+    let url = gateway.url("/graphql");
+    let query = "{ items { id name } }";
+    let reply = support::post_graphql(&client, &url, query, serde_json::json!({})).await;
+    assert_eq!(reply.status, 200);
+    let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
+    let error = &body["errors"][0];
+    assert_eq!(
+        error["extensions"]["code"], "MEMORY_BUDGET_EXCEEDED",
+        "{error}"
+    );
+    let message = error["message"].as_str().expect("a message");
+    assert!(
+        message.starts_with("storing the answer of 'big'"),
+        "{message}"
+    );
+    held_drops_to_zero(&client, &gateway).await;
+    // With room for them, the same operation is answered whole.
+    let roomy = [
+        "limits.max_response_bytes=3MiB",
+        "limits.max_inflight_bytes=64MiB",
+    ];
+    let gateway = self::gateway("memory-parsed-roomy", "/objects", &roomy).await;
+    let reply = support::post_graphql(
+        &client,
+        &gateway.url("/graphql"),
+        query,
+        serde_json::json!({}),
+    )
+    .await;
+    let body: serde_json::Value = serde_json::from_slice(&reply.body).expect("JSON");
+    assert!(body.get("errors").is_none(), "{:.300}", body.to_string());
+    assert_eq!(body["data"]["items"].as_array().map(Vec::len), Some(50_000));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -103,6 +103,9 @@ pub struct Store {
     /// every other missing field, see the writer).
     #[cfg(debug_assertions)]
     answered_null: rustc_hash::FxHashSet<ObjId>,
+    /// Field slots allocated for objects as they were stored (parsed): with the
+    /// arenas, what [`Self::heap_bytes`] counts. Merges are charged by what they copy.
+    stored_fields: usize,
 }
 
 impl Store {
@@ -245,6 +248,18 @@ impl Store {
 
     pub const ROOT: ObjId = ObjId(0);
 
+    /// Heap bytes of the parsed values: the object table, the fields objects were
+    /// stored with, list items and decoded text (the kept bodies are charged apart, as
+    /// they are read). A sum of a few capacities, so cheap to ask after every fetch.
+    pub fn heap_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.objects.capacity() * size_of::<Object>()
+            + self.stored_fields * size_of::<(KeyId, Value)>()
+            + (self.lists.capacity() + self.items.capacity()) * size_of::<Value>()
+            + self.fields.capacity() * size_of::<(KeyId, Value)>()
+            + self.text.capacity()
+    }
+
     pub fn object(&self, id: ObjId) -> &Object {
         &self.objects[id.0 as usize]
     }
@@ -254,6 +269,7 @@ impl Store {
     }
 
     pub(super) fn alloc(&mut self, object: Object) -> ObjId {
+        self.stored_fields += object.fields.capacity() + object.extra.capacity();
         let id = ObjId(self.objects.len() as u32);
         self.objects.push(object);
         id

@@ -71,7 +71,8 @@ pub(super) fn response(incremental: Incremental) -> Response<HandlerBody> {
     r
 }
 
-/// One part, framed up to the next delimiter; the last one closes the body too.
+/// One part, framed up to the next delimiter; the last one closes the body too. Its
+/// memory charge goes with the bytes, released once they are written.
 fn frame(part: Part) -> Bytes {
     let mut out =
         Vec::with_capacity(PART_HEADER.len() + part.body.len() + DELIMITER.len() + END.len());
@@ -81,7 +82,10 @@ fn frame(part: Part) -> Bytes {
     if part.last {
         out.extend_from_slice(END);
     }
-    Bytes::from(out)
+    match part.memory {
+        Some(charge) => crate::executor::response::buffers::charged(Bytes::from(out), charge),
+        None => Bytes::from(out),
+    }
 }
 
 /// The body the GraphQL handler answers with: whole, or a stream of parts.
@@ -206,5 +210,22 @@ mod tests {
         assert!(!takes("application/json"));
         assert!(!takes("*/*"));
         assert!(!accepts_defer(None));
+    }
+
+    #[test]
+    fn a_framed_part_holds_its_memory_charge_until_its_bytes_are_dropped() {
+        let budget = crate::executor::memory::MemoryBudget::new(1 << 20);
+        let charge = budget.charge();
+        charge.try_add(1000).expect("room");
+        let part = super::Part {
+            body: vec![b'x'; 1000],
+            field_errors: false,
+            last: false,
+            memory: Some(charge),
+        };
+        let bytes = super::frame(part);
+        assert_eq!(budget.held(), 1000, "held while the part waits to be written");
+        drop(bytes);
+        assert_eq!(budget.held(), 0);
     }
 }

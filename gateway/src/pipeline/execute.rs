@@ -102,6 +102,7 @@ pub(crate) async fn incremental<T: Transport>(
                 body,
                 field_errors: true,
                 last: true,
+                memory: None,
             });
         }
     };

@@ -4,6 +4,7 @@
 use super::subscriber::Subscription;
 use super::{Closing, Event, RELOAD, SHUTDOWN, Subscriptions, errors};
 use crate::executor::execute_event;
+use crate::executor::response::buffers::into_charged_bytes;
 use crate::executor::subscription::{self as upstream, Protocol, Upstream};
 use crate::executor::transport::Transport;
 use crate::pipeline::operation::Started;
@@ -126,17 +127,18 @@ impl Subscriptions {
         let Ok(plan) = &started.variant.plan else {
             return end(None);
         };
-        // Charged while an event is completed; released once it is handed on.
-        let memory = started.memory.charge();
-        let ctx = started.context(plan, &*transport, max_response_bytes, &memory);
         loop {
             tokio::select! {
                 event = events.next() => match event {
                     Some(Ok(event)) => {
+                        // Charged while completed, and while it waits in subscribers'
+                        // queues: the charge goes with its bytes.
+                        let memory = started.memory.charge();
+                        let ctx = started.context(plan, &*transport, max_response_bytes, &memory);
                         let executed = Box::pin(execute_event(&ctx, event)).await;
                         self.metrics.events.inc();
-                        let _ = tx.send(Arc::new(Event::Next(Bytes::from(executed.body))));
-                        memory.release_to(0);
+                        let body = into_charged_bytes(executed.body, memory);
+                        let _ = tx.send(Arc::new(Event::Next(body)));
                     }
                     Some(Err(e)) => return end(Some(errors(e.code, &e.message))),
                     None => return end(None),

@@ -259,3 +259,22 @@ fn every_byte_position_of_the_fast_path() {
         assert!(parse(&text).is_err(), "control character at {at}");
     }
 }
+
+#[test]
+fn parsed_values_weigh_a_few_times_their_text() {
+    // Lists of small objects, the shape of entity answers: the store's values take
+    // several times the text they came from, which is why the budget charges them.
+    let item = r#"{"id":"1234","name":"a product name","a":12,"b":{"id":"u1"}}"#;
+    let text = format!(r#"{{"data":{{"a":[{}]}}}}"#, vec![item; 10_000].join(","));
+    let keys = keys();
+    let mut store = Store::with_root();
+    let body = Bytes::copy_from_slice(text.as_bytes());
+    let source = store.keep(&body);
+    let text = std::str::from_utf8(&body).expect("UTF-8");
+    response(text, source, &mut store, &keys).expect("valid");
+    let ratio = store.heap_bytes() as f64 / body.len() as f64;
+    assert!(
+        (1.5..8.0).contains(&ratio),
+        "parsed values weigh {ratio:.2}× their text"
+    );
+}
