@@ -376,9 +376,11 @@ pub struct LimitsConfig {
     #[schemars(schema_with = "crate::schema::size")]
     pub max_response_bytes: usize,
     /// Memory all in-flight requests may hold together (bytes, or with a unit): the
-    /// subgraph bodies they read, entity copies and the responses being written, until
-    /// sent. A new request gets 503 while less than `max_response_bytes` of it is free;
-    /// a running request that would pass it fails with `MEMORY_BUDGET_EXCEEDED`.
+    /// subgraph bodies they read, entity copies, the values parsed from them and the
+    /// responses being written, until sent. A new request gets 503 while less than
+    /// `max_response_bytes` of it is free, or while an operation known to take more
+    /// does not fit beside what is held or reserved; a running request that would pass
+    /// it fails with `MEMORY_BUDGET_EXCEEDED`.
     /// `0` (the default): half the container's memory limit, or 1GiB without one; never
     /// below twice `max_response_bytes`, which one request may hold. Set, it must be
     /// at least that.
