@@ -398,6 +398,13 @@ pub struct LimitsConfig {
     #[serde(deserialize_with = "size::deserialize")]
     #[schemars(schema_with = "crate::schema::size")]
     pub plan_cache_bytes: usize,
+    /// Largest HTTP/2 request header list (bytes, or with a unit; as HTTP/2 counts it:
+    /// names, values and 32 bytes per field), advertised to clients in SETTINGS. The
+    /// default takes the longest GET URI HTTP/1 takes and 16 KiB of other headers; a
+    /// bigger list gets the HTTP/2 library's 431 with no body. 1KiB to 16MiB.
+    #[serde(deserialize_with = "size::deserialize")]
+    #[schemars(schema_with = "crate::schema::size")]
+    pub http2_max_header_list_bytes: usize,
 }
 
 impl LimitsConfig {
@@ -429,6 +436,7 @@ impl Default for LimitsConfig {
             introspection: true,
             max_introspection_values: Some(1_000_000),
             plan_cache_bytes: 16 * 1024 * 1024,
+            http2_max_header_list_bytes: 65_534 + 16 * 1024,
         }
     }
 }

@@ -230,6 +230,12 @@ fn limits(config: &Config, report: &mut impl FnMut(&[&str], String)) {
             "must be at least 1".to_owned(),
         );
     }
+    if !(1024..=16 * 1024 * 1024).contains(&limits.http2_max_header_list_bytes) {
+        report(
+            &["limits", "http2_max_header_list_bytes"],
+            "must be from 1KiB to 16MiB".to_owned(),
+        );
+    }
     if limits.max_body_bytes == 0 {
         report(
             &["limits", "max_body_bytes"],
@@ -378,6 +384,15 @@ mod tests {
         let (path, why) = &validate(&config)[0];
         assert_eq!(path, &["limits", "max_inflight_bytes"]);
         assert!(why.contains("33554432 bytes"), "{why}");
+    }
+
+    #[test]
+    fn the_http2_header_list_is_held_to_a_sane_range() {
+        let mut config = Config::default();
+        for (bytes, problems) in [(1024, 0), (16 << 20, 0), (1023, 1), ((16 << 20) + 1, 1)] {
+            config.limits.http2_max_header_list_bytes = bytes;
+            assert_eq!(validate(&config).len(), problems, "{bytes}");
+        }
     }
 
     #[test]

@@ -550,3 +550,32 @@ async fn get_query_string_up_to_the_uri_cap() {
     let reply = support::request(&env.client, "GET", &long, &headers, Vec::new()).await;
     assert_eq!(reply.status, 200);
 }
+
+/// `limits.http2_max_header_list_bytes` is what HTTP/2 clients are told and held to: a
+/// header list past it gets 431 (the HTTP/2 library's, bodiless), one under it is served.
+#[tokio::test]
+async fn http2_header_lists_are_held_to_the_setting() {
+    let env = env(LimitsConfig {
+        http2_max_header_list_bytes: 8 * 1024,
+        ..LimitsConfig::default()
+    })
+    .await;
+    let h2 = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .http2_only(true)
+        .build_http();
+    let body = serde_json::to_vec(&json!({ "query": "{ users { name } }" })).expect("JSON");
+    let small = "x".repeat(4 * 1024);
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-pad", small.as_str()),
+    ];
+    let reply = support::request(&h2, "POST", &env.url, &headers, body.clone()).await;
+    assert_eq!(reply.status, 200);
+    let large = "x".repeat(12 * 1024);
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-pad", large.as_str()),
+    ];
+    let reply = support::request(&h2, "POST", &env.url, &headers, body).await;
+    assert_eq!(reply.status, 431);
+}

@@ -224,7 +224,11 @@ mod tests {
             memory: Some(charge),
         };
         let bytes = super::frame(part);
-        assert_eq!(budget.held(), 1000, "held while the part waits to be written");
+        assert_eq!(
+            budget.held(),
+            1000,
+            "held while the part waits to be written"
+        );
         drop(bytes);
         assert_eq!(budget.held(), 0);
     }

@@ -9,7 +9,7 @@
 
 use super::admission::{Admission, Admitted};
 use super::handle;
-use super::head_errors::{ExplainHeadErrors, MAX_HEAD_BYTES, MAX_URI_BYTES};
+use super::head_errors::{ExplainHeadErrors, MAX_HEAD_BYTES};
 use super::idle::{Activity, Tracked};
 use super::layers::HttpLayers;
 use crate::gateway::Gateway;
@@ -322,6 +322,7 @@ where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let header_read_timeout = gateway.config.traffic.header_read_timeout;
+    let h2_header_list = gateway.config.limits.http2_max_header_list_bytes;
     let max_age = gateway.config.traffic.max_connection_age.map(spread);
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |mut req: hyper::Request<_>| {
@@ -359,18 +360,16 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(header_read_timeout)
         .max_buf_size(MAX_HEAD_BYTES);
-    // A GET's query string may be as long over HTTP/2 as over HTTP/1 (h2's default
-    // header list is 16 KiB): the longest URI and 16 KiB of other headers.
+    // By default a GET's query string may be as long over HTTP/2 as over HTTP/1 (h2's
+    // own default header list is 16 KiB): the longest URI and 16 KiB of other headers.
     builder
         .http2()
-        .max_header_list_size(H2_MAX_HEADER_LIST_BYTES);
+        .max_header_list_size(u32::try_from(h2_header_list).unwrap_or(u32::MAX));
     builder
         // Upgrades: WebSocket subscriptions take the connection over.
         .serve_connection_with_upgrades(TokioIo::new(ExplainHeadErrors::new(io)), service)
         .into_owned()
 }
-
-const H2_MAX_HEADER_LIST_BYTES: u32 = (MAX_URI_BYTES + 16 * 1024) as u32;
 
 /// `age` shortened by up to a tenth, differently per connection, so connections opened
 /// together (a client's pool) do not all reconnect on the same request.
