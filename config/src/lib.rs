@@ -12,6 +12,7 @@ mod http;
 pub mod manifest;
 mod persisted;
 mod proxies;
+mod resilience;
 mod schema;
 mod size;
 mod subscription;
@@ -28,6 +29,7 @@ pub use http::{
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
 pub use proxies::{ClientAddressHeader, TrustedProxies};
+pub use resilience::{CircuitBreakerConfig, ResilienceConfig, RetryConfig};
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
@@ -240,6 +242,9 @@ pub struct TrafficConfig {
     /// because on a cluster network compressing costs both sides more CPU than the
     /// saved bytes are worth.
     pub accept_compressed_responses: bool,
+    /// Retries, circuit breaking and a concurrency limit, per subgraph (each subgraph
+    /// has its own breaker and budget); all off by default.
+    pub resilience: ResilienceConfig,
 }
 
 /// `traffic.http2`, `subgraphs.<name>.http2`.
@@ -287,6 +292,7 @@ impl Default for TrafficConfig {
             http2: Http2Mode::default(),
             compress_requests: RequestCompression::default(),
             accept_compressed_responses: false,
+            resilience: ResilienceConfig::default(),
         }
     }
 }
@@ -310,6 +316,8 @@ pub struct SubgraphConfig {
     pub compress_requests: Option<RequestCompression>,
     /// `Accept-Encoding` override.
     pub accept_compressed_responses: Option<bool>,
+    /// Replaces `traffic.resilience` for this subgraph, whole.
+    pub resilience: Option<ResilienceConfig>,
     /// Header rules for this subgraph, applied after `headers.rules`.
     #[schemars(length(max = 64))]
     pub headers: Vec<HeaderRule>,

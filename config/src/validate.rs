@@ -91,7 +91,19 @@ pub fn validate(config: &Config) -> Problems {
         if let Some(timeout) = subgraph.timeout {
             positive(&mut report, &["subgraphs", name, "timeout"], timeout);
         }
+        if let Some(resilience) = &subgraph.resilience {
+            crate::resilience::validate(
+                resilience,
+                &["subgraphs", name, "resilience"],
+                &mut report,
+            );
+        }
     }
+    crate::resilience::validate(
+        &config.traffic.resilience,
+        &["traffic", "resilience"],
+        &mut report,
+    );
     for (i, name) in config.headers.propagate.iter().enumerate() {
         if let Err(why) = propagatable(name) {
             report(&["headers", "propagate", &i.to_string()], why);

@@ -11,6 +11,7 @@ pub mod memory;
 pub mod metrics;
 pub mod offload;
 mod propagation;
+pub mod resilience;
 pub mod response;
 pub mod subscription;
 pub mod transport;

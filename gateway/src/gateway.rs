@@ -231,7 +231,8 @@ impl<T: Transport> Gateway<T> {
         let state = self.state();
         let served = state.as_ref().map(|s| &s.supergraph.hash);
         let status = self.lifecycle.reload_status();
-        crate::telemetry::render_metrics(&self.metrics, served, &status, &self.memory)
+        let resilience = self.transport.resilience_stats();
+        crate::telemetry::render_metrics(&self.metrics, served, &status, &self.memory, &resilience)
     }
 
     /// Run one request (`@defer` and subscriptions are not honoured: see

@@ -16,6 +16,7 @@ pub use load::{
 };
 pub use tls::server_config;
 
+use graphfleet_executor::resilience::{BreakerPolicy, ResiliencePolicy, RetryPolicy};
 use graphfleet_executor::transport::{FetchPolicy, Http2, HttpTransport, RequestEncoding};
 
 /// The subgraph transport: `traffic` timeouts, deduplication, TLS, HTTP version and
@@ -31,6 +32,7 @@ pub fn transport(config: &Config) -> HttpTransport {
         http2: http2(traffic.http2),
         compress_requests: encoding(traffic.compress_requests),
         accept_compressed: traffic.accept_compressed_responses,
+        resilience: resilience(&traffic.resilience),
     };
     let per_subgraph: Vec<_> = config
         .subgraphs
@@ -48,11 +50,37 @@ pub fn transport(config: &Config) -> HttpTransport {
                 accept_compressed: sg
                     .accept_compressed_responses
                     .unwrap_or(default.accept_compressed),
+                resilience: sg
+                    .resilience
+                    .as_ref()
+                    .map_or_else(|| default.resilience.clone(), resilience),
             };
             (name.clone(), policy)
         })
         .collect();
     HttpTransport::new(default, per_subgraph)
+}
+
+/// `traffic.resilience` or a subgraph's: only what is switched on becomes a policy.
+fn resilience(config: &graphfleet_config::ResilienceConfig) -> ResiliencePolicy {
+    let retry = &config.retry;
+    let breaker = &config.circuit_breaker;
+    ResiliencePolicy {
+        retry: (retry.attempts > 0).then_some(RetryPolicy {
+            attempts: retry.attempts,
+            backoff: retry.backoff,
+            max_backoff: retry.max_backoff,
+            budget_ratio: retry.budget_ratio,
+            min_per_second: retry.min_per_second,
+        }),
+        breaker: breaker.enabled.then_some(BreakerPolicy {
+            error_ratio: breaker.error_ratio,
+            min_fetches: breaker.min_fetches,
+            window: breaker.window,
+            open_for: breaker.open_for,
+        }),
+        max_concurrent: config.max_concurrent_fetches,
+    }
 }
 
 /// The limits operations are prepared under.

@@ -72,6 +72,7 @@ impl Drop for InFlight {
 
 pub struct Metrics {
     registry: Registry,
+    pub(crate) resilience: super::resilience::ResilienceMetrics,
     fetches: IntCounterVec,
     fetch_errors: IntCounterVec,
     fetch_duration: HistogramVec,
@@ -293,6 +294,7 @@ impl Metrics {
             INVALID, &families, true,
         )));
         Self {
+            resilience: super::resilience::ResilienceMetrics::new(&registry),
             registry,
             fetches,
             fetch_errors,

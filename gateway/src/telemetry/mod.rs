@@ -3,6 +3,7 @@
 
 mod labels;
 pub mod metrics;
+mod resilience;
 pub mod tracing;
 
 pub use metrics::{Metrics, RequestOutcome};
@@ -68,12 +69,14 @@ impl Drop for RequestRecorder<'_> {
 }
 
 /// The Prometheus text of `metrics`, with the values read at scrape time (served
-/// supergraph, reload counts, the memory budget) brought up to date first.
+/// supergraph, reload counts, the memory budget, subgraph resilience) brought up to
+/// date first.
 pub fn render_metrics(
     metrics: &Metrics,
     served_hash: Option<&[u8; 32]>,
     status: &ReloadStatus,
     memory: &crate::executor::memory::MemoryBudget,
+    resilience: &[(String, crate::executor::resilience::GuardStats)],
 ) -> String {
     match served_hash {
         Some(hash) => metrics.set_supergraph(&crate::supergraph::hex(hash)),
@@ -81,5 +84,6 @@ pub fn render_metrics(
     }
     metrics.set_reloads(status.successful_reloads, status.failed_reloads);
     metrics.set_memory(memory);
+    metrics.resilience.set(resilience);
     metrics.encode()
 }

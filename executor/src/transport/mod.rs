@@ -4,11 +4,12 @@
 use crate::dedup::{DedupKey, InFlight};
 /// Kept importable from here, where transports are written.
 pub use crate::error::FetchError;
-use crate::memory::{Charge, MEMORY_BUDGET_EXCEEDED, MemoryBudget};
+use crate::memory::MemoryBudget;
+use crate::resilience::{Guards, ResiliencePolicy};
 use bytes::Bytes;
 use graphfleet_federation::meta::SubgraphId;
 use http::header::ACCEPT_ENCODING;
-use http_body_util::{BodyExt, Full};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -18,6 +19,9 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tower_http::decompression::Decompression;
+
+mod exchange;
+use exchange::{Cap, call, copy_request};
 
 /// One subgraph request as the executor hands it to a transport.
 pub struct SubgraphRequest<'a> {
@@ -44,10 +48,15 @@ pub trait Transport: Send + Sync + 'static {
         &self,
         request: SubgraphRequest<'_>,
     ) -> impl Future<Output = Result<Bytes, FetchError>> + Send;
+
+    /// Retries and breaker counts per subgraph whose resilience is on (for metrics).
+    fn resilience_stats(&self) -> Vec<(String, crate::resilience::GuardStats)> {
+        Vec::new()
+    }
 }
 
 /// How to fetch from one subgraph.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FetchPolicy {
     /// Longest a fetch may take, connecting included.
     pub timeout: Duration,
@@ -65,6 +74,8 @@ pub struct FetchPolicy {
     /// Send `Accept-Encoding: gzip, br, zstd` (else `identity`). A response that is
     /// compressed anyway is decoded either way.
     pub accept_compressed: bool,
+    /// Retries, circuit breaking and a concurrency limit; inactive by default.
+    pub resilience: ResiliencePolicy,
 }
 
 /// The HTTP version towards a subgraph.
@@ -263,6 +274,8 @@ pub struct HttpTransport {
     default: Route,
     per_subgraph: Arc<FxHashMap<String, Route>>,
     in_flight: InFlight,
+    /// Per-subgraph breakers, budgets and slots, for routes whose resilience is on.
+    guards: Arc<Guards>,
 }
 
 impl HttpTransport {
@@ -304,6 +317,7 @@ impl HttpTransport {
             default,
             per_subgraph: Arc::new(per_subgraph),
             in_flight: InFlight::default(),
+            guards: Arc::default(),
         }
     }
 
@@ -318,6 +332,10 @@ impl HttpTransport {
 }
 
 impl Transport for HttpTransport {
+    fn resilience_stats(&self) -> Vec<(String, crate::resilience::GuardStats)> {
+        self.guards.stats()
+    }
+
     async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
         let route = self.route(request.name);
         let client = route
@@ -358,16 +376,43 @@ impl Transport for HttpTransport {
             .body(Full::new(body))
             .map_err(|e| FetchError::http(format!("invalid subgraph request: {e}")))?;
         let budget_binds = request.budget_bytes < policy.max_response_bytes;
-        let call = call(
-            client.clone(),
-            http_request,
-            policy.timeout,
-            Cap {
-                bytes: policy.max_response_bytes.min(request.budget_bytes),
-                charge: request.memory.charge(),
-            },
-            policy.http2,
-        );
+        let cap_bytes = policy.max_response_bytes.min(request.budget_bytes);
+        let (timeout, http2) = (policy.timeout, policy.http2);
+        let call = match policy.resilience.is_active() {
+            false => {
+                let cap = Cap {
+                    bytes: cap_bytes,
+                    charge: request.memory.charge(),
+                };
+                futures::future::Either::Left(call(
+                    client.clone(),
+                    http_request,
+                    timeout,
+                    cap,
+                    http2,
+                ))
+            }
+            true => {
+                let guard = self.guards.get(request.name, &policy.resilience);
+                let (client, memory) = (client.clone(), request.memory.clone());
+                let attempt = move |timeout| {
+                    let cap = Cap {
+                        bytes: cap_bytes,
+                        charge: memory.charge(),
+                    };
+                    call(
+                        client.clone(),
+                        copy_request(&http_request),
+                        timeout,
+                        cap,
+                        http2,
+                    )
+                };
+                let name = request.name.to_owned();
+                let run = crate::resilience::run(guard, name, timeout, request.is_query, attempt);
+                futures::future::Either::Right(run)
+            }
+        };
         let result = match key {
             Some(key) => self.in_flight.run(key, call).await,
             None => call.await,
@@ -382,171 +427,4 @@ impl Transport for HttpTransport {
             other => other,
         }
     }
-}
-
-/// What a subgraph body may take: at most `bytes`, charged to `charge` as it arrives.
-struct Cap {
-    bytes: usize,
-    charge: Charge,
-}
-
-/// The whole body, at most `cap.bytes` (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
-/// past the limit), in one buffer: sized by `Content-Length` up front when there is
-/// one, so a large body is not gathered chunk by chunk and then copied again into one
-/// piece. Without it the frames are kept as they come and joined once at the end:
-/// growing one buffer would leave each smaller one it outgrew with the allocator.
-///
-/// The body is charged to the memory budget as it is read: all of an announced
-/// `Content-Length` at once, else frame by frame. Without room, the read stops with
-/// `MEMORY_BUDGET_EXCEEDED`; the body that is read carries its charge until dropped.
-///
-/// For a compressed response `body` is the decoding body: the cap counts decoded
-/// bytes (a small gzip bomb stops at `max`), and its size hint is unknown, so the
-/// compressed `Content-Length` neither rejects nor sizes the buffer.
-async fn read_body<B>(body: B, cap: Cap) -> Result<Bytes, FetchError>
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<tower_http::BoxError>,
-{
-    use crate::response::buffers;
-    use hyper::body::Body as _;
-    let max = cap.bytes;
-    let mut body = std::pin::pin!(body);
-    let too_large = || FetchError {
-        code: FetchError::RESPONSE_TOO_LARGE,
-        message: format!("subgraph response larger than {max} bytes"),
-    };
-    let over_memory = |e: crate::memory::OverBudget| FetchError {
-        code: MEMORY_BUDGET_EXCEEDED,
-        message: e.to_string(),
-    };
-    let announced = body.size_hint().exact().map(|n| n as usize);
-    if announced.is_some_and(|n| n > max) {
-        return Err(too_large());
-    }
-    let charge = cap.charge;
-    if let Some(n) = announced {
-        charge.try_add(n).map_err(over_memory)?;
-    }
-    // A big body goes into a buffer an earlier one left (see `response::buffers`).
-    let mut sized = announced.map(|n| buffers::BYTES.take(n));
-    let mut frames = Vec::new();
-    let mut len = 0usize;
-    while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| {
-            let e: tower_http::BoxError = e.into();
-            FetchError::http(format!("reading response body: {}", error_chain(&*e)))
-        })?;
-        if let Ok(data) = frame.into_data() {
-            len += data.len();
-            if len > max {
-                return Err(too_large());
-            }
-            if len > charge.bytes() {
-                charge.try_add(len - charge.bytes()).map_err(over_memory)?;
-            }
-            match &mut sized {
-                Some(buf) => buf.extend_from_slice(&data),
-                None => frames.push(data),
-            }
-        }
-    }
-    charge.release_to(len);
-    let buf = match sized {
-        Some(buf) => buf,
-        None if frames.len() == 1 => {
-            let only = frames.pop().expect("one frame");
-            return Ok(buffers::charged(only, charge));
-        }
-        None => {
-            // Each frame is dropped once copied, so the join needs no charge of its own.
-            let mut joined = buffers::BYTES.take(len);
-            for frame in frames {
-                joined.extend_from_slice(&frame);
-            }
-            joined
-        }
-    };
-    Ok(buffers::into_charged_bytes(buf, charge))
-}
-
-/// One HTTP exchange bounded by `timeout`; owns everything so followers can share it.
-fn call(
-    client: HttpClient,
-    request: hyper::Request<Full<Bytes>>,
-    timeout: Duration,
-    cap: Cap,
-    http2: Http2,
-) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
-    use tower_service::Service as _;
-    let mut client = client;
-    let exchange = async move {
-        // Always ready (the pool waits for a connection inside the call).
-        std::future::poll_fn(|cx| client.poll_ready(cx))
-            .await
-            .map_err(|e| FetchError::http(error_chain(&e)))?;
-        let response = client.call(request).await.map_err(|e| {
-            let mut message = error_chain(&e);
-            // What an HTTP/1.1 client reads from an h2c-only server is not a
-            // response; hyper's "invalid HTTP version" alone does not say why.
-            // When the server's SETTINGS frame arrives before the request is
-            // written, the connection closes first and hyper reports it as
-            // "connection was not ready" instead.
-            if http2 == Http2::Off && is_h2_server_symptom(&e) {
-                message
-                    .push_str(" (if the subgraph speaks only HTTP/2, set http2: prior_knowledge)");
-            }
-            FetchError::http(message)
-        })?;
-        let status = response.status();
-        crate::propagation::record_status(status.as_u16());
-        let body = read_body(response.into_body(), cap).await?;
-        // A failed status with a GraphQL body still carries errors worth merging.
-        if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
-            return Err(FetchError::http(format!(
-                "subgraph responded with status {status}"
-            )));
-        }
-        Ok(body)
-    };
-    async move {
-        tokio::time::timeout(timeout, exchange)
-            .await
-            .unwrap_or_else(|_| {
-                Err(FetchError {
-                    code: FetchError::TIMEOUT,
-                    message: format!("timed out after {timeout:?}"),
-                })
-            })
-    }
-}
-
-/// Whether the server sent something other than an HTTP/1.1 response: bytes hyper
-/// could not parse, bytes on an idle connection (reported without a predicate,
-/// hence the message test), or a connection closed by them before the request was
-/// written (canceled).
-fn is_h2_server_symptom(e: &(dyn std::error::Error + 'static)) -> bool {
-    let mut source = Some(e);
-    while let Some(e) = source {
-        let unparsable = e.downcast_ref::<hyper::Error>().is_some_and(|e| {
-            e.is_parse() || e.is_canceled() || e.to_string().contains("unexpected message")
-        });
-        if unparsable {
-            return true;
-        }
-        source = e.source();
-    }
-    false
-}
-
-/// `error: cause: cause`, so "connection reset" is not hidden behind "client error".
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
 }
