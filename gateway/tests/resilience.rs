@@ -56,6 +56,7 @@ type Mutation @join__type(graph: S) {
 const OK: u32 = 0;
 const FAIL: u32 = 1;
 const SLOW: u32 = 2;
+const HANG: u32 = 3;
 
 /// The subgraph: `mode` picks the answer; `failures_left` (with `mode` OK) fails that
 /// many requests first; `requests` counts every request, `most_at_once` the most in
@@ -78,7 +79,7 @@ impl Subgraph {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
                 .is_ok();
         match self.mode.load(Ordering::SeqCst) {
-            SLOW => None,
+            SLOW | HANG => None,
             _ if fail => {
                 let mut r = Response::new(Full::new(Bytes::from_static(b"unavailable")));
                 *r.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
@@ -92,6 +93,9 @@ impl Subgraph {
 
     /// The answer after 150 ms, counting how many wait at once.
     async fn slowly(&self) -> Response<Full<Bytes>> {
+        if self.mode.load(Ordering::SeqCst) == HANG {
+            return std::future::pending().await;
+        }
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.most_at_once.fetch_max(now, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(150)).await;
@@ -270,4 +274,26 @@ async fn fetches_past_the_concurrency_limit_wait_for_a_slot() {
     }
     assert_eq!(subgraph.requests(), 6);
     assert_eq!(subgraph.most_at_once.load(Ordering::SeqCst), 2, "two slots");
+}
+
+#[tokio::test]
+async fn a_hanging_subgraph_opens_the_breaker_through_its_timeouts() {
+    let mut r = ResilienceConfig::default();
+    r.circuit_breaker.enabled = true;
+    r.circuit_breaker.min_fetches = 2;
+    let (subgraph, gateway) = env(r, |c| {
+        c.traffic.subgraph_timeout = Duration::from_millis(200)
+    })
+    .await;
+    subgraph.mode.store(HANG, Ordering::SeqCst);
+    for _ in 0..2 {
+        assert_eq!(
+            code(&ask(&gateway, "{ hello }").await),
+            "SUBREQUEST_TIMEOUT"
+        );
+    }
+    // Failed at once: nothing more reaches the subgraph.
+    let answer = ask(&gateway, "{ hello }").await;
+    assert_eq!(code(&answer), "SUBREQUEST_CIRCUIT_OPEN", "{answer}");
+    assert_eq!(subgraph.requests(), 2);
 }
