@@ -445,9 +445,7 @@ async fn real_clients_graphql_ws_graphql_sse_and_apollo_client_get_the_oracles_e
             "--timeout-ms",
             "15000",
         ];
-        let Some(output) = support::node_tool(args.map(str::to_owned).to_vec()).await else {
-            return;
-        };
+        let output = support::node_tool(args.map(str::to_owned).to_vec()).await;
         let mut got = lines(&output);
         assert_eq!(
             got.pop(),
@@ -458,9 +456,7 @@ async fn real_clients_graphql_ws_graphql_sse_and_apollo_client_get_the_oracles_e
     }
     // Apollo Client over multipart HTTP (its results have `errors` null when none).
     let args = ["defer-client/subscription.mjs", &running.http, SUBSCRIPTION];
-    let Some(output) = support::node_tool(args.map(str::to_owned).to_vec()).await else {
-        return;
-    };
+    let output = support::node_tool(args.map(str::to_owned).to_vec()).await;
     let mut got = lines(&output);
     assert_eq!(got.pop(), Some(json!({ "done": "complete" })));
     let data: Vec<Value> = got

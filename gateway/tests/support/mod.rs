@@ -172,15 +172,16 @@ pub async fn try_post_graphql(
 }
 
 /// Runs `scripts/node-tool.sh` with `args` (a real npm client or oracle, pinned by its
-/// package-lock.json) off the async threads; `None` when npm is not installed.
-pub async fn node_tool(args: Vec<String>) -> Option<std::process::Output> {
+/// package-lock.json) off the async threads. npm is required: `scripts/test.sh`
+/// installs it (`scripts/host-packages.sh nodejs npm`).
+pub async fn node_tool(args: Vec<String>) -> std::process::Output {
     let npm = std::process::Command::new("npm").arg("--version").output();
-    if npm.is_err() {
-        println!("skipped: npm is not installed, so the client cannot run");
-        return None;
-    }
+    assert!(
+        npm.is_ok(),
+        "npm is not installed, so the real client cannot run: run scripts/test.sh, or scripts/host-packages.sh nodejs npm"
+    );
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts/node-tool.sh");
-    let output = tokio::task::spawn_blocking(move || {
+    tokio::task::spawn_blocking(move || {
         std::process::Command::new(script)
             .args(&args)
             .stdin(std::process::Stdio::null())
@@ -188,6 +189,5 @@ pub async fn node_tool(args: Vec<String>) -> Option<std::process::Output> {
             .expect("run scripts/node-tool.sh")
     })
     .await
-    .expect("the client's thread");
-    Some(output)
+    .expect("the client's thread")
 }
