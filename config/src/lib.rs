@@ -5,6 +5,7 @@
 //! silently falls back to a default. Nothing here reads a file.
 
 mod auth;
+mod batching;
 mod checks;
 mod demand;
 mod headers;
@@ -21,6 +22,7 @@ mod usage;
 mod validate;
 
 pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
+pub use batching::BatchingConfig;
 pub use demand::{DemandControlConfig, DemandControlMode};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{
@@ -90,6 +92,8 @@ pub struct Config {
     pub admin: AdminConfig,
     /// Tokio worker threads; `None` sizes them to the cgroup CPU quota.
     pub workers: Option<usize>,
+    /// JSON-array bodies of several operations (query batching), off by default.
+    pub batching: BatchingConfig,
 }
 
 impl Default for Config {
@@ -118,6 +122,7 @@ impl Default for Config {
             usage: UsageConfig::default(),
             admin: AdminConfig::default(),
             workers: None,
+            batching: BatchingConfig::default(),
         }
     }
 }

@@ -110,6 +110,12 @@ pub fn validate(config: &Config) -> Problems {
         }
     }
     limits(config, &mut report);
+    if !(1..=1000).contains(&config.batching.max_size) {
+        report(
+            &["batching", "max_size"],
+            "must be from 1 to 1000".to_owned(),
+        );
+    }
     super::headers::validate(config, &mut report);
     let labels = &config.progressive_override;
     for (i, label) in labels.disabled_labels.iter().enumerate() {

@@ -22,12 +22,7 @@ pub(super) async fn answer<T: Transport>(
 ) -> Result<Response<HandlerBody>, RequestError> {
     let executed = gateway.execute_shared(request, meta);
     let Ok(outcome) = tokio::time::timeout_at(deadline, executed).await else {
-        let timeout = gateway.config.traffic.request_timeout;
-        return Err(RequestError::http(
-            StatusCode::GATEWAY_TIMEOUT,
-            Some("GATEWAY_TIMEOUT"),
-            &format!("the request did not complete within {timeout:?}"),
-        ));
+        return Err(timed_out(gateway));
     };
     if let Some(kind) = accepts.stream {
         let subscribed = matches!(outcome, Outcome::Subscribed(_));
@@ -52,4 +47,14 @@ pub(super) async fn answer<T: Transport>(
             Ok(response(StatusCode::OK, accepts.media.as_str(), body))
         }
     }
+}
+
+/// 504: the request was not done within `traffic.request_timeout`.
+pub(super) fn timed_out<T: Transport>(gateway: &Gateway<T>) -> RequestError {
+    let timeout = gateway.config.traffic.request_timeout;
+    RequestError::http(
+        StatusCode::GATEWAY_TIMEOUT,
+        Some("GATEWAY_TIMEOUT"),
+        &format!("the request did not complete within {timeout:?}"),
+    )
 }

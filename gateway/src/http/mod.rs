@@ -19,6 +19,7 @@ use std::sync::Arc;
 
 mod admin;
 mod admission;
+mod batch;
 mod body;
 pub(crate) mod client_addr;
 mod csrf;
@@ -179,6 +180,9 @@ async fn graphql<T: Transport>(
     let mut meta = request_meta(gateway, &req, how).await?;
     meta.deadline = Some(deadline.into_std());
     let payload = body::read(&gateway.config, req, deadline).await?;
+    if let Some(batch) = batch::requests(&gateway.config.batching, &payload)? {
+        return batch::answer(gateway, &batch, &meta, accepts.media, deadline).await;
+    }
     let request = decode::decode(&payload)?;
     dispatch::answer(gateway, &request, &meta, accepts, deadline).await
 }
