@@ -7,6 +7,7 @@
 #                                      the nodes (scripts/cluster.sh)
 #   podman buildah mmdebstrap          the images (scripts/images.sh)
 #   nodejs npm                         the composition oracle (scripts/test.sh)
+#   redis-server                       the fleet-wide rate limit tests (scripts/test.sh)
 #
 # Needs root (or sudo) and the machine's configured apt sources; nothing else.
 set -euo pipefail
@@ -14,7 +15,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 all=(containerd runc containernetworking-plugins conntrack iptables nftables socat
-  podman buildah mmdebstrap iproute2 nodejs npm)
+  podman buildah mmdebstrap iproute2 nodejs npm redis-server)
 want=("$@")
 [ ${#want[@]} -gt 0 ] || want=("${all[@]}")
 

@@ -16,6 +16,8 @@ scripts/tools.sh
 scripts/tools.sh hive-router-dev
 # The composition oracle (@apollo/composition) runs on Node.js.
 command -v node >/dev/null && command -v npm >/dev/null || scripts/host-packages.sh nodejs npm
+# Fleet-wide rate limiting is tested against a real Redis.
+command -v redis-server >/dev/null || scripts/host-packages.sh redis-server
 
 log "cargo fmt --check"
 cargo fmt --all --check

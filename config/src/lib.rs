@@ -13,6 +13,7 @@ mod http;
 pub mod manifest;
 mod persisted;
 mod proxies;
+mod rate_limit;
 mod resilience;
 mod schema;
 mod size;
@@ -31,6 +32,7 @@ pub use http::{
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
 pub use proxies::{ClientAddressHeader, TrustedProxies};
+pub use rate_limit::{BucketConfig, ClientBucketConfig, ClientKey, RateLimitConfig, RedisConfig};
 pub use resilience::{CircuitBreakerConfig, ResilienceConfig, RetryConfig};
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
@@ -94,6 +96,8 @@ pub struct Config {
     pub workers: Option<usize>,
     /// JSON-array bodies of several operations (query batching), off by default.
     pub batching: BatchingConfig,
+    /// Token buckets per client and for the whole gateway (or fleet, through Redis).
+    pub rate_limit: RateLimitConfig,
 }
 
 impl Default for Config {
@@ -123,6 +127,7 @@ impl Default for Config {
             admin: AdminConfig::default(),
             workers: None,
             batching: BatchingConfig::default(),
+            rate_limit: RateLimitConfig::default(),
         }
     }
 }

@@ -110,6 +110,7 @@ pub fn validate(config: &Config) -> Problems {
         }
     }
     limits(config, &mut report);
+    crate::rate_limit::validate(&config.rate_limit, &mut report);
     if !(1..=1000).contains(&config.batching.max_size) {
         report(
             &["batching", "max_size"],

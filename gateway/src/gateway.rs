@@ -13,7 +13,7 @@ use crate::pipeline::plan::Planning;
 use crate::pipeline::plan_cache::{State, plan_error};
 use crate::pipeline::request::{GraphQLRequest, RequestMeta};
 use crate::pipeline::respond::Outcome;
-use crate::pipeline::{authorize, demand, execute, persisted, reserve, validate};
+use crate::pipeline::{authorize, demand, execute, limit, persisted, reserve, validate};
 use crate::reload::ReloadTarget;
 use crate::subscription::{ShutdownSignal, SocketSlot, Subscriptions};
 use crate::supergraph::Supergraph;
@@ -53,6 +53,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub(crate) subscriptions: Arc<Subscriptions>,
     /// The operations served, for the operator's checks; `None` when `usage.record` is off.
     pub usage: Option<UsageRecorder>,
+    /// Token buckets (`rate_limit`); `None` when no bucket is set.
+    pub rate_limiter: Option<crate::rate_limit::RateLimiter>,
 }
 
 impl Gateway<HttpTransport> {
@@ -86,6 +88,7 @@ impl Gateway<HttpTransport> {
             lifecycle: Lifecycle::default(),
             subscriptions: subscriptions(&config, &metrics),
             usage: UsageRecorder::new(&config.usage),
+            rate_limiter: crate::rate_limit::RateLimiter::new(&config),
             config,
             metrics,
         }
@@ -119,6 +122,7 @@ impl<T: Transport> Gateway<T> {
             auth: crate::auth::Auth::new(&config),
             subscriptions: subscriptions(&config, &metrics),
             usage: UsageRecorder::new(&config.usage),
+            rate_limiter: crate::rate_limit::RateLimiter::new(&config),
             config,
             transport: Arc::new(transport),
             lifecycle: Lifecycle::default(),
@@ -232,7 +236,15 @@ impl<T: Transport> Gateway<T> {
         let served = state.as_ref().map(|s| &s.supergraph.hash);
         let status = self.lifecycle.reload_status();
         let resilience = self.transport.resilience_stats();
-        crate::telemetry::render_metrics(&self.metrics, served, &status, &self.memory, &resilience)
+        let limited = self.rate_limiter.as_ref().map(|l| l.counts());
+        crate::telemetry::render_metrics(
+            &self.metrics,
+            served,
+            &status,
+            &self.memory,
+            &resilience,
+            limited,
+        )
     }
 
     /// Run one request (`@defer` and subscriptions are not honoured: see
@@ -280,6 +292,11 @@ impl<T: Transport> Gateway<T> {
         recorder: &mut RequestRecorder<'_>,
         streams: bool,
     ) -> Result<Outcome, RequestError> {
+        // Before any work, unless buckets are per operation: those need its name.
+        let limiter = self.rate_limiter.as_ref();
+        if let Some(limiter) = limiter.filter(|l| !l.per_operation()) {
+            limit::check(limiter, meta, None).await?;
+        }
         let query = persisted::query_of(self.persisted.as_deref(), request)?;
         let state = self.state().ok_or_else(RequestError::not_ready)?;
         let deadline = Instant::now() + self.config.traffic.request_timeout;
@@ -290,6 +307,9 @@ impl<T: Transport> Gateway<T> {
             .prepare(&state, &query, name, deadline)
             .await?;
         let operation = cached.prepared.operation.name.as_deref();
+        if let Some(limiter) = limiter.filter(|l| l.per_operation()) {
+            limit::check(limiter, meta, operation).await?;
+        }
         if let Some(usage) = &self.usage {
             usage.record(&cached.usage, operation, &query, meta.app.as_ref());
         }

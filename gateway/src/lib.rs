@@ -8,6 +8,7 @@ pub mod lifecycle;
 pub mod memory;
 pub mod persisted;
 pub mod pipeline;
+pub mod rate_limit;
 pub mod reload;
 pub mod runtime;
 pub mod subscription;

@@ -211,6 +211,15 @@ async fn request_meta<T: Transport>(
                 .with_header(WWW_AUTHENTICATE, "Bearer")
         })?;
     let forward_headers = gateway.header_rules.apply(req.headers(), claims.as_deref());
+    let client = req
+        .extensions()
+        .get::<ClientAddr>()
+        .map(|a| gateway.client_addressing.client_of(a.0, req.headers()));
+    let rate_key = gateway
+        .rate_limiter
+        .as_ref()
+        .and_then(|l| l.client_key())
+        .and_then(|key| rate_key(key, client, req.headers(), claims.as_deref()));
     let app = gateway
         .usage
         .as_ref()
@@ -224,13 +233,32 @@ async fn request_meta<T: Transport>(
         incremental: how.incremental,
         stream: how.stream,
         // Behind a trusted proxy, the client it names (the quotas are per client).
-        client: req
-            .extensions()
-            .get::<ClientAddr>()
-            .map(|a| gateway.client_addressing.client_of(a.0, req.headers())),
+        client,
+        rate_key,
         // An HTTP request's is set by its caller; a WebSocket's operations time their own.
         deadline: None,
     })
+}
+
+/// The client as `key` tells them apart: its address, a header's value or a claim
+/// (a string claim as it is, another as its JSON text).
+fn rate_key(
+    key: &graphfleet_config::ClientKey,
+    client: Option<std::net::IpAddr>,
+    headers: &hyper::HeaderMap,
+    claims: Option<&serde_json::Map<String, serde_json::Value>>,
+) -> Option<Box<str>> {
+    use graphfleet_config::ClientKey;
+    match key {
+        ClientKey::Ip => client.map(|ip| ip.to_string().into()),
+        ClientKey::Header(name) => headers
+            .get(name.as_str())
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into()),
+        ClientKey::Claim(name) => claims?.get(name).map(|v| match v {
+            serde_json::Value::String(s) => s.as_str().into(),
+            other => other.to_string().into(),
+        }),
+    }
 }
 
 /// A WebSocket upgrade: authenticated like any request, then served by [`ws`].
@@ -265,4 +293,38 @@ async fn websocket<T: Transport>(
     };
     let meta = request_meta(gateway, &req, how).await?;
     Ok(ws::upgrade(gateway, req, meta))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rate_key;
+    use graphfleet_config::ClientKey;
+
+    #[test]
+    fn rate_keys_come_from_the_address_a_header_or_a_claim() {
+        let ip = Some("10.1.2.3".parse().expect("an address"));
+        let mut headers = hyper::HeaderMap::new();
+        headers.insert("x-api-key", "k1".parse().expect("a value"));
+        let claims = serde_json::json!({ "sub": "user-7", "tenant": 42 });
+        let claims = claims.as_object();
+        let key = |k: &ClientKey| rate_key(k, ip, &headers, claims).map(String::from);
+        assert_eq!(key(&ClientKey::Ip).as_deref(), Some("10.1.2.3"));
+        assert_eq!(
+            key(&ClientKey::Header("x-api-key".into())).as_deref(),
+            Some("k1")
+        );
+        assert_eq!(
+            key(&ClientKey::Claim("sub".into())).as_deref(),
+            Some("user-7")
+        );
+        assert_eq!(
+            key(&ClientKey::Claim("tenant".into())).as_deref(),
+            Some("42")
+        );
+        assert_eq!(key(&ClientKey::Claim("missing".into())), None);
+        assert_eq!(
+            rate_key(&ClientKey::Claim("sub".into()), ip, &headers, None),
+            None
+        );
+    }
 }

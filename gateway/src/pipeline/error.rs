@@ -76,8 +76,13 @@ impl RequestError {
     }
 
     /// The same error, answered with the header `name: value` too.
-    pub fn with_header(mut self, name: HeaderName, value: &'static str) -> Self {
-        self.0.header = Some((name, HeaderValue::from_static(value)));
+    pub fn with_header(self, name: HeaderName, value: &'static str) -> Self {
+        self.with_header_value(name, HeaderValue::from_static(value))
+    }
+
+    /// [`Self::with_header`] with a value made at run time.
+    pub fn with_header_value(mut self, name: HeaderName, value: HeaderValue) -> Self {
+        self.0.header = Some((name, value));
         self
     }
 

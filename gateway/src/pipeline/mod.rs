@@ -9,6 +9,7 @@
 //!   ready to execute
 //!
 //! The stages:
+//! 1. [`limit`]: the request takes a rate limit token, or is refused
 //! 1. [`persisted`]: a persisted document's id becomes its text
 //! 2. [`progressive_override`]: the request's `percent(N)` override labels are drawn
 //! 3. [`plan_cache`]: the operation from the cache, or parsed, validated, held to the
@@ -25,6 +26,7 @@ pub mod authorize;
 pub mod demand;
 pub mod error;
 pub mod execute;
+pub mod limit;
 pub mod operation;
 pub mod persisted;
 pub mod plan;

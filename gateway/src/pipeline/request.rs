@@ -38,6 +38,9 @@ pub struct RequestMeta {
     pub stream: bool,
     /// The client's address (the per-client subscription limit).
     pub client: Option<std::net::IpAddr>,
+    /// The client as `rate_limit.per_client.key` tells them apart (`None`: no
+    /// per-client bucket, or the request lacks the header or claim).
+    pub rate_key: Option<Box<str>>,
     /// The client application its headers name (recorded with the operation's usage).
     pub app: Option<crate::usage::ClientApp>,
     /// When the transport's request timeout cuts the request (set by the HTTP server,

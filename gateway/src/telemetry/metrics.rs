@@ -73,6 +73,7 @@ impl Drop for InFlight {
 pub struct Metrics {
     registry: Registry,
     pub(crate) resilience: super::resilience::ResilienceMetrics,
+    pub(crate) rate_limit: super::rate_limit::RateLimitMetrics,
     fetches: IntCounterVec,
     fetch_errors: IntCounterVec,
     fetch_duration: HistogramVec,
@@ -295,6 +296,7 @@ impl Metrics {
         )));
         Self {
             resilience: super::resilience::ResilienceMetrics::new(&registry),
+            rate_limit: super::rate_limit::RateLimitMetrics::new(&registry),
             registry,
             fetches,
             fetch_errors,

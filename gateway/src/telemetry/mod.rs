@@ -3,6 +3,7 @@
 
 mod labels;
 pub mod metrics;
+mod rate_limit;
 mod resilience;
 pub mod tracing;
 
@@ -77,6 +78,7 @@ pub fn render_metrics(
     status: &ReloadStatus,
     memory: &crate::executor::memory::MemoryBudget,
     resilience: &[(String, crate::executor::resilience::GuardStats)],
+    rate_limited: Option<(u64, u64)>,
 ) -> String {
     match served_hash {
         Some(hash) => metrics.set_supergraph(&crate::supergraph::hex(hash)),
@@ -85,5 +87,8 @@ pub fn render_metrics(
     metrics.set_reloads(status.successful_reloads, status.failed_reloads);
     metrics.set_memory(memory);
     metrics.resilience.set(resilience);
+    if let Some(counts) = rate_limited {
+        metrics.rate_limit.set(counts);
+    }
     metrics.encode()
 }
