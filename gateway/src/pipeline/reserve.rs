@@ -94,7 +94,7 @@ mod tests {
         let mib = 1024 * 1024;
         let budget = MemoryBudget::new(256 * mib);
         let small = Footprint::default();
-        small.observe(RESERVE_FROM - 1);
+        small.observe(RESERVE_FROM / 2);
         assert!(reserve(&budget, &small, 64 * mib).expect("small").is_none());
         let large = Footprint::default();
         large.observe(110 * mib);
