@@ -13,6 +13,7 @@
 mod support;
 
 use graphfleet_bench_model::Set;
+use graphfleet_bench_model::hostile::{doubling, doubling_aliases, fan_out};
 use graphfleet_bench_subgraphs::Handle;
 use graphfleet_gateway::config::{Config, LimitsConfig};
 use graphfleet_gateway::pipeline::plan_cache::State;
@@ -47,26 +48,6 @@ async fn post(env: &Env, query: &str) -> (u16, Value) {
         .expect("an HTTP answer");
     let json = serde_json::from_slice(&body).expect("a JSON body");
     (status, json)
-}
-
-/// `n` fragments, each spreading the previous one twice (once inside an inline
-/// fragment on the same type), `F0` selecting `body`.
-fn doubling(n: usize, field: impl Fn(usize) -> String) -> String {
-    let mut text = format!("query {{ topProducts {{ reviews {{ ...F{n} }} }} }}\n");
-    text.push_str("fragment F0 on Review { body }\n");
-    for i in 1..=n {
-        text.push_str(&format!("fragment F{i} on Review {{ {} }}\n", field(i)));
-    }
-    text
-}
-
-/// [`doubling`] where each fragment selects the previous one under two aliases: it
-/// really selects 2^n fields.
-fn doubling_aliases(n: usize) -> String {
-    doubling(n, |i| {
-        let prev = i - 1;
-        format!("a: author {{ reviews {{ ...F{prev} }} }} b: author {{ reviews {{ ...F{prev} }} }}")
-    })
 }
 
 /// The codes of `body`'s errors.
@@ -216,18 +197,6 @@ fn planning_past_the_deadline_is_refused_and_not_cached() {
     // Without a deadline the same operation plans and is cached.
     state.prepare(query, None).expect("plans");
     assert!(state.cached(&key).is_some());
-}
-
-/// `aliases` aliases of `name` on every `User` reached through `hops` times
-/// `reviews { product { reviews { author {`: one accounts answer per distinct user,
-/// copied into each of the many objects that asked for it.
-fn fan_out(hops: usize, aliases: usize) -> String {
-    let names: Vec<String> = (0..aliases).map(|i| format!("n{i}: name")).collect();
-    let mut user = format!("id {}", names.join(" "));
-    for _ in 0..hops {
-        user = format!("id reviews {{ product {{ reviews {{ author {{ {user} }} }} }} }}");
-    }
-    format!("{{ topProducts(first: 9) {{ reviews {{ author {{ {user} }} }} }} }}")
 }
 
 /// 5,632 `User` objects at the end of three hops, a handful of distinct users.

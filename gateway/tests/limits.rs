@@ -3,6 +3,9 @@
 
 mod support;
 
+use graphfleet_bench_model::hostile::{
+    exponential_introspection, long_get_target, nested_introspection,
+};
 use graphfleet_gateway::config::{Config, LimitsConfig};
 use graphfleet_gateway::supergraph::Supergraph;
 use serde_json::{Value, json};
@@ -372,17 +375,6 @@ async fn subgraph_responses_over_the_limit_fail_their_fetch() {
     }
 }
 
-/// `__type(name: "__Type")` with `levels` nested `fields { name type { name … } }`, the
-/// last one `fields { name }`: 2 * `levels` + 1 deep. `__Type.ofType` is a nullable
-/// `__Type`, so the answer really nests that deep (three JSON levels per level).
-fn nested_introspection(levels: usize) -> String {
-    let mut selection = "fields { name }".to_owned();
-    for _ in 1..levels {
-        selection = format!("fields {{ name type {{ name {selection} }} }}");
-    }
-    format!("{{ __type(name: \"__Type\") {{ name {selection} }} }}")
-}
-
 #[tokio::test]
 async fn introspection_is_answered_to_the_depth_limit() {
     let env = env(LimitsConfig::default()).await;
@@ -442,15 +434,7 @@ async fn introspection_is_answered_to_the_depth_limit() {
 #[tokio::test]
 async fn exponential_introspection_is_refused_before_it_runs() {
     let env = env(LimitsConfig::default()).await;
-    let levels = 10;
-    let mut text = format!("{{ __type(name: \"__Type\") {{ ...L{levels} }} }}\n");
-    text.push_str("fragment L0 on __Type { name }\n");
-    for i in 1..=levels {
-        let p = i - 1;
-        text.push_str(&format!(
-            "fragment L{i} on __Type {{ name fields {{ type {{ ...L{p} ofType {{ ...L{p} ofType {{ ...L{p} ofType {{ ...L{p} }} }} }} }} }} }}\n"
-        ));
-    }
+    let text = exponential_introspection(10);
     let started = std::time::Instant::now();
     assert_rejected_with(
         &env,
@@ -473,13 +457,6 @@ async fn exponential_introspection_is_refused_before_it_runs() {
     let small = "{ __type(name: \"User\") { name fields { name } } }";
     assert_rejected(&capped, small, "MAX_INTROSPECTION_VALUES_EXCEEDED").await;
     assert_served(&env, small).await;
-}
-
-/// A GET whose query string is `len` bytes: `{ users { name } }` and padding.
-fn long_get_target(len: usize) -> String {
-    let mut query = "query=%7B%20users%20%7B%20name%20%7D%20%7D&pad=".to_owned();
-    query.extend(std::iter::repeat_n('x', len - query.len()));
-    format!("/graphql?{query}")
 }
 
 /// Under the default 2 MiB `limits.max_body_bytes`, a GET is held by the HTTP server's

@@ -15,6 +15,7 @@ mod support;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use graphfleet_bench_model::hostile::BIG_SUPERGRAPH;
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
@@ -36,49 +37,6 @@ const MIB: usize = 1024 * 1024;
 const STRINGS: usize = 8;
 const STRING_BYTES: usize = MIB;
 const QUERY: &str = "{ blob }";
-
-const SUPERGRAPH: &str = r#"
-schema
-  @link(url: "https://specs.apollo.dev/link/v1.0")
-  @link(url: "https://specs.apollo.dev/join/v0.3", for: EXECUTION)
-{
-  query: Query
-}
-
-directive @join__enumValue(graph: join__Graph!) repeatable on ENUM_VALUE
-directive @join__field(graph: join__Graph, requires: join__FieldSet, provides: join__FieldSet, type: String, external: Boolean, override: String, usedOverridden: Boolean) repeatable on FIELD_DEFINITION | INPUT_FIELD_DEFINITION
-directive @join__graph(name: String!, url: String!) on ENUM_VALUE
-directive @join__implements(graph: join__Graph!, interface: String!) repeatable on OBJECT | INTERFACE
-directive @join__type(graph: join__Graph!, key: join__FieldSet, extension: Boolean! = false, resolvable: Boolean! = true, isInterfaceObject: Boolean! = false) repeatable on OBJECT | INTERFACE | UNION | ENUM | INPUT_OBJECT | SCALAR
-directive @join__unionMember(graph: join__Graph!, member: String!) repeatable on UNION
-directive @link(url: String, as: String, for: link__Purpose, import: [link__Import]) repeatable on SCHEMA
-
-scalar join__FieldSet
-scalar link__Import
-
-enum join__Graph {
-  BIG @join__graph(name: "big", url: "SUBGRAPH_URL")
-}
-
-enum link__Purpose {
-  SECURITY
-  EXECUTION
-}
-
-type Query
-  @join__type(graph: BIG)
-{
-  blob: [String!]!
-  items: [Item!]!
-}
-
-type Item
-  @join__type(graph: BIG)
-{
-  id: ID!
-  name: String!
-}
-"#;
 
 /// The big subgraph's answer: `{"data":{"blob":["xxx…",…]}}`.
 fn big_body() -> Bytes {
@@ -166,7 +124,7 @@ async fn gateway(test: &str, path: &str, settings: &[&str]) -> GatewayProcess {
     let base = big_subgraph().await;
     let dir = support::process::test_dir(test);
     let file: PathBuf = dir.join("supergraph.graphql");
-    let text = SUPERGRAPH.replace("SUBGRAPH_URL", &format!("{base}{path}"));
+    let text = BIG_SUPERGRAPH.replace("SUBGRAPH_URL", &format!("{base}{path}"));
     std::fs::write(&file, text).expect("write the supergraph");
     support::fed::start_gateway(&dir, &file, settings).await
 }
@@ -584,7 +542,7 @@ async fn a_response_the_budget_has_no_room_for_is_cut_before_it_is_written() {
     // just the headroom a new request needs, then the ~8 MiB body fits and the ~8 MiB
     // response it would become does not.
     let base = big_subgraph().await;
-    let text = SUPERGRAPH.replace("SUBGRAPH_URL", &format!("{base}/fixed"));
+    let text = BIG_SUPERGRAPH.replace("SUBGRAPH_URL", &format!("{base}/fixed"));
     let mut config = Config::default();
     config.limits.max_response_bytes = 9 * MIB;
     config.limits.max_inflight_bytes = 18 * MIB;

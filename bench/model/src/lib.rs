@@ -5,6 +5,7 @@
 
 pub mod charts;
 pub mod duration;
+pub mod hostile;
 pub mod latency_histogram;
 pub mod report;
 pub mod scenarios;

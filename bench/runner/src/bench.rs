@@ -219,7 +219,7 @@ async fn measure(
     };
     let command = gateway.command(bin, &slots, cfg.placement.cpus)?;
     let log = dir.join(format!("{}.log", gateway.name));
-    let (mut child, cgroup) = launch_gateway(cfg, command, &tag, &log)?;
+    let (mut child, cgroup) = launch_gateway(&cfg.placement, command, &tag, &log)?;
     let result = measure_running(
         cfg,
         client,

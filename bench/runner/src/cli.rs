@@ -180,6 +180,38 @@ pub(crate) enum Command {
         #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(0..=10_000))]
         after_ready_ms: u64,
     },
+    /// Hostile inputs (issue 33) against gateway binaries side by side: per attack a fresh
+    /// gateway of each binary in front of the fed subgraphs (or a big loopback subgraph),
+    /// measuring the attack's wall time, the gateway's CPU seconds and peak RSS, the answer
+    /// and its GraphQL error codes, and the slowest /health/live meanwhile; prints the
+    /// table and writes HOSTILE.md and hostile.json to --out.
+    Hostile {
+        /// A gateway binary, NAME=PATH (repeatable; every attack runs on each, in order).
+        #[arg(long = "gateway-bin", value_name = "NAME=PATH", required = true)]
+        binaries: Vec<String>,
+        /// Attack classes to run (repeatable; default all): fan-out, memory-burst,
+        /// silent-connections, websocket-flood, plan-cache, introspection, long-get.
+        #[arg(long = "class", value_name = "NAME")]
+        classes: Vec<String>,
+        #[arg(long, default_value = "bench/results/hostile")]
+        out: PathBuf,
+        /// The repository root (default: where this binary was built from).
+        #[arg(long)]
+        repo: Option<PathBuf>,
+        /// The graphfleet-subgraphs binary (default: target/release, built when missing).
+        #[arg(long)]
+        subgraphs_bin: Option<PathBuf>,
+        /// CPU budget of the gateway, in cores.
+        #[arg(long, default_value_t = 1.0)]
+        cpus: f64,
+        /// Seconds a gateway may take to answer its first request.
+        #[arg(long, default_value_t = 60)]
+        start_timeout: u64,
+        /// A gateway whose resident memory passes this many MiB is killed, and its row
+        /// says so: an unhardened binary could otherwise take the machine's memory.
+        #[arg(long, default_value_t = 4096, value_parser = clap::value_parser!(u64).range(64..=65_536))]
+        rss_limit_mib: u64,
+    },
     /// REPORT.md and charts from LoadTests the operator ran (`kubectl get loadtest X -o
     /// json`), with the gateway pods' CPU and memory from `sample-pods` files.
     Report {

@@ -24,6 +24,24 @@ impl Client {
         }
     }
 
+    /// A client that opens a connection per request, as a kubelet probe does (a kept
+    /// connection would hold a slot of the server's connection limit between requests).
+    pub fn fresh_connections() -> Self {
+        Client {
+            inner: HyperClient::builder(TokioExecutor::new())
+                .pool_max_idle_per_host(0)
+                .build_http(),
+        }
+    }
+
+    /// Sends `req` and returns the response as soon as its head arrives, the body unread.
+    pub async fn open(
+        &self,
+        req: Request<Full<Bytes>>,
+    ) -> Result<hyper::Response<hyper::body::Incoming>, hyper_util::client::legacy::Error> {
+        self.inner.request(req).await
+    }
+
     /// Sends one request and returns the status and the whole body, within `timeout`.
     pub async fn send(
         &self,
@@ -43,7 +61,7 @@ impl Client {
             .body(Full::new(body.unwrap_or_default()))
             .with_context(|| format!("building a request to {url}"))?;
         let exchange = async {
-            let res = self.inner.request(req).await?;
+            let res = self.open(req).await?;
             let status = res.status().as_u16();
             let body = res.into_body().collect().await?.to_bytes();
             anyhow::Ok((status, body))

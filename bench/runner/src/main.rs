@@ -13,6 +13,7 @@ mod driver;
 mod fanout;
 mod gateway;
 mod host;
+mod hostile;
 mod http;
 mod incluster;
 mod k6;
@@ -148,6 +149,14 @@ impl Peer {
     }
 }
 
+/// `--subgraphs-bin` made absolute, else target/release's (built when missing).
+fn subgraphs_binary(repo: &std::path::Path, given: Option<&PathBuf>) -> anyhow::Result<PathBuf> {
+    match absolute("--subgraphs-bin", given)? {
+        Some(p) => Ok(p),
+        None => paths::release_binary(repo, "graphfleet-bench-subgraphs", "graphfleet-subgraphs"),
+    }
+}
+
 /// Makes a given binary path absolute (gateways may run in another directory).
 fn absolute(flag: &str, path: Option<&PathBuf>) -> anyhow::Result<Option<PathBuf>> {
     path.map(|p| {
@@ -207,14 +216,7 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
             after_ready_ms,
         }) => {
             let repo = paths::repo_root(repo.as_deref())?;
-            let subgraphs_bin = match absolute("--subgraphs-bin", subgraphs_bin.as_ref())? {
-                Some(p) => p,
-                None => paths::release_binary(
-                    &repo,
-                    "graphfleet-bench-subgraphs",
-                    "graphfleet-subgraphs",
-                )?,
-            };
+            let subgraphs_bin = subgraphs_binary(&repo, subgraphs_bin.as_ref())?;
             let gateway_bin = match absolute("--gateway-bin", gateway_bin.as_ref())? {
                 Some(p) => p,
                 None => paths::release_binary(&repo, "graphfleet-gateway", "graphfleet-gateway")?,
@@ -232,6 +234,40 @@ async fn run(mut cli: Cli) -> anyhow::Result<()> {
                 cpus,
                 start_timeout: Duration::from_secs(start_timeout.max(1)),
                 after_ready: Duration::from_millis(after_ready_ms),
+            })
+            .await;
+        }
+        Some(Command::Hostile {
+            binaries,
+            classes,
+            out,
+            repo,
+            subgraphs_bin,
+            cpus,
+            start_timeout,
+            rss_limit_mib,
+        }) => {
+            let repo = paths::repo_root(repo.as_deref())?;
+            let subgraphs_bin = subgraphs_binary(&repo, subgraphs_bin.as_ref())?;
+            let mut named = Vec::new();
+            for (name, path) in pairs("--gateway-bin", &binaries)? {
+                if named.iter().any(|b: &hostile::Binary| b.name == name) {
+                    bail!("--gateway-bin {name} is given twice");
+                }
+                let path = absolute("--gateway-bin", Some(&PathBuf::from(path)))?
+                    .context("a --gateway-bin path")?;
+                named.push(hostile::Binary { name, path });
+            }
+            let out = std::env::current_dir().context("cwd")?.join(out);
+            return hostile::run(&hostile::Options {
+                repo,
+                out,
+                subgraphs_bin,
+                binaries: named,
+                classes,
+                cpus,
+                start_timeout: Duration::from_secs(start_timeout.max(1)),
+                rss_limit: rss_limit_mib << 20,
             })
             .await;
         }

@@ -15,22 +15,29 @@ pub struct Sample {
     pub rss: u64,
 }
 
-/// The `ticks per second` of utime/stime (sysconf(_SC_CLK_TCK), 100 on Linux).
+/// The `ticks per second` of utime/stime (sysconf(_SC_CLK_TCK), 100 on Linux), asked once.
 fn clock_ticks() -> f64 {
-    std::process::Command::new("getconf")
-        .arg("CLK_TCK")
-        .output()
-        .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok())
-        .and_then(|s| s.trim().parse().ok())
-        .unwrap_or(100.0)
+    static TICKS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    *TICKS.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(100.0)
+    })
 }
 
 /// (parent pid, utime + stime ticks) of one process.
 fn stat(pid: u32) -> Option<(u32, u64)> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// (parent pid, utime + stime ticks) from the text of `/proc/<pid>/stat`.
+pub fn parse_stat(text: &str) -> Option<(u32, u64)> {
     // The command name may contain spaces and parentheses: fields start after the last ')'.
-    let rest = &text[text.rfind(')')? + 2..];
+    let rest = text.get(text.rfind(')')? + 2..)?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name: state(3) ppid(4) ... utime(14) stime(15), 1-based in proc(5).
     let ppid = fields.get(1)?.parse().ok()?;
@@ -39,17 +46,34 @@ fn stat(pid: u32) -> Option<(u32, u64)> {
     Some((ppid, utime + stime))
 }
 
-fn rss(pid: u32) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kb: u64 = text
+/// A `kB` line of `/proc/<pid>/status` (`VmRSS:`, `VmHWM:`), in bytes.
+pub fn status_bytes(status: &str, key: &str) -> Option<u64> {
+    let kb: u64 = status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))?
+        .find_map(|l| l.strip_prefix(key)?.strip_prefix(':'))?
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     Some(kb * 1024)
+}
+
+/// A `kB` line of one process's `/proc/<pid>/status`, in bytes.
+pub fn process_status_bytes(pid: u32, key: &str) -> Option<u64> {
+    status_bytes(
+        &std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?,
+        key,
+    )
+}
+
+fn rss(pid: u32) -> Option<u64> {
+    process_status_bytes(pid, "VmRSS")
+}
+
+/// CPU seconds (utime + stime) the process tree of `pid` has used so far.
+pub fn tree_cpu_seconds(pid: u32) -> Option<f64> {
+    read_tree(pid, clock_ticks()).map(|(cpu, _)| cpu)
 }
 
 /// `pid` and all its descendants (a node gateway may fork workers).

@@ -11,7 +11,7 @@ use tokio::process::Child;
 use crate::command::Command;
 use crate::config::{Config, SubgraphServer};
 use crate::http::Client;
-use crate::process::{self, Cgroup, Launch};
+use crate::process::{self, Cgroup, Launch, Placement};
 
 /// What a scenario needs from the set's servers.
 pub(crate) struct SetServers {
@@ -107,11 +107,7 @@ pub(crate) async fn start_set_with(
             .join(set)
             .join("supergraph.graphql"),
     };
-    let text = std::fs::read_to_string(&committed)
-        .with_context(|| format!("reading {}", committed.display()))?;
-    let supergraph = dir.join("supergraph.graphql");
-    std::fs::write(&supergraph, text.replace("http://127.0.0.1:4200", &base))
-        .context("writing the supergraph")?;
+    let supergraph = point_supergraph(&committed, &base, dir)?;
     let stats = client
         .get(&format!("{base}/stats"))
         .await
@@ -126,6 +122,21 @@ pub(crate) async fn start_set_with(
     })
 }
 
+/// Writes `committed` to `dir/supergraph.graphql` with its routing URLs at
+/// `http://127.0.0.1:4200` pointed at `base`, the running subgraphs.
+pub(crate) fn point_supergraph(
+    committed: &Path,
+    base: &str,
+    dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    let text = std::fs::read_to_string(committed)
+        .with_context(|| format!("reading {}", committed.display()))?;
+    let supergraph = dir.join("supergraph.graphql");
+    std::fs::write(&supergraph, text.replace("http://127.0.0.1:4200", base))
+        .with_context(|| format!("writing {}", supergraph.display()))?;
+    Ok(supergraph)
+}
+
 pub(crate) fn free_port() -> anyhow::Result<u16> {
     let l = std::net::TcpListener::bind("127.0.0.1:0").context("finding a free port")?;
     Ok(l.local_addr().context("local address")?.port())
@@ -134,18 +145,18 @@ pub(crate) fn free_port() -> anyhow::Result<u16> {
 /// Starts a measured gateway: in its own cgroup `tag` with the run's CPU budget, pinned to
 /// the gateway's cores, its output in `log` (replaced). Keep the cgroup until it stops.
 pub(crate) fn launch_gateway(
-    cfg: &Config,
+    placement: &Placement,
     command: Command,
     tag: &str,
     log: &Path,
 ) -> anyhow::Result<(Child, Option<Cgroup>)> {
-    let cgroup = Cgroup::create(tag, cfg.placement.cpus);
+    let cgroup = Cgroup::create(tag, placement.cpus);
     let _ = std::fs::remove_file(log);
     let child = process::spawn(&Launch {
         command: command.line,
         env: command.env,
         cwd: command.cwd.as_deref(),
-        cpus: cfg.placement.gateway.as_deref(),
+        cpus: placement.gateway.as_deref(),
         cgroup: cgroup.as_ref(),
         log,
     })?;

@@ -86,11 +86,20 @@ pub(super) async fn first_event(url: &str, payload: &Value) -> anyhow::Result<Va
         .context("no event within 30 s")?
 }
 
-type Socket =
+pub(crate) type Socket =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// Connects, initialises (`connection_init` → `connection_ack`) and sends `subscribe`.
 async fn open(url: &str, subscribe: &str) -> anyhow::Result<Socket> {
+    let mut ws = initialised(url).await?;
+    ws.send(Message::text(subscribe.to_owned()))
+        .await
+        .context("sending subscribe")?;
+    Ok(ws)
+}
+
+/// Connects and initialises (`connection_init` → `connection_ack`); the caller bounds it.
+pub(crate) async fn initialised(url: &str) -> anyhow::Result<Socket> {
     let mut request = url
         .into_client_request()
         .with_context(|| format!("{url} is not a WebSocket URL"))?;
@@ -123,9 +132,6 @@ async fn open(url: &str, subscribe: &str) -> anyhow::Result<Socket> {
             _ => {}
         }
     }
-    ws.send(Message::text(subscribe.to_owned()))
-        .await
-        .context("sending subscribe")?;
     Ok(ws)
 }
 

@@ -12,6 +12,8 @@
 
 mod clients;
 
+pub(crate) use self::clients::initialised;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -214,7 +216,7 @@ async fn measure(
         ));
     }
     let log = dir.join(format!("{tag}.log"));
-    let (mut child, cgroup) = launch_gateway(cfg, command, &tag, &log)?;
+    let (mut child, cgroup) = launch_gateway(&cfg.placement, command, &tag, &log)?;
     let result = measure_running(
         cfg,
         fanout,
