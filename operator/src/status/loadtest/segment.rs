@@ -163,9 +163,25 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod, logged: &LoggedSummaries) -> Seen {
         return Seen::Running;
     }
     match diagnose::unschedulable(pod) {
-        Some(why) => Seen::Waiting(Some(format!("{at} waits for a node: {why}"))),
+        // Preemption is making room for it: it gets its node soon.
+        Some(why) if preempting(pod) => Seen::Waiting(Some(format!(
+            "{at} waits for a node while the scheduler preempts pods for it: {why}"
+        ))),
+        // Failed at once rather than at the deadline: the other segments would wait paused
+        // for it (or load alone, their share only), and a late one skews the results.
+        Some(why) => Seen::Failed(format!(
+            "{at} cannot be scheduled: {why}; a segment that cannot start fails the test at once (make room, or lower spec.resources or spec.parallelism, and create a new LoadTest)"
+        )),
         None => Seen::Waiting(None),
     }
+}
+
+/// Whether the scheduler nominated a node for the pod (its victims are being evicted).
+fn preempting(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
 }
 
 fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>, logged: &LoggedSummaries) -> Seen {
