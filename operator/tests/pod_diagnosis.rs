@@ -394,6 +394,18 @@ fn a_segment_the_scheduler_cannot_place_fails_at_once_with_its_words() {
     assert_eq!(preempting.status.phase, Some(LoadTestPhase::Pending));
     let message = preempting.status.message.as_deref().unwrap_or_default();
     assert!(message.contains("preempts pods for it"), "{message}");
+    // Without a synchronized start no segment waits paused for it: it waits for a node.
+    let waiting = k6("unschedulable-unsynchronized");
+    assert_eq!(waiting.status.phase, Some(LoadTestPhase::Pending));
+    assert!(
+        waiting
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Scheduled" && c.status == "False"),
+        "{:?}",
+        waiting.status.conditions
+    );
 }
 
 #[test]
