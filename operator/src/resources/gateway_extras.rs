@@ -54,7 +54,7 @@ pub fn problems(gw: &GraphGateway, operator_volumes: &[String]) -> Vec<String> {
             ));
         }
         let known = volumes.contains(&mount.name.as_str())
-            || operator_volumes.iter().any(|o| *o == mount.name);
+            || operator_volumes.contains(&mount.name);
         if !known {
             out.push(format!(
                 "spec.volumeMounts: {} mounts volume {}, which spec.volumes does not define",
