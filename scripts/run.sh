@@ -108,6 +108,9 @@ spec:
   vus: 50
   maxVus: 500
   parallelism: 1
+  placement:
+    nodeSelector: {graphfleet.dev/pool: client}
+    tolerations: [{key: graphfleet.dev/pool, operator: Equal, value: client, effect: NoSchedule}]
 YAML
 }
 

@@ -1,7 +1,9 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Affinity, ResourceRequirements, Toleration};
+use k8s_openapi::api::core::v1::{
+    Affinity, EnvVar, ResourceRequirements, Toleration, Volume, VolumeMount,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::{CustomResource, KubeSchema};
@@ -76,15 +78,45 @@ pub struct GraphGatewaySpec {
     /// Container resources; defaults to 1 CPU requested and limited, 256Mi/512Mi memory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
-    /// Pod node selector; defaults to the router pool (`graphfleet.dev/pool: router`).
+    /// Pod node selector; none by default (the benchmark's manifests set
+    /// `graphfleet.dev/pool: router`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_selector: Option<BTreeMap<String, String>>,
-    /// Pod tolerations; defaults to tolerating the router pool's NoSchedule taint.
+    /// Pod tolerations; none by default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tolerations: Option<Vec<Toleration>>,
     /// Pod affinity rules.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<Affinity>,
+    /// Image pull secrets, service account, pod labels and annotations, priority class,
+    /// topology spread constraints.
+    #[serde(flatten)]
+    pub pod: super::PodOptions,
+    /// Environment variables added to the gateway container after the operator's own. The
+    /// gateway's settings go in `config`, so `GRAPHFLEET_*` names (which the gateway reads
+    /// as settings, over its config file) are refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 64), transform = super::pod::terse)]
+    #[x_kube(validation = Rule::new("self.all(e, !e.name.startsWith('GRAPHFLEET_'))")
+        .message("env may not set GRAPHFLEET_* variables: the gateway reads them as settings; set spec.config instead"))]
+    pub env: Option<Vec<EnvVar>>,
+    /// Volumes added to the pods, for `volumeMounts` (names other than the operator's:
+    /// `supergraph`, `config`, `tmp`, `usage` and those of `mounts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), transform = super::pod::terse)]
+    pub volumes: Option<Vec<Volume>>,
+    /// Mounts added to the gateway container, of `volumes`; not at `/tmp` nor under
+    /// `/etc/graphfleet` or `/etc/graphfleet-mounts` (the operator's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 32), transform = super::pod::terse)]
+    pub volume_mounts: Option<Vec<VolumeMount>>,
+    /// The gateway Service's type and annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service: Option<super::GatewayService>,
+    /// The PodMonitor scraping the pods' metrics, made where the Prometheus Operator is
+    /// installed (`enabled: false` to go without).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_monitor: Option<super::PodMonitorSpec>,
     /// The gateway's configuration, in the gateway's own schema and key names (snake
     /// case, as in its config file and environment variables; see gateway/README.md).
     /// `listen` and `supergraph` are the operator's; file paths come from `mounts`.

@@ -4,15 +4,19 @@
 //! CEL rules below travel with the schema so the API server rejects bad specs itself.
 
 mod canary;
+mod fleet;
 mod gateway;
 mod loadtest;
 mod mounts;
+mod pod;
 mod subgraph;
 
 pub use canary::*;
+pub use fleet::*;
 pub use gateway::*;
 pub use loadtest::*;
 pub use mounts::*;
+pub use pod::*;
 pub use subgraph::*;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ConfigMapKeyRef;
 
-/// An open-model (constant arrival rate) load test run from the client node pool: one k6 (or
+/// An open-model (constant arrival rate) load test: one k6 (or
 /// Gatling) Job per execution segment, results collected from the pods' logs.
 // Each `printcolumn(...)` repeats `type_ = ...`, which clippy mistakes for duplicates.
 #[allow(clippy::duplicated_attributes)]
@@ -111,13 +111,19 @@ pub struct LoadTestTemplate {
     #[serde(default = "default_parallelism")]
     #[schemars(range(min = 1, max = 100))]
     pub parallelism: i32,
-    /// Resources of each load-generator (k6 or Gatling) container; default: 1 CPU requested
-    /// and limited, 256Mi requested, 1Gi limit (Gatling's JVM heap: 75% of the limit).
+    /// Resources of each load-generator (k6 or Gatling) container; default: 500m CPU
+    /// requested, 1 CPU limit, 256Mi requested, 1Gi limit (Gatling's JVM heap: 75% of the
+    /// limit), so two segments fit a 2-CPU node beside its other pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources: Option<ResourceRequirements>,
-    /// Where load-generator pods run; defaults to the client pool.
+    /// Where load-generator pods run: node selector, tolerations, affinity; none by default
+    /// (the benchmark's manifests set the client pool, `graphfleet.dev/pool: client`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
+    /// Image pull secrets, service account, pod labels and annotations, priority class,
+    /// topology spread constraints of the load-generator pods.
+    #[serde(flatten)]
+    pub pod: super::PodOptions,
     /// Start every segment at once (default true): each k6 starts paused (`k6 run --paused`,
     /// its REST API on port 6565); once every segment's k6 has initialized, the operator runs
     /// the script's `setup()` once (in segment 0, through the REST API), hands its data to

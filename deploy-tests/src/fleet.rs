@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use graphfleet_testkit::RealCluster;
+use graphfleet_testkit::{RealCluster, pool_placement};
 use serde_json::{Value, json};
 
 use crate::real::{apply, json_of, kubectl, loadtest_finished};
@@ -116,7 +116,8 @@ pub fn loadtest(
         &format!(
             "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: {name}}}\n\
              spec: {{target: {{gatewayRef: {{name: {gateway}}}}}, scenario: query, rate: {rate}, \
-             duration: {seconds}s, vus: 20, maxVus: 200, parallelism: 1}}\n"
+             duration: {seconds}s, vus: 20, maxVus: 200, parallelism: 1, placement: {}}}\n",
+            pool_placement("client")
         ),
     );
 }

@@ -171,6 +171,9 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         ("graphfleet.dev", "loadtests", "create"),
         ("graphfleet.dev", "loadtests", "watch"),
         ("graphfleet.dev", "loadtests", "delete"),
+        // Each gateway's PodMonitor, where the Prometheus Operator is installed.
+        ("monitoring.coreos.com", "podmonitors", "patch"),
+        ("monitoring.coreos.com", "podmonitors", "delete"),
     ] {
         assert!(
             rule_grants(rules, group, resource, verb),

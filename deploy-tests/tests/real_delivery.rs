@@ -25,7 +25,7 @@ use graphfleet_deploy_tests::real::{
     apply, install_operator, json_of, kubectl, uninstall_operator,
 };
 use graphfleet_deploy_tests::{eventually, manifests_dir, read, run_ok};
-use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
+use graphfleet_testkit::{RealCluster, TestNamespace, pool_placement, real_cluster};
 use serde_json::{Value, json};
 
 const GATEWAY: &str = "fed-canary";
@@ -416,7 +416,8 @@ async fn load_gated_canary(cluster: &RealCluster, ns: &str) {
             "requests": { "cpu": "250m", "memory": "128Mi" },
             "limits": { "cpu": "500m", "memory": "512Mi" }
         },
-        "thresholds": { "maxErrorPercent": 0.5, "minAchievedRatePercent": 90 }
+        "thresholds": { "maxErrorPercent": 0.5, "minAchievedRatePercent": 90 },
+        "placement": pool_placement("client")
     } } } } });
     patch(cluster, ns, &["graphgateway", GATEWAY], &gate);
     let products = fed_sdl("products");

@@ -20,7 +20,7 @@ use graphfleet_deploy_tests::real::{
     time_of, uninstall_operator,
 };
 use graphfleet_deploy_tests::{POOL_LABEL, eventually, manifests_dir, read, run_ok};
-use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
+use graphfleet_testkit::{RealCluster, TestNamespace, pool_placement, real_cluster};
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
@@ -73,6 +73,7 @@ async fn two_targets_side_by_side(cluster: &RealCluster, ns: &str, url: &str) {
                 ],
                 "scenario": "query", "rate": 20, "duration": "10s", "vus": 20, "maxVus": 200,
                 "thresholds": { "maxErrorPercent": 0.1 },
+                "placement": pool_placement("client"),
             },
         })
         .to_string(),
@@ -236,11 +237,15 @@ async fn gatling_smoke(cluster: &RealCluster, ns: &str) {
     apply(
         cluster,
         ns,
-        "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {name: gatling-smoke}\n\
-         spec:\n  target: {gatewayRef: {name: fed}}\n  scenario: query\n  executor: gatling\n\
-         \x20 rate: 20\n  duration: 15s\n  parallelism: 2\n\
-         \x20 resources: {requests: {cpu: 250m, memory: 256Mi}, limits: {cpu: \"1\", memory: 512Mi}}\n\
-         \x20 thresholds: {latency: {p99: 10s}, maxErrorPercent: 1, minAchievedRatePercent: 90}\n",
+        &format!(
+            "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: gatling-smoke}}\n\
+             spec:\n  target: {{gatewayRef: {{name: fed}}}}\n  scenario: query\n  executor: gatling\n\
+             \x20 rate: 20\n  duration: 15s\n  parallelism: 2\n\
+             \x20 resources: {{requests: {{cpu: 250m, memory: 256Mi}}, limits: {{cpu: \"1\", memory: 512Mi}}}}\n\
+             \x20 thresholds: {{latency: {{p99: 10s}}, maxErrorPercent: 1, minAchievedRatePercent: 90}}\n\
+             \x20 placement: {}\n",
+            pool_placement("client")
+        ),
     );
     let status = &succeeded_without_failures(
         cluster,
@@ -300,10 +305,14 @@ async fn subscriptions_smoke(cluster: &RealCluster, ns: &str) {
     apply(
         cluster,
         ns,
-        "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {name: fan-out}\n\
-         spec:\n  target: {gatewayRef: {name: fed}}\n  scenario: subscriptions\n\
-         \x20 rate: 20\n  duration: 15s\n\
-         \x20 thresholds: {latency: {p99: 10s}, maxErrorPercent: 1}\n",
+        &format!(
+            "apiVersion: graphfleet.dev/v1alpha1\nkind: LoadTest\nmetadata: {{name: fan-out}}\n\
+             spec:\n  target: {{gatewayRef: {{name: fed}}}}\n  scenario: subscriptions\n\
+             \x20 rate: 20\n  duration: 15s\n\
+             \x20 thresholds: {{latency: {{p99: 10s}}, maxErrorPercent: 1}}\n\
+             \x20 placement: {}\n",
+            pool_placement("client")
+        ),
     );
     let status = &succeeded_without_failures(
         cluster,

@@ -12,7 +12,7 @@ use graphfleet_deploy_tests::real::{
     install_operator, kubectl, passed_condition, report_md, time_of, uninstall_operator,
 };
 use graphfleet_deploy_tests::run_ok;
-use graphfleet_testkit::{RealCluster, TestNamespace, real_cluster};
+use graphfleet_testkit::{RealCluster, TestNamespace, pool_placement, real_cluster};
 use serde_json::Value;
 
 const DONE: Duration = Duration::from_secs(240);
@@ -28,7 +28,8 @@ fn apply_loadtest(cluster: &RealCluster, ns: &str, name: &str, parallelism: u32,
          spec:\n  scenario: query\n\
          \x20 rate: 40\n  vus: 4\n  maxVus: 20\n  parallelism: {parallelism}\n\
          \x20 resources: {{requests: {{cpu: 250m, memory: 64Mi}}, limits: {{cpu: 500m, memory: 256Mi}}}}\n\
-         {extra}"
+         \x20 placement: {}\n{extra}",
+        pool_placement("client")
     );
     run_ok(kubectl(cluster, ns).args(["apply", "-f", "-"]), Some(&yaml));
 }
@@ -210,6 +211,7 @@ export function handleSummary(d) {
             "rate": 30, "duration": "5s", "parallelism": 3,
             "resources": { "requests": { "cpu": "250m", "memory": "64Mi" },
                            "limits": { "cpu": "500m", "memory": "256Mi" } },
+            "placement": pool_placement("client"),
         },
     });
     run_ok(

@@ -165,7 +165,12 @@ async fn main() -> anyhow::Result<()> {
         apply_json(&gateways, &format!("g{g}"), json!({
             "apiVersion": "graphfleet.dev/v1alpha1", "kind": "GraphGateway",
             "metadata": { "name": format!("g{g}") },
-            "spec": { "subgraphSelector": { "matchLabels": { "graph": format!("g{g}") } }, "replicas": 2 },
+            "spec": {
+                "subgraphSelector": { "matchLabels": { "graph": format!("g{g}") } }, "replicas": 2,
+                // The router pool, set explicitly: the operator places gateways nowhere in particular.
+                "nodeSelector": { "graphfleet.dev/pool": "router" },
+                "tolerations": [{ "key": "graphfleet.dev/pool", "operator": "Equal", "value": "router", "effect": "NoSchedule" }],
+            },
         })).await?;
     }
 

@@ -43,6 +43,8 @@ fn built_objects_match_snapshots() {
             "service": gateway::service(&gw),
             "podDisruptionBudget": gateway::pod_disruption_budget(&gw),
             "horizontalPodAutoscaler": gateway::horizontal_pod_autoscaler(&gw),
+            "podMonitor": resources::gateway_monitor::pod_monitor(&gw),
+            "canaryService": resources::gateway_canary::canary_service(&gw),
         });
         insta::assert_yaml_snapshot!(name, objects);
     }
@@ -99,7 +101,7 @@ fn a_new_supergraph_changes_only_the_pod_template_hash() {
 }
 
 #[test]
-fn defaults_place_pods_on_the_router_pool_with_cpu_limits() {
+fn defaults_set_no_node_pool_and_limit_the_cpu() {
     let (_, gw) = fixtures()
         .into_iter()
         .find(|(n, _)| n == "minimal")
@@ -107,16 +109,9 @@ fn defaults_place_pods_on_the_router_pool_with_cpu_limits() {
     let pods = gateway::GatewayPods::of(&gw).expect("a valid fixture");
     let deploy = gateway::deployment(&gw, &pods, "h", DEFAULT_GATEWAY_IMAGE);
     let pod = deploy.spec.expect("spec").template.spec.expect("pod spec");
-    assert_eq!(
-        pod.node_selector
-            .expect("node selector")
-            .get("graphfleet.dev/pool")
-            .map(String::as_str),
-        Some("router")
-    );
-    let tol = &pod.tolerations.expect("tolerations")[0];
-    assert_eq!(tol.key.as_deref(), Some("graphfleet.dev/pool"));
-    assert_eq!(tol.value.as_deref(), Some("router"));
+    // An ordinary cluster has no graphfleet pools: the benchmark's manifests name them.
+    assert_eq!(pod.node_selector, None);
+    assert_eq!(pod.tolerations, None);
     let limits = pod.containers[0]
         .resources
         .clone()
@@ -124,4 +119,44 @@ fn defaults_place_pods_on_the_router_pool_with_cpu_limits() {
         .limits
         .expect("limits");
     assert_eq!(limits["cpu"].0, "1");
+}
+
+#[test]
+fn user_labels_never_replace_the_selector_nor_user_env_the_operators() {
+    let (_, mut gw) = fixtures()
+        .into_iter()
+        .find(|(n, _)| n == "knobs")
+        .expect("knobs fixture");
+    let pods = gateway::GatewayPods::of(&gw).expect("a valid fixture");
+    let deploy = gateway::deployment(&gw, &pods, "h", DEFAULT_GATEWAY_IMAGE);
+    let spec = deploy.spec.expect("spec");
+    let labels = spec
+        .template
+        .metadata
+        .expect("metadata")
+        .labels
+        .expect("labels");
+    for (k, v) in spec.selector.match_labels.expect("selector") {
+        assert_eq!(labels.get(&k), Some(&v), "{k}");
+    }
+    let env = spec.template.spec.expect("pod").containers[0]
+        .env
+        .clone()
+        .expect("env");
+    assert_eq!(
+        env[0].name, "GRAPHFLEET_CONFIG",
+        "the operator's variable first"
+    );
+    // An API server without the CRD's rules: refused by the operator, the field named.
+    gw.spec.pod.pod_labels =
+        Some([("app.kubernetes.io/instance".to_owned(), "other".to_owned())].into());
+    gw.spec.env = Some(vec![k8s_openapi::api::core::v1::EnvVar {
+        name: "GRAPHFLEET_SUPERGRAPH__WATCH".to_owned(),
+        value: Some("true".to_owned()),
+        ..Default::default()
+    }]);
+    let problems = gateway::GatewayPods::of(&gw).expect_err("refused");
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert!(problems[0].starts_with("spec.podLabels: app.kubernetes.io/instance"));
+    assert!(problems[1].starts_with("spec.env: GRAPHFLEET_SUPERGRAPH__WATCH"));
 }

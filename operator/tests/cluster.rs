@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use common::{Operator, SubgraphServer, cluster_client, fixture_sdl, wait_for};
 use graphfleet_api::{GraphGateway, LoadTest, Subgraph};
 use graphfleet_operator::resources::{self, gateway_revisions};
-use graphfleet_testkit::TestNamespace;
+use graphfleet_testkit::{TestNamespace, pool_placement};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Event, Pod, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
@@ -38,13 +38,18 @@ fn gateway(name: &str, spec: serde_json::Value) -> GraphGateway {
     .expect("valid GraphGateway")
 }
 
+/// The shop gateway on the router pool (the benchmark's placement, set explicitly: the
+/// operator sets none).
 fn shop_gateway() -> GraphGateway {
+    let router = pool_placement("router");
     gateway(
         "shop",
         json!({
             "subgraphSelector": { "matchLabels": { "graph": "shop" } },
             "replicas": 2,
             "resources": { "requests": { "cpu": "500m" }, "limits": { "cpu": "500m", "memory": "256Mi" } },
+            "nodeSelector": router["nodeSelector"],
+            "tolerations": router["tolerations"],
         }),
     )
 }
@@ -670,6 +675,46 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
         "{msg}"
     );
 
+    // The operator's labels select the pods; GRAPHFLEET_* variables would override the
+    // config it checked.
+    let selector_label = gateway(
+        "labels",
+        json!({ "podLabels": { "app.kubernetes.io/instance": "other" } }),
+    );
+    let msg = rejected_with(
+        gateways
+            .create(&PostParams::default(), &selector_label)
+            .await,
+    );
+    assert!(
+        msg.contains("podLabels may not set the operator's labels"),
+        "{msg}"
+    );
+    let settings_env = gateway(
+        "env",
+        json!({ "env": [{ "name": "GRAPHFLEET_ADMIN__LISTEN", "value": "0.0.0.0:1" }] }),
+    );
+    let msg = rejected_with(gateways.create(&PostParams::default(), &settings_env).await);
+    assert!(
+        msg.contains("env may not set GRAPHFLEET_* variables"),
+        "{msg}"
+    );
+    let knobs: GraphGateway = serde_yaml_ng::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/gateways/knobs.yaml"
+        ))
+        .expect("the knobs fixture"),
+    )
+    .expect("a GraphGateway");
+    let mut knobs = knobs;
+    knobs.metadata.namespace = None;
+    knobs.metadata.uid = None;
+    gateways
+        .create(&PostParams::default(), &knobs)
+        .await
+        .expect("every fleet knob is valid");
+
     let ws_over_http = gateway(
         "subs",
         json!({ "config": { "subgraphs": { "reviews": { "subscription": { "url": "http://reviews/graphql" } } } } }),
@@ -754,12 +799,14 @@ async fn breaking_changes_are_blocked_before_any_pod_changes() {
     let client = shop.client.clone();
     let operator = Operator::start(&client, &ns);
     let mut gw = shop_gateway();
+    let placement = (gw.spec.node_selector.clone(), gw.spec.tolerations.clone());
     gw.spec = serde_json::from_value(json!({
         "subgraphSelector": { "matchLabels": { "graph": "shop" } },
         "replicas": 2,
         "delivery": { "checks": { "breakingChanges": "Block" } },
     }))
     .expect("a valid spec");
+    (gw.spec.node_selector, gw.spec.tolerations) = placement;
     create(&shop.gateways, &gw).await;
     let first = wait_for("first supergraph", WAIT, || served_hash(&client, &ns)).await;
 

@@ -369,13 +369,42 @@ fn a_segment_never_stays_running_past_duration_plus_margin() {
         ],
     );
     assert_eq!(overdue.stop, ["kill2-0"]);
-    assert_failed_with(
-        &k6("overdue-unschedulable"),
-        &[
-            "did not finish within 4m",
-            "waits for a node",
-            "Insufficient cpu",
-        ],
+}
+
+#[test]
+fn a_segment_the_scheduler_cannot_place_fails_at_once_with_its_words() {
+    let s = k6("unschedulable");
+    assert_failed_with(&s, &["cannot be scheduled", "1 Insufficient cpu"]);
+    let scheduled = s
+        .status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "Scheduled")
+        .expect("a Scheduled condition");
+    assert_eq!(
+        (scheduled.status.as_str(), scheduled.reason.as_str()),
+        ("False", "Unschedulable")
+    );
+    assert!(
+        scheduled.message.contains("Insufficient cpu"),
+        "{scheduled:?}"
+    );
+    // Preemption under way: the pod gets its node soon, so it waits.
+    let preempting = k6("unschedulable-preempting");
+    assert_eq!(preempting.status.phase, Some(LoadTestPhase::Pending));
+    let message = preempting.status.message.as_deref().unwrap_or_default();
+    assert!(message.contains("preempts pods for it"), "{message}");
+    // Without a synchronized start no segment waits paused for it: it waits for a node.
+    let waiting = k6("unschedulable-unsynchronized");
+    assert_eq!(waiting.status.phase, Some(LoadTestPhase::Pending));
+    assert!(
+        waiting
+            .status
+            .conditions
+            .iter()
+            .any(|c| c.type_ == "Scheduled" && c.status == "False"),
+        "{:?}",
+        waiting.status.conditions
     );
 }
 

@@ -16,7 +16,7 @@ use graphfleet_api::{GraphGateway, LoadTest, LoadTestPhase, Subgraph};
 use graphfleet_operator::resources::loadtest::{
     DEFAULT_K6_IMAGE, LOADTEST_LABEL, NODE_ANNOTATION, POD_ANNOTATION,
 };
-use graphfleet_testkit::TestNamespace;
+use graphfleet_testkit::{TestNamespace, pool_placement};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{DeleteParams, ListParams, PostParams};
@@ -70,6 +70,7 @@ async fn gateway_running(client: &Client, ns: &str, image: &str) {
     )
     .await;
     let gateways: Api<GraphGateway> = Api::namespaced(client.clone(), ns);
+    let router = pool_placement("router");
     create(
         &gateways,
         json!({
@@ -77,6 +78,8 @@ async fn gateway_running(client: &Client, ns: &str, image: &str) {
             "metadata": { "name": "gw" },
             "spec": {
                 "replicas": 1,
+                "nodeSelector": router["nodeSelector"],
+                "tolerations": router["tolerations"],
                 "image": image,
                 "resources": {
                     "requests": { "cpu": "10m", "memory": "32Mi" },
@@ -208,6 +211,7 @@ async fn long_loadtest(client: &Client, ns: &str, name: &str) -> Pod {
             "spec": {
                 "target": { "url": "http://127.0.0.1:9/graphql" },
                 "scenario": "query", "rate": 5, "duration": "2m",
+                "placement": pool_placement("client"),
                 // The operator runs on the host here, outside the pods' network: it could not
                 // resume a paused k6, and these tests are about faults, not the start.
                 "synchronizedStart": false,

@@ -25,6 +25,16 @@ pub const POOLS: [&str; 3] = ["router", "subgraph", "client"];
 /// Node label (and taint key) that marks a pool.
 pub const POOL_LABEL: &str = "graphfleet.dev/pool";
 
+/// `nodeSelector` and `tolerations` placing pods on `pool` (its label and NoSchedule
+/// taint), as a GraphGateway spec or a LoadTest `placement` takes them: the operator sets
+/// no pool by default.
+pub fn pool_placement(pool: &str) -> serde_json::Value {
+    serde_json::json!({
+        "nodeSelector": { POOL_LABEL: pool },
+        "tolerations": [{ "key": POOL_LABEL, "operator": "Equal", "value": pool, "effect": "NoSchedule" }],
+    })
+}
+
 static CLUSTER: OnceLock<Cluster> = OnceLock::new();
 
 /// A running local control plane.

@@ -95,6 +95,11 @@ LoadTests get rights when the operator grows a LoadTest controller.
 - apiGroups: ["autoscaling"]
   resources: ["horizontalpodautoscalers"]
   verbs: ["get", "list", "watch", "create", "patch", "delete"]
+# Each gateway's PodMonitor (its pods' admin port), where the Prometheus Operator is
+# installed; deleted when spec.podMonitor.enabled is false.
+- apiGroups: ["monitoring.coreos.com"]
+  resources: ["podmonitors"]
+  verbs: ["get", "create", "patch", "delete"]
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -262,6 +262,7 @@ async fn apply_gateway_objects(
     .await?;
     let applied = gateway_canary::apply_deployments(ctx, gw, ns, pods, hash).await?;
     apply(&api::<Service>(ctx, ns), &resources::gateway::service(gw)).await?;
+    super::gateway_monitor::apply(ctx, gw, ns).await?;
     apply_or_delete(
         &api::<PodDisruptionBudget>(ctx, ns),
         &name,

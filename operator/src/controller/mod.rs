@@ -34,6 +34,7 @@ mod canary_gate;
 pub mod gateway;
 mod gateway_canary;
 mod gateway_checks;
+mod gateway_monitor;
 mod gateway_revisions;
 mod gateway_usage;
 mod k6_api;
@@ -106,6 +107,8 @@ pub struct Context {
     pub k6_summaries: std::sync::Mutex<std::collections::HashMap<String, String>>,
     /// When each gateway's usage ConfigMap was last refreshed, and with what.
     usage_writes: gateway_usage::UsageWrites,
+    /// Whether the cluster serves PodMonitors (the Prometheus Operator's CRD).
+    pod_monitors: gateway_monitor::Discovery,
 }
 
 impl Context {
@@ -132,6 +135,7 @@ impl Context {
             settings,
             k6_summaries: Default::default(),
             usage_writes: Default::default(),
+            pod_monitors: Default::default(),
         }
     }
 }

@@ -12,7 +12,7 @@ use super::gateway_revisions::{
     supergraph_config_map_name,
 };
 use super::{container_security_context, pod_security_context};
-use graphfleet_api::{GraphGateway, POOL_LABEL};
+use graphfleet_api::GraphGateway;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
@@ -22,16 +22,14 @@ use k8s_openapi::api::autoscaling::v2::{
 };
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, ContainerPort, EnvVar, HTTPGetAction, PodSpec,
-    PodTemplateSpec, Probe, ResourceRequirements, Service, ServicePort, ServiceSpec, Toleration,
-    Volume, VolumeMount,
+    PodTemplateSpec, Probe, ResourceRequirements, Service, ServicePort, ServiceSpec, Volume,
+    VolumeMount,
 };
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::ResourceExt;
 
-/// Pool the gateway pods land on unless the spec says otherwise.
-const ROUTER_POOL: &str = "router";
 /// Pod-template annotation carrying the supergraph hash: a new hash rolls the pods.
 pub const SUPERGRAPH_HASH_ANNOTATION: &str = "graphfleet.dev/supergraph-hash";
 /// Pod-template annotation carrying the gateway-config hash.
@@ -46,6 +44,15 @@ pub const SERVICE_PORT: i32 = 80;
 pub const SUPERGRAPH_DIR: &str = "/etc/graphfleet/supergraph";
 /// Where the pod's gateway config file is mounted.
 pub const CONFIG_DIR: &str = "/etc/graphfleet/config";
+const SUPERGRAPH_VOLUME: &str = "supergraph";
+const CONFIG_VOLUME: &str = "config";
+/// The volumes every gateway pod gets from the operator (`spec.mounts` adds its own).
+const OPERATOR_VOLUMES: [&str; 4] = [
+    SUPERGRAPH_VOLUME,
+    CONFIG_VOLUME,
+    "tmp",
+    super::gateway_usage::USAGE_VOLUME,
+];
 /// What a GraphGateway's pods are built from besides its spec: the gateway config file
 /// and the files `spec.mounts` brings in.
 #[derive(Debug, Clone)]
@@ -59,7 +66,17 @@ impl GatewayPods {
     /// its config (nothing is applied then).
     pub fn of(gw: &GraphGateway) -> Result<Self, Vec<String>> {
         let mounted = mounted(gw);
-        let config = gateway_config_file(gw, &mounted)?;
+        let mut operator_volumes: Vec<String> = OPERATOR_VOLUMES.map(str::to_owned).into();
+        operator_volumes.extend(mounted.volumes.iter().map(|v| v.name.clone()));
+        let extras = super::gateway_extras::problems(gw, &operator_volumes);
+        let config = match gateway_config_file(gw, &mounted) {
+            Ok(config) if extras.is_empty() => config,
+            Ok(_) => return Err(extras),
+            Err(mut problems) => {
+                problems.extend(extras);
+                return Err(problems);
+            }
+        };
         Ok(Self { config, mounted })
     }
 }
@@ -71,16 +88,6 @@ fn default_resources() -> ResourceRequirements {
         limits: Some(quantities("1", "512Mi")),
         ..ResourceRequirements::default()
     }
-}
-
-fn router_pool_tolerations() -> Vec<Toleration> {
-    vec![Toleration {
-        key: Some(POOL_LABEL.to_owned()),
-        operator: Some("Equal".to_owned()),
-        value: Some(ROUTER_POOL.to_owned()),
-        effect: Some("NoSchedule".to_owned()),
-        ..Toleration::default()
-    }]
 }
 
 fn probe(path: &str, period_seconds: i32, failure_threshold: i32) -> Probe {
@@ -115,11 +122,15 @@ fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str)
             "--listen".to_owned(),
             format!("0.0.0.0:{GATEWAY_PORT}"),
         ]),
-        env: Some(vec![EnvVar {
-            name: "GRAPHFLEET_CONFIG".to_owned(),
-            value: Some(format!("{CONFIG_DIR}/{CONFIG_KEY}")),
-            ..EnvVar::default()
-        }]),
+        // The operator's variable first; the user's (never GRAPHFLEET_*) after it.
+        env: Some(super::gateway_extras::env(
+            gw,
+            vec![EnvVar {
+                name: "GRAPHFLEET_CONFIG".to_owned(),
+                value: Some(format!("{CONFIG_DIR}/{CONFIG_KEY}")),
+                ..EnvVar::default()
+            }],
+        )),
         ports: Some(vec![
             ContainerPort {
                 name: Some("http".to_owned()),
@@ -142,7 +153,10 @@ fn gateway_container(gw: &GraphGateway, pods: &GatewayPods, default_image: &str)
         // A gateway that fails to start says why in its last log lines; the kubelet keeps
         // them as the termination message, which the GraphGateway's Ready condition quotes.
         termination_message_policy: Some("FallbackToLogsOnError".to_owned()),
-        volume_mounts: Some(volume_mounts(pods)),
+        volume_mounts: Some(super::gateway_extras::volume_mounts(
+            gw,
+            volume_mounts(pods),
+        )),
         ..Container::default()
     }
 }
@@ -157,8 +171,8 @@ fn volume_mounts(pods: &GatewayPods) -> Vec<VolumeMount> {
         ..VolumeMount::default()
     };
     let mut mounts = vec![
-        read_only("supergraph", SUPERGRAPH_DIR),
-        read_only("config", CONFIG_DIR),
+        read_only(SUPERGRAPH_VOLUME, SUPERGRAPH_DIR),
+        read_only(CONFIG_VOLUME, CONFIG_DIR),
         VolumeMount {
             name: "tmp".to_owned(),
             mount_path: "/tmp".to_owned(),
@@ -182,18 +196,18 @@ fn volumes(gw: &GraphGateway, pods: &GatewayPods, supergraph_hash: &str) -> Vec<
     };
     let mut volumes = vec![
         config_map(
-            "supergraph",
+            SUPERGRAPH_VOLUME,
             supergraph_config_map_name(&gateway, supergraph_hash),
         ),
         config_map(
-            "config",
+            CONFIG_VOLUME,
             config_file_config_map_name(&gateway, &config_hash(&pods.config.text)),
         ),
         super::tmp_volume(),
         super::gateway_usage::usage_volume(gw),
     ];
     volumes.extend(pods.mounted.volumes.iter().cloned());
-    volumes
+    super::gateway_extras::volumes(gw, volumes)
 }
 
 fn pod_spec(
@@ -205,16 +219,9 @@ fn pod_spec(
     let spec = &gw.spec;
     PodSpec {
         containers: vec![gateway_container(gw, pods, default_image)],
-        node_selector: Some(
-            spec.node_selector.clone().unwrap_or_else(|| {
-                BTreeMap::from([(POOL_LABEL.to_owned(), ROUTER_POOL.to_owned())])
-            }),
-        ),
-        tolerations: Some(
-            spec.tolerations
-                .clone()
-                .unwrap_or_else(router_pool_tolerations),
-        ),
+        // No placement unless the spec sets one (the benchmark's manifests name the pool).
+        node_selector: spec.node_selector.clone(),
+        tolerations: spec.tolerations.clone(),
         affinity: spec.affinity.clone(),
         automount_service_account_token: Some(false),
         termination_grace_period_seconds: Some(pods.config.termination_grace_seconds()),
@@ -258,6 +265,13 @@ pub fn deployment(
             config_hash(&pods.config.text),
         ),
     ]);
+    let mut pod_meta = ObjectMeta {
+        labels: Some(labels(gw)),
+        annotations: Some(template_annotations),
+        ..ObjectMeta::default()
+    };
+    let mut pod = pod_spec(gw, pods, supergraph_hash, default_image);
+    super::pod_options::apply(&gw.spec.pod, &mut pod_meta, &mut pod);
     Deployment {
         metadata: meta(gw, gw.name_any()),
         spec: Some(DeploymentSpec {
@@ -270,12 +284,8 @@ pub fn deployment(
             min_ready_seconds: gw.spec.rollout.as_ref().and_then(|r| r.min_ready_seconds),
             revision_history_limit: Some(5),
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels(gw)),
-                    annotations: Some(template_annotations),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(pod_spec(gw, pods, supergraph_hash, default_image)),
+                metadata: Some(pod_meta),
+                spec: Some(pod),
             },
             ..DeploymentSpec::default()
         }),
@@ -283,11 +293,16 @@ pub fn deployment(
     }
 }
 
-/// ClusterIP Service in front of the gateway pods (port 80 → the gateway's http port).
+/// The Service in front of the gateway pods (port 80 → the gateway's http port): ClusterIP
+/// unless `spec.service.type` says otherwise, with `spec.service.annotations`.
 pub fn service(gw: &GraphGateway) -> Service {
+    let user = gw.spec.service.clone().unwrap_or_default();
+    let mut metadata = meta(gw, gw.name_any());
+    metadata.annotations = user.annotations;
     Service {
-        metadata: meta(gw, gw.name_any()),
+        metadata,
         spec: Some(ServiceSpec {
+            type_: Some(user.type_.unwrap_or_default().as_str().to_owned()),
             selector: Some(selector_labels(gw)),
             ports: Some(vec![ServicePort {
                 name: Some("http".to_owned()),

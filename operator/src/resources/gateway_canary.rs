@@ -89,11 +89,15 @@ pub fn is_canary(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
 }
 
 /// The Service of the canary pods alone (the gateway Service's ports, its selector plus
-/// the canary track): what a load-gated canary's LoadTests load.
+/// the canary track; ClusterIP, without the gateway Service's annotations): what a
+/// load-gated canary's LoadTests load.
 pub fn canary_service(gw: &GraphGateway) -> Service {
     let mut service = super::gateway::service(gw);
     service.metadata.name = Some(canary_name(gw));
+    // In-cluster only, whatever `spec.service` asks of the gateway's own Service.
+    service.metadata.annotations = None;
     if let Some(spec) = service.spec.as_mut() {
+        spec.type_ = Some(graphfleet_api::ServiceType::ClusterIP.as_str().to_owned());
         spec.selector
             .get_or_insert_with(BTreeMap::new)
             .insert(TRACK_LABEL.to_owned(), CANARY_TRACK.to_owned());

@@ -10,11 +10,14 @@ use sha2::{Digest, Sha256};
 pub mod gateway;
 pub mod gateway_canary;
 pub mod gateway_config;
+pub mod gateway_extras;
 pub mod gateway_meta;
+pub mod gateway_monitor;
 pub mod gateway_mounts;
 pub mod gateway_revisions;
 pub mod gateway_usage;
 pub mod loadtest;
+pub mod pod_options;
 
 /// Field manager of every server-side apply, and the `managed-by` label of what it creates.
 pub const MANAGER: &str = "graphfleet-operator";

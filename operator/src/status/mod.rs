@@ -19,6 +19,9 @@ pub const SCHEMA_LOADED: &str = "SchemaLoaded";
 pub const SPEC_VALID: &str = "SpecValid";
 /// LoadTest with thresholds: whether the finished test met them (`thresholds::evaluate`).
 pub const PASSED: &str = "Passed";
+/// LoadTest: whether every load-generator pod got a node (False with the scheduler's
+/// message, and the test failed, when one cannot).
+pub const SCHEDULED: &str = "Scheduled";
 
 /// Sets condition `type_`, keeping its transition time when the status did not change.
 pub fn set_condition(

@@ -105,6 +105,15 @@ pub async fn inline_shop(
             .expect("create the subgraph");
     }
     let gateways: Api<graphfleet_api::GraphGateway> = Api::namespaced(client.clone(), ns);
+    // On the router pool, as the benchmark's manifests place gateways (the operator
+    // places them nowhere in particular).
+    let mut spec = spec;
+    for (key, value) in graphfleet_testkit::pool_placement("router")
+        .as_object()
+        .expect("an object")
+    {
+        spec[key] = value.clone();
+    }
     let gw = serde_json::from_value(serde_json::json!({
         "apiVersion": "graphfleet.dev/v1alpha1",
         "kind": "GraphGateway",

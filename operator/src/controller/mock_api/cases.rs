@@ -96,3 +96,12 @@ async fn gateway_canary_loadtest_missed_thresholds() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn gateway_pod_monitor() {
+    run_case(
+        "gateway/pod-monitor",
+        crate::controller::gateway::reconcile_gateway,
+    )
+    .await;
+}

@@ -3,13 +3,13 @@
 
 use super::config_map::script_volume;
 use super::names::{
-    CLIENT_POOL, GATLING_MAIN, K6_API_PORT, K6_CONTAINER, MOUNT_DIR, NODE_ANNOTATION, PAYLOAD_KEY,
+    GATLING_MAIN, K6_API_PORT, K6_CONTAINER, MOUNT_DIR, NODE_ANNOTATION, PAYLOAD_KEY,
     POD_ANNOTATION, SCRIPT_KEY, SEGMENT_LABEL, TARGET_LABEL, TERMINATION_LOG,
     TERMINATION_MESSAGE_LIMIT, execution_segment, execution_segment_sequence, labels, meta,
 };
 use super::spec::{
-    SpecError, Target, check_executor, parse_duration, scenario, target_job_name, targets,
-    time_limit,
+    SpecError, Target, check_executor, check_pod_options, parse_duration, scenario,
+    target_job_name, targets, time_limit,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,14 +20,14 @@ use k8s_openapi::api::batch::v1::{
 };
 use k8s_openapi::api::core::v1::{
     ConfigMapVolumeSource, Container, ContainerPort, EnvVar, KeyToPath, Pod, PodSpec,
-    PodTemplateSpec, ResourceRequirements, Toleration, Volume, VolumeMount,
+    PodTemplateSpec, ResourceRequirements, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
 
 use crate::diagnose;
 use crate::resources::{container_security_context, pod_security_context, short_hash};
-use graphfleet_api::{LoadTest, LoadTestExecutor, POOL_LABEL};
+use graphfleet_api::{LoadTest, LoadTestExecutor};
 
 fn env(name: &str, value: impl Into<String>) -> EnvVar {
     EnvVar {
@@ -119,20 +119,12 @@ fn executor_args(lt: &LoadTest, index: i32) -> Vec<String> {
     }
 }
 
-fn client_pool_tolerations() -> Vec<Toleration> {
-    vec![Toleration {
-        key: Some(POOL_LABEL.to_owned()),
-        operator: Some("Equal".to_owned()),
-        value: Some(CLIENT_POOL.to_owned()),
-        effect: Some("NoSchedule".to_owned()),
-        ..Toleration::default()
-    }]
-}
-
+/// Each load generator's default: half a CPU requested, so two segments fit a 2-CPU node
+/// beside its other pods (the local cluster's client node), and a whole one as the limit.
 fn resources() -> ResourceRequirements {
     let quantities = crate::resources::cpu_and_memory;
     ResourceRequirements {
-        requests: Some(quantities("1", "256Mi")),
+        requests: Some(quantities("500m", "256Mi")),
         limits: Some(quantities("1", "1Gi")),
         ..ResourceRequirements::default()
     }
@@ -235,18 +227,12 @@ fn expected_volume(target: &Target) -> Option<Volume> {
 }
 
 fn pod_spec(lt: &LoadTest, target: &Target, index: i32, env: Vec<EnvVar>, image: &str) -> PodSpec {
+    // No placement unless the spec sets one (the benchmark's manifests name the pool).
     let placement = lt.spec.placement.clone().unwrap_or_default();
-    let node_selector = placement
-        .node_selector
-        .unwrap_or_else(|| BTreeMap::from([(POOL_LABEL.to_owned(), CLIENT_POOL.to_owned())]));
     PodSpec {
         restart_policy: Some("Never".to_owned()),
-        node_selector: Some(node_selector),
-        tolerations: Some(
-            placement
-                .tolerations
-                .unwrap_or_else(client_pool_tolerations),
-        ),
+        node_selector: placement.node_selector,
+        tolerations: placement.tolerations,
         affinity: placement.affinity,
         security_context: Some(pod_security_context()),
         containers: vec![container(lt, target, index, env, image)],
@@ -299,6 +285,7 @@ pub fn job(lt: &LoadTest, index: i32, image: &str) -> Result<Job, SpecError> {
 /// not running.
 fn target_job(lt: &LoadTest, target: &Target, index: i32, image: &str) -> Result<Job, SpecError> {
     check_executor(lt)?;
+    check_pod_options(lt)?;
     let mut env = match lt.spec.executor {
         LoadTestExecutor::K6 => k6_env(lt, target),
         LoadTestExecutor::Gatling => gatling_env(lt, target.url.clone(), index),
@@ -325,6 +312,12 @@ fn target_job(lt: &LoadTest, target: &Target, index: i32, image: &str) -> Result
         "graphfleet.dev/spec-hash".to_owned(),
         short_hash(&spec_json),
     )]));
+    let mut pod_meta = ObjectMeta {
+        labels: Some(labels),
+        ..ObjectMeta::default()
+    };
+    let mut pod = pod_spec(lt, target, index, env, image);
+    crate::resources::pod_options::apply(&lt.spec.pod, &mut pod_meta, &mut pod);
     Ok(Job {
         metadata: meta,
         spec: Some(JobSpec {
@@ -334,11 +327,8 @@ fn target_job(lt: &LoadTest, target: &Target, index: i32, image: &str) -> Result
             completions: Some(1),
             parallelism: Some(1),
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
-                spec: Some(pod_spec(lt, target, index, env, image)),
+                metadata: Some(pod_meta),
+                spec: Some(pod),
             },
             ..JobSpec::default()
         }),

@@ -16,8 +16,6 @@ pub const DEFAULT_GATLING_IMAGE: &str = "ghcr.io/graphfleet/graphfleet-gatling:0
 /// The gatling image's main class: graphfleet's simulation under Gatling's runner (the
 /// image's entrypoint is the JVM with the simulation's class path).
 pub const GATLING_MAIN: &str = "dev.graphfleet.gatling.Main";
-/// Pool the k6 pods land on unless the placement says otherwise.
-pub(super) const CLIENT_POOL: &str = "client";
 /// Label on every Job and pod of a LoadTest: the LoadTest's name.
 pub const LOADTEST_LABEL: &str = "graphfleet.dev/loadtest";
 /// Label on every Job and pod of a LoadTest: the segment index.

@@ -35,6 +35,8 @@ pub enum SpecError {
     Threshold(#[from] crate::thresholds::ThresholdError),
     #[error("spec.{0} is k6-only; executor gatling does not support it")]
     NotForGatling(&'static str),
+    #[error("{0}")]
+    ReservedKeys(String),
 }
 
 impl SpecError {
@@ -50,6 +52,7 @@ impl SpecError {
             }
             SpecError::Threshold(_) => crate::thresholds::INVALID,
             SpecError::NotForGatling(_) => "UnsupportedByExecutor",
+            SpecError::ReservedKeys(_) => "ReservedKeys",
         }
     }
 }
@@ -188,6 +191,16 @@ pub(super) fn check_executor(lt: &LoadTest) -> Result<(), SpecError> {
         ));
     }
     Ok(())
+}
+
+/// The pod labels and annotations the operator keeps for itself (the CRD refuses them too).
+pub(super) fn check_pod_options(lt: &LoadTest) -> Result<(), SpecError> {
+    let problems = crate::resources::pod_options::problems(&lt.spec.pod);
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(SpecError::ReservedKeys(problems.join("; ")))
+    }
 }
 
 /// The image of the LoadTest's executor.

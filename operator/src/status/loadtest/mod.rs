@@ -4,10 +4,12 @@
 
 //!
 //! One module per job, bottom up: `job` (what a Job and its pods say), `segment`, `start`
-//! and `stop`, then `observe` (the whole status).
+//! and `stop`, then `scheduling` (the `Scheduled` condition) and `observe` (the whole
+//! status).
 
 mod job;
 mod observe;
+mod scheduling;
 mod segment;
 mod start;
 mod stop;

@@ -3,6 +3,7 @@
 //! a spec the builders reject.
 
 use super::job::has_jobs;
+use super::scheduling::record_scheduling;
 use super::segment::{LoggedSummaries, overall_phase, segment};
 use super::start::start_skew_ms;
 use k8s_openapi::api::batch::v1::Job;
@@ -174,12 +175,15 @@ pub fn observe(
             };
         }
     };
-    if lt.spec.targets.is_none()
-        && let [only] = all.as_slice()
-    {
-        return observe_single(lt, only, pods, jobs, previous, logged, now);
-    }
-    observe_targets(lt, &all, pods, jobs, previous, logged, now)
+    let mut observed = match all.as_slice() {
+        [only] if lt.spec.targets.is_none() => {
+            observe_single(lt, only, pods, jobs, previous, logged, now)
+        }
+        _ => observe_targets(lt, &all, pods, jobs, previous, logged, now),
+    };
+    let conditions = &mut observed.status.conditions;
+    record_scheduling(pods, conditions, lt.metadata.generation, now);
+    observed
 }
 
 /// [`observe`] with `spec.target`.

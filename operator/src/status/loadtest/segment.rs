@@ -35,6 +35,8 @@ struct Names<'a> {
     job: &'a str,
     /// `thresholds.abortOnFail`: k6's exit code 99 is an abort, not a failure.
     abort_on_fail: bool,
+    /// A synchronized start: the other segments wait paused for every one.
+    synchronized: bool,
 }
 
 impl Names<'_> {
@@ -163,9 +165,31 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod, logged: &LoggedSummaries) -> Seen {
         return Seen::Running;
     }
     match diagnose::unschedulable(pod) {
-        Some(why) => Seen::Waiting(Some(format!("{at} waits for a node: {why}"))),
+        // Preemption is making room for it: it gets its node soon. Without a synchronized
+        // start the other segments run on their own, and an ended one may make room.
+        Some(why) if preempting(pod) || !names.synchronized => {
+            let how = if preempting(pod) {
+                " while the scheduler preempts pods for it"
+            } else {
+                ""
+            };
+            Seen::Waiting(Some(format!("{at} waits for a node{how}: {why}")))
+        }
+        // Failed at once rather than at the deadline: the other segments wait paused for it,
+        // holding the room it may need, and would start without it only at the deadline.
+        Some(why) => Seen::Failed(format!(
+            "{at} cannot be scheduled: {why}; a synchronized test fails at once when a segment cannot start (make room, or lower spec.resources or spec.parallelism, and create a new LoadTest)"
+        )),
         None => Seen::Waiting(None),
     }
+}
+
+/// Whether the scheduler nominated a node for the pod (its victims are being evicted).
+fn preempting(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.nominated_node_name.as_deref())
+        .is_some_and(|n| !n.is_empty())
 }
 
 fn seen(names: &Names<'_>, pods: &[&Pod], job: Option<&Job>, logged: &LoggedSummaries) -> Seen {
@@ -274,6 +298,7 @@ pub(super) fn segment(
         ns: &ns,
         job: &job_name,
         abort_on_fail: lt.spec.thresholds.as_ref().is_some_and(|t| t.abort_on_fail),
+        synchronized: lt.spec.synchronized(),
     };
     let mut status = SegmentStatus {
         index,

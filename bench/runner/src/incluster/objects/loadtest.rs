@@ -2,7 +2,7 @@
 //! operator, never at once), each checked against its expected answer, and the ConfigMap
 //! holding those answers.
 
-use super::parts::{MAX_EXPECTED_IN_CONFIGMAP, dns_label, labels, meta};
+use super::parts::{MAX_EXPECTED_IN_CONFIGMAP, dns_label, labels, meta, pool_placement};
 use std::collections::BTreeMap;
 
 use graphfleet_api::LoadTest;
@@ -80,6 +80,7 @@ pub fn load_test(
     answers: &ConfigMap,
 ) -> LoadTest {
     let held = answers.data.as_ref();
+    let (node_selector, tolerations) = pool_placement("client");
     let targets: Vec<serde_json::Value> = targets
         .iter()
         .map(|t| {
@@ -112,6 +113,8 @@ pub fn load_test(
             "vus": run.vus.max(1),
             "maxVus": run.max_vus.max(run.vus).max(1),
             "parallelism": 1,
+            // The operator places load generators nowhere in particular: k6 on the client pool.
+            "placement": { "nodeSelector": node_selector, "tolerations": tolerations },
         },
     }))
     .expect("the bench's LoadTest is a valid LoadTest")

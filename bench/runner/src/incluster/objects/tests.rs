@@ -206,6 +206,14 @@ fn the_load_test_checks_each_target_against_its_answer() {
         ("b".repeat(64).as_str(), true)
     );
     assert!(spec.expect.is_none(), "each target has its own");
+    // k6 on the client pool: the operator sets no pool of its own.
+    let placement = spec.placement.as_ref().expect("placement");
+    assert_eq!(
+        placement.node_selector.as_ref().expect("selector")[POOL_LABEL],
+        "client"
+    );
+    let toleration = &placement.tolerations.as_ref().expect("tolerations")[0];
+    assert_eq!(toleration.value.as_deref(), Some("client"));
     // Every scenario the runner sends to the cluster is one the operator knows.
     for set in graphfleet_bench_model::sets::ALL {
         for (name, _) in set.scenarios() {
