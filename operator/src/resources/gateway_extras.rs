@@ -53,8 +53,8 @@ pub fn problems(gw: &GraphGateway, operator_volumes: &[String]) -> Vec<String> {
                 mount.mount_path
             ));
         }
-        let known = volumes.contains(&mount.name.as_str())
-            || operator_volumes.contains(&mount.name);
+        let known =
+            volumes.contains(&mount.name.as_str()) || operator_volumes.contains(&mount.name);
         if !known {
             out.push(format!(
                 "spec.volumeMounts: {} mounts volume {}, which spec.volumes does not define",
