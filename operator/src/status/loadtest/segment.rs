@@ -37,6 +37,7 @@ struct Names<'a> {
     abort_on_fail: bool,
     /// A synchronized start: the other segments wait paused for every one.
     synchronized: bool,
+    now: &'a Time,
 }
 
 impl Names<'_> {
@@ -175,13 +176,29 @@ fn seen_in_pod(names: &Names<'_>, pod: &Pod, logged: &LoggedSummaries) -> Seen {
             };
             Seen::Waiting(Some(format!("{at} waits for a node{how}: {why}")))
         }
-        // Failed at once rather than at the deadline: the other segments wait paused for it,
-        // holding the room it may need, and would start without it only at the deadline.
+        // Pods that just ended (the test before, a segment finishing) may still hold the
+        // room: it waits a little, saying why.
+        Some(why) if unschedulable_for(pod, names.now) < UNSCHEDULABLE_GRACE_SECONDS => {
+            Seen::Waiting(Some(format!("{at} waits for a node: {why}")))
+        }
+        // Failed well before the deadline: the other segments wait paused for it, holding
+        // the room it may need, and would start without it only at the deadline.
         Some(why) => Seen::Failed(format!(
-            "{at} cannot be scheduled: {why}; a synchronized test fails at once when a segment cannot start (make room, or lower spec.resources or spec.parallelism, and create a new LoadTest)"
+            "{at} cannot be scheduled: {why}; a synchronized test fails when a segment cannot start within 30 s (make room, or lower spec.resources or spec.parallelism, and create a new LoadTest)"
         )),
         None => Seen::Waiting(None),
     }
+}
+
+/// How long a synchronized test's segment may stay unschedulable before the test fails:
+/// long enough for pods that just ended to give their room back.
+const UNSCHEDULABLE_GRACE_SECONDS: i64 = 30;
+
+/// Seconds since the pod's PodScheduled condition turned False (0 when unknown).
+fn unschedulable_for(pod: &Pod, now: &Time) -> i64 {
+    diagnose::condition(pod, "PodScheduled")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map_or(0, |since| now.0.duration_since(since.0).as_secs())
 }
 
 /// Whether the scheduler nominated a node for the pod (its victims are being evicted).
@@ -299,6 +316,7 @@ pub(super) fn segment(
         job: &job_name,
         abort_on_fail: lt.spec.thresholds.as_ref().is_some_and(|t| t.abort_on_fail),
         synchronized: lt.spec.synchronized(),
+        now,
     };
     let mut status = SegmentStatus {
         index,
