@@ -270,20 +270,22 @@ async fn held_drops_to_zero(client: &support::HttpClient, gateway: &GatewayProce
     }
 }
 
+/// The gateway the bursts hit: ~16 MiB per request (body and response) against a
+/// 64 MiB budget, deduplication off so each request reads its own body.
+async fn burst_gateway(test: &str) -> GatewayProcess {
+    let settings = [
+        "limits.max_response_bytes=16MiB",
+        "limits.max_inflight_bytes=64MiB",
+        "traffic.deduplicate=false",
+    ];
+    gateway(test, "/chunked", &settings).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_burst_of_big_responses_is_refused_or_cut_within_the_budget() {
     // Each request needs ~8 MiB of subgraph body and ~8 MiB of response: 32 at once
     // want ~512 MiB; the budget is 64 MiB. Deduplication off, so each reads its own body.
-    let gateway = gateway(
-        "memory-burst",
-        "/chunked",
-        &[
-            "limits.max_response_bytes=16MiB",
-            "limits.max_inflight_bytes=64MiB",
-            "traffic.deduplicate=false",
-        ],
-    )
-    .await;
+    let gateway = burst_gateway("memory-burst").await;
     let client = support::client();
     let (answers, slowest_health) = burst(&gateway, 32).await;
     let count = |kind: &Answer| answers.iter().filter(|a| *a == kind).count();
@@ -345,16 +347,7 @@ async fn a_burst_of_an_operation_known_to_be_big_is_refused_at_the_door_not_cut(
     // As above, but the gateway has answered the operation once, so it knows each
     // request takes ~16 MiB: of 32 arriving together, those the budget has room for
     // reserve it and run, the rest get 503 at once, and none is cut halfway.
-    let gateway = gateway(
-        "memory-burst-known",
-        "/chunked",
-        &[
-            "limits.max_response_bytes=16MiB",
-            "limits.max_inflight_bytes=64MiB",
-            "traffic.deduplicate=false",
-        ],
-    )
-    .await;
+    let gateway = burst_gateway("memory-burst-known").await;
     let client = support::client();
     assert_eq!(ask(&client, &gateway.url("/graphql")).await, Answer::Whole);
     held_drops_to_zero(&client, &gateway).await;

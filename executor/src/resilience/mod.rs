@@ -218,6 +218,38 @@ mod tests {
         }
     }
 
+    /// [`run`] for subgraph `a` with a 1 s timeout, its attempts failing with `code` while
+    /// `calls` (shared across runs) is under `failures`.
+    async fn once(
+        guard: &Arc<Guard>,
+        retryable: bool,
+        calls: &AtomicU32,
+        failures: u32,
+        code: &'static str,
+    ) -> Result<Bytes, FetchError> {
+        let attempt = flaky(failures, code, calls);
+        run(
+            guard.clone(),
+            "a".into(),
+            Duration::from_secs(1),
+            retryable,
+            attempt,
+        )
+        .await
+    }
+
+    /// [`once`] with its own count: whether it succeeded, and the attempts made.
+    async fn attempts(
+        guard: &Arc<Guard>,
+        retryable: bool,
+        failures: u32,
+        code: &'static str,
+    ) -> (bool, u32) {
+        let calls = AtomicU32::new(0);
+        let ok = once(guard, retryable, &calls, failures, code).await.is_ok();
+        (ok, calls.load(Ordering::Relaxed))
+    }
+
     /// An attempt failing with `code` the first `failures` times, then answering.
     fn flaky<'a>(
         failures: u32,
@@ -240,49 +272,20 @@ mod tests {
     #[tokio::test]
     async fn queries_are_retried_up_to_the_attempts_mutations_never() {
         let guard = Arc::new(Guard::new(&policy(2)));
-        let calls = AtomicU32::new(0);
-        let run1 = run(
-            guard.clone(),
-            "a".into(),
-            Duration::from_secs(1),
-            true,
-            flaky(2, FetchError::HTTP, &calls),
-        );
-        assert!(run1.await.is_ok());
+        assert_eq!(attempts(&guard, true, 2, FetchError::HTTP).await, (true, 3));
+        assert_eq!(guard.stats().retries, 2);
         assert_eq!(
-            (calls.load(Ordering::Relaxed), guard.stats().retries),
-            (3, 2)
+            attempts(&guard, true, 5, FetchError::HTTP).await,
+            (false, 3),
+            "1 + 2 attempts"
         );
-        let calls = AtomicU32::new(0);
-        let run2 = run(
-            guard.clone(),
-            "a".into(),
-            Duration::from_secs(1),
-            true,
-            flaky(5, FetchError::HTTP, &calls),
+        assert_eq!(
+            attempts(&guard, false, 1, FetchError::HTTP).await,
+            (false, 1),
+            "a mutation"
         );
-        assert!(run2.await.is_err());
-        assert_eq!(calls.load(Ordering::Relaxed), 3, "1 + 2 attempts");
-        let calls = AtomicU32::new(0);
-        let mutation = run(
-            guard.clone(),
-            "a".into(),
-            Duration::from_secs(1),
-            false,
-            flaky(1, FetchError::HTTP, &calls),
-        );
-        assert!(mutation.await.is_err());
-        assert_eq!(calls.load(Ordering::Relaxed), 1);
-        let calls = AtomicU32::new(0);
-        let timeout = run(
-            guard,
-            "a".into(),
-            Duration::from_secs(1),
-            true,
-            flaky(1, FetchError::TIMEOUT, &calls),
-        );
-        assert!(timeout.await.is_err());
-        assert_eq!(calls.load(Ordering::Relaxed), 1, "timeouts are not retried");
+        let timeout = attempts(&guard, true, 1, FetchError::TIMEOUT).await;
+        assert_eq!(timeout, (false, 1), "timeouts are not retried");
     }
 
     #[tokio::test]
@@ -298,22 +301,10 @@ mod tests {
         }));
         let calls = AtomicU32::new(0);
         for _ in 0..2 {
-            let r = run(
-                guard.clone(),
-                "a".into(),
-                Duration::from_secs(1),
-                true,
-                flaky(9, FetchError::HTTP, &calls),
-            );
-            assert_eq!(r.await.expect_err("down").code, FetchError::HTTP);
+            let r = once(&guard, true, &calls, 9, FetchError::HTTP).await;
+            assert_eq!(r.expect_err("down").code, FetchError::HTTP);
         }
-        let r = run(
-            guard.clone(),
-            "a".into(),
-            Duration::from_secs(1),
-            true,
-            flaky(9, FetchError::HTTP, &calls),
-        );
+        let r = once(&guard, true, &calls, 9, FetchError::HTTP);
         let e = r.await.expect_err("open");
         assert_eq!(e.code, CIRCUIT_OPEN);
         assert!(e.message.contains("subgraph 'a'"), "{e}");

@@ -93,15 +93,7 @@ pub fn volume_mounts(gw: &GraphGateway, operator: Vec<VolumeMount>) -> Vec<Volum
 mod tests {
     use super::*;
 
-    fn gateway(spec: serde_json::Value) -> GraphGateway {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "graphfleet.dev/v1alpha1",
-            "kind": "GraphGateway",
-            "metadata": { "name": "edge", "namespace": "shop", "uid": "u-1" },
-            "spec": spec,
-        }))
-        .expect("valid GraphGateway")
-    }
+    use crate::resources::test_gateway as gateway;
 
     #[test]
     fn the_operators_env_volumes_and_dirs_are_kept() {

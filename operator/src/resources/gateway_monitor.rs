@@ -60,15 +60,7 @@ pub fn pod_monitor(gw: &GraphGateway) -> Option<DynamicObject> {
 mod tests {
     use super::*;
 
-    fn gateway(spec: serde_json::Value) -> GraphGateway {
-        serde_json::from_value(serde_json::json!({
-            "apiVersion": "graphfleet.dev/v1alpha1",
-            "kind": "GraphGateway",
-            "metadata": { "name": "edge", "namespace": "shop", "uid": "u-1" },
-            "spec": spec,
-        }))
-        .expect("valid GraphGateway")
-    }
+    use crate::resources::test_gateway as gateway;
 
     #[test]
     fn the_pod_monitor_scrapes_the_admin_port_of_the_gateways_pods() {

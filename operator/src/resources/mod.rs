@@ -115,3 +115,15 @@ pub fn config_map_and_tmp(
         tmp_volume(),
     ]
 }
+
+/// The GraphGateway `edge` in `shop` with `spec`, for the builders' unit tests.
+#[cfg(test)]
+pub(crate) fn test_gateway(spec: serde_json::Value) -> graphfleet_api::GraphGateway {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "graphfleet.dev/v1alpha1",
+        "kind": "GraphGateway",
+        "metadata": { "name": "edge", "namespace": "shop", "uid": "u-1" },
+        "spec": spec,
+    }))
+    .expect("valid GraphGateway")
+}
