@@ -63,7 +63,7 @@ impl ClientAddressHeader {
 }
 
 /// A byte of an HTTP token (RFC 9110 `tchar`), as header names are.
-fn is_token_byte(b: u8) -> bool {
+pub(crate) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 

@@ -75,10 +75,7 @@ impl ClientKey {
         match key.split_once(':') {
             None if key == "ip" => Ok(Self::Ip),
             Some(("header", name))
-                if !name.is_empty()
-                    && name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)) =>
+                if !name.is_empty() && name.bytes().all(crate::proxies::is_token_byte) =>
             {
                 Ok(Self::Header(name.to_ascii_lowercase()))
             }

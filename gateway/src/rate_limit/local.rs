@@ -1,6 +1,6 @@
 //! Token buckets in this process: a map from bucket key to its tokens, bounded in
 //! entries (past [`MAX_KEYS`] the buckets that have refilled are forgotten, as a new
-//! bucket starts full; if none has, all start over).
+//! bucket starts full; if that frees less than a tenth, all start over).
 
 use super::Limit;
 use parking_lot::Mutex;
@@ -34,7 +34,10 @@ impl LocalBuckets {
         let mut map = self.0.lock();
         if map.len() + buckets.len() > MAX_KEYS {
             map.retain(|_, (b, limit)| b.refilled(*limit, now) < limit.capacity as f64);
-            if map.len() + buckets.len() > MAX_KEYS {
+            // Unless the sweep freed a tenth, start over: otherwise every new key would
+            // sweep the whole map again (a client rotating keys would make each request
+            // cost a full scan under the lock).
+            if map.len() + buckets.len() > MAX_KEYS - MAX_KEYS / 10 {
                 map.clear();
             }
         }
