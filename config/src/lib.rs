@@ -399,7 +399,7 @@ pub struct LimitsConfig {
     /// `max_response_bytes` of it is free, or while an operation known to take more
     /// does not fit beside what is held or reserved; a running request that would pass
     /// it fails with `MEMORY_BUDGET_EXCEEDED`.
-    /// `0` (the default): half the container's memory limit, or 1GiB without one; never
+    /// `0` (the default): half the container's memory limit, or 384MiB without one; never
     /// below twice `max_response_bytes`, which one request may hold. Set, it must be
     /// at least that.
     #[serde(deserialize_with = "size::deserialize")]

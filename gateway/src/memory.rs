@@ -9,8 +9,10 @@ use crate::executor::memory::MemoryBudget;
 use graphfleet_config::Config;
 use std::path::Path;
 
-/// The budget when neither the setting nor a container limit gives one.
-pub const NO_LIMIT_DEFAULT: usize = 1024 * 1024 * 1024;
+/// The budget when neither the setting nor a container limit gives one: what a
+/// 768Mi container would derive, so a burst of responses at the cap stays under 512 MiB
+/// of RSS on a host or VM with no limit (1 GiB let one reach 1.1 GiB).
+pub const NO_LIMIT_DEFAULT: usize = 384 * 1024 * 1024;
 
 /// Share of the container's memory limit the budget gets: the rest is the process
 /// itself, what the budget does not count (parsed values, plans) and the allocator's

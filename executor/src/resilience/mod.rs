@@ -125,7 +125,8 @@ impl Guards {
 /// Runs `attempt` for `subgraph` under `guard`: waits up to `timeout` for a slot,
 /// fails at once while the breaker is open, and retries a query (`retryable`) whose
 /// attempt failed before an answer came, while the budget allows. Each attempt is
-/// given its timeout: the first what the wait for a slot left of it, a retry all.
+/// given its timeout less what its wait for a slot took; the slot is given back during
+/// a retry's backoff, so a failing subgraph's retries do not starve other fetches.
 pub async fn run<F, Fut>(
     guard: Arc<Guard>,
     subgraph: String,
@@ -138,23 +139,7 @@ where
     Fut: Future<Output = Result<Bytes, FetchError>>,
 {
     let started = Instant::now();
-    let _slot = match &guard.slots {
-        Some((slots, n)) => {
-            let waited = tokio::time::timeout(timeout, slots.clone().acquire_owned()).await;
-            match waited {
-                Ok(slot) => Some(slot.expect("the semaphore is never closed")),
-                Err(_) => {
-                    return Err(FetchError {
-                        code: CONCURRENCY_LIMIT,
-                        message: format!(
-                            "no slot of the {n} for subgraph '{subgraph}' came free within {timeout:?} (max_concurrent_fetches)"
-                        ),
-                    });
-                }
-            }
-        }
-        None => None,
-    };
+    let mut slot = slot(&guard, &subgraph, timeout).await?;
     if let Some((_, budget)) = &guard.retry {
         budget.fetched(Instant::now());
     }
@@ -176,7 +161,6 @@ where
             });
         }
         let result = attempt(left).await;
-        left = timeout;
         let failed = result
             .as_ref()
             .err()
@@ -194,9 +178,37 @@ where
             return result;
         };
         let wait = backoff(retried, policy.backoff, policy.max_backoff, fastrand::f64());
+        drop(slot.take());
         tokio::time::sleep(wait).await;
         retried += 1;
         guard.retries.fetch_add(1, Ordering::Relaxed);
+        let asked = Instant::now();
+        // No slot for the retry within its timeout: the attempt's own failure says more.
+        let Ok(again) = self::slot(&guard, &subgraph, timeout).await else {
+            return result;
+        };
+        slot = again;
+        left = timeout.saturating_sub(asked.elapsed());
+    }
+}
+
+/// A slot of `subgraph`'s concurrency limit, if it has one, waited for up to `timeout`.
+async fn slot(
+    guard: &Guard,
+    subgraph: &str,
+    timeout: Duration,
+) -> Result<Option<tokio::sync::OwnedSemaphorePermit>, FetchError> {
+    let Some((slots, n)) = &guard.slots else {
+        return Ok(None);
+    };
+    match tokio::time::timeout(timeout, slots.clone().acquire_owned()).await {
+        Ok(slot) => Ok(Some(slot.expect("the semaphore is never closed"))),
+        Err(_) => Err(FetchError {
+            code: CONCURRENCY_LIMIT,
+            message: format!(
+                "no slot of the {n} for subgraph '{subgraph}' came free within {timeout:?} (max_concurrent_fetches)"
+            ),
+        }),
     }
 }
 
@@ -356,5 +368,49 @@ mod tests {
             flaky(0, FetchError::HTTP, &calls),
         );
         assert!(third.await.is_ok(), "its slot came back");
+    }
+
+    #[tokio::test]
+    async fn a_retry_gives_its_slot_back_during_the_backoff() {
+        let mut limited = policy(1);
+        limited.max_concurrent = Some(1);
+        if let Some(retry) = limited.retry.as_mut() {
+            retry.backoff = Duration::from_millis(200);
+            retry.max_backoff = Duration::from_millis(200);
+        }
+        let guard = Arc::new(Guard::new(&limited));
+        let (failed, first_failed) = tokio::sync::oneshot::channel::<()>();
+        let first = tokio::spawn(run(guard.clone(), "a".into(), Duration::from_secs(5), true, {
+            let mut failed = Some(failed);
+            move |_| {
+                // The first attempt fails (and says so), the retry answers.
+                let result = match failed.take() {
+                    Some(tx) => {
+                        let _ = tx.send(());
+                        Err(FetchError {
+                            code: FetchError::HTTP,
+                            message: "down".into(),
+                        })
+                    }
+                    None => Ok(Bytes::from_static(b"retried")),
+                };
+                std::future::ready(result)
+            }
+        }));
+        first_failed.await.expect("the first attempt ran");
+        // The first fetch is in its backoff (this one-thread runtime ran it up to its
+        // sleep): a fetch that waits no time for a slot still gets one.
+        let calls = AtomicU32::new(0);
+        let second = run(
+            guard.clone(),
+            "a".into(),
+            Duration::ZERO,
+            true,
+            flaky(0, FetchError::HTTP, &calls),
+        );
+        assert!(second.await.is_ok(), "the slot was free during the backoff");
+        let first = first.await.expect("task").expect("the retry answered");
+        assert_eq!(&first[..], b"retried");
+        assert_eq!(guard.stats().retries, 1);
     }
 }
