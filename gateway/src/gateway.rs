@@ -344,6 +344,7 @@ impl<T: Transport> Gateway<T> {
                 variant: variant.clone(),
                 variables,
                 headers: meta.forward_headers.clone(),
+                init_payload: meta.init_payload.clone(),
                 deadline,
                 operation,
                 memory: self.memory.clone(),
