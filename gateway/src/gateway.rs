@@ -327,6 +327,9 @@ impl<T: Transport> Gateway<T> {
             .filter(|_| dc.expose_in_extensions);
         let claims = meta.claims.as_ref();
         let mask = authorize::authorize(&self.config, &state, &cached, claims, values)?;
+        if kind.is_subscription() {
+            authorize::subscription_root(&cached, mask, values)?;
+        }
         let planned = self
             .planning
             .variant(&state, &cached, values, mask, deadline);

@@ -215,8 +215,12 @@ impl<T: Transport> Connection<T> {
                 self.start(id.into_owned(), request, outbox)?;
             }
             Incoming::Stop(id) => {
-                if let Some(op) = self.ops.lock().remove(&*id) {
+                let stopped = self.ops.lock().remove(&*id);
+                if let Some(op) = stopped {
                     op.abort();
+                    if let Some(done) = self.protocol.stopped(&id) {
+                        let _ = outbox.send(done).await;
+                    }
                 }
             }
             Incoming::Terminate => return Err(Some(Close::new(CloseCode::NORMAL, ""))),

@@ -115,6 +115,15 @@ impl Protocol {
         }
     }
 
+    /// What answers the client stopping operation `id`: nothing over
+    /// graphql-transport-ws (the client's `complete` ends it), `complete` over legacy.
+    pub fn stopped(self, id: &str) -> Option<Message> {
+        match self {
+            Self::TransportWs => None,
+            Self::Legacy => Some(legacy::complete(id)),
+        }
+    }
+
     pub fn complete(self, id: &str) -> Message {
         match self {
             Self::TransportWs => transport_ws::complete(id),
