@@ -312,3 +312,69 @@ async fn setup_with_key(behaviour: Behaviour, key: &TestKey) -> String {
     std::mem::forget(subgraph);
     http.replacen("http://", "ws://", 1)
 }
+
+#[tokio::test]
+async fn the_gateway_pings_and_closes_a_client_that_does_not_answer() {
+    use futures::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let setup = setup("ws-unanswered-pings", ticks(1), |config| {
+        config.subscriptions.ping_interval = Some(Duration::from_millis(200));
+        config.subscriptions.pong_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let mut socket = support::ws::initialised(&setup.ws).await;
+    // Not read, so never answered (tungstenite pongs as it reads), for well over a ping
+    // interval and its timeout.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut frames = Vec::new();
+    loop {
+        let next = tokio::time::timeout(Duration::from_secs(10), socket.next())
+            .await
+            .expect("the gateway ends the connection");
+        match next {
+            Some(Ok(Message::Ping(_))) => frames.push(json!("ping")),
+            Some(Ok(Message::Close(frame))) => {
+                let frame = frame.expect("a close frame");
+                frames.push(
+                    json!({ "close": u16::from(frame.code), "reason": frame.reason.as_str() }),
+                );
+                break;
+            }
+            Some(Ok(other)) => panic!("unexpected {other:?}"),
+            // The pong tungstenite writes on reading the ping may meet the closed socket.
+            None | Some(Err(_)) => {
+                frames.push(json!("dropped"));
+                break;
+            }
+        }
+    }
+    // One ping, unanswered, then the close (no second ping while one is unanswered).
+    assert_eq!(frames[0], "ping", "{frames:?}");
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    let closed =
+        json!({ "close": 1008, "reason": "no pong within 300ms (subscriptions.pong_timeout)" });
+    assert!(frames[1] == closed || frames[1] == "dropped", "{frames:?}");
+}
+
+#[tokio::test]
+async fn clients_answering_pings_and_reading_keep_alives_stay_connected() {
+    let slow = Behaviour {
+        interval: Duration::from_millis(300),
+        ..ticks(8)
+    };
+    let setup = setup("ws-answered-pings", slow, |config| {
+        config.subscriptions.ping_interval = Some(Duration::from_millis(100));
+        config.subscriptions.pong_timeout = Duration::from_millis(500);
+    })
+    .await;
+    // ws (the `ws` package) answers every ping frame; the legacy client closes its socket
+    // when no `ka` came within its timeout, here 1 s of a 2.4 s subscription.
+    let runs = [
+        ("ws", &[][..]),
+        ("legacy", &["--keep-alive-timeout-ms", "1000"][..]),
+    ];
+    for (protocol, extra) in runs {
+        let got = client(protocol, &setup.ws, "subscription { ticks }", None, extra).await;
+        assert_eq!(got, completed("ticks", 8), "{protocol}");
+    }
+}
