@@ -418,4 +418,18 @@ mod tests {
             Ok(None)
         );
     }
+
+    #[test]
+    fn a_payload_value_is_the_token_with_or_without_the_prefix() {
+        let bearer = authenticator(TokenHeader::default(), None);
+        assert_eq!(bearer.token_in("Bearer a.b.c"), "a.b.c");
+        assert_eq!(bearer.token_in(" Bearer  a.b.c "), "a.b.c");
+        assert_eq!(bearer.token_in("a.b.c"), "a.b.c");
+        assert_eq!(bearer.token_in("Bearer"), "Bearer");
+        let bare = TokenHeader {
+            name: "x-token".to_owned(),
+            prefix: String::new(),
+        };
+        assert_eq!(authenticator(bare, None).token_in(" a.b.c"), "a.b.c");
+    }
 }

@@ -21,6 +21,14 @@ pub(super) struct Upgrade {
     pub(super) how: Delivery,
 }
 
+/// Whether a `connection_init` may change a connection's meta (a token read, keys
+/// forwarded): only then is the upgrade's [`Upgrade`] kept whole.
+pub(super) fn may_rebuild<T: Transport>(gateway: &Gateway<T>) -> bool {
+    let config = &gateway.config.subscriptions;
+    (gateway.auth.enabled() && config.init_token_key.is_some())
+        || !config.forward_init_keys.is_empty()
+}
+
 /// The meta the connection's operations run with once `payload` (the
 /// `connection_init` payload's JSON text) is accepted; `None`: `current` as it is.
 /// A refused token is the close the client gets (4403).
@@ -30,6 +38,9 @@ pub(super) async fn accept<T: Transport>(
     current: &RequestMeta,
     payload: Option<&str>,
 ) -> Result<Option<RequestMeta>, Close> {
+    if !may_rebuild(gateway) {
+        return Ok(None);
+    }
     let config = &gateway.config.subscriptions;
     let token_key = config
         .init_token_key
@@ -37,10 +48,8 @@ pub(super) async fn accept<T: Transport>(
         .filter(|_| gateway.auth.enabled());
     let forwards = !config.forward_init_keys.is_empty();
     let object = match payload {
-        Some(text) if token_key.is_some() || forwards => {
-            serde_json::from_str::<Map<String, Value>>(text)
-                .map_err(|e| Close::bad_request(format_args!("the connection_init payload: {e}")))?
-        }
+        Some(text) => serde_json::from_str::<Map<String, Value>>(text)
+            .map_err(|e| Close::bad_request(format_args!("the connection_init payload: {e}")))?,
         _ => Map::new(),
     };
     let claims = match token_key {

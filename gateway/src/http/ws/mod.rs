@@ -81,7 +81,12 @@ pub(super) fn upgrade<T: Transport>(
     };
     let accept = derive_accept_key(key.as_bytes());
     let kept = init::Upgrade {
-        headers: headers.clone(),
+        // Kept only when `connection_init` may rebuild the meta from them.
+        headers: if init::may_rebuild(gateway) {
+            headers.clone()
+        } else {
+            hyper::HeaderMap::new()
+        },
         peer: req
             .extensions()
             .get::<crate::http::ClientAddr>()
