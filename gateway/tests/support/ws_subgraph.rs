@@ -73,6 +73,8 @@ impl WsSubgraph {
     }
 }
 
+// tungstenite's handshake callback returns its own (large) error response type.
+#[allow(clippy::result_large_err)]
 async fn serve(tcp: tokio::net::TcpStream, behaviour: Behaviour, seen: Arc<Mutex<Seen>>) {
     let log = seen.clone();
     let check = move |req: &Request, mut res: Response| -> Result<Response, ErrorResponse> {

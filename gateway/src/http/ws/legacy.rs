@@ -5,7 +5,7 @@
 //! (keep-alive), `data` (a result), `error` (an operation failed), `complete`.
 //! Frames are `{"type":…,"id":…,"payload":…}`; unknown fields are ignored.
 
-use super::wire::Incoming;
+use super::incoming::Incoming;
 use graphfleet_ws_protocol::Close;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -107,7 +107,7 @@ pub(super) fn complete(id: &str) -> Message {
 #[cfg(test)]
 mod tests {
     use super::{data, decode};
-    use crate::http::ws::wire::Incoming;
+    use crate::http::ws::incoming::Incoming;
 
     fn text(m: tokio_tungstenite::tungstenite::Message) -> String {
         m.into_text().expect("a text frame").as_str().to_owned()

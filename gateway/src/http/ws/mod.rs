@@ -3,6 +3,7 @@
 //! library's, [`transport_ws`]) or the legacy `graphql-ws` (subscriptions-transport-ws,
 //! [`legacy`]); then one [`session`] per socket, whichever it speaks.
 
+mod incoming;
 mod init;
 mod keepalive;
 mod legacy;

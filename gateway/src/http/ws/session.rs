@@ -4,10 +4,11 @@
 //! The gateway pings the client ([`keepalive`](super::keepalive)); a token that expires
 //! ends every operation with an error, then the connection (4403).
 
+use super::incoming::Incoming;
 use super::init::{self, Upgrade};
 use super::keepalive::{Due, KeepAlive};
 use super::operation::{self, Out};
-use super::wire::{Incoming, Protocol};
+use super::wire::Protocol;
 use crate::executor::transport::Transport;
 use crate::gateway::Gateway;
 use crate::pipeline::request::{GraphQLRequest, RequestMeta};

@@ -1,7 +1,7 @@
 //! `graphql-transport-ws` frames for the session, in graphfleet-ws-protocol's types (the
 //! one module every end of this protocol uses).
 
-use super::wire::Incoming;
+use super::incoming::Incoming;
 use graphfleet_ws_protocol::{ClientMessage, Close, RawJson, ServerMessage};
 use tokio_tungstenite::tungstenite::Message;
 

@@ -2,6 +2,7 @@
 //! ([`Incoming`]) and the frames answering it, whichever protocol the upgrade agreed on.
 //! Each protocol's own messages are in its module ([`transport_ws`], [`legacy`]).
 
+use super::incoming::Incoming;
 use super::{legacy, transport_ws};
 use graphfleet_ws_protocol::Close;
 use std::borrow::Cow;
@@ -14,23 +15,6 @@ pub enum Protocol {
     TransportWs,
     /// `graphql-ws` (Apollo's subscriptions-transport-ws, legacy).
     Legacy,
-}
-
-/// A client message, in either protocol.
-#[derive(Debug)]
-pub enum Incoming<'a> {
-    /// `connection_init`, with its payload's JSON text (an object) if any.
-    Init(Option<&'a str>),
-    /// A protocol-level ping (graphql-transport-ws), answered with a pong.
-    Ping,
-    /// A protocol-level pong, or anything else that needs no answer.
-    Ignored,
-    /// Start operation `id` with `payload`, the GraphQL request object's text.
-    Subscribe { id: Cow<'a, str>, payload: &'a str },
-    /// The client stops operation `id`.
-    Stop(Cow<'a, str>),
-    /// The client ends the connection (`connection_terminate`, legacy).
-    Terminate,
 }
 
 impl Protocol {
