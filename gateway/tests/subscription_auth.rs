@@ -89,6 +89,11 @@ async fn client(
         "the client failed: {}\n{stdout}\n{stderr}",
         output.status
     );
+    // A client that could not run (npm, the package) prints nothing: a failure, not a skip.
+    assert!(
+        !stdout.trim().is_empty(),
+        "the client printed nothing:\n{stderr}"
+    );
     stdout
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{stderr}")))
