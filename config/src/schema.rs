@@ -11,6 +11,13 @@ pub(crate) fn duration(_: &mut SchemaGenerator) -> Schema {
     })
 }
 
+/// A [`duration`] or `null`, for a setting whose default is on and `null` turns off.
+pub(crate) fn nullable_duration(generator: &mut SchemaGenerator) -> Schema {
+    let mut schema = duration(generator);
+    schema.insert("nullable".to_owned(), true.into());
+    schema
+}
+
 /// A byte size: a number of bytes, or text with a unit (`512KiB`, `64MiB`).
 pub(crate) fn size(_: &mut SchemaGenerator) -> Schema {
     json_schema!({ "x-kubernetes-int-or-string": true })

@@ -50,6 +50,24 @@ pub struct SubscriptionsConfig {
     #[serde(with = "humantime_serde")]
     #[schemars(schema_with = "crate::schema::duration")]
     pub subgraph_connect_timeout: Duration,
+    /// The `connection_init` payload key holding a WebSocket client's token (matched
+    /// case-insensitively; `<authentication.header.prefix> <token>` or the bare token),
+    /// validated like the HTTP header; `null`: payloads are not read for a token.
+    pub init_token_key: Option<String>,
+    /// `connection_init` payload keys copied into the `connection_init` of subgraph
+    /// WebSocket connections (exact names); empty: subgraphs get no payload.
+    #[schemars(length(max = 64))]
+    pub forward_init_keys: Vec<String>,
+    /// How often the gateway pings a WebSocket client (a ping frame; a `ka` message
+    /// too over the legacy `graphql-ws` protocol); `null`: never.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::nullable_duration")]
+    pub ping_interval: Option<Duration>,
+    /// Longest wait for a client's pong to the gateway's ping before its connection is
+    /// closed.
+    #[serde(with = "humantime_serde")]
+    #[schemars(schema_with = "crate::schema::duration")]
+    pub pong_timeout: Duration,
 }
 
 impl Default for SubscriptionsConfig {
@@ -67,6 +85,10 @@ impl Default for SubscriptionsConfig {
             heartbeat_interval: Duration::from_secs(5),
             send_timeout: Duration::from_secs(30),
             subgraph_connect_timeout: Duration::from_secs(10),
+            init_token_key: Some("Authorization".to_owned()),
+            forward_init_keys: Vec::new(),
+            ping_interval: Some(Duration::from_secs(15)),
+            pong_timeout: Duration::from_secs(10),
         }
     }
 }

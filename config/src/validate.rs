@@ -215,8 +215,26 @@ fn subscriptions(config: &Config, report: &mut impl FnMut(&[&str], String)) {
         ("heartbeat_interval", subs.heartbeat_interval),
         ("send_timeout", subs.send_timeout),
         ("subgraph_connect_timeout", subs.subgraph_connect_timeout),
+        ("pong_timeout", subs.pong_timeout),
     ] {
         positive(report, &["subscriptions", key], value);
+    }
+    if let Some(interval) = subs.ping_interval {
+        positive(report, &["subscriptions", "ping_interval"], interval);
+    }
+    if subs.init_token_key.as_deref().is_some_and(str::is_empty) {
+        report(
+            &["subscriptions", "init_token_key"],
+            "must not be empty (null reads no token)".to_owned(),
+        );
+    }
+    for (i, key) in subs.forward_init_keys.iter().enumerate() {
+        if key.is_empty() {
+            report(
+                &["subscriptions", "forward_init_keys", &i.to_string()],
+                "must not be empty".to_owned(),
+            );
+        }
     }
     for (name, sg) in &config.subgraphs {
         let Some(url) = &sg.subscription.url else {

@@ -34,6 +34,9 @@ pub struct Upstream {
     pub url: String,
     /// Forwarded with the upgrade (WebSocket) or the request (SSE).
     pub headers: HeaderMap,
+    /// The `connection_init` payload over WebSocket (a JSON object's text: the keys of
+    /// the client's own `connection_init` the gateway forwards); `None`: no payload.
+    pub init_payload: Option<std::sync::Arc<str>>,
     /// Longest wait for the connection and, over WebSocket, its `connection_ack`.
     pub connect_timeout: Duration,
     /// Events read ahead of the consumer; a full buffer makes the subgraph wait.
@@ -148,7 +151,8 @@ async fn ws_connect(upstream: &Upstream) -> Result<Socket, FetchError> {
     }
     socket
         .send(client_frame(&ClientMessage::ConnectionInit {
-            payload: None,
+            // Built by the gateway from a parsed object: JSON as written.
+            payload: upstream.init_payload.as_deref().map(RawJson::trusted),
         }))
         .await
         .map_err(|e| upstream_error(format!("sending connection_init: {e}")))?;

@@ -327,6 +327,9 @@ impl<T: Transport> Gateway<T> {
             .filter(|_| dc.expose_in_extensions);
         let claims = meta.claims.as_ref();
         let mask = authorize::authorize(&self.config, &state, &cached, claims, values)?;
+        if kind.is_subscription() {
+            authorize::subscription_root(&cached, mask, values)?;
+        }
         let planned = self
             .planning
             .variant(&state, &cached, values, mask, deadline);
@@ -344,6 +347,7 @@ impl<T: Transport> Gateway<T> {
                 variant: variant.clone(),
                 variables,
                 headers: meta.forward_headers.clone(),
+                init_payload: meta.init_payload.clone(),
                 deadline,
                 operation,
                 memory: self.memory.clone(),

@@ -425,14 +425,16 @@ fn lines(output: &std::process::Output) -> Vec<Value> {
 }
 
 #[tokio::test]
-async fn real_clients_graphql_ws_graphql_sse_and_apollo_client_get_the_oracles_events() {
+async fn real_clients_graphql_ws_subscriptions_transport_ws_graphql_sse_and_apollo_client_get_the_oracles_events()
+ {
     let expected = oracle(SUBSCRIPTION).await;
     let running = gateway().await;
-    for protocol in ["ws", "sse"] {
-        let url = if protocol == "ws" {
-            &running.ws
-        } else {
+    // ws: graphql-ws; legacy: subscriptions-transport-ws (the `graphql-ws` subprotocol).
+    for protocol in ["ws", "legacy", "sse"] {
+        let url = if protocol == "sse" {
             &running.http
+        } else {
+            &running.ws
         };
         let args = [
             "subscription-client/client.mjs",

@@ -101,7 +101,7 @@ async fn protocol_violations_close_with_the_protocols_codes() {
     let (_subgraphs, ws, _) = gateway(config).await;
 
     // Another subprotocol: the upgrade is refused.
-    let refused = connect(&ws, "graphql-ws").await.expect_err("refused");
+    let refused = connect(&ws, "mqtt").await.expect_err("refused");
     assert!(refused.contains("400"), "{refused}");
 
     // subscribe before connection_ack: 4401.
@@ -296,4 +296,111 @@ async fn clients_behind_a_trusted_proxy_get_their_own_quota() {
         .await
         .expect_err("an untrusted peer's X-Forwarded-For is ignored");
     assert!(refused.contains("429"), "{refused}");
+}
+
+/// The next message over the legacy protocol that is not a `ka` keep-alive.
+async fn receive_legacy<S>(socket: &mut tokio_tungstenite::WebSocketStream<S>) -> Value
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
+    loop {
+        let message = receive(socket).await;
+        if message != json!({ "type": "ka" }) {
+            return message;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_legacy_graphql_ws_protocol_starts_stops_and_keeps_alive() {
+    let config = Config {
+        subscriptions: graphfleet_gateway::config::SubscriptionsConfig {
+            ping_interval: Some(Duration::from_millis(200)),
+            ..Default::default()
+        },
+        ..Config::default()
+    };
+    let (_subgraphs, ws, _) = gateway(config).await;
+    let mut socket = connect(&ws, "graphql-ws")
+        .await
+        .expect("the legacy protocol is agreed");
+    send(
+        &mut socket,
+        json!({ "type": "connection_init", "payload": {} }),
+    )
+    .await;
+    assert_eq!(
+        receive(&mut socket).await,
+        json!({ "type": "connection_ack" })
+    );
+    // A keep-alive right after the ack, then one per ping interval.
+    assert_eq!(receive(&mut socket).await, json!({ "type": "ka" }));
+    assert_eq!(receive(&mut socket).await, json!({ "type": "ka" }));
+
+    // A query: data, then complete.
+    let query = json!({ "id": "q", "type": "start", "payload": { "query": "{ __typename }" } });
+    send(&mut socket, query).await;
+    assert_eq!(
+        receive_legacy(&mut socket).await,
+        json!({ "type": "data", "id": "q", "payload": { "data": { "__typename": "Query" } } })
+    );
+    assert_eq!(
+        receive_legacy(&mut socket).await,
+        json!({ "type": "complete", "id": "q" })
+    );
+
+    // A request error: an error message for that operation; the socket stays open.
+    let bad = json!({ "id": "bad", "type": "start", "payload": { "query": "{ nope }" } });
+    send(&mut socket, bad).await;
+    let error = receive_legacy(&mut socket).await;
+    assert_eq!(
+        (&error["type"], &error["id"]),
+        (&json!("error"), &json!("bad")),
+        "{error}"
+    );
+    let message = error["payload"][0]["message"].as_str().expect("a message");
+    assert!(message.contains("nope"), "{message}");
+
+    // A subscription: data until the client stops it, then complete.
+    let endless = "subscription { reviewAdded { id } }";
+    let start = json!({ "id": "s", "type": "start", "payload": { "query": endless } });
+    send(&mut socket, start).await;
+    let data = receive_legacy(&mut socket).await;
+    assert_eq!(
+        (&data["type"], &data["id"]),
+        (&json!("data"), &json!("s")),
+        "{data}"
+    );
+    assert!(
+        data["payload"]["data"]["reviewAdded"]["id"].is_string(),
+        "{data}"
+    );
+    send(&mut socket, json!({ "id": "s", "type": "stop" })).await;
+    loop {
+        let message = receive_legacy(&mut socket).await;
+        if message["type"] == "data" {
+            continue; // sent before the stop was read
+        }
+        assert_eq!(message, json!({ "type": "complete", "id": "s" }));
+        break;
+    }
+
+    // graphql-transport-ws's messages are not this protocol's: 4400.
+    let subscribe = json!({ "id": "x", "type": "subscribe", "payload": { "query": "{ a }" } });
+    send(&mut socket, subscribe).await;
+    assert_eq!(receive_legacy(&mut socket).await, json!({ "close": 4400 }));
+
+    // start before connection_init: 4401; connection_terminate: a normal close.
+    let mut socket = connect(&ws, "graphql-ws").await.expect("upgrade");
+    let early = json!({ "id": "1", "type": "start", "payload": { "query": "{ __typename }" } });
+    send(&mut socket, early).await;
+    assert_eq!(receive(&mut socket).await, json!({ "close": 4401 }));
+    let mut socket = connect(&ws, "graphql-ws").await.expect("upgrade");
+    send(&mut socket, json!({ "type": "connection_init" })).await;
+    assert_eq!(
+        receive(&mut socket).await,
+        json!({ "type": "connection_ack" })
+    );
+    send(&mut socket, json!({ "type": "connection_terminate" })).await;
+    assert_eq!(receive_legacy(&mut socket).await, json!({ "close": 1000 }));
 }

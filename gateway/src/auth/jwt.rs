@@ -75,6 +75,12 @@ impl Authenticator {
             }
             return Ok(None);
         };
+        self.authenticate_token(token).await.map(Some)
+    }
+
+    /// The claims of `token` (read from wherever the transport carries it: a header, a
+    /// WebSocket's `connection_init`), the keys fetched or refetched as needed.
+    pub async fn authenticate_token(&self, token: &str) -> Result<Claims, AuthError> {
         for source in &self.sources {
             source.ensure_started().await;
         }
@@ -89,10 +95,31 @@ impl Authenticator {
                 if !refetched {
                     return Err(e);
                 }
-                self.validate(token).map(Some)
+                self.validate(token)
             }
-            other => other.map(Some).map_err(Refused::into_error),
+            other => other.map_err(Refused::into_error),
         }
+    }
+
+    /// The token in `value` as the header carries it (`<prefix> <token>`), or bare: a
+    /// JWT has no space, so the prefix cannot be mistaken for part of one.
+    pub fn token_in<'v>(&self, value: &'v str) -> &'v str {
+        let prefix = self.config.header.prefix.as_str();
+        let value = value.trim();
+        let stripped = (!prefix.is_empty())
+            .then(|| value.strip_prefix(prefix)?.strip_prefix(' '))
+            .flatten();
+        stripped.map_or(value, str::trim)
+    }
+
+    /// Whether requests without a token are refused.
+    pub fn required(&self) -> bool {
+        self.config.require_authentication
+    }
+
+    /// The `exp`/`nbf` leeway.
+    pub fn leeway(&self) -> std::time::Duration {
+        self.config.leeway
     }
 
     fn where_from(&self) -> String {
@@ -390,5 +417,19 @@ mod tests {
             auth.token(&headers(&[("authorization", "Bearer a.b.c")])),
             Ok(None)
         );
+    }
+
+    #[test]
+    fn a_payload_value_is_the_token_with_or_without_the_prefix() {
+        let bearer = authenticator(TokenHeader::default(), None);
+        assert_eq!(bearer.token_in("Bearer a.b.c"), "a.b.c");
+        assert_eq!(bearer.token_in(" Bearer  a.b.c "), "a.b.c");
+        assert_eq!(bearer.token_in("a.b.c"), "a.b.c");
+        assert_eq!(bearer.token_in("Bearer"), "Bearer");
+        let bare = TokenHeader {
+            name: "x-token".to_owned(),
+            prefix: String::new(),
+        };
+        assert_eq!(authenticator(bare, None).token_in(" a.b.c"), "a.b.c");
     }
 }

@@ -6,14 +6,15 @@
 //! read within the limits), [`decode`] (the GraphQL request), [`dispatch`] (the pipeline
 //! run and the answer written as the client takes it).
 
+use crate::auth::AuthError;
 use crate::executor::transport::Transport;
 use crate::gateway::Gateway;
 use crate::lifecycle::Readiness;
 use crate::pipeline::error::RequestError;
-use crate::pipeline::request::{Media, RequestMeta};
+use crate::pipeline::request::Media;
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode};
 use std::sync::Arc;
 
@@ -29,6 +30,7 @@ mod head_errors;
 pub mod headers;
 mod idle;
 mod layers;
+mod meta;
 mod multipart;
 mod negotiate;
 mod server;
@@ -172,12 +174,15 @@ async fn graphql<T: Transport>(
     }
     // One deadline for reading the body and executing.
     let deadline = tokio::time::Instant::now() + gateway.config.traffic.request_timeout;
-    let how = Delivery {
+    let how = meta::Delivery {
         allow_mutation: req.method() == Method::POST,
         incremental: accepts.incremental,
         stream: accepts.stream.is_some(),
     };
-    let mut meta = request_meta(gateway, &req, how).await?;
+    let claims = meta::authenticate(gateway, req.headers())
+        .await
+        .map_err(|e| meta::unauthorized(&e))?;
+    let mut meta = meta::build(gateway, req.headers(), peer(&req), claims, how);
     meta.deadline = Some(deadline.into_std());
     let payload = body::read(&gateway.config, req, deadline).await?;
     if let Some(batch) = batch::requests(&gateway.config.batching, &payload)? {
@@ -185,80 +190,6 @@ async fn graphql<T: Transport>(
     }
     let request = decode::decode(&payload)?;
     dispatch::answer(gateway, &request, &meta, accepts, deadline).await
-}
-
-/// How a request may be answered, as its transport allows.
-struct Delivery {
-    allow_mutation: bool,
-    incremental: bool,
-    stream: bool,
-}
-
-/// What the pipeline needs from the request's head: the claims of its valid token (401
-/// for an invalid one), the headers subgraphs get, the trace context and the client.
-/// Taken before the body consumes the request.
-async fn request_meta<T: Transport>(
-    gateway: &Gateway<T>,
-    req: &Request<Incoming>,
-    how: Delivery,
-) -> Result<RequestMeta, RequestError> {
-    let claims = gateway
-        .auth
-        .authenticate(req.headers())
-        .await
-        .map_err(|e| {
-            RequestError::http(StatusCode::UNAUTHORIZED, Some(e.code()), &e.to_string())
-                .with_header(WWW_AUTHENTICATE, "Bearer")
-        })?;
-    let forward_headers = gateway.header_rules.apply(req.headers(), claims.as_deref());
-    let client = req
-        .extensions()
-        .get::<ClientAddr>()
-        .map(|a| gateway.client_addressing.client_of(a.0, req.headers()));
-    let rate_key = gateway
-        .rate_limiter
-        .as_ref()
-        .and_then(|l| l.client_key())
-        .and_then(|key| rate_key(key, client, req.headers(), claims.as_deref()));
-    let app = gateway
-        .usage
-        .as_ref()
-        .and_then(|_| crate::usage::ClientApp::from_headers(req.headers()));
-    Ok(RequestMeta {
-        app,
-        allow_mutation: how.allow_mutation,
-        forward_headers,
-        trace_context: crate::telemetry::tracing::trace_headers(req.headers()),
-        claims,
-        incremental: how.incremental,
-        stream: how.stream,
-        // Behind a trusted proxy, the client it names (the quotas are per client).
-        client,
-        rate_key,
-        // An HTTP request's is set by its caller; a WebSocket's operations time their own.
-        deadline: None,
-    })
-}
-
-/// The client as `key` tells them apart: its address, a header's value or a claim
-/// (a string claim as it is, another as its JSON text).
-fn rate_key(
-    key: &graphfleet_config::ClientKey,
-    client: Option<std::net::IpAddr>,
-    headers: &hyper::HeaderMap,
-    claims: Option<&serde_json::Map<String, serde_json::Value>>,
-) -> Option<Box<str>> {
-    use graphfleet_config::ClientKey;
-    match key {
-        ClientKey::Ip => client.map(|ip| ip.to_string().into()),
-        ClientKey::Header(name) => headers
-            .get(name.as_str())
-            .map(|v| String::from_utf8_lossy(v.as_bytes()).into()),
-        ClientKey::Claim(name) => claims?.get(name).map(|v| match v {
-            serde_json::Value::String(s) => s.as_str().into(),
-            other => other.to_string().into(),
-        }),
-    }
 }
 
 /// A WebSocket upgrade: authenticated like any request, then served by [`ws`].
@@ -286,45 +217,23 @@ async fn websocket<T: Transport>(
             "this origin may not open WebSockets here (cors.allow_origins)",
         ));
     }
-    let how = Delivery {
+    let how = meta::Delivery {
         allow_mutation: true,
         incremental: false,
         stream: true,
     };
-    let meta = request_meta(gateway, &req, how).await?;
-    Ok(ws::upgrade(gateway, req, meta))
+    let claims = match meta::authenticate(gateway, req.headers()).await {
+        Ok(claims) => claims,
+        // Browsers cannot set headers on a WebSocket: where `connection_init` may carry
+        // the token, a missing header waits for it (the socket checks it there).
+        Err(AuthError::Missing(_)) if gateway.config.subscriptions.init_token_key.is_some() => None,
+        Err(e) => return Err(meta::unauthorized(&e)),
+    };
+    let meta = meta::build(gateway, req.headers(), peer(&req), claims, how);
+    Ok(ws::upgrade(gateway, req, meta, how))
 }
 
-#[cfg(test)]
-mod tests {
-    use super::rate_key;
-    use graphfleet_config::ClientKey;
-
-    #[test]
-    fn rate_keys_come_from_the_address_a_header_or_a_claim() {
-        let ip = Some("10.1.2.3".parse().expect("an address"));
-        let mut headers = hyper::HeaderMap::new();
-        headers.insert("x-api-key", "k1".parse().expect("a value"));
-        let claims = serde_json::json!({ "sub": "user-7", "tenant": 42 });
-        let claims = claims.as_object();
-        let key = |k: &ClientKey| rate_key(k, ip, &headers, claims).map(String::from);
-        assert_eq!(key(&ClientKey::Ip).as_deref(), Some("10.1.2.3"));
-        assert_eq!(
-            key(&ClientKey::Header("x-api-key".into())).as_deref(),
-            Some("k1")
-        );
-        assert_eq!(
-            key(&ClientKey::Claim("sub".into())).as_deref(),
-            Some("user-7")
-        );
-        assert_eq!(
-            key(&ClientKey::Claim("tenant".into())).as_deref(),
-            Some("42")
-        );
-        assert_eq!(key(&ClientKey::Claim("missing".into())), None);
-        assert_eq!(
-            rate_key(&ClientKey::Claim("sub".into()), ip, &headers, None),
-            None
-        );
-    }
+/// The TCP peer the listener put in the request's extensions.
+fn peer<B>(req: &Request<B>) -> Option<std::net::IpAddr> {
+    req.extensions().get::<ClientAddr>().map(|a| a.0)
 }

@@ -41,6 +41,47 @@ pub fn authorize(
     Ok(mask)
 }
 
+/// A subscription whose root field `mask` denies has no event stream left to subscribe
+/// to: it is refused as `reject_unauthorized` refuses, whatever that says (a denied
+/// field deeper down is `null` with an error in each event instead).
+pub fn subscription_root(
+    cached: &CachedOperation,
+    mask: AuthMask,
+    values: ConditionValues,
+) -> Result<(), RequestError> {
+    let Some(auth) = cached.auth.get().filter(|_| !mask.is_empty()) else {
+        return Ok(());
+    };
+    let ir = &cached.prepared.ir;
+    let denied = auth.denied_fields(mask);
+    let mut root = Vec::new();
+    let mut sets = vec![ir.root()];
+    while let Some(set) = sets.pop() {
+        for sel in ir.selset(set) {
+            match sel {
+                OpSel::Field(id) => {
+                    let excluded = ir.field(*id).conditions.excluded(ir, Some(values));
+                    if !excluded && denied.get(id.0 as usize).copied().unwrap_or(false) {
+                        root.push(*id);
+                    }
+                }
+                // Fragments on the root type select root fields too.
+                OpSel::Fragment {
+                    conditions,
+                    selection,
+                    ..
+                } if !conditions.excluded(ir, Some(values)) => sets.push(*selection),
+                OpSel::Fragment { .. } => {}
+            }
+        }
+    }
+    if root.is_empty() {
+        return Ok(());
+    }
+    root.sort();
+    Err(rejection(ir, &root))
+}
+
 /// The denied fields (`denied`, by `OpFieldId`) a request with condition values `values`
 /// selects: those no `@skip`/`@include` (of theirs or of an enclosing selection)
 /// excludes, outside the sub-selections of other denied fields.

@@ -148,6 +148,8 @@ pub(crate) struct Started {
     pub(crate) variant: Arc<Variant>,
     pub(crate) variables: Valid<JsonMap>,
     pub(crate) headers: crate::executor::headers::SubgraphHeaders,
+    /// The `connection_init` payload for subgraph WebSockets (see `RequestMeta`).
+    pub(crate) init_payload: Option<Arc<str>>,
     pub(crate) deadline: Instant,
     /// The operation and its plan variant: supergraph, text, name, labels, condition
     /// values and authorization (identical subscriptions share a subgraph subscription).

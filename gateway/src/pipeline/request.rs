@@ -47,6 +47,9 @@ pub struct RequestMeta {
     /// whose clock starts before the body is read); otherwise the timeout runs from the
     /// execution's start. A request dropped at or past it counts as `timeout`.
     pub deadline: Option<std::time::Instant>,
+    /// A WebSocket client's `connection_init` keys forwarded to subgraph WebSocket
+    /// connections (`subscriptions.forward_init_keys`), as a JSON object's text.
+    pub init_payload: Option<Arc<str>>,
 }
 
 /// The media type a response is written in, as negotiated from `Accept`.

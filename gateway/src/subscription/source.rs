@@ -37,7 +37,8 @@ impl Subscriptions {
         let name = fetch.subgraph_name.clone();
         let url = started.supergraph.meta.subgraph(fetch.subgraph).url.clone();
         let headers = started.headers.for_subgraph(&name).clone();
-        let upstream = self.upstream(config, &name, &url, headers)?;
+        let mut upstream = self.upstream(config, &name, &url, headers)?;
+        upstream.init_payload.clone_from(&started.init_payload);
         let key = self.config.deduplicate.then(|| dedup_key(&started, &body));
         let mut sources = self.sources.lock();
         if let Some(tx) = key.and_then(|k| sources.get(&k)) {
@@ -83,6 +84,7 @@ impl Subscriptions {
             },
             url,
             headers,
+            init_payload: None,
             connect_timeout: self.config.subgraph_connect_timeout,
             buffer: self.config.queue_size,
         })
@@ -207,11 +209,14 @@ fn websocket_url(url: &str) -> Option<String> {
 
 /// What makes two subscriptions' events equal for every subscriber: the plan variant
 /// (operation, supergraph, condition values, authorization), the subgraph request and
-/// the variables and headers every fetch uses.
+/// the variables and headers every fetch uses, and the subgraph's `connection_init`.
 fn dedup_key(started: &Started, body: &[u8]) -> [u8; 32] {
     let mut hasher = Sha256::new();
     hasher.update(started.operation);
     hasher.update(body);
+    let init = started.init_payload.as_deref().unwrap_or_default();
+    hasher.update(init.len().to_le_bytes());
+    hasher.update(init.as_bytes());
     hasher.update(serde_json::to_vec(&*started.variables).expect("JSON maps serialize"));
     let headers = &started.headers;
     for (name, map) in

@@ -17,9 +17,11 @@ pub mod fed;
 pub mod front;
 pub mod invariants;
 pub mod json_subgraph;
+pub mod jwt;
 pub mod opgen;
 pub mod process;
 pub mod ws;
+pub mod ws_subgraph;
 
 pub type HttpClient = Client<HttpConnector, Full<Bytes>>;
 
