@@ -41,6 +41,12 @@ const OPS_PER_SUITE_MANY: usize = 1000;
 const JUDGED_SEEDS: [u64; 3] = [14, 15, 16];
 const SEED_ENV: &str = "GRAPHFLEET_GENERATED_SEED";
 
+/// `GRAPHFLEET_GENERATED_SHOW=<suite>` prints every failing operation of that suite, not
+/// only the shortest of each kind (to classify a new seed's entries).
+fn show_every_failure_of(suite: &str) -> bool {
+    std::env::var("GRAPHFLEET_GENERATED_SHOW").is_ok_and(|s| s.split(',').any(|s| s == suite))
+}
+
 /// This run's seed: `$GRAPHFLEET_GENERATED_SEED`, else the day's judged seed.
 fn seed() -> u64 {
     if let Ok(text) = std::env::var(SEED_ENV) {
@@ -427,6 +433,11 @@ async fn run_suite(dir: &Path, suite: &str, count: usize, seed: u64, hive_bin: &
         }
         run.failing_ops += 1;
         let id = op_id(&op.query, &op.variables);
+        if show_every_failure_of(suite) {
+            for (class, detail) in &judged.failures {
+                println!("[{suite}/{id}] {class}: {detail}\n{}\n  variables: {}", op.query, op.variables);
+            }
+        }
         for (class, detail) in judged.failures {
             run.failures.push(Failure {
                 suite: suite.to_owned(),

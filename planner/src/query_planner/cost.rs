@@ -19,25 +19,44 @@ impl<'a> Planner<'a> {
         provided: Option<&SelTree>,
         miss: usize,
     ) -> (usize, usize) {
+        let (direct, deeper, local) = self.cost_level(sg, ty, sels, provided, miss);
+        (usize::from(direct) + deeper, local)
+    }
+
+    /// [`Self::cost`] of one selection set: whether any of its fields (on whichever type
+    /// condition) jumps, counted once since the jumps from objects at one path share a
+    /// fetch, the jumps further down, and the fields resolved here.
+    fn cost_level(
+        &self,
+        sg: SubgraphId,
+        ty: &Name,
+        sels: &[Selection],
+        provided: Option<&SelTree>,
+        miss: usize,
+    ) -> (bool, usize, usize) {
         let meta = self.meta;
-        let (mut jumps, mut local) = (0, 0);
+        let (mut direct, mut jumps, mut local) = (false, 0, 0);
         let field = |this: &Self,
                      f: &SelectedField,
                      provided: Option<&SelTree>,
-                     jumps: &mut usize,
-                     local: &mut usize| {
-            let (j, l) = this.cost_field(sg, ty, f, provided, miss);
-            *jumps += j;
-            *local += l;
+                     (direct, jumps, local): (&mut bool, &mut usize, &mut usize)| {
+            match this.cost_field(sg, ty, f, provided, miss) {
+                // The field itself is elsewhere (see `cost_field`).
+                (1, 0) => *direct = true,
+                (j, l) => {
+                    *jumps += j;
+                    *local += l;
+                }
+            }
         };
         if meta.kind(ty) == Some(TypeKind::Object) {
             let provided = narrow_provided(provided, ty);
             let mut fields = Vec::new();
             fields_applying_to(self.meta, sels, ty, &mut fields);
             for f in fields {
-                field(self, f, provided, &mut jumps, &mut local);
+                field(self, f, provided, (&mut direct, &mut jumps, &mut local));
             }
-            return (jumps, local);
+            return (direct, jumps, local);
         }
         for sel in sels {
             match sel {
@@ -51,16 +70,17 @@ impl<'a> Planner<'a> {
                             .filter(|o| meta.is_possible_in_subgraph(ty, o, sg))
                             .all(|o| self.resolvable_here(o, f, sg, provided)) =>
                 {
-                    jumps += 1;
+                    direct = true;
                 }
-                Selection::Field(f) => field(self, f, provided, &mut jumps, &mut local),
+                Selection::Field(f) => field(self, f, provided, (&mut direct, &mut jumps, &mut local)),
                 Selection::Fragment(Some(tc), children) if !meta.is_subtype_or_same(tc, ty) => {
                     let possible_here = meta
                         .possible_types_ref(tc)
                         .iter()
                         .any(|o| meta.is_possible_in_subgraph(ty, o, sg));
                     if possible_here {
-                        let (j, l) = self.cost(sg, tc, children, provided, miss);
+                        let (d, j, l) = self.cost_level(sg, tc, children, provided, miss);
+                        direct |= d;
                         jumps += j;
                         local += l;
                     } else {
@@ -68,13 +88,14 @@ impl<'a> Planner<'a> {
                     }
                 }
                 Selection::Fragment(_, children) => {
-                    let (j, l) = self.cost(sg, ty, children, provided, miss);
+                    let (d, j, l) = self.cost_level(sg, ty, children, provided, miss);
+                    direct |= d;
                     jumps += j;
                     local += l;
                 }
             }
         }
-        (jumps, local)
+        (direct, jumps, local)
     }
 
     /// [`Self::cost`] of one field of `ty` (the same as `cost` of a selection holding

@@ -62,23 +62,24 @@ impl<'a> Planner<'a> {
         // Per candidate, the jumps it would need for the operation's other root fields
         // (every condition on, each field it resolves): the subgraph serving the rest of
         // the operation best draws a field both serve alike.
-        let every: Vec<(&Name, Vec<(SubgraphId, usize)>)> = match &whole {
+        type Estimates = Vec<(SubgraphId, (usize, usize))>;
+        let every: Vec<(&Name, Estimates)> = match &whole {
             Some(w) => w
                 .iter()
                 .map(|f| {
-                    let jumps = self
+                    let estimates = self
                         .meta
                         .resolvers_of(&root_type, &f.name)
                         .into_iter()
-                        .map(|sg| (sg, self.cost_field(sg, &root_type, f, None, 1).0))
+                        .map(|sg| (sg, self.cost_field(sg, &root_type, f, None, 1)))
                         .collect();
-                    (&f.key, jumps)
+                    (&f.key, estimates)
                 })
                 .collect(),
             None => fields
                 .iter()
                 .zip(&costs)
-                .map(|(f, c)| (&f.key, c.iter().map(|(sg, (j, _))| (*sg, *j)).collect()))
+                .map(|(f, c)| (&f.key, c.clone()))
                 .collect(),
         };
         // Per root field and candidate, the jumps of the whole field (all conditions on).
@@ -90,17 +91,18 @@ impl<'a> Planner<'a> {
                 c.iter()
                     .map(|(sg, (jumps, _))| {
                         all.and_then(|a| a.iter().find(|(s, _)| s == sg))
-                            .map_or(*jumps, |(_, j)| *j)
+                            .map_or(*jumps, |(_, (j, _))| *j)
                     })
                     .collect()
             })
             .collect();
-        let others_jumps = |key: &Name, sg: SubgraphId| -> usize {
+        // The other root fields' estimates there, summed: (jumps, fields resolved there).
+        let others = |key: &Name, sg: SubgraphId| -> (usize, usize) {
             every
                 .iter()
                 .filter(|(k, _)| *k != key)
-                .filter_map(|(_, c)| c.iter().find(|(s, _)| *s == sg).map(|(_, j)| *j))
-                .sum()
+                .filter_map(|(_, c)| c.iter().find(|(s, _)| *s == sg).map(|(_, e)| *e))
+                .fold((0, 0), |(j, l), (dj, dl)| (j + dj, l + dl))
         };
         // The candidates serving each root field without a jump: a later field served so
         // by a candidate draws this one there too (one fetch for both).
@@ -147,7 +149,7 @@ impl<'a> Planner<'a> {
             // of the whole field (every condition on), then by how many of the remaining
             // root fields each serves without a jump, then by the jumps the other root
             // fields would need there, then by how many it reaches at all, then by
-            // fields resolved locally.
+            // fields resolved locally, its own and then the other root fields'.
             let mut order: Vec<_> = costs[i]
                 .iter()
                 .zip(&whole_jumps[i])
@@ -156,15 +158,16 @@ impl<'a> Planner<'a> {
                     let new_fetch = usize::from(existing_of(self, *sg).is_none());
                     let served = clean[i..].iter().filter(|r| r.contains(sg)).count();
                     let reached = resolvers[i..].iter().filter(|r| r.contains(sg)).count();
-                    let others = others_jumps(&f.key, *sg);
+                    let (others_jumps, others_local) = others(&f.key, *sg);
                     (
                         (
                             2 * jumps + new_fetch,
                             *whole,
                             std::cmp::Reverse(served),
-                            others,
+                            others_jumps,
                             std::cmp::Reverse(reached),
                             std::cmp::Reverse(local),
+                            std::cmp::Reverse(others_local),
                             sg.0,
                         ),
                         *sg,
