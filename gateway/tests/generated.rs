@@ -435,7 +435,10 @@ async fn run_suite(dir: &Path, suite: &str, count: usize, seed: u64, hive_bin: &
         let id = op_id(&op.query, &op.variables);
         if show_every_failure_of(suite) {
             for (class, detail) in &judged.failures {
-                println!("[{suite}/{id}] {class}: {detail}\n{}\n  variables: {}", op.query, op.variables);
+                println!(
+                    "[{suite}/{id}] {class}: {detail}\n{}\n  variables: {}",
+                    op.query, op.variables
+                );
             }
         }
         for (class, detail) in judged.failures {

@@ -380,23 +380,29 @@ mod tests {
         }
         let guard = Arc::new(Guard::new(&limited));
         let (failed, first_failed) = tokio::sync::oneshot::channel::<()>();
-        let first = tokio::spawn(run(guard.clone(), "a".into(), Duration::from_secs(5), true, {
-            let mut failed = Some(failed);
-            move |_| {
-                // The first attempt fails (and says so), the retry answers.
-                let result = match failed.take() {
-                    Some(tx) => {
-                        let _ = tx.send(());
-                        Err(FetchError {
-                            code: FetchError::HTTP,
-                            message: "down".into(),
-                        })
-                    }
-                    None => Ok(Bytes::from_static(b"retried")),
-                };
-                std::future::ready(result)
-            }
-        }));
+        let first = tokio::spawn(run(
+            guard.clone(),
+            "a".into(),
+            Duration::from_secs(5),
+            true,
+            {
+                let mut failed = Some(failed);
+                move |_| {
+                    // The first attempt fails (and says so), the retry answers.
+                    let result = match failed.take() {
+                        Some(tx) => {
+                            let _ = tx.send(());
+                            Err(FetchError {
+                                code: FetchError::HTTP,
+                                message: "down".into(),
+                            })
+                        }
+                        None => Ok(Bytes::from_static(b"retried")),
+                    };
+                    std::future::ready(result)
+                }
+            },
+        ));
         first_failed.await.expect("the first attempt ran");
         // The first fetch is in its backoff (this one-thread runtime ran it up to its
         // sleep): a fetch that waits no time for a slot still gets one.

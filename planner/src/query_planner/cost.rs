@@ -36,19 +36,20 @@ impl<'a> Planner<'a> {
     ) -> (bool, usize, usize) {
         let meta = self.meta;
         let (mut direct, mut jumps, mut local) = (false, 0, 0);
-        let field = |this: &Self,
-                     f: &SelectedField,
-                     provided: Option<&SelTree>,
-                     (direct, jumps, local): (&mut bool, &mut usize, &mut usize)| {
-            match this.cost_field(sg, ty, f, provided, miss) {
-                // The field itself is elsewhere (see `cost_field`).
-                (1, 0) => *direct = true,
-                (j, l) => {
-                    *jumps += j;
-                    *local += l;
+        let field =
+            |this: &Self,
+             f: &SelectedField,
+             provided: Option<&SelTree>,
+             (direct, jumps, local): (&mut bool, &mut usize, &mut usize)| {
+                match this.cost_field(sg, ty, f, provided, miss) {
+                    // The field itself is elsewhere (see `cost_field`).
+                    (1, 0) => *direct = true,
+                    (j, l) => {
+                        *jumps += j;
+                        *local += l;
+                    }
                 }
-            }
-        };
+            };
         if meta.kind(ty) == Some(TypeKind::Object) {
             let provided = narrow_provided(provided, ty);
             let mut fields = Vec::new();
@@ -72,7 +73,9 @@ impl<'a> Planner<'a> {
                 {
                     direct = true;
                 }
-                Selection::Field(f) => field(self, f, provided, (&mut direct, &mut jumps, &mut local)),
+                Selection::Field(f) => {
+                    field(self, f, provided, (&mut direct, &mut jumps, &mut local))
+                }
                 Selection::Fragment(Some(tc), children) if !meta.is_subtype_or_same(tc, ty) => {
                     let possible_here = meta
                         .possible_types_ref(tc)
