@@ -82,16 +82,17 @@ impl<'a> Planner<'a> {
                 .map(|(f, c)| (&f.key, c.clone()))
                 .collect(),
         };
-        // Per root field and candidate, the jumps of the whole field (all conditions on).
-        let whole_jumps: Vec<Vec<usize>> = fields
+        // Per root field and candidate, the estimate of the whole field (all conditions
+        // on): (jumps, fields resolved there).
+        let whole_estimates: Vec<Vec<(usize, usize)>> = fields
             .iter()
             .zip(&costs)
             .map(|(f, c)| {
                 let all = every.iter().find(|(k, _)| **k == f.key).map(|(_, j)| j);
                 c.iter()
-                    .map(|(sg, (jumps, _))| {
+                    .map(|(sg, estimate)| {
                         all.and_then(|a| a.iter().find(|(s, _)| s == sg))
-                            .map_or(*jumps, |(_, (j, _))| *j)
+                            .map_or(*estimate, |(_, e)| *e)
                     })
                     .collect()
             })
@@ -149,11 +150,12 @@ impl<'a> Planner<'a> {
             // of the whole field (every condition on), then by how many of the remaining
             // root fields each serves without a jump, then by the jumps the other root
             // fields would need there, then by how many it reaches at all, then by
-            // fields resolved locally, its own and then the other root fields'.
+            // fields resolved locally: its own, then the whole field's (a skipped branch
+            // it provides), then the other root fields'.
             let mut order: Vec<_> = costs[i]
                 .iter()
-                .zip(&whole_jumps[i])
-                .map(|((sg, (jumps, local)), whole)| {
+                .zip(&whole_estimates[i])
+                .map(|((sg, (jumps, local)), (whole, whole_local))| {
                     let (jumps, local) = (*jumps, *local);
                     let new_fetch = usize::from(existing_of(self, *sg).is_none());
                     let served = clean[i..].iter().filter(|r| r.contains(sg)).count();
@@ -167,6 +169,7 @@ impl<'a> Planner<'a> {
                             others_jumps,
                             std::cmp::Reverse(reached),
                             std::cmp::Reverse(local),
+                            std::cmp::Reverse(*whole_local),
                             std::cmp::Reverse(others_local),
                             sg.0,
                         ),
