@@ -12,6 +12,9 @@ ARG BINARIES=builder
 ARG RUNTIME_BASE=gcr.io/distroless/cc-debian12:nonroot
 
 FROM rust:${RUST_VERSION}-bookworm AS builder
+# gateway/build.rs installs GraphiQL's pinned npm packages to build them into the binary.
+RUN apt-get update && apt-get install -y --no-install-recommends nodejs npm \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # The whole workspace: cargo resolves every member even when building one package.
 COPY . .

@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
-# Test tools only (oracles and real clients): runs tools/<TOOL>/<SCRIPT> (default
-# client.mjs) with the npm packages its package-lock.json pins, installed once into the
-# tool cache (keyed by the lock).
+# Runs tools/<TOOL>/<SCRIPT> (default client.mjs; test tools: oracles and real clients)
+# with the npm packages its package-lock.json pins, installed once into the tool cache
+# (keyed by the lock). With --dir, only installs and prints the directory holding
+# node_modules (gateway/build.rs reads GraphiQL's browser builds from there).
 # Usage: scripts/node-tool.sh TOOL[/SCRIPT.mjs] [ARGS...]
+#        scripts/node-tool.sh --dir TOOL
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
-spec=${1:?usage: scripts/node-tool.sh TOOL[/SCRIPT.mjs] [ARGS...]}
+only_dir=
+if [ "${1:-}" = --dir ]; then
+  only_dir=1
+  shift
+fi
+spec=${1:?usage: scripts/node-tool.sh [--dir] TOOL[/SCRIPT.mjs] [ARGS...]}
 shift
 tool=${spec%%/*}
 script=client.mjs
 [ "$spec" = "$tool" ] || script=${spec#*/}
 src=$GF_ROOT/tools/$tool
 [ -f "$src/package-lock.json" ] || die "tool $tool: no $src/package-lock.json"
-[ -f "$src/$script" ] || die "tool $tool: no $src/$script"
+[ -n "$only_dir" ] || [ -f "$src/$script" ] || die "tool $tool: no $src/$script"
 key=$(cat "$src/package.json" "$src/package-lock.json" | sha256sum | cut -c1-12)
 dir=$GF_TOOLS/$tool-$key
 if [ ! -f "$dir/.installed" ]; then
@@ -28,6 +35,10 @@ if [ ! -f "$dir/.installed" ]; then
     touch "$dir/.installed"
   fi
   exec 9>&-
+fi
+if [ -n "$only_dir" ]; then
+  echo "$dir"
+  exit 0
 fi
 # Replaced atomically: a client started at the same time never reads a half-copied script.
 tmp=$(mktemp "$dir/.script.XXXXXX")

@@ -159,7 +159,7 @@ fn check_rule(rule: &HeaderRule, report: &mut impl FnMut(&str, String)) {
     }
 }
 
-fn one_of(
+pub(super) fn one_of(
     kind: &str,
     named: Option<&str>,
     matching: Option<&str>,
@@ -181,13 +181,13 @@ fn check_name(key: &str, name: &str, report: &mut impl FnMut(&str, String)) {
     }
 }
 
-fn check_value(key: &str, value: &str, report: &mut impl FnMut(&str, String)) {
+pub(super) fn check_value(key: &str, value: &str, report: &mut impl FnMut(&str, String)) {
     if http::HeaderValue::from_str(value).is_err() {
         report(key, format!("{value:?} is not a valid HTTP header value"));
     }
 }
 
-fn check_regex(key: &str, pattern: &str, report: &mut impl FnMut(&str, String)) {
+pub(super) fn check_regex(key: &str, pattern: &str, report: &mut impl FnMut(&str, String)) {
     if let Err(e) = regex::Regex::new(pattern) {
         report(key, format!("not a valid regular expression: {e}"));
     }

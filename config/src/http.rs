@@ -1,12 +1,29 @@
 //! What the listener does around GraphQL for browsers and bandwidth: CORS (`cors`), CSRF
-//! prevention (`csrf`, on by default) and response compression (`compression`, off by
-//! default). The checks here run at load time, so the HTTP layers built from a loaded
+//! prevention (`csrf`, on by default), response compression (`compression`, off by
+//! default) and the GraphiQL page (`graphiql`). The checks here run at load time, so the HTTP layers built from a loaded
 //! config never meet a setting they would refuse (tower-http panics on some).
 
 use super::size;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::time::Duration;
+
+/// GraphiQL, served to a browser's GET on the GraphQL path (its assets are in the
+/// binary: the page needs no network beyond the gateway).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize, JsonSchema)]
+#[serde(default, deny_unknown_fields)]
+pub struct GraphiqlConfig {
+    /// Serve it; unset: where `limits.introspection` is on (GraphiQL's docs and
+    /// completion come from introspection).
+    pub enabled: Option<bool>,
+}
+
+impl GraphiqlConfig {
+    /// Whether the page is served, given whether introspection is on.
+    pub fn serves(&self, introspection: bool) -> bool {
+        self.enabled.unwrap_or(introspection)
+    }
+}
 
 /// Cross-origin resource sharing: which browser origins may read the gateway's answers.
 /// Off (no CORS headers, `OPTIONS` is 405) unless `allow_origins` or

@@ -15,6 +15,7 @@ mod persisted;
 mod proxies;
 mod rate_limit;
 mod resilience;
+mod response_headers;
 mod schema;
 mod size;
 mod subscription;
@@ -28,12 +29,16 @@ pub use demand::{DemandControlConfig, DemandControlMode};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{
     CompressionAlgorithm, CompressionConfig, CompressionLevel, CorsConfig, CsrfConfig,
-    DEFAULT_CSRF_HEADERS,
+    DEFAULT_CSRF_HEADERS, GraphiqlConfig,
 };
 pub use persisted::{ApqConfig, ManifestFormat, PersistedDocumentsConfig, PersistedMode};
 pub use proxies::{ClientAddressHeader, TrustedProxies};
 pub use rate_limit::{BucketConfig, ClientBucketConfig, ClientKey, RateLimitConfig, RedisConfig};
 pub use resilience::{CircuitBreakerConfig, ResilienceConfig, RetryConfig};
+pub use response_headers::{
+    CacheControlMode, MergeAlgorithm, ResponseHeaderAction, ResponseHeaderRule, ResponseInsertRule,
+    ResponsePropagateRule,
+};
 pub use size::parse_size;
 pub use subscription::{SubgraphProtocol, SubgraphSubscriptionConfig, SubscriptionsConfig};
 pub use tls::{ListenerTlsConfig, SubgraphTlsConfig};
@@ -78,6 +83,8 @@ pub struct Config {
     pub csrf: CsrfConfig,
     /// Response compression per `Accept-Encoding` (off by default).
     pub compression: CompressionConfig,
+    /// GraphiQL for browsers on the GraphQL path (on where introspection is).
+    pub graphiql: GraphiqlConfig,
     /// JWT validation (off unless `jwks` is set).
     pub authentication: AuthenticationConfig,
     /// Enforcement of `@authenticated`, `@requiresScopes` and `@policy`.
@@ -118,6 +125,7 @@ impl Default for Config {
             cors: CorsConfig::default(),
             csrf: CsrfConfig::default(),
             compression: CompressionConfig::default(),
+            graphiql: GraphiqlConfig::default(),
             authentication: AuthenticationConfig::default(),
             authorization: AuthorizationConfig::default(),
             progressive_override: ProgressiveOverrideConfig::default(),
@@ -331,6 +339,9 @@ pub struct SubgraphConfig {
     /// Header rules for this subgraph, applied after `headers.rules`.
     #[schemars(length(max = 64))]
     pub headers: Vec<HeaderRule>,
+    /// Rules for this subgraph's response headers, applied after `headers.response`.
+    #[schemars(length(max = 64))]
+    pub response_headers: Vec<ResponseHeaderRule>,
     /// How subscriptions to this subgraph are sent.
     pub subscription: SubgraphSubscriptionConfig,
 }
@@ -345,6 +356,12 @@ pub struct HeadersConfig {
     /// Rules for every subgraph request, after `forward_authorization` and `propagate`.
     #[schemars(length(max = 64))]
     pub rules: Vec<HeaderRule>,
+    /// Rules for every subgraph response: which of its headers reach the client.
+    /// None do by default.
+    #[schemars(length(max = 64))]
+    pub response: Vec<ResponseHeaderRule>,
+    /// The client's `Cache-Control` from the subgraphs' (`most_restrictive`), or not.
+    pub cache_control: CacheControlMode,
 }
 
 impl Default for HeadersConfig {
@@ -353,6 +370,8 @@ impl Default for HeadersConfig {
             forward_authorization: true,
             propagate: Vec::new(),
             rules: Vec::new(),
+            response: Vec::new(),
+            cache_control: CacheControlMode::Off,
         }
     }
 }

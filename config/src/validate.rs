@@ -118,6 +118,7 @@ pub fn validate(config: &Config) -> Problems {
         );
     }
     super::headers::validate(config, &mut report);
+    super::response_headers::validate(config, &mut report);
     let labels = &config.progressive_override;
     for (i, label) in labels.disabled_labels.iter().enumerate() {
         if labels.enabled_labels.contains(label) {

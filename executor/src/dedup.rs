@@ -23,6 +23,9 @@ pub struct DedupKey {
     body: Bytes,
     /// (lower-case name, value), sorted: header order does not matter.
     headers: Vec<(String, Vec<u8>)>,
+    /// The answer keeps its response headers: a call that drops them cannot serve a
+    /// request that needs them.
+    keep_headers: bool,
 }
 
 impl DedupKey {
@@ -37,27 +40,47 @@ impl DedupKey {
             url: url.to_owned(),
             body: body.clone(),
             headers,
+            keep_headers: false,
         }
+    }
+
+    /// The same key for a call that keeps (or drops) its response headers.
+    pub fn keeping_headers(mut self, keep: bool) -> Self {
+        self.keep_headers = keep;
+        self
     }
 }
 
-type SharedCall = Shared<BoxFuture<'static, Result<Bytes, FetchError>>>;
+type SharedCall<T> = Shared<BoxFuture<'static, Result<T, FetchError>>>;
 
-#[derive(Default)]
-struct Table {
-    calls: Mutex<FxHashMap<DedupKey, (u64, SharedCall)>>,
+struct Table<T> {
+    calls: Mutex<FxHashMap<DedupKey, (u64, SharedCall<T>)>>,
     next_id: AtomicU64,
 }
 
-/// The table of calls in flight; clones share it.
-#[derive(Clone, Default)]
-pub struct InFlight(Arc<Table>);
+/// The table of calls in flight (each answering a `T`); clones share it.
+pub struct InFlight<T = crate::transport::Fetched>(Arc<Table<T>>);
 
-impl InFlight {
+impl<T> Clone for InFlight<T> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<T> Default for InFlight<T> {
+    fn default() -> Self {
+        Self(Arc::new(Table {
+            calls: Mutex::default(),
+            next_id: AtomicU64::new(0),
+        }))
+    }
+}
+
+impl<T: Clone + Send + Sync + 'static> InFlight<T> {
     /// Run `call` unless an identical one is in flight; then await that one instead.
-    pub async fn run<F>(&self, key: DedupKey, call: F) -> Result<Bytes, FetchError>
+    pub async fn run<F>(&self, key: DedupKey, call: F) -> Result<T, FetchError>
     where
-        F: Future<Output = Result<Bytes, FetchError>> + Send + 'static,
+        F: Future<Output = Result<T, FetchError>> + Send + 'static,
     {
         let (shared, _leader) = {
             let mut calls = self.0.calls.lock();
@@ -90,13 +113,13 @@ impl InFlight {
 }
 
 /// Removes the leader's entry when the leader completes or is dropped.
-struct Leader {
-    table: Arc<Table>,
+struct Leader<T> {
+    table: Arc<Table<T>>,
     key: DedupKey,
     id: u64,
 }
 
-impl Drop for Leader {
+impl<T> Drop for Leader<T> {
     fn drop(&mut self) {
         let mut calls = self.table.calls.lock();
         // A newer leader may have registered the same key after a cancellation.

@@ -34,7 +34,7 @@ pub async fn execute_incremental<T: Transport>(
     sink: &mut (dyn FnMut(Part) -> bool + Send),
 ) {
     let mut store = Store::with_root();
-    let mut received = 0usize;
+    let mut tally = crate::Tally::default();
     let mut fetch_errors = vec![Vec::new(); ctx.plan.fetches.len()];
     let mut delivery = Delivery::new(ctx);
     // Introspection needs no fetch: merged first, so the initial payload has it.
@@ -49,7 +49,7 @@ pub async fn execute_incremental<T: Transport>(
         ctx,
         &mut store,
         &mut fetch_errors,
-        &mut received,
+        &mut tally,
         None,
         |i, store, errors| {
             delivery.fetched(i);

@@ -47,6 +47,8 @@ pub struct ExecutionContext<'a, T: Transport> {
     /// This request's charge against the gateway-wide memory budget: entity copies and
     /// the response as it is written (subgraph bodies carry charges of their own).
     pub memory: &'a memory::Charge,
+    /// Keep each subgraph response's headers ([`Executed::subgraph_headers`]).
+    pub keep_response_headers: bool,
 }
 
 /// `extensions.code` of the error a response over `max_response_bytes` gets.
@@ -59,18 +61,60 @@ pub struct Executed {
     /// Subgraph bytes read, entity copies charged and the parsed values' heap: with the
     /// body, what the request took (the next request of its operation reserves that).
     pub received: usize,
+    /// With [`ExecutionContext::keep_response_headers`]: each subgraph response's
+    /// headers, in the order the plan lists its fetches.
+    pub subgraph_headers: Vec<SubgraphResponseHeaders>,
+}
+
+/// The headers one subgraph response came with.
+#[derive(Debug, Clone)]
+pub struct SubgraphResponseHeaders {
+    pub subgraph: String,
+    pub headers: std::sync::Arc<http::HeaderMap>,
+}
+
+/// What the fetches of one execution brought in besides their data.
+#[derive(Default)]
+struct Tally {
+    /// Subgraph bytes read and entity copies charged (see [`Executed::received`]).
+    received: usize,
+    /// (fetch, headers) as the answers came.
+    headers: Vec<(usize, std::sync::Arc<http::HeaderMap>)>,
+}
+
+impl Tally {
+    /// The kept headers in plan order.
+    fn into_headers(mut self, plan: &QueryPlan) -> Vec<SubgraphResponseHeaders> {
+        if self.headers.is_empty() {
+            return Vec::new();
+        }
+        let mut order = Vec::with_capacity(plan.fetches.len());
+        if let Some(root) = &plan.root {
+            plan_order(root, &mut order);
+        }
+        let rank = |i: usize| order.iter().position(|o| *o == i).unwrap_or(usize::MAX);
+        // Stable: the parts of one fetch keep the order they came in.
+        self.headers.sort_by_key(|(i, _)| rank(*i));
+        self.headers
+            .into_iter()
+            .map(|(i, headers)| SubgraphResponseHeaders {
+                subgraph: plan.fetches[i].subgraph_name.clone(),
+                headers,
+            })
+            .collect()
+    }
 }
 
 /// Execute the plan and write the final response body.
 pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut store = Store::with_root();
-    let mut received = 0usize;
+    let mut tally = Tally::default();
     let mut fetch_errors = vec![Vec::new(); ctx.plan.fetches.len()];
     run_as_ready(
         ctx,
         &mut store,
         &mut fetch_errors,
-        &mut received,
+        &mut tally,
         None,
         |_, _, _| true,
     )
@@ -78,7 +122,8 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
     let mut errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     introspection(ctx, &mut store, &mut errors);
     let mut executed = write_final(ctx, &store, errors);
-    executed.received = received.saturating_add(store.heap_bytes());
+    executed.received = tally.received.saturating_add(store.heap_bytes());
+    executed.subgraph_headers = tally.into_headers(ctx.plan);
     // The store and the subgraph bodies it kept are freed: only the answer is held.
     drop(store);
     ctx.memory.release_to(executed.body.len());
@@ -90,21 +135,21 @@ pub async fn execute<T: Transport>(ctx: &ExecutionContext<'_, T>) -> Executed {
 /// fetches run as for a query, and the event's response is written.
 pub async fn execute_event<T: Transport>(ctx: &ExecutionContext<'_, T>, event: Bytes) -> Executed {
     let mut store = Store::with_root();
-    let mut received = 0usize;
+    let mut tally = Tally::default();
     let mut fetch_errors = vec![Vec::new(); ctx.plan.fetches.len()];
     let supplied = ctx.plan.subscription_fetch().map(|i| (i, event));
     run_as_ready(
         ctx,
         &mut store,
         &mut fetch_errors,
-        &mut received,
+        &mut tally,
         supplied,
         |_, _, _| true,
     )
     .await;
     let errors = in_plan_order(ctx.plan, &mut fetch_errors, |_| true);
     let mut executed = write_final(ctx, &store, errors);
-    executed.received = received.saturating_add(store.heap_bytes());
+    executed.received = tally.received.saturating_add(store.heap_bytes());
     drop(store);
     ctx.memory.release_to(executed.body.len());
     executed
@@ -142,6 +187,7 @@ fn write_final<T: Transport>(
         // The writer adds errors of its own (null propagation), so ask afterwards.
         field_errors: !errors.is_empty(),
         received: 0,
+        subgraph_headers: Vec::new(),
     }
 }
 
@@ -156,7 +202,7 @@ async fn run_as_ready<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     store: &mut Store,
     fetch_errors: &mut [Vec<ResponseError>],
-    received: &mut usize,
+    tally: &mut Tally,
     mut supplied: Option<(usize, Bytes)>,
     mut on_done: impl FnMut(usize, &mut Store, &mut [Vec<ResponseError>]) -> bool,
 ) {
@@ -183,7 +229,7 @@ async fn run_as_ready<T: Transport>(
     loop {
         while let Some(i) = ready.pop() {
             // Over the response budget nothing more is sent: the response is cut.
-            let prepared = if *received > ctx.max_response_bytes {
+            let prepared = if tally.received > ctx.max_response_bytes {
                 Vec::new()
             } else if fetches[i]
                 .entity
@@ -202,10 +248,10 @@ async fn run_as_ready<T: Transport>(
                         ctx,
                         i,
                         p,
-                        Ok(event.clone()),
+                        Ok(event.clone().into()),
                         store,
                         &mut fetch_errors[i],
-                        received,
+                        tally,
                     );
                 }
                 done(i, &mut waiting, &mut ready);
@@ -224,7 +270,7 @@ async fn run_as_ready<T: Transport>(
             }
             parts_left[i] = prepared.len();
             for p in prepared {
-                let budget_bytes = ctx.max_response_bytes.saturating_sub(*received);
+                let budget_bytes = ctx.max_response_bytes.saturating_sub(tally.received);
                 in_flight.push(async move {
                     let response = send(ctx, i, &p, budget_bytes).await;
                     (i, p, response)
@@ -234,7 +280,7 @@ async fn run_as_ready<T: Transport>(
         let Some((i, p, response)) = futures::StreamExt::next(&mut in_flight).await else {
             break;
         };
-        absorb(ctx, i, &p, response, store, &mut fetch_errors[i], received);
+        absorb(ctx, i, &p, response, store, &mut fetch_errors[i], tally);
         parts_left[i] -= 1;
         if parts_left[i] == 0 {
             done(i, &mut waiting, &mut ready);
@@ -278,7 +324,7 @@ async fn send<T: Transport>(
     i: usize,
     p: &PreparedFetch,
     budget_bytes: usize,
-) -> Result<bytes::Bytes, transport::FetchError> {
+) -> Result<transport::Fetched, transport::FetchError> {
     let fetch = &ctx.plan.fetches[i];
     let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
     let request = SubgraphRequest {
@@ -290,6 +336,7 @@ async fn send<T: Transport>(
         is_query: ctx.prepared.operation.operation_type.is_query(),
         budget_bytes,
         memory: ctx.memory.budget(),
+        keep_headers: ctx.keep_response_headers,
     };
     let span = graphfleet_planner::otel_span!(
         "subgraph_fetch",
@@ -315,10 +362,10 @@ fn absorb<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     i: usize,
     p: &PreparedFetch,
-    response: Result<bytes::Bytes, transport::FetchError>,
+    response: Result<transport::Fetched, transport::FetchError>,
     store: &mut Store,
     errors: &mut Vec<ResponseError>,
-    received: &mut usize,
+    tally: &mut Tally,
 ) {
     let fetch = &ctx.plan.fetches[i];
     // One error per part of a batched fetch, as when they were sent apart.
@@ -335,9 +382,15 @@ fn absorb<T: Transport>(
         }
     };
     match response {
-        Ok(bytes) => {
-            *received = received.saturating_add(bytes.len());
-            if *received > ctx.max_response_bytes {
+        Ok(transport::Fetched {
+            body: bytes,
+            headers,
+        }) => {
+            if let Some(headers) = headers {
+                tally.headers.push((i, headers));
+            }
+            tally.received = tally.received.saturating_add(bytes.len());
+            if tally.received > ctx.max_response_bytes {
                 failed(
                     errors,
                     RESPONSE_TOO_LARGE,
@@ -349,7 +402,7 @@ fn absorb<T: Transport>(
                 return;
             }
             let budget = fetch::Budget {
-                bytes: ctx.max_response_bytes - *received,
+                bytes: ctx.max_response_bytes - tally.received,
                 memory: ctx.memory,
             };
             // One answer may be copied into thousands of objects: count them too.
@@ -362,16 +415,16 @@ fn absorb<T: Transport>(
             // The values parsed from it weigh several times its text: charged too.
             let parsed = store.heap_bytes().saturating_sub(parsed_before);
             if let Err(e) = ctx.memory.try_add(parsed) {
-                *received = ctx.max_response_bytes.saturating_add(1);
+                tally.received = ctx.max_response_bytes.saturating_add(1);
                 ctx.memory.cut();
                 let message = format!("storing the answer of '{}': {e}", fetch.subgraph_name);
                 return failed(errors, memory::MEMORY_BUDGET_EXCEEDED, message);
             }
             match merged {
-                Ok(charged) => *received += charged,
+                Ok(charged) => tally.received += charged,
                 Err(fetch::NotMerged::TooLarge(needed)) => {
                     // Nothing more is sent: the response is cut.
-                    *received = ctx.max_response_bytes.saturating_add(1);
+                    tally.received = ctx.max_response_bytes.saturating_add(1);
                     failed(
                         errors,
                         RESPONSE_TOO_LARGE,
@@ -382,7 +435,7 @@ fn absorb<T: Transport>(
                     );
                 }
                 Err(fetch::NotMerged::OverMemory(e)) => {
-                    *received = ctx.max_response_bytes.saturating_add(1);
+                    tally.received = ctx.max_response_bytes.saturating_add(1);
                     ctx.memory.cut();
                     failed(
                         errors,
@@ -397,7 +450,7 @@ fn absorb<T: Transport>(
         }
         Err(e) if e.code == memory::MEMORY_BUDGET_EXCEEDED => {
             // As over the response cap: nothing more is sent.
-            *received = ctx.max_response_bytes.saturating_add(1);
+            tally.received = ctx.max_response_bytes.saturating_add(1);
             ctx.memory.cut();
             failed(
                 errors,

@@ -376,8 +376,10 @@ impl<T: Transport> Gateway<T> {
             fetch_metrics: &state.fetch_metrics,
             max_response_bytes: self.config.limits.max_response_bytes,
             memory: &memory,
+            keep_response_headers: self.header_rules.response.is_active(),
         };
-        let outcome = execute::whole(&ctx, cost, &cached.footprint).await;
+        let response_rules = &self.header_rules.response;
+        let outcome = execute::whole(&ctx, cost, &cached.footprint, response_rules).await;
         // Its charges now hold what it took; the answer's stays until it is sent.
         drop(reservation);
         Ok(outcome.holding(memory))

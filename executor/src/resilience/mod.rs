@@ -11,7 +11,6 @@ pub use breaker::{Admit, Breaker, BreakerPolicy};
 pub use budget::{RetryBudget, backoff};
 
 use crate::error::FetchError;
-use bytes::Bytes;
 use parking_lot::RwLock;
 use rustc_hash::FxHashMap;
 use std::future::Future;
@@ -127,16 +126,16 @@ impl Guards {
 /// attempt failed before an answer came, while the budget allows. Each attempt is
 /// given its timeout less what its wait for a slot took; the slot is given back during
 /// a retry's backoff, so a failing subgraph's retries do not starve other fetches.
-pub async fn run<F, Fut>(
+pub async fn run<F, Fut, T>(
     guard: Arc<Guard>,
     subgraph: String,
     timeout: Duration,
     retryable: bool,
     mut attempt: F,
-) -> Result<Bytes, FetchError>
+) -> Result<T, FetchError>
 where
     F: FnMut(Duration) -> Fut,
-    Fut: Future<Output = Result<Bytes, FetchError>>,
+    Fut: Future<Output = Result<T, FetchError>>,
 {
     let started = Instant::now();
     let mut slot = slot(&guard, &subgraph, timeout).await?;
@@ -215,6 +214,7 @@ async fn slot(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
     use std::sync::atomic::AtomicU32;
 
     fn policy(attempts: u32) -> ResiliencePolicy {

@@ -1,17 +1,19 @@
 //! One HTTP exchange with a subgraph: the request sent, the status judged and the body
 //! read under its size cap and memory charge, all within the fetch's timeout.
 
-use super::{FetchError, Http2, HttpClient};
+use super::{FetchError, Fetched, Http2, HttpClient};
 use crate::memory::{Charge, MEMORY_BUDGET_EXCEEDED};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use std::future::Future;
 use std::time::Duration;
 
-/// What a subgraph body may take: at most `bytes`, charged to `charge` as it arrives.
+/// What a subgraph body may take: at most `bytes`, charged to `charge` as it arrives;
+/// and whether the response's headers are kept beside it.
 pub(super) struct Cap {
     pub(super) bytes: usize,
     pub(super) charge: Charge,
+    pub(super) keep_headers: bool,
 }
 
 /// The whole body, at most `cap.bytes` (else `SUBREQUEST_RESPONSE_TOO_LARGE`, unread
@@ -101,7 +103,7 @@ pub(super) fn call(
     timeout: Duration,
     cap: Cap,
     http2: Http2,
-) -> impl Future<Output = Result<Bytes, FetchError>> + Send + 'static {
+) -> impl Future<Output = Result<Fetched, FetchError>> + Send + 'static {
     use tower_service::Service as _;
     let mut client = client;
     let exchange = async move {
@@ -124,14 +126,16 @@ pub(super) fn call(
         })?;
         let status = response.status();
         crate::propagation::record_status(status.as_u16());
-        let body = read_body(response.into_body(), cap).await?;
+        let (head, body) = response.into_parts();
+        let headers = cap.keep_headers.then(|| std::sync::Arc::new(head.headers));
+        let body = read_body(body, cap).await?;
         // A failed status with a GraphQL body still carries errors worth merging.
         if !status.is_success() && serde_json::from_slice::<serde::de::IgnoredAny>(&body).is_err() {
             return Err(FetchError::http(format!(
                 "subgraph responded with status {status}"
             )));
         }
-        Ok(body)
+        Ok(Fetched { body, headers })
     };
     async move {
         tokio::time::timeout(timeout, exchange)

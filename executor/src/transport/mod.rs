@@ -41,13 +41,33 @@ pub struct SubgraphRequest<'a> {
     /// The gateway-wide memory budget the body is charged to as it is read; the
     /// charge goes with the body and is released when its last holder drops it.
     pub memory: &'a MemoryBudget,
+    /// Keep the response's headers (response header rules or the `Cache-Control`
+    /// merge want them); otherwise they are dropped with the exchange.
+    pub keep_headers: bool,
+}
+
+/// A subgraph's answer: its body and, when the request asked to keep them, its
+/// response headers.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub body: Bytes,
+    pub headers: Option<Arc<http::HeaderMap>>,
+}
+
+impl From<Bytes> for Fetched {
+    fn from(body: Bytes) -> Self {
+        Self {
+            body,
+            headers: None,
+        }
+    }
 }
 
 pub trait Transport: Send + Sync + 'static {
     fn fetch(
         &self,
         request: SubgraphRequest<'_>,
-    ) -> impl Future<Output = Result<Bytes, FetchError>> + Send;
+    ) -> impl Future<Output = Result<Fetched, FetchError>> + Send;
 
     /// Retries and breaker counts per subgraph whose resilience is on (for metrics).
     fn resilience_stats(&self) -> Vec<(String, crate::resilience::GuardStats)> {
@@ -336,7 +356,7 @@ impl Transport for HttpTransport {
         self.guards.stats()
     }
 
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Fetched, FetchError> {
         let route = self.route(request.name);
         let client = route
             .client
@@ -358,8 +378,10 @@ impl Transport for HttpTransport {
             crate::propagation::inject_current(headers);
         }
         // Keyed on the plain body: the encoding is the same for every fetch of a route.
-        let key = (policy.deduplicate && request.is_query)
-            .then(|| DedupKey::new(request.name, request.url, &request.body, request.headers));
+        let key = (policy.deduplicate && request.is_query).then(|| {
+            let key = DedupKey::new(request.name, request.url, &request.body, request.headers);
+            key.keeping_headers(request.keep_headers)
+        });
         let body = match policy.compress_requests.header() {
             None => request.body,
             Some(encoding) => {
@@ -378,11 +400,13 @@ impl Transport for HttpTransport {
         let budget_binds = request.budget_bytes < policy.max_response_bytes;
         let cap_bytes = policy.max_response_bytes.min(request.budget_bytes);
         let (timeout, http2) = (policy.timeout, policy.http2);
+        let keep_headers = request.keep_headers;
         let call = match policy.resilience.is_active() {
             false => {
                 let cap = Cap {
                     bytes: cap_bytes,
                     charge: request.memory.charge(),
+                    keep_headers,
                 };
                 futures::future::Either::Left(call(
                     client.clone(),
@@ -399,6 +423,7 @@ impl Transport for HttpTransport {
                     let cap = Cap {
                         bytes: cap_bytes,
                         charge: memory.charge(),
+                        keep_headers,
                     };
                     call(
                         client.clone(),

@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use graphfleet_gateway::config::Config;
 use graphfleet_gateway::executor::transport::{
-    FetchError, HttpTransport, SubgraphRequest, Transport,
+    FetchError, Fetched, HttpTransport, SubgraphRequest, Transport,
 };
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::pipeline::request::RequestMeta;
@@ -23,10 +23,10 @@ pub struct Recorder {
 }
 
 impl Transport for Recorder {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Fetched, FetchError> {
         let body = request.body.clone();
         let response = self.http.fetch(request).await?;
-        self.seen.lock().push((body, response.clone()));
+        self.seen.lock().push((body, response.body.clone()));
         Ok(response)
     }
 }
@@ -35,10 +35,11 @@ impl Transport for Recorder {
 pub struct Replay(pub FxHashMap<Bytes, Bytes>);
 
 impl Transport for Replay {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Fetched, FetchError> {
         self.0
             .get(&request.body)
             .cloned()
+            .map(Fetched::from)
             .ok_or_else(|| FetchError::http("request not recorded"))
     }
 }

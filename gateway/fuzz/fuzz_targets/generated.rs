@@ -21,7 +21,7 @@ use apollo_compiler::response::JsonMap;
 use apollo_compiler::validation::Valid;
 use bytes::Bytes;
 use graphfleet_gateway::config::Config;
-use graphfleet_gateway::executor::transport::{FetchError, SubgraphRequest, Transport};
+use graphfleet_gateway::executor::transport::{FetchError, Fetched, SubgraphRequest, Transport};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
 use graphfleet_gateway::supergraph::Supergraph;
@@ -38,7 +38,7 @@ struct JsonInProcess {
 }
 
 impl Transport for JsonInProcess {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Fetched, FetchError> {
         let subgraph = self
             .subgraphs
             .get(request.name)
@@ -46,9 +46,7 @@ impl Transport for JsonInProcess {
         let body: serde_json::Value = serde_json::from_slice(&request.body)
             .map_err(|e| FetchError::http(format!("request body is not JSON: {e}")))?;
         let reply = subgraph.execute(&body, &self.counters);
-        Ok(Bytes::from(
-            serde_json::to_vec(&reply).expect("JSON serializes"),
-        ))
+        Ok(Bytes::from(serde_json::to_vec(&reply).expect("JSON serializes")).into())
     }
 }
 

@@ -8,7 +8,7 @@
 #![no_main]
 
 use bytes::Bytes;
-use graphfleet_gateway::executor::transport::{FetchError, SubgraphRequest, Transport};
+use graphfleet_gateway::executor::transport::{FetchError, Fetched, SubgraphRequest, Transport};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::pipeline::request::{GraphQLRequest, RequestMeta};
 use graphfleet_gateway_fuzz::{InProcess, fed_subgraphs, strict_config, supergraph};
@@ -35,7 +35,7 @@ struct Scripted {
 }
 
 impl Transport for Scripted {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Fetched, FetchError> {
         let entities = request.body.windows(10).any(|w| w == b"_entities\"" || w == b"_entities(");
         if entities {
             let next = self.answers.lock().expect("the answers lock").pop_front();
@@ -48,7 +48,7 @@ impl Transport for Scripted {
                         message: format!("{} bytes over the budget", body.len()),
                     });
                 }
-                return Ok(body);
+                return Ok(body.into());
             }
         }
         self.real.fetch(request).await

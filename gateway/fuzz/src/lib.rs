@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use graphfleet_bench_model::Set;
 use graphfleet_gateway::config::{Config, LimitsConfig};
-use graphfleet_gateway::executor::transport::{FetchError, SubgraphRequest, Transport};
+use graphfleet_gateway::executor::transport::{FetchError, Fetched, SubgraphRequest, Transport};
 use graphfleet_gateway::gateway::Gateway;
 use graphfleet_gateway::supergraph::Supergraph;
 use graphfleet_bench_subgraphs::engine::Endpoint;
@@ -15,14 +15,14 @@ use std::time::Duration;
 pub struct InProcess(Vec<Endpoint>);
 
 impl Transport for InProcess {
-    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Bytes, FetchError> {
+    async fn fetch(&self, request: SubgraphRequest<'_>) -> Result<Fetched, FetchError> {
         let endpoint = self
             .0
             .iter()
             .find(|e| e.name() == request.name)
             .ok_or_else(|| FetchError::http(format!("no subgraph {}", request.name)))?;
         let reply = endpoint.handle(&request.body);
-        Ok(Bytes::from(reply.body))
+        Ok(Bytes::from(reply.body).into())
     }
 }
 

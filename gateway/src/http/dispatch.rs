@@ -40,11 +40,15 @@ pub(super) async fn answer<T: Transport>(
             // A big body's buffer goes back to the executor's pool once sent, and its
             // charge against the memory budget is released then.
             use crate::executor::response::buffers;
-            let body = match whole.into_charged_body() {
-                (body, Some(memory)) => buffers::into_charged_bytes(body, memory),
-                (body, None) => buffers::into_bytes(body),
+            let (body, memory, headers) = whole.into_parts();
+            let body = match memory {
+                Some(memory) => buffers::into_charged_bytes(body, memory),
+                None => buffers::into_bytes(body),
             };
-            Ok(response(StatusCode::OK, accepts.media.as_str(), body))
+            let mut answer = response(StatusCode::OK, accepts.media.as_str(), body);
+            // From the subgraphs' headers (response rules, Cache-Control merge).
+            answer.headers_mut().extend(headers);
+            Ok(answer)
         }
     }
 }

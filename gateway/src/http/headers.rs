@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 
 /// Which header names a rule applies to.
 #[derive(Debug)]
-enum Names {
+pub(super) enum Names {
     One(HeaderName),
     Matching(Regex),
 }
 
 impl Names {
-    fn compile(named: Option<&str>, matching: Option<&str>) -> Self {
+    pub(super) fn compile(named: Option<&str>, matching: Option<&str>) -> Self {
         match (named, matching) {
             (Some(name), _) => Names::One(header_name(name)),
             (None, Some(pattern)) => {
@@ -26,7 +26,7 @@ impl Names {
         }
     }
 
-    fn matches(&self, name: &HeaderName) -> bool {
+    pub(super) fn matches(&self, name: &HeaderName) -> bool {
         match self {
             Names::One(n) => n == name,
             Names::Matching(re) => re.is_match(name.as_str()),
@@ -62,6 +62,8 @@ pub struct HeaderRules {
     global: Vec<Rule>,
     /// Subgraphs with rules of their own, applied after the global ones.
     own: Vec<(String, Vec<Rule>)>,
+    /// What the subgraphs' response headers give the client's response.
+    pub response: super::response_headers::ResponseHeaderRules,
 }
 
 impl HeaderRules {
@@ -83,7 +85,12 @@ impl HeaderRules {
             .filter(|(_, sg)| !sg.headers.is_empty())
             .map(|(name, sg)| (name.clone(), sg.headers.iter().map(compile_rule).collect()))
             .collect();
-        Self { global, own }
+        let response = super::response_headers::ResponseHeaderRules::compile(headers, subgraphs);
+        Self {
+            global,
+            own,
+            response,
+        }
     }
 
     /// The headers of this request's subgraph requests.
@@ -107,7 +114,7 @@ impl HeaderRules {
     }
 }
 
-fn header_name(name: &str) -> HeaderName {
+pub(super) fn header_name(name: &str) -> HeaderName {
     HeaderName::from_bytes(name.as_bytes()).expect("validated when the config loaded")
 }
 

@@ -22,10 +22,12 @@ mod admin;
 mod admission;
 mod batch;
 mod body;
+mod cache_control;
 pub(crate) mod client_addr;
 mod csrf;
 mod decode;
 mod dispatch;
+mod graphiql;
 mod head_errors;
 pub mod headers;
 mod idle;
@@ -33,6 +35,7 @@ mod layers;
 mod meta;
 mod multipart;
 mod negotiate;
+pub mod response_headers;
 mod server;
 mod stream;
 mod ws;
@@ -142,7 +145,9 @@ fn route<T: Transport>(gateway: &Gateway<T>, req: &Request<Incoming>) -> Route {
         )),
         "/health/ready" if here => Route::Answered(readiness(gateway)),
         _ if upgrade && path == ws_path.unwrap_or(&config.graphql_path) => Route::WebSocket,
+        _ if graphiql::wants_page(config, req) => Route::Answered(graphiql::page(config)),
         _ if path == config.graphql_path => Route::GraphQL,
+        _ if graphiql::is_asset(config, path) => Route::Answered(graphiql::asset(config, req)),
         _ => {
             let not_found = RequestError::http(StatusCode::NOT_FOUND, None, "not found");
             Route::Answered(refuse(not_found, Media::Json))

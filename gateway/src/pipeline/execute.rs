@@ -12,6 +12,7 @@ use super::respond::{Incremental, Outcome};
 use crate::auth::authz::AuthMask;
 use crate::executor::transport::Transport;
 use crate::executor::{ExecutionContext, Part, execute, execute_incremental};
+use crate::http::response_headers::{Answer, ResponseHeaderRules};
 use crate::operation::ConditionValues;
 use crate::subscription::{Subscription, Subscriptions};
 use graphfleet_config::Config;
@@ -21,14 +22,26 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 /// Runs `ctx`'s request and answers with its whole response, the cost estimate in its
-/// extensions when `cost` is set; what it took goes to `footprint`.
+/// extensions when `cost` is set, and the headers `response_rules` make of the
+/// subgraphs'; what it took goes to `footprint`.
 pub async fn whole<T: Transport>(
     ctx: &ExecutionContext<'_, T>,
     cost: Option<f64>,
     footprint: &Footprint,
+    response_rules: &ResponseHeaderRules,
 ) -> Outcome {
     let executed = execute(ctx).instrument(crate::otel_span!("execute")).await;
     footprint.observe(executed.received.saturating_add(executed.body.len()));
+    let headers = match ctx.keep_response_headers {
+        false => http::HeaderMap::new(),
+        true => {
+            let answer = Answer {
+                errors: executed.field_errors,
+                mutation: ctx.prepared.operation.operation_type.is_mutation(),
+            };
+            response_rules.apply(&executed.subgraph_headers, answer)
+        }
+    };
     Outcome::Executed {
         body: match cost {
             Some(cost) => demand::expose(executed.body, cost),
@@ -36,6 +49,7 @@ pub async fn whole<T: Transport>(
         },
         field_errors: executed.field_errors,
         memory: None,
+        headers,
     }
 }
 

@@ -179,6 +179,8 @@ impl Started {
             fetch_metrics: &self.fetch_metrics,
             max_response_bytes,
             memory,
+            // Streams (`@defer`, subscriptions) take no subgraph response headers.
+            keep_response_headers: false,
         }
     }
 }

@@ -17,6 +17,9 @@ pub enum Outcome {
         body: Vec<u8>,
         field_errors: bool,
         memory: Option<Charge>,
+        /// Headers for the client's response, from the subgraphs' (response header
+        /// rules, `Cache-Control` merge); empty when none apply.
+        headers: http::HeaderMap,
     },
     /// Refused before execution: no `data` in the body.
     Refused(RequestError),
@@ -54,11 +57,15 @@ impl Outcome {
     pub fn holding(self, memory: Charge) -> Self {
         match self {
             Outcome::Executed {
-                body, field_errors, ..
+                body,
+                field_errors,
+                headers,
+                ..
             } => Outcome::Executed {
                 body,
                 field_errors,
                 memory: Some(memory),
+                headers,
             },
             other => other,
         }
@@ -69,6 +76,19 @@ impl Outcome {
         match self {
             Outcome::Executed { body, memory, .. } => (body, memory),
             other => (other.into_body(), None),
+        }
+    }
+
+    /// [`Self::into_charged_body`], with the headers the client's response gets.
+    pub fn into_parts(self) -> (Vec<u8>, Option<Charge>, http::HeaderMap) {
+        match self {
+            Outcome::Executed {
+                body,
+                memory,
+                headers,
+                ..
+            } => (body, memory, headers),
+            other => (other.into_body(), None, http::HeaderMap::new()),
         }
     }
 

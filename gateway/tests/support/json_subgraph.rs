@@ -85,6 +85,9 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// Per subgraph name, the (name, value) headers its answers carry.
+pub type ResponseHeaders = BTreeMap<String, Vec<(String, String)>>;
+
 pub struct JsonSubgraphs {
     pub base_url: String,
     counts: Arc<BTreeMap<String, AtomicU64>>,
@@ -94,6 +97,9 @@ pub struct JsonSubgraphs {
     pub headers: Arc<Mutex<Vec<(String, hyper::HeaderMap)>>>,
     /// Every request with its answer per subgraph, in the order they were answered.
     pub replies: Arc<Mutex<Vec<(String, Value, Value)>>>,
+    /// Headers each subgraph's answers carry besides `content-type` (name, value), set
+    /// by the test.
+    pub respond_with: Arc<Mutex<ResponseHeaders>>,
 }
 
 impl JsonSubgraphs {
@@ -165,29 +171,32 @@ pub async fn start(data: Value, sdls: BTreeMap<String, String>) -> JsonSubgraphs
     let log = Arc::new(Mutex::new(Vec::new()));
     let headers = Arc::new(Mutex::new(Vec::new()));
     let replies = Arc::new(Mutex::new(Vec::new()));
-    let (c, l, h, r) = (
+    let respond_with: Arc<Mutex<ResponseHeaders>> = Arc::default();
+    let (c, l, h, r, w) = (
         counts.clone(),
         log.clone(),
         headers.clone(),
         replies.clone(),
+        respond_with.clone(),
     );
     tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else {
                 continue;
             };
-            let (subgraphs, counts, log, h, r) = (
+            let (subgraphs, counts, log, h, r, w) = (
                 subgraphs.clone(),
                 c.clone(),
                 l.clone(),
                 h.clone(),
                 r.clone(),
+                w.clone(),
             );
             let state = state.clone();
             tokio::spawn(async move {
                 let service = service_fn(move |req: Request<hyper::body::Incoming>| {
                     let (subgraphs, counts, log) = (subgraphs.clone(), counts.clone(), log.clone());
-                    let (headers, replies) = (h.clone(), r.clone());
+                    let (headers, replies, respond_with) = (h.clone(), r.clone(), w.clone());
                     let state = state.clone();
                     async move {
                         let name = req.uri().path().trim_start_matches('/').to_string();
@@ -227,6 +236,16 @@ pub async fn start(data: Value, sdls: BTreeMap<String, String>) -> JsonSubgraphs
                             "content-type",
                             hyper::header::HeaderValue::from_static("application/json"),
                         );
+                        let extra = respond_with.lock().expect("respond_with lock");
+                        for (k, v) in extra.get(&name).into_iter().flatten() {
+                            response.headers_mut().append(
+                                hyper::header::HeaderName::from_bytes(k.as_bytes())
+                                    .expect("a header name the test set"),
+                                hyper::header::HeaderValue::from_str(v)
+                                    .expect("a header value the test set"),
+                            );
+                        }
+                        drop(extra);
                         Ok::<_, std::convert::Infallible>(response)
                     }
                 });
@@ -242,6 +261,7 @@ pub async fn start(data: Value, sdls: BTreeMap<String, String>) -> JsonSubgraphs
         log,
         headers,
         replies,
+        respond_with,
     }
 }
 
