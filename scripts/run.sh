@@ -48,6 +48,8 @@ since_s() { awk -v a="$1" -v b="$(now_ms)" 'BEGIN { printf "%.1f s", (b - a) / 1
 
 log "pinned tools"
 scripts/tools.sh
+# gateway/build.rs installs GraphiQL's pinned npm packages into the gateway binary.
+command -v npm >/dev/null || scripts/host-packages.sh nodejs npm
 
 log "building the workspace (release)"
 cargo build --workspace --release --locked

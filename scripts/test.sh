@@ -14,8 +14,11 @@ log "pinned tools"
 scripts/tools.sh
 # The generated operations' differential test compares every answer with Hive Router's.
 scripts/tools.sh hive-router-dev
-# The composition oracle (@apollo/composition) runs on Node.js.
+# The composition oracle (@apollo/composition) runs on Node.js, and gateway/build.rs
+# installs GraphiQL's pinned npm packages into the gateway.
 command -v node >/dev/null && command -v npm >/dev/null || scripts/host-packages.sh nodejs npm
+# GraphiQL is tested in a real headless browser.
+command -v chromium >/dev/null || scripts/host-packages.sh chromium
 # Fleet-wide rate limiting is tested against a real Redis.
 command -v redis-server >/dev/null || scripts/host-packages.sh redis-server
 
