@@ -8,7 +8,8 @@
 #   podman buildah mmdebstrap          the images (scripts/images.sh)
 #   nodejs npm                         the composition oracle (scripts/test.sh)
 #   redis-server                       the fleet-wide rate limit tests (scripts/test.sh)
-#   chromium                           the GraphiQL browser test (scripts/test.sh; only when named)
+#   chromium prometheus                the GraphiQL browser test and the dashboards test
+#                                      (scripts/test.sh; only when named)
 #
 # Needs root (or sudo) and the machine's configured apt sources; nothing else.
 set -euo pipefail

@@ -17,8 +17,9 @@ scripts/tools.sh hive-router-dev
 # The composition oracle (@apollo/composition) runs on Node.js, and gateway/build.rs
 # installs GraphiQL's pinned npm packages into the gateway.
 command -v node >/dev/null && command -v npm >/dev/null || scripts/host-packages.sh nodejs npm
-# GraphiQL is tested in a real headless browser.
+# GraphiQL is tested in a real headless browser, the dashboards against a real Prometheus.
 command -v chromium >/dev/null || scripts/host-packages.sh chromium
+command -v prometheus >/dev/null || scripts/host-packages.sh prometheus
 # Fleet-wide rate limiting is tested against a real Redis.
 command -v redis-server >/dev/null || scripts/host-packages.sh redis-server
 

@@ -142,6 +142,8 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
         kinds,
         [
             "ServiceAccount ops/wide-graphfleet",
+            "ConfigMap ops/wide-graphfleet-dashboard-gateway",
+            "ConfigMap ops/wide-graphfleet-dashboard-operator",
             "ClusterRole wide-graphfleet",
             "ClusterRoleBinding wide-graphfleet",
             "Role ops/wide-graphfleet-leader-election",
@@ -438,6 +440,40 @@ fn service_monitor_scrapes_the_metrics_service() {
     )
     .expect_err("a ServiceMonitor without its Service is refused");
     assert!(err.contains("metrics.service.enabled"), "{err}");
+}
+
+#[test]
+fn dashboards_are_config_maps_for_grafanas_sidecar() {
+    let docs = documents(&template("dash", "ops", ""));
+    let maps = by_kind(&docs, "ConfigMap");
+    for name in ["gateway", "operator"] {
+        let map = maps[format!("dash-graphfleet-dashboard-{name}").as_str()];
+        assert_eq!(map["metadata"]["labels"]["grafana_dashboard"], "1");
+        let text = map["data"][format!("graphfleet-{name}.json")]
+            .as_str()
+            .expect("the dashboard's JSON");
+        let rendered: serde_json::Value = serde_json::from_str(text).expect("valid JSON");
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../charts/graphfleet/dashboards/{name}.json"));
+        let committed: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(file).expect("the dashboard file"))
+                .expect("valid JSON");
+        assert_eq!(
+            rendered, committed,
+            "{name}: the ConfigMap holds the file as it is"
+        );
+        assert_eq!(rendered["uid"], format!("graphfleet-{name}"));
+    }
+    let elsewhere = documents(&template(
+        "dash",
+        "ops",
+        "dashboards:\n  namespace: monitoring\n  labels: {grafana_dashboard: \"yes\"}\n",
+    ));
+    let map = by_kind(&elsewhere, "ConfigMap")["dash-graphfleet-dashboard-gateway"];
+    assert_eq!(map["metadata"]["namespace"], "monitoring");
+    assert_eq!(map["metadata"]["labels"]["grafana_dashboard"], "yes");
+    let off = documents(&template("dash", "ops", "dashboards:\n  enabled: false\n"));
+    assert!(by_kind(&off, "ConfigMap").is_empty());
 }
 
 /// Each invalid values file is refused with a message naming the offending value.

@@ -6,7 +6,7 @@ use prometheus::{
     Encoder, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, TextEncoder,
 };
 
-/// Reconcile and composition metrics.
+/// Reconcile, composition, rollout and load test metrics.
 pub struct Metrics {
     registry: Registry,
     reconciles: IntCounterVec,
@@ -14,7 +14,17 @@ pub struct Metrics {
     durations: HistogramVec,
     compositions: IntCounterVec,
     composition_seconds: HistogramVec,
+    rollouts: IntCounterVec,
+    loadtests: IntCounterVec,
 }
+
+/// What a rollout step can come to, each counted from 0 so dashboards show them before
+/// the first.
+pub const ROLLOUT_RESULTS: [&str; 4] = ["served", "canary_started", "promoted", "rolled_back"];
+/// The controllers, whose reconcile series exist from the start.
+pub const CONTROLLERS: [&str; 3] = ["graphgateway", "subgraph", "loadtest"];
+/// How a load test can end.
+pub const LOADTEST_RESULTS: [&str; 3] = ["succeeded", "failed", "aborted"];
 
 impl Default for Metrics {
     fn default() -> Self {
@@ -67,8 +77,39 @@ impl Metrics {
             &["outcome"],
         )
         .expect("valid metric");
+        let rollouts = IntCounterVec::new(
+            Opts::new(
+                "rollouts_total",
+                "GraphGateway rollouts by result: a new supergraph revision served, a canary started, promoted or rolled back.",
+            ),
+            &["result"],
+        )
+        .expect("valid metric");
+        let loadtests = IntCounterVec::new(
+            Opts::new("loadtests_total", "LoadTests finished, by result."),
+            &["result"],
+        )
+        .expect("valid metric");
+        // Series that exist before their first event: a rate over them is 0, not absent,
+        // and the first event shows as an increase.
+        for controller in CONTROLLERS {
+            reconciles.with_label_values(&[controller]);
+            durations.with_label_values(&[controller]);
+        }
+        for outcome in ["success", "failure", "unavailable"] {
+            compositions.with_label_values(&[outcome]);
+            composition_seconds.with_label_values(&[outcome]);
+        }
+        for result in ROLLOUT_RESULTS {
+            rollouts.with_label_values(&[result]);
+        }
+        for result in LOADTEST_RESULTS {
+            loadtests.with_label_values(&[result]);
+        }
         for collector in [
             Box::new(reconciles.clone()) as Box<dyn prometheus::core::Collector>,
+            Box::new(rollouts.clone()),
+            Box::new(loadtests.clone()),
             Box::new(errors.clone()),
             Box::new(durations.clone()),
             Box::new(compositions.clone()),
@@ -85,7 +126,19 @@ impl Metrics {
             durations,
             compositions,
             composition_seconds,
+            rollouts,
+            loadtests,
         }
+    }
+
+    /// A rollout step, one of [`ROLLOUT_RESULTS`].
+    pub fn rollout(&self, result: &str) {
+        self.rollouts.with_label_values(&[result]).inc();
+    }
+
+    /// A load test that ended, one of [`LOADTEST_RESULTS`].
+    pub fn loadtest_finished(&self, result: &str) {
+        self.loadtests.with_label_values(&[result]).inc();
     }
 
     pub fn reconciled(&self, controller: &str, took: Duration) {
@@ -126,7 +179,20 @@ mod tests {
         m.reconciled("graphgateway", Duration::from_millis(3));
         m.composed("success", Duration::from_millis(1));
         m.reconcile_failed("subgraph", "kube");
+        m.rollout("promoted");
         let text = m.render();
+        assert!(
+            text.contains("graphfleet_operator_rollouts_total{result=\"promoted\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("graphfleet_operator_rollouts_total{result=\"rolled_back\"} 0"),
+            "counted from zero: {text}"
+        );
+        assert!(
+            text.contains("graphfleet_operator_loadtests_total{result=\"failed\"} 0"),
+            "{text}"
+        );
         assert!(
             text.contains("graphfleet_operator_reconciles_total{controller=\"graphgateway\"} 1"),
             "{text}"

@@ -64,6 +64,15 @@ pub(super) async fn reconcile_loadtest(
                 &Patch::Apply(&patch),
             )
             .await?;
+        // Counted once the finished status is stored: a finished test is not reconciled again.
+        if finished {
+            let result = match new_status.phase {
+                Some(LoadTestPhase::Succeeded) => "succeeded",
+                Some(LoadTestPhase::Aborted) => "aborted",
+                _ => "failed",
+            };
+            ctx.metrics.loadtest_finished(result);
+        }
     }
     ctx.metrics
         .reconciled(LOADTEST_CONTROLLER, started.elapsed());

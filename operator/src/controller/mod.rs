@@ -43,9 +43,9 @@ mod loadtest;
 mod mock_api;
 mod subgraph;
 
-const GATEWAY_CONTROLLER: &str = "graphgateway";
-const SUBGRAPH_CONTROLLER: &str = "subgraph";
-const LOADTEST_CONTROLLER: &str = "loadtest";
+const GATEWAY_CONTROLLER: &str = crate::metrics::CONTROLLERS[0];
+const SUBGRAPH_CONTROLLER: &str = crate::metrics::CONTROLLERS[1];
+const LOADTEST_CONTROLLER: &str = crate::metrics::CONTROLLERS[2];
 /// Re-check period of a gateway that is not Ready or failed to compose, and of a running
 /// LoadTest.
 const NOT_READY_RECHECK: Duration = Duration::from_secs(10);
@@ -201,6 +201,17 @@ where
 
 /// Publishes an Event about `gw` (a failed publish is logged, never fatal).
 async fn publish(ctx: &Context, gw: &GraphGateway, type_: EventType, reason: &str, note: String) {
+    // Every rollout step is announced here once, so it is counted here.
+    let rollout = match reason {
+        "Composed" | "Serving" => Some("served"),
+        "CanaryStarted" => Some("canary_started"),
+        "CanaryPromoted" => Some("promoted"),
+        "CanaryRolledBack" => Some("rolled_back"),
+        _ => None,
+    };
+    if let Some(result) = rollout {
+        ctx.metrics.rollout(result);
+    }
     let event = Event {
         type_,
         reason: reason.to_owned(),
