@@ -176,7 +176,7 @@ async fn traffic(gateway: SocketAddr, for_: Duration) {
         };
         let (status, _) = post(&url, json!({ "query": query })).await;
         assert!(status == 200 || status == 400, "status {status}");
-        if sent % 20 == 0 {
+        if sent.is_multiple_of(20) {
             subscribe(&url).await;
         }
         sent += 1;
