@@ -376,6 +376,22 @@ impl Rollout {
     }
 }
 
+/// What a write the API server refused as invalid (422: a malformed user volume, an
+/// env var it rejects) says, for the status: retrying the same objects cannot succeed,
+/// only a change of the spec can.
+pub fn refused_write(error: &kube::Error) -> Option<Problem> {
+    match error {
+        kube::Error::Api(e) if e.code == 422 => Some(Problem {
+            reason: "WorkloadRefused",
+            message: format!(
+                "the API server refused the gateway's objects: {}",
+                quote(&e.message)
+            ),
+        }),
+        _ => None,
+    }
+}
+
 /// Why a gateway Deployment's pods are not all Ready, from the pods' own state: the most
 /// telling problem first, then how many other pods are not Ready. `None` when the rollout is
 /// complete or no pod explains it.

@@ -329,12 +329,21 @@ pub(super) async fn reconcile_gateway(
     let mut served_hash = previous_hash.clone();
     let mut canary = gw.status.as_ref().and_then(|s| s.canary.clone());
     let mut requeue = None;
+    let mut refused = None;
     if let (Ok(pods), Ok(Some(hash))) = (&pods, &target) {
-        let workload = apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await?;
-        applied = true;
-        served_hash = workload.served.or(served_hash);
-        canary = workload.canary;
-        requeue = workload.requeue;
+        match apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await {
+            Ok(workload) => {
+                applied = true;
+                served_hash = workload.served.or(served_hash);
+                canary = workload.canary;
+                requeue = workload.requeue;
+            }
+            // Said in status; the spec's next change reconciles again.
+            Err(Error::Kube(e)) if diagnose::refused_write(&e).is_some() => {
+                refused = diagnose::refused_write(&e);
+            }
+            Err(e) => return Err(e),
+        }
     }
     if served_hash != previous_hash
         && let Some(hash) = &served_hash
@@ -382,6 +391,7 @@ pub(super) async fn reconcile_gateway(
         rollout: deployment.as_ref().map(Rollout::of),
         selector: meta::selector_string(&gw),
         pods: problem,
+        refused,
         canary,
     };
     let new_status = gateway_status(gw.status.as_ref(), &observed, &now());

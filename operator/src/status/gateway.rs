@@ -46,6 +46,8 @@ pub struct Observed<'a> {
     pub selector: String,
     /// Why the gateway pods are not Ready, from their own state (`diagnose::rollout_problem`).
     pub pods: Option<Problem>,
+    /// The API server refused this spec's objects (`diagnose::refused_write`).
+    pub refused: Option<Problem>,
     /// The canary under way or rolled back.
     pub canary: Option<graphfleet_api::CanaryStatus>,
 }
@@ -112,6 +114,9 @@ pub fn gateway_status(
     status.replicas = rollout.replicas;
     status.ready_replicas = rollout.ready;
     let (ready, ready_reason, ready_message) = match (&observed.served_hash, observed.rollout) {
+        _ if let Some(refused) = &observed.refused => {
+            (false, refused.reason, refused.message.clone())
+        }
         (None, _) => (
             false,
             "NoSupergraph",
@@ -166,6 +171,9 @@ pub fn gateway_status(
         .rollout
         .is_some_and(|r| r.observed && r.available < r.desired.min(1));
     let (degraded, reason, message) = match (failed, unavailable) {
+        _ if let Some(refused) = &observed.refused => {
+            (true, refused.reason.to_owned(), refused.message.clone())
+        }
         (Some(reason), _) => (
             true,
             reason,
@@ -278,6 +286,7 @@ mod tests {
             rollout,
             selector: "app=x".to_owned(),
             pods: None,
+            refused: None,
             canary: None,
         }
     }
@@ -323,6 +332,31 @@ mod tests {
         assert_eq!(after.subgraphs, before.subgraphs, "served subgraphs stay");
         // Ready did not change, so its transition time stays.
         assert_eq!(condition(&after, READY).last_transition_time, at(10));
+    }
+
+    #[test]
+    fn a_refused_workload_is_not_ready_and_degrades_with_the_api_servers_words() {
+        let outcome = composed();
+        let mut refused = observed(&outcome, Some(DONE));
+        refused.applied = false;
+        refused.refused = Some(Problem {
+            reason: "WorkloadRefused",
+            message:
+                "the API server refused the gateway's objects: spec.volumes[0].name: Invalid value"
+                    .to_owned(),
+        });
+        let s = gateway_status(None, &refused, &at(10));
+        for type_ in [READY, DEGRADED] {
+            let c = condition(&s, type_);
+            assert_eq!(c.reason, "WorkloadRefused", "{type_}");
+            assert!(
+                c.message.contains("spec.volumes[0].name"),
+                "{type_}: {}",
+                c.message
+            );
+        }
+        assert_eq!(condition(&s, READY).status, "False");
+        assert_eq!(condition(&s, DEGRADED).status, "True");
     }
 
     #[test]
