@@ -191,6 +191,7 @@ fn the_ready_condition_carries_the_pod_problem() {
         rollout: Some(Rollout::of(&gw.deployment)),
         selector: "app=gw".to_owned(),
         pods: diagnose::rollout_problem(&gw.deployment, &gw.pods, GATEWAY_CONTAINER),
+        refused: None,
     };
     let now = Time("2026-11-23T22:32:00Z".parse().expect("a valid timestamp"));
     let s = status::gateway::gateway_status(None, &observed, &now);
