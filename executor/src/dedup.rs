@@ -59,7 +59,7 @@ struct Table<T> {
 }
 
 /// The table of calls in flight (each answering a `T`); clones share it.
-pub struct InFlight<T = crate::transport::Fetched>(Arc<Table<T>>);
+pub struct InFlight<T>(Arc<Table<T>>);
 
 impl<T> Clone for InFlight<T> {
     fn clone(&self) -> Self {

@@ -293,7 +293,7 @@ type PoolKey = (Option<Arc<TlsSettings>>, Http2);
 pub struct HttpTransport {
     default: Route,
     per_subgraph: Arc<FxHashMap<String, Route>>,
-    in_flight: InFlight,
+    in_flight: InFlight<Fetched>,
     /// Per-subgraph breakers, budgets and slots, for routes whose resilience is on.
     guards: Arc<Guards>,
 }

@@ -1,38 +1,12 @@
 //! Header rules, compiled once per gateway and applied to each request: the client's
 //! headers (and JWT claims) in, the subgraph requests' headers out.
 
+use super::header_names::{Names, header_name};
 use crate::executor::headers::SubgraphHeaders;
 use graphfleet_config::{HeaderAction, HeaderRule, HeadersConfig, SubgraphConfig};
 use http::{HeaderMap, HeaderName, HeaderValue};
-use regex::Regex;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-
-/// Which header names a rule applies to.
-#[derive(Debug)]
-pub(super) enum Names {
-    One(HeaderName),
-    Matching(Regex),
-}
-
-impl Names {
-    pub(super) fn compile(named: Option<&str>, matching: Option<&str>) -> Self {
-        match (named, matching) {
-            (Some(name), _) => Names::One(header_name(name)),
-            (None, Some(pattern)) => {
-                Names::Matching(Regex::new(pattern).expect("validated when the config loaded"))
-            }
-            (None, None) => unreachable!("validated when the config loaded: one of named/matching"),
-        }
-    }
-
-    pub(super) fn matches(&self, name: &HeaderName) -> bool {
-        match self {
-            Names::One(n) => n == name,
-            Names::Matching(re) => re.is_match(name.as_str()),
-        }
-    }
-}
 
 #[derive(Debug)]
 enum Rule {
@@ -112,10 +86,6 @@ impl HeaderRules {
             .collect();
         SubgraphHeaders { all, own }
     }
-}
-
-pub(super) fn header_name(name: &str) -> HeaderName {
-    HeaderName::from_bytes(name.as_bytes()).expect("validated when the config loaded")
 }
 
 fn compile_rule(rule: &HeaderRule) -> Rule {

@@ -29,6 +29,7 @@ mod decode;
 mod dispatch;
 mod graphiql;
 mod head_errors;
+mod header_names;
 pub mod headers;
 mod idle;
 mod layers;

@@ -3,7 +3,7 @@
 //! merge, compiled once per gateway and applied to each single response.
 
 use super::cache_control;
-use super::headers::{Names, header_name};
+use super::header_names::{Names, header_name};
 use crate::executor::SubgraphResponseHeaders;
 use graphfleet_config::{
     CacheControlMode, HeadersConfig, MergeAlgorithm, ResponseHeaderAction, ResponseHeaderRule,

@@ -6,9 +6,7 @@ use std::time::{Duration, Instant};
 
 use graphfleet_composition::{SubgraphInput, compose};
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscaler;
-use k8s_openapi::api::core::v1::{ConfigMap, Pod, Service};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::ResourceExt;
 use kube::api::{ListParams, Patch, PatchParams};
 use kube::core::{Selector, SelectorExt};
@@ -16,11 +14,8 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use super::{
-    Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, apply_or_delete, now,
-    publish,
-};
-use super::{gateway_canary, gateway_checks, gateway_revisions, gateway_usage};
+use super::{Context, Error, GATEWAY_CONTROLLER, NOT_READY_RECHECK, api, apply, now, publish};
+use super::{gateway_checks, gateway_revisions, gateway_usage};
 use crate::diagnose::{self, Rollout};
 use crate::resources::gateway::GatewayPods;
 use crate::resources::gateway_meta as meta;
@@ -246,45 +241,6 @@ async fn target_revision(
     Ok(Ok(composed.map(|sg| sg.hash.clone()).or(served)))
 }
 
-#[tracing::instrument(skip_all)]
-async fn apply_gateway_objects(
-    ctx: &Context,
-    gw: &GraphGateway,
-    ns: &str,
-    pods: &GatewayPods,
-    hash: &str,
-) -> Result<gateway_canary::Applied, Error> {
-    let name = gw.name_any();
-    apply(
-        &api::<ConfigMap>(ctx, ns),
-        &revisions::config_file_config_map(gw, &pods.config.text),
-    )
-    .await?;
-    let applied = gateway_canary::apply_deployments(ctx, gw, ns, pods, hash).await?;
-    apply(&api::<Service>(ctx, ns), &resources::gateway::service(gw)).await?;
-    super::gateway_monitor::apply(ctx, gw, ns).await?;
-    apply_or_delete(
-        &api::<PodDisruptionBudget>(ctx, ns),
-        &name,
-        resources::gateway::pod_disruption_budget(gw),
-    )
-    .await?;
-    apply_or_delete(
-        &api::<HorizontalPodAutoscaler>(ctx, ns),
-        &name,
-        resources::gateway::horizontal_pod_autoscaler(gw),
-    )
-    .await?;
-    // The one mutable supergraph ConfigMap of earlier versions.
-    apply_or_delete(
-        &api::<ConfigMap>(ctx, ns),
-        &format!("{name}-supergraph"),
-        None,
-    )
-    .await?;
-    Ok(applied)
-}
-
 #[tracing::instrument(skip_all, fields(gateway = %gw.name_any(), namespace = gw.namespace().unwrap_or_default()))]
 pub(super) async fn reconcile_gateway(
     gw: Arc<GraphGateway>,
@@ -331,7 +287,7 @@ pub(super) async fn reconcile_gateway(
     let mut requeue = None;
     let mut refused = None;
     if let (Ok(pods), Ok(Some(hash))) = (&pods, &target) {
-        match apply_gateway_objects(&ctx, &gw, &ns, pods, hash).await {
+        match super::gateway_objects::apply_all(&ctx, &gw, &ns, pods, hash).await {
             Ok(workload) => {
                 applied = true;
                 served_hash = workload.served.or(served_hash);

@@ -35,6 +35,7 @@ pub mod gateway;
 mod gateway_canary;
 mod gateway_checks;
 mod gateway_monitor;
+mod gateway_objects;
 mod gateway_revisions;
 mod gateway_usage;
 mod k6_api;
