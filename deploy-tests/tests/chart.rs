@@ -149,6 +149,7 @@ fn default_values_render_cluster_wide_rbac_with_only_the_needed_verbs() {
             "Role ops/wide-graphfleet-leader-election",
             "RoleBinding ops/wide-graphfleet-leader-election",
             "Service ops/wide-graphfleet-metrics",
+            "Service ops/wide-graphfleet-web",
             "Deployment ops/wide-graphfleet",
         ]
     );
@@ -474,6 +475,36 @@ fn dashboards_are_config_maps_for_grafanas_sidecar() {
     assert_eq!(map["metadata"]["labels"]["grafana_dashboard"], "yes");
     let off = documents(&template("dash", "ops", "dashboards:\n  enabled: false\n"));
     assert!(by_kind(&off, "ConfigMap").is_empty());
+}
+
+#[test]
+fn the_web_view_has_its_port_env_and_service_or_is_off() {
+    let docs = documents(&template("web", "ops", ""));
+    let deployment = by_kind(&docs, "Deployment")["web-graphfleet"];
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(env(container, "GRAPHFLEET_WEB_ADDR"), "0.0.0.0:8081");
+    let ports = container["ports"].as_array().expect("container ports");
+    assert!(
+        ports
+            .iter()
+            .any(|p| p["name"] == "web" && p["containerPort"] == 8081),
+        "{ports:?}"
+    );
+    let service = by_kind(&docs, "Service")["web-graphfleet-web"];
+    assert_eq!(service["spec"]["ports"][0]["targetPort"], "web");
+    assert_eq!(service["spec"]["ports"][0]["port"], 8081);
+    assert_eq!(service["spec"]["type"], "ClusterIP");
+
+    let moved = documents(&template("web", "ops", "web:\n  port: 9090\n"));
+    let container = &by_kind(&moved, "Deployment")["web-graphfleet"]["spec"]["template"]["spec"]["containers"]
+        [0];
+    assert_eq!(env(container, "GRAPHFLEET_WEB_ADDR"), "0.0.0.0:9090");
+
+    let off = documents(&template("web", "ops", "web:\n  enabled: false\n"));
+    let container =
+        &by_kind(&off, "Deployment")["web-graphfleet"]["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(env(container, "GRAPHFLEET_WEB_ADDR"), "off");
+    assert!(!by_kind(&off, "Service").contains_key("web-graphfleet-web"));
 }
 
 /// Each invalid values file is refused with a message naming the offending value.

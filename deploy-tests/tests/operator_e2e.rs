@@ -97,6 +97,7 @@ fn start_operator(deployment: &Deployment, namespace: &str, kubeconfig: &Path) -
     }
     // Port 0: the pod's port may be taken on this machine; the chosen one is logged.
     cmd.env("GRAPHFLEET_OPS_ADDR", "127.0.0.1:0")
+        .env("GRAPHFLEET_WEB_ADDR", "127.0.0.1:0")
         .env("KUBECONFIG", kubeconfig)
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit());

@@ -1,7 +1,8 @@
 //! graphfleet operator: Subgraph, GraphGateway and LoadTest resources → a rolled-out gateway fleet.
 //!
 //! Kubernetes I/O happens only in `controller` (one reconciler per file), `subgraph_sdl`
-//! (ConfigMaps, introspection) and `lease` (leader election). What to write is computed by
+//! (ConfigMaps, introspection), `lease` (leader election) and `web` (the read-only web
+//! view's reads; its pages are pure). What to write is computed by
 //! pure, unit-tested modules: `resources` (desired objects), `status` (conditions and
 //! phases), `diagnose` (why pods fail), `k6_summary` (load-test results), `thresholds`
 //! (their pass/fail), `report` (a finished load test's report) and `canary` and
@@ -24,3 +25,4 @@ pub mod schema_checks;
 pub mod status;
 pub mod subgraph_sdl;
 pub mod thresholds;
+pub mod web;

@@ -12,6 +12,7 @@ use graphfleet_operator::admin_server::{self, OpsState};
 use graphfleet_operator::controller::{self, Settings};
 use graphfleet_operator::lease::{LeaderElector, LeaseSettings};
 use graphfleet_operator::metrics::Metrics;
+use graphfleet_operator::web::{self, WebState};
 use tokio::sync::oneshot;
 
 mod telemetry;
@@ -32,6 +33,10 @@ struct Args {
     /// Address of /metrics, /healthz and /readyz.
     #[arg(long, env = "GRAPHFLEET_OPS_ADDR", default_value = "0.0.0.0:8080")]
     ops_addr: SocketAddr,
+    /// Address of the read-only web view (GraphGateways, Subgraphs, LoadTests); `off`
+    /// serves none.
+    #[arg(long, env = "GRAPHFLEET_WEB_ADDR", default_value = "0.0.0.0:8081")]
+    web_addr: String,
     /// Elect a leader through a Lease so only one replica reconciles.
     #[arg(long, env = "GRAPHFLEET_LEADER_ELECTION", default_value_t = true, action = clap::ArgAction::Set)]
     leader_election: bool,
@@ -151,6 +156,25 @@ async fn run(args: Args) -> anyhow::Result<()> {
     let ops_task = tokio::spawn(admin_server::serve(listener, state.clone(), async {
         let _ = ops_stopped.await;
     }));
+    let web_task = match args.web_addr.as_str() {
+        "off" => None,
+        addr => {
+            let addr: SocketAddr = addr
+                .parse()
+                .with_context(|| format!("--web-addr {addr}: not an address (or `off`)"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding the web view {addr}"))?;
+            let web_addr = listener.local_addr().context("web view address")?;
+            tracing::info!(web_addr = %web_addr, "web view listening");
+            let state = Arc::new(WebState::new(client.clone(), args.namespace.clone()));
+            Some(tokio::spawn(web::serve(
+                listener,
+                state,
+                std::future::pending(),
+            )))
+        }
+    };
     let version = client
         .apiserver_version()
         .await
@@ -222,6 +246,9 @@ async fn run(args: Args) -> anyhow::Result<()> {
     state.leader.store(false, Ordering::Relaxed);
     let _ = ops_stop.send(());
     let _ = ops_task.await;
+    if let Some(task) = web_task {
+        task.abort();
+    }
     anyhow::ensure!(!lost_leadership, "lost the leader lease");
     tracing::info!("stopped");
     Ok(())

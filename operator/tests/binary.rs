@@ -44,6 +44,8 @@ fn start_with(namespace: &str, identity: &str, extra: &[&str]) -> Replica {
             identity,
         ])
         .args(["--ops-addr", "127.0.0.1:0", "--lease-duration-seconds", "6"])
+        // Two replicas run at once: each its own web view port.
+        .args(["--web-addr", "127.0.0.1:0"])
         .args(extra)
         .env("KUBECONFIG", kubeconfig)
         .env("RUST_LOG", "info")
