@@ -8,10 +8,10 @@ use kube::ResourceExt;
 use maud::{Markup, html};
 
 use super::layout::{
-    condition_cell, conditions_table, num, object_link, object_path, page, read_error, time,
+    GATEWAYS, LOADTESTS, SUBGRAPHS, condition_cell, conditions_table, num, object_link,
+    object_path, page, read_error, time,
 };
 use super::loadtest_pages::loadtest_row;
-use super::{GATEWAYS, LOADTESTS, SUBGRAPHS};
 
 /// What one list read gave: the objects, or why there are none to show.
 pub type Listed<T> = Result<Vec<T>, String>;

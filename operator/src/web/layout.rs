@@ -5,6 +5,11 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
+/// Path segments of the object pages.
+pub const GATEWAYS: &str = "graphgateways";
+pub const SUBGRAPHS: &str = "subgraphs";
+pub const LOADTESTS: &str = "loadtests";
+
 const STYLE: &str = r#"
 body { font: 14px/1.45 system-ui, sans-serif; margin: 0; color: #1d2330; background: #f6f7f9; }
 header { background: #1d2330; color: #fff; padding: 10px 24px; display: flex; gap: 24px; align-items: baseline; }

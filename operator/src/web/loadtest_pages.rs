@@ -11,8 +11,7 @@ use kube::ResourceExt;
 use maud::{Markup, PreEscaped, html};
 use pulldown_cmark::{Event, Options, Parser, Tag};
 
-use super::LOADTESTS;
-use super::layout::{conditions_table, num, object_link, page, time};
+use super::layout::{LOADTESTS, conditions_table, num, object_link, page, time};
 use crate::report::{CHART_KEY, REPORT_KEY};
 
 /// A row of the overview's LoadTest table.

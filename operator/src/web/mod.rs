@@ -30,10 +30,7 @@ use tokio::sync::Semaphore;
 
 pub use fleet_pages::{Fleet, Listed};
 
-/// Path segments of the object pages.
-const GATEWAYS: &str = "graphgateways";
-const SUBGRAPHS: &str = "subgraphs";
-const LOADTESTS: &str = "loadtests";
+use layout::{GATEWAYS, LOADTESTS, SUBGRAPHS};
 
 /// Most objects of a kind a page lists (one API page; the rest is said, not fetched).
 const LIST_LIMIT: u32 = 500;
