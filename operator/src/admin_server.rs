@@ -1,7 +1,6 @@
 //! The admin server (the "ops" port): `/metrics` (Prometheus), `/healthz` (process alive)
 //! and `/readyz` (connected to the API server).
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,7 +8,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 
 use crate::metrics::Metrics;
@@ -59,38 +57,17 @@ pub async fn serve(
     state: Arc<OpsState>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let accept = async {
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting an ops connection failed");
-                    continue;
-                }
-            };
-            let state = state.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let response = respond(&state, &req);
-                    async move { Ok::<_, Infallible>(response) }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service);
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "ops connection ended with an error");
-                }
-            });
-        }
+    let handle = move |req: Request<hyper::body::Incoming>| {
+        let response = respond(&state, &req);
+        async move { response }
     };
-    tokio::select! {
-        () = accept => {}
-        () = shutdown => {}
-    }
+    crate::http_server::serve(listener, "ops", handle, shutdown).await;
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use hyper_util::rt::TokioIo;
 
     fn state() -> OpsState {
         OpsState {

@@ -15,6 +15,7 @@ pub mod canary_gate;
 pub mod controller;
 pub mod diagnose;
 pub mod gateway_probe;
+pub mod http_server;
 pub mod k6_summary;
 pub mod lease;
 pub mod metrics;

@@ -12,7 +12,6 @@ mod layout;
 mod loadtest_pages;
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -20,7 +19,6 @@ use bytes::Bytes;
 use graphfleet_api::{GraphGateway, LoadTest, Subgraph};
 use http_body_util::Full;
 use hyper::{Method, Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ListParams};
 use maud::{Markup, html};
@@ -248,33 +246,9 @@ pub async fn serve(
     state: Arc<WebState>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let accept = async {
-        loop {
-            let stream = match listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!(error = %e, "accepting a web view connection failed");
-                    continue;
-                }
-            };
-            let state = state.clone();
-            tokio::spawn(async move {
-                let service = hyper::service::service_fn(move |req| {
-                    let state = state.clone();
-                    async move { Ok::<_, Infallible>(respond(&state, &req).await) }
-                });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .timer(hyper_util::rt::TokioTimer::new())
-                    .header_read_timeout(std::time::Duration::from_secs(10))
-                    .serve_connection(TokioIo::new(stream), service);
-                if let Err(e) = conn.await {
-                    tracing::debug!(error = %e, "web view connection ended with an error");
-                }
-            });
-        }
+    let handle = move |req: Request<hyper::body::Incoming>| {
+        let state = state.clone();
+        async move { respond(&state, &req).await }
     };
-    tokio::select! {
-        () = accept => {}
-        () = shutdown => {}
-    }
+    crate::http_server::serve(listener, "web view", handle, shutdown).await;
 }
