@@ -17,7 +17,9 @@
 #      Subgraphs and a GraphGateway the operator composes, GRAPHFLEET_PEERS as Deployments
 #      serving the same supergraph, all on router-0 under the same CPU limit; per scenario a
 #      LoadTest with every gateway a target, at the scenario's rate);
-#   8. the report (REPORT.md, SVG charts) from those results, and the timings.
+#   8. the report (REPORT.md, SVG charts) from those results, and the timings;
+#   9. where to open the operator's web view and GraphiQL, with a screenshot of each
+#      next to REPORT.md (scripts/views.sh).
 # Environment: GRAPHFLEET_RATE (req/s, default 100), GRAPHFLEET_DURATION (seconds of the
 # first LoadTest, default 30), GRAPHFLEET_PEERS (gateways to measure side by side with
 # graphfleet as pods on router-0, e.g. "hive-router apollo-router"; default none; the
@@ -209,5 +211,8 @@ target/release/graphfleet-bench report --loadtest "$RUN/fed-query.json" --loadte
 cat "$RUN/report/REPORT.md"
 cat "$RUN/scenarios/REPORT.md"
 cat "$RUN/timings.txt"
+
+log "what users look at: the web view and GraphiQL (port-forward commands; screenshots next to REPORT.md)"
+scripts/views.sh "$STATE" "$RUN/report" "$SYS" "$NS" fed-query
 log "done in $((SECONDS - t0)) s. Reports: $RUN/report/REPORT.md, $RUN/scenarios/REPORT.md"
 log "cluster: KUBECONFIG=$KC kubectl -n $NS get graphgateways,loadtests   (stop: scripts/cluster.sh down)"

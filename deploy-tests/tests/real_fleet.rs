@@ -3,7 +3,8 @@
 //! GraphGateway's pods run on router-0 and answer the benchmark TestQuery through their
 //! Service, a LoadTest's k6 pods run on client-0 and leave real numbers in its status (and
 //! so do a Gatling LoadTest's two segments, merged and judged as k6's, and a subscriptions LoadTest's fan-out), a supergraph change and a rolling restart under in-cluster load fail no request, and a
-//! gateway pod cannot use more CPU than its limit.
+//! gateway pod cannot use more CPU than its limit. The operator's web view shows that fleet
+//! and the LoadTest's report in headless Chromium (real_fleet/web_view.rs).
 //!
 //! One test walks the steps in order (each builds on the last; a failure names its step),
 //! on the real-node cluster of this run (`graphfleet_testkit::real_cluster()`).
@@ -24,6 +25,9 @@ use graphfleet_testkit::{RealCluster, TestNamespace, pool_placement, real_cluste
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ListParams};
 use serde_json::{Value, json};
+
+#[path = "real_fleet/web_view.rs"]
+mod web_view;
 
 /// Every pod of the namespace runs on the node of the pool it selects.
 async fn pods_on_their_pools(client: &kube::Client, ns: &str) {
@@ -428,6 +432,7 @@ async fn the_fleet_runs_on_real_nodes() {
     assert!(!answer.contains("\"errors\""));
 
     two_targets_side_by_side(cluster, &ns, &url).await;
+    web_view::shows_the_fleet(cluster, &ns).await;
     let jobs = json_of(cluster, &ns, &["pods", "-l", "job-name"]);
     for pod in jobs["items"].as_array().expect("items") {
         assert_eq!(

@@ -175,9 +175,9 @@ fn draw_bars(area: &Area<'_>, panel: &Bars) -> Result<(), ChartError> {
         .iter()
         .flat_map(|(_, v)| v.iter().copied())
         .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max)
-        .max(1e-3)
-        * 1.15;
+        .fold(0.0f64, f64::max);
+    // All zero (no failures, say): a unit axis rather than ticks that all read 0.0.
+    let top = if top > 0.0 { top * 1.15 } else { 1.0 };
     // Room under the zero line for the category labels.
     let below = top * 0.08;
     let n = panel.categories.len().max(1) as f64;

@@ -71,15 +71,14 @@ pub fn read_error(what: &str, why: &str) -> Markup {
 
 /// `True`/`False`/`Unknown` coloured by whether that is good news for this condition.
 pub fn condition_status(c: &Condition) -> Markup {
-    // Degraded is the one condition the operator sets whose True is bad news.
-    let good = if c.type_ == "Degraded" {
-        c.status == "False"
-    } else {
-        c.status == "True"
-    };
-    let class = match c.status.as_str() {
-        "Unknown" => "warn",
-        _ if good => "ok",
+    // Degraded's True is bad news; Progressing is neither (a rollout, or none); for the
+    // others True is good.
+    let class = match (c.type_.as_str(), c.status.as_str()) {
+        (_, "Unknown") => "warn",
+        ("Progressing", _) => "muted",
+        ("Degraded", "False") => "ok",
+        ("Degraded", _) => "bad",
+        (_, "True") => "ok",
         _ => "bad",
     };
     html! { span class=(class) { (c.status) } }

@@ -186,27 +186,35 @@ fn svg_image(svg: &str, alt: &str) -> Markup {
 }
 
 /// The report's markdown as HTML. Raw HTML in it is shown as text (the ConfigMap is data,
-/// not markup); the chart it links is the ConfigMap's own SVG, inlined as an image.
+/// not markup); the chart it links is the ConfigMap's own SVG, inlined as an image where
+/// the markdown places it; any other image is dropped with its alt text.
 fn report_html(data: &BTreeMap<String, String>) -> Markup {
     let Some(markdown) = data.get(REPORT_KEY) else {
         return html! { p.error { "The report ConfigMap has no " code { (REPORT_KEY) } "." } };
     };
-    let chart = data.get(CHART_KEY);
+    let chart = data.get(CHART_KEY).map(
+        |svg| html! { span.chart #latency-chart { (svg_image(svg, "latency by percentile")) } },
+    );
+    let mut in_image = false;
     let events =
         Parser::new_ext(markdown, Options::ENABLE_TABLES).filter_map(|event| match event {
+            Event::Start(Tag::Image { dest_url, .. }) => {
+                in_image = true;
+                let ours = dest_url.as_ref() == CHART_KEY;
+                let img = chart.as_ref().filter(|_| ours)?;
+                Some(Event::InlineHtml(img.clone().into_string().into()))
+            }
+            Event::End(pulldown_cmark::TagEnd::Image) => {
+                in_image = false;
+                None
+            }
+            _ if in_image => None,
             Event::Html(text) | Event::InlineHtml(text) => Some(Event::Text(text)),
-            // Only the report's own chart is an image; any other link target is dropped.
-            Event::Start(Tag::Image { .. }) | Event::End(pulldown_cmark::TagEnd::Image) => None,
             other => Some(other),
         });
     let mut out = String::new();
     pulldown_cmark::html::push_html(&mut out, events);
-    html! {
-        div.report { (PreEscaped(out)) }
-        @if let Some(svg) = chart {
-            div.chart #latency-chart { (svg_image(svg, "latency by percentile")) }
-        }
-    }
+    html! { div.report { (PreEscaped(out)) } }
 }
 
 #[cfg(test)]
@@ -230,7 +238,16 @@ mod tests {
         );
         assert!(!html.contains("<script>"), "{html}");
         assert!(html.contains("&lt;script&gt;"), "{html}");
-        assert!(html.contains("src=\"data:image/svg+xml;base64,"), "{html}");
+        assert_eq!(
+            html.matches("src=\"data:image/svg+xml;base64,").count(),
+            1,
+            "{html}"
+        );
         assert!(!html.contains("src=\"latency.svg\""), "{html}");
+        // In place of the link, without its alt text as a stray paragraph.
+        assert!(
+            html.contains("<p><span class=\"chart\" id=\"latency-chart\"><img"),
+            "{html}"
+        );
     }
 }
