@@ -7,6 +7,7 @@
 mod auth;
 mod batching;
 mod checks;
+mod coprocessor;
 mod demand;
 mod headers;
 mod http;
@@ -25,6 +26,11 @@ mod validate;
 
 pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
 pub use batching::BatchingConfig;
+pub use coprocessor::{
+    ContextConf, CoprocessorConfig, OnError, RouterRequestConf, RouterResponseConf, RouterStages,
+    SubgraphAllStages, SubgraphRequestConf, SubgraphResponseConf, SubgraphStages,
+    SupergraphRequestConf, SupergraphResponseConf, SupergraphStages,
+};
 pub use demand::{DemandControlConfig, DemandControlMode};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{
@@ -105,6 +111,9 @@ pub struct Config {
     pub batching: BatchingConfig,
     /// Token buckets per client and for the whole gateway (or fleet, through Redis).
     pub rate_limit: RateLimitConfig,
+    /// An external service called at chosen request stages (Apollo Router's coprocessor
+    /// protocol); off unless set.
+    pub coprocessor: Option<CoprocessorConfig>,
 }
 
 impl Default for Config {
@@ -136,6 +145,7 @@ impl Default for Config {
             workers: None,
             batching: BatchingConfig::default(),
             rate_limit: RateLimitConfig::default(),
+            coprocessor: None,
         }
     }
 }

@@ -111,6 +111,9 @@ pub fn validate(config: &Config) -> Problems {
     }
     limits(config, &mut report);
     crate::rate_limit::validate(&config.rate_limit, &mut report);
+    if let Some(coprocessor) = &config.coprocessor {
+        crate::coprocessor::validate(coprocessor, &mut report);
+    }
     if !(1..=1000).contains(&config.batching.max_size) {
         report(
             &["batching", "max_size"],
