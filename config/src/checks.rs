@@ -18,7 +18,7 @@ pub(crate) const UNPROPAGATABLE: &[&str] = &[
 ];
 
 /// An absolute `http://` or `https://` URL with a host.
-pub(crate) fn http_url(text: &str) -> Result<(), String> {
+pub fn http_url(text: &str) -> Result<(), String> {
     let uri: http::Uri = text
         .parse()
         .map_err(|e| format!("{text:?} is not a URL: {e}"))?;

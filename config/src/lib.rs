@@ -31,6 +31,7 @@ pub use coprocessor::{
     SubgraphAllStages, SubgraphRequestConf, SubgraphResponseConf, SubgraphStages,
     SupergraphRequestConf, SupergraphResponseConf, SupergraphStages,
 };
+pub use checks::http_url as check_http_url;
 pub use demand::{DemandControlConfig, DemandControlMode};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{

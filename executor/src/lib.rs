@@ -6,6 +6,7 @@ pub mod dedup;
 pub mod error;
 mod fetch;
 pub mod headers;
+pub mod hook;
 mod incremental;
 pub mod memory;
 pub mod metrics;
@@ -49,6 +50,9 @@ pub struct ExecutionContext<'a, T: Transport> {
     pub memory: &'a memory::Charge,
     /// Keep each subgraph response's headers ([`Executed::subgraph_headers`]).
     pub keep_response_headers: bool,
+    /// Called around every fetch (the gateway's subgraph coprocessor stages); `None`
+    /// costs nothing.
+    pub fetch_hook: Option<&'a dyn hook::FetchHook>,
 }
 
 /// `extensions.code` of the error a response over `max_response_bytes` gets.
@@ -327,16 +331,18 @@ async fn send<T: Transport>(
 ) -> Result<transport::Fetched, transport::FetchError> {
     let fetch = &ctx.plan.fetches[i];
     let url = &ctx.supergraph.meta.subgraph(fetch.subgraph).url;
+    let headers = ctx.headers.for_subgraph(&fetch.subgraph_name);
     let request = SubgraphRequest {
         subgraph: fetch.subgraph,
         name: &fetch.subgraph_name,
         url,
         body: p.body.clone(),
-        headers: ctx.headers.for_subgraph(&fetch.subgraph_name),
+        headers,
         is_query: ctx.prepared.operation.operation_type.is_query(),
         budget_bytes,
         memory: ctx.memory.budget(),
         keep_headers: ctx.keep_response_headers,
+        shareable: true,
     };
     let span = graphfleet_planner::otel_span!(
         "subgraph_fetch",
@@ -346,14 +352,71 @@ async fn send<T: Transport>(
         otel.status_message = tracing::field::Empty,
     );
     let record = crate::metrics::FetchRecord::start(ctx.fetch_metrics, fetch.subgraph.index());
-    let fetched = ctx.transport.fetch(request);
-    let response = tracing::Instrument::instrument(fetched, span.clone()).await;
+    let response = match ctx.fetch_hook {
+        None => {
+            let fetched = ctx.transport.fetch(request);
+            tracing::Instrument::instrument(fetched, span.clone()).await
+        }
+        Some(hook) => {
+            let fetched = hooked(ctx, hook, request);
+            tracing::Instrument::instrument(fetched, span.clone()).await
+        }
+    };
     record.finish(response.is_ok());
     if let Err(e) = &response {
         span.record("otel.status_code", "ERROR");
         span.record("otel.status_message", e.message.as_str());
     }
     response
+}
+
+/// `request` through `hook`, which may rewrite it, answer it, or change its answer.
+async fn hooked<T: Transport>(
+    ctx: &ExecutionContext<'_, T>,
+    hook: &dyn hook::FetchHook,
+    request: SubgraphRequest<'_>,
+) -> Result<transport::Fetched, transport::FetchError> {
+    let keep_headers = request.keep_headers;
+    let template = SubgraphRequest {
+        keep_headers: keep_headers || hook.wants_response_headers(),
+        shareable: false,
+        ..request
+    };
+    let (subgraph, is_query, budget_bytes, memory, keep) = (
+        template.subgraph,
+        template.is_query,
+        template.budget_bytes,
+        template.memory,
+        template.keep_headers,
+    );
+    let send = move |changed: hook::HookedRequest| -> futures::future::BoxFuture<'_, _> {
+        Box::pin(async move {
+            let request = SubgraphRequest {
+                subgraph,
+                name: &changed.name,
+                url: &changed.url,
+                body: changed.body.clone(),
+                headers: &changed.headers,
+                is_query,
+                budget_bytes,
+                memory,
+                keep_headers: keep,
+                shareable: false,
+            };
+            ctx.transport.fetch(request).await
+        })
+    };
+    let start = hook::HookedRequest {
+        name: template.name.to_owned(),
+        url: template.url.to_owned(),
+        body: template.body.clone(),
+        headers: template.headers.clone(),
+    };
+    let mut fetched = hook.around(start, &send).await?;
+    if !keep_headers {
+        fetched.headers = None;
+    }
+    Ok(fetched)
 }
 
 /// Merge fetch `i`'s response into the store, or its failure into `errors`; a response

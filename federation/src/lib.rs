@@ -73,6 +73,8 @@ pub struct Supergraph {
     /// API schema implementers, computed once for introspection.
     pub implementers:
         apollo_compiler::collections::HashMap<Name, apollo_compiler::schema::Implementers>,
+    /// The supergraph text as loaded (a coprocessor may ask for it).
+    pub sdl: std::sync::Arc<str>,
 }
 
 impl Supergraph {
@@ -116,6 +118,7 @@ impl Supergraph {
             hash,
             auth,
             cost,
+            sdl: text.into(),
         })
     }
 }

@@ -2,6 +2,8 @@
 //! and its plan cache, transport, limits, metrics) and one request run through the
 //! pipeline's stages in order (see [`crate::pipeline`]).
 
+use crate::coprocessor::Coprocessor;
+use crate::coprocessor::supergraph::SupergraphChanges;
 use crate::executor::ExecutionContext;
 use crate::executor::memory::{MEMORY_BUDGET_EXCEEDED, MemoryBudget};
 use crate::executor::transport::{HttpTransport, Transport};
@@ -55,6 +57,8 @@ pub struct Gateway<T: Transport = HttpTransport> {
     pub usage: Option<UsageRecorder>,
     /// Token buckets (`rate_limit`); `None` when no bucket is set.
     pub rate_limiter: Option<crate::rate_limit::RateLimiter>,
+    /// The external coprocessor (`coprocessor`); `None` when not configured.
+    pub coprocessor: Option<Arc<Coprocessor>>,
 }
 
 impl Gateway<HttpTransport> {
@@ -89,6 +93,7 @@ impl Gateway<HttpTransport> {
             subscriptions: subscriptions(&config, &metrics),
             usage: UsageRecorder::new(&config.usage),
             rate_limiter: crate::rate_limit::RateLimiter::new(&config),
+            coprocessor: Coprocessor::new(&config, metrics.registry()).map(Arc::new),
             config,
             metrics,
         }
@@ -123,6 +128,7 @@ impl<T: Transport> Gateway<T> {
             subscriptions: subscriptions(&config, &metrics),
             usage: UsageRecorder::new(&config.usage),
             rate_limiter: crate::rate_limit::RateLimiter::new(&config),
+            coprocessor: Coprocessor::new(&config, metrics.registry()).map(Arc::new),
             config,
             transport: Arc::new(transport),
             lifecycle: Lifecycle::default(),
@@ -306,6 +312,20 @@ impl<T: Transport> Gateway<T> {
             .planning
             .prepare(&state, &query, name, deadline)
             .await?;
+        let mut changes = self.supergraph_stage(request, meta, &state, &cached).await?;
+        // The coprocessor's request instead: its operation prepared in turn.
+        let replaced;
+        let (request, query, cached) = match changes.request.take() {
+            None => (request, query, cached),
+            Some(other) => {
+                replaced = other;
+                let query = persisted::query_of(self.persisted.as_deref(), &replaced)?;
+                let name = replaced.operation_name.as_deref();
+                let cached = self.planning.prepare(&state, &query, name, deadline).await?;
+                (&replaced, query, cached)
+            }
+        };
+        let name = request.operation_name.as_deref();
         let operation = cached.prepared.operation.name.as_deref();
         if let Some(limiter) = limiter.filter(|l| l.per_operation()) {
             limit::check(limiter, meta, operation).await?;
@@ -325,8 +345,20 @@ impl<T: Transport> Gateway<T> {
         let dc = &self.config.demand_control;
         let cost = demand::check(dc, &state, &cached, &variables, values, Some(&**metrics))?
             .filter(|_| dc.expose_in_extensions);
-        let claims = meta.claims.as_ref();
-        let mask = authorize::authorize(&self.config, &state, &cached, claims, values)?;
+        let claims = changes.claims.take().map(Arc::new);
+        let claims = claims.as_ref().or(meta.claims.as_ref());
+        let grants = changes.grants.as_ref();
+        let mask = authorize::authorize(&self.config, &state, &cached, claims, grants, values)?;
+        // Headers a coprocessor returned are the client's now: the rules run again.
+        let forward = changes
+            .headers
+            .as_ref()
+            .map(|h| self.header_rules.apply(h, claims.map(|c| &**c)));
+        let forward_headers = forward.as_ref().unwrap_or(&meta.forward_headers);
+        let fetch_hook = match (&self.coprocessor, &meta.coprocessor) {
+            (Some(c), Some(ctx)) => c.subgraph_hook(ctx),
+            _ => None,
+        };
         if kind.is_subscription() {
             authorize::subscription_root(&cached, mask, values)?;
         }
@@ -346,11 +378,13 @@ impl<T: Transport> Gateway<T> {
                 cached: cached.clone(),
                 variant: variant.clone(),
                 variables,
-                headers: meta.forward_headers.clone(),
+                headers: forward_headers.clone(),
                 init_payload: meta.init_payload.clone(),
                 deadline,
                 operation,
                 memory: self.memory.clone(),
+                // Subscription events' fetches skip the subgraph stages.
+                fetch_hook: fetch_hook.clone().filter(|_| !kind.is_subscription()),
             };
             let transport = self.transport.clone();
             if kind.is_subscription() {
@@ -372,17 +406,53 @@ impl<T: Transport> Gateway<T> {
             plan,
             variables: &variables,
             transport: &*self.transport,
-            headers: &meta.forward_headers,
+            headers: forward_headers,
             fetch_metrics: &state.fetch_metrics,
             max_response_bytes: self.config.limits.max_response_bytes,
             memory: &memory,
             keep_response_headers: self.header_rules.response.is_active(),
+            fetch_hook: fetch_hook.as_deref(),
         };
         let response_rules = &self.header_rules.response;
         let outcome = execute::whole(&ctx, cost, &cached.footprint, response_rules).await;
         // Its charges now hold what it took; the answer's stays until it is sent.
         drop(reservation);
         Ok(outcome.holding(memory))
+    }
+}
+
+impl<T: Transport> Gateway<T> {
+    /// The `SupergraphRequest` coprocessor stage for `cached`, when configured; what
+    /// its answer changes.
+    async fn supergraph_stage(
+        &self,
+        request: &GraphQLRequest,
+        meta: &RequestMeta,
+        state: &Arc<State>,
+        cached: &crate::pipeline::operation::CachedOperation,
+    ) -> Result<SupergraphChanges, RequestError> {
+        let coprocessor = self.coprocessor.as_ref().filter(|c| c.supergraph_request_on());
+        let (Some(coprocessor), Some(ctx)) = (coprocessor, &meta.coprocessor) else {
+            return Ok(SupergraphChanges::default());
+        };
+        let op = &cached.prepared.operation;
+        let kind = match op.operation_type {
+            t if t.is_query() => "query",
+            t if t.is_mutation() => "mutation",
+            _ => "subscription",
+        };
+        let operation = crate::coprocessor::supergraph::Operation {
+            name: op.name.as_deref(),
+            kind,
+            policies: match coprocessor.decides_policies() {
+                true => authorize::policies(&self.config, state, cached),
+                false => Vec::new(),
+            },
+        };
+        let sdl = &state.supergraph.sdl;
+        coprocessor
+            .supergraph_request(ctx, request, operation, sdl)
+            .await
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod coprocessor;
 pub mod gateway;
 pub mod http;
 pub mod lifecycle;

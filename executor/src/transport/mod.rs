@@ -44,6 +44,9 @@ pub struct SubgraphRequest<'a> {
     /// Keep the response's headers (response header rules or the `Cache-Control`
     /// merge want them); otherwise they are dropped with the exchange.
     pub keep_headers: bool,
+    /// May share an identical request's call (in-flight deduplication); false for a
+    /// fetch a hook may have made differ per client.
+    pub shareable: bool,
 }
 
 /// A subgraph's answer: its body and, when the request asked to keep them, its
@@ -378,7 +381,7 @@ impl Transport for HttpTransport {
             crate::propagation::inject_current(headers);
         }
         // Keyed on the plain body: the encoding is the same for every fetch of a route.
-        let key = (policy.deduplicate && request.is_query).then(|| {
+        let key = (policy.deduplicate && request.is_query && request.shareable).then(|| {
             let key = DedupKey::new(request.name, request.url, &request.body, request.headers);
             key.keeping_headers(request.keep_headers)
         });

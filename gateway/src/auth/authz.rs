@@ -34,6 +34,11 @@ impl AuthMask {
     }
 }
 
+/// The `@policy` policies a coprocessor granted for one request (only those it
+/// answered `true`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PolicyGrants(pub Vec<String>);
+
 /// What one cached operation needs from authorization.
 pub struct OperationAuth<V> {
     /// The distinct requirements its fields touch; bit `i` of a mask is `requirements[i]`.
@@ -88,12 +93,29 @@ impl<V> OperationAuth<V> {
         }
     }
 
-    /// The requirements the request fails, evaluated against its claims.
+    /// The `@policy` policies the operation's fields touch, each once.
+    pub fn policies(&self, auth: &AuthDirectives) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for id in &self.requirements {
+            if let Requirement::Policies(any) = auth.requirement(*id) {
+                for policy in any.iter().flatten() {
+                    if !out.contains(policy) {
+                        out.push(policy.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The requirements the request fails, evaluated against its claims (and, for
+    /// `@policy`, a coprocessor's `grants`).
     pub fn denied(
         &self,
         auth: &AuthDirectives,
         config: &AuthorizationConfig,
         claims: Option<&Claims>,
+        grants: Option<&PolicyGrants>,
     ) -> Result<AuthMask, RequestErrors> {
         if self.too_many {
             return Err(RequestErrors(vec![crate::operation::limits::error(
@@ -106,7 +128,7 @@ impl<V> OperationAuth<V> {
         }
         let mut mask = 0u64;
         for (i, id) in self.requirements.iter().enumerate() {
-            if !satisfied(auth.requirement(*id), config, claims) {
+            if !satisfied(auth.requirement(*id), config, claims, grants) {
                 mask |= 1 << i;
             }
         }
@@ -198,12 +220,23 @@ fn guards(
     out
 }
 
-/// Whether `claims` (absent: unauthenticated) meet `requirement`.
+/// Whether `claims` (absent: unauthenticated) meet `requirement`. A policy with a
+/// rule in `authorization.policies` is decided by it; with `grants` (a coprocessor's
+/// decisions), any other policy is granted when the coprocessor granted it.
 pub fn satisfied(
     requirement: &Requirement,
     config: &AuthorizationConfig,
     claims: Option<&Claims>,
+    grants: Option<&PolicyGrants>,
 ) -> bool {
+    if let (Requirement::Policies(any), Some(grants)) = (requirement, grants) {
+        return any.iter().any(|all| {
+            all.iter().all(|p| match config.policies.get(p) {
+                Some(rule) => claims.is_some_and(|c| granted(rule, c)),
+                None => grants.0.contains(p),
+            })
+        });
+    }
     let Some(claims) = claims else {
         return false;
     };
@@ -292,9 +325,9 @@ mod tests {
     #[test]
     fn authenticated_needs_claims() {
         let config = config();
-        assert!(!satisfied(&Requirement::Authenticated, &config, None));
+        assert!(!satisfied(&Requirement::Authenticated, &config, None, None));
         let c = claims(json!({}));
-        assert!(satisfied(&Requirement::Authenticated, &config, Some(&c)));
+        assert!(satisfied(&Requirement::Authenticated, &config, Some(&c), None));
     }
 
     #[test]
@@ -303,26 +336,26 @@ mod tests {
         let req = scopes(&[&["read:a", "read:b"], &["admin"]]);
         for scope in [json!("read:a read:b other"), json!(["read:b", "read:a"])] {
             let c = claims(json!({ "scope": scope }));
-            assert!(satisfied(&req, &config, Some(&c)), "{scope}");
+            assert!(satisfied(&req, &config, Some(&c), None), "{scope}");
         }
         let c = claims(json!({ "scope": "read:a" }));
         assert!(
-            !satisfied(&req, &config, Some(&c)),
+            !satisfied(&req, &config, Some(&c), None),
             "only one of the first list"
         );
         let c = claims(json!({ "scope": "admin" }));
-        assert!(satisfied(&req, &config, Some(&c)), "the second list");
+        assert!(satisfied(&req, &config, Some(&c), None), "the second list");
         let c = claims(json!({ "scope": 3 }));
-        assert!(!satisfied(&req, &config, Some(&c)), "not words");
-        assert!(!satisfied(&req, &config, None));
+        assert!(!satisfied(&req, &config, Some(&c), None), "not words");
+        assert!(!satisfied(&req, &config, None, None));
         assert!(
-            !satisfied(&scopes(&[]), &config, Some(&c)),
+            !satisfied(&scopes(&[]), &config, Some(&c), None),
             "no alternative"
         );
         let mut other = config.clone();
         other.scope_claim = "scp".to_owned();
         let c = claims(json!({ "scp": ["admin"] }));
-        assert!(satisfied(&req, &other, Some(&c)), "configured claim");
+        assert!(satisfied(&req, &other, Some(&c), None), "configured claim");
     }
 
     #[test]
@@ -338,16 +371,33 @@ mod tests {
         };
         let admin_eu = policies(&[&["admin", "eu"]]);
         let c = claims(json!({ "roles": ["user", "admin"], "org": { "region": "eu" } }));
-        assert!(satisfied(&admin_eu, &config, Some(&c)));
+        assert!(satisfied(&admin_eu, &config, Some(&c), None));
         let c = claims(json!({ "roles": "admin", "org": { "region": "us" } }));
-        assert!(!satisfied(&admin_eu, &config, Some(&c)), "equals fails");
-        assert!(satisfied(&policies(&[&["admin"]]), &config, Some(&c)));
+        assert!(!satisfied(&admin_eu, &config, Some(&c), None), "equals fails");
+        assert!(satisfied(&policies(&[&["admin"]]), &config, Some(&c), None));
         let c = claims(json!({ "roles": ["user"] }));
-        assert!(!satisfied(&policies(&[&["admin"]]), &config, Some(&c)));
+        assert!(!satisfied(&policies(&[&["admin"]]), &config, Some(&c), None));
         assert!(
-            !satisfied(&policies(&[&["unknown"]]), &config, Some(&c)),
+            !satisfied(&policies(&[&["unknown"]]), &config, Some(&c), None),
             "a policy without a rule is never granted"
         );
+    }
+
+    #[test]
+    fn coprocessor_grants_decide_policies_without_rules() {
+        let config = config();
+        let policies = |p: &str| Requirement::Policies(vec![vec![p.to_owned()]]);
+        let grants = PolicyGrants(vec!["read".to_owned()]);
+        assert!(satisfied(&policies("read"), &config, None, Some(&grants)));
+        assert!(!satisfied(&policies("write"), &config, None, Some(&grants)));
+        assert!(!satisfied(&policies("read"), &config, None, None), "no grants");
+        let c = claims(json!({ "roles": ["admin"] }));
+        let none = PolicyGrants::default();
+        assert!(
+            satisfied(&policies("admin"), &config, Some(&c), Some(&none)),
+            "a rule still decides its policy"
+        );
+        assert!(!satisfied(&policies("admin"), &config, None, Some(&grants)));
     }
 
     const SUPERGRAPH: &str = include_str!("../../tests/auth/supergraph.graphql");
@@ -362,7 +412,7 @@ mod tests {
         let auth = OperationAuth::<()>::of(&supergraph, &prepared.ir);
         let config = config();
         let none = auth
-            .denied(&supergraph.auth, &config, None)
+            .denied(&supergraph.auth, &config, None, None)
             .expect("few requirements");
         assert!(!none.is_empty(), "unauthenticated: something is denied");
         let denied: Vec<_> = prepared
@@ -377,7 +427,7 @@ mod tests {
         assert!(!denied.contains(&"name".to_owned()), "{denied:?}");
         let all = claims(json!({ "scope": "read:price read:secret", "roles": ["admin"] }));
         let mask = auth
-            .denied(&supergraph.auth, &config, Some(&all))
+            .denied(&supergraph.auth, &config, Some(&all), None)
             .expect("few requirements");
         assert!(mask.is_empty(), "every requirement met: {mask:?}");
         let plain =

@@ -68,6 +68,7 @@ pub(crate) fn build<T: Transport>(
         // An HTTP request's is set by its caller; a WebSocket's operations time their own.
         deadline: None,
         init_payload: None,
+        coprocessor: None,
     }
 }
 

@@ -67,10 +67,12 @@ fn response(
 }
 
 /// `error` as the response to a client reading `media`.
-fn refuse(error: RequestError, media: Media) -> Response<HandlerBody> {
+fn refuse(mut error: RequestError, media: Media) -> Response<HandlerBody> {
     let status = error.status(media);
     let header = error.header().cloned();
+    let headers = std::mem::take(error.headers_mut());
     let mut r = response(status, media.as_str(), error.into_body());
+    r.headers_mut().extend(headers);
     if let Some((name, value)) = header {
         r.headers_mut().insert(name, value);
     }

@@ -8,9 +8,22 @@ use super::error::RequestError;
 use super::operation::CachedOperation;
 use super::plan_cache::State;
 use crate::auth::Claims;
-use crate::auth::authz::{AuthMask, OperationAuth, UNAUTHORIZED_CODE};
+use crate::auth::authz::{AuthMask, OperationAuth, PolicyGrants, UNAUTHORIZED_CODE};
 use crate::operation::{ConditionValues, OpFieldId, OpIr, OpSel};
 use graphfleet_config::Config;
+
+/// The `@policy` policies `cached` touches (none when authorization is off), for a
+/// coprocessor to decide.
+pub fn policies(config: &Config, state: &State, cached: &CachedOperation) -> Vec<String> {
+    let directives = &state.supergraph.auth;
+    if directives.is_empty() || !config.authorization.enabled {
+        return Vec::new();
+    }
+    let auth = cached
+        .auth
+        .get_or_init(|| OperationAuth::of(&state.supergraph, &cached.prepared.ir));
+    auth.policies(directives)
+}
 
 /// The requirements a request with `claims` fails for `cached` (empty when the supergraph
 /// has no authorization directive or `authorization.enabled` is off: nothing is
@@ -21,6 +34,7 @@ pub fn authorize(
     state: &State,
     cached: &CachedOperation,
     claims: Option<&Claims>,
+    grants: Option<&PolicyGrants>,
     values: ConditionValues,
 ) -> Result<AuthMask, RequestError> {
     let directives = &state.supergraph.auth;
@@ -30,7 +44,7 @@ pub fn authorize(
     let auth = cached
         .auth
         .get_or_init(|| OperationAuth::of(&state.supergraph, &cached.prepared.ir));
-    let mask = auth.denied(directives, &config.authorization, claims)?;
+    let mask = auth.denied(directives, &config.authorization, claims, grants)?;
     if !mask.is_empty() && config.authorization.reject_unauthorized {
         let ir = &cached.prepared.ir;
         let requested = requested_denied(ir, values, &auth.denied_fields(mask));

@@ -16,6 +16,8 @@ pub struct RequestError(Box<Refusal>);
 struct Refusal {
     status: Status,
     header: Option<(HeaderName, HeaderValue)>,
+    /// More headers (a coprocessor's break answer); empty otherwise.
+    headers: http::HeaderMap,
     /// `{"errors":[…]}`, written once when the error is made.
     body: Vec<u8>,
 }
@@ -71,8 +73,37 @@ impl RequestError {
         Self(Box::new(Refusal {
             status: Status::Fixed(status),
             header: None,
+            headers: http::HeaderMap::new(),
             body: serde_json::to_vec(&body).expect("JSON values serialize"),
         }))
+    }
+
+    /// A coprocessor's break: `body` (a GraphQL response) with `status` and `headers`.
+    pub fn answer(status: StatusCode, headers: http::HeaderMap, body: Vec<u8>) -> Self {
+        Self(Box::new(Refusal {
+            status: Status::Fixed(status),
+            header: None,
+            headers,
+            body,
+        }))
+    }
+
+    /// 500 with a generic message: the reason (a failed coprocessor) is only logged.
+    pub fn internal() -> Self {
+        Self::http(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Some("INTERNAL_SERVER_ERROR"),
+            "internal server error",
+        )
+    }
+
+    pub(crate) fn headers_mut(&mut self) -> &mut http::HeaderMap {
+        &mut self.0.headers
+    }
+
+    /// The headers beside [`Self::header`] the answer carries.
+    pub fn headers(&self) -> &http::HeaderMap {
+        &self.0.headers
     }
 
     /// The same error, answered with the header `name: value` too.
@@ -94,6 +125,7 @@ impl RequestError {
         Self(Box::new(Refusal {
             status,
             header: None,
+            headers: http::HeaderMap::new(),
             body: serde_json::to_vec(&Body { errors }).expect("errors serialize"),
         }))
     }

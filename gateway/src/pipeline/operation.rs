@@ -156,6 +156,8 @@ pub(crate) struct Started {
     pub(crate) operation: [u8; 32],
     /// The gateway's memory budget, which executing it is charged to.
     pub(crate) memory: crate::executor::memory::MemoryBudget,
+    /// The subgraph coprocessor stages of an incremental response's fetches.
+    pub(crate) fetch_hook: Option<Arc<dyn crate::executor::hook::FetchHook>>,
 }
 
 impl Started {
@@ -181,6 +183,7 @@ impl Started {
             memory,
             // Streams (`@defer`, subscriptions) take no subgraph response headers.
             keep_response_headers: false,
+            fetch_hook: self.fetch_hook.as_deref(),
         }
     }
 }

@@ -50,6 +50,8 @@ pub struct RequestMeta {
     /// A WebSocket client's `connection_init` keys forwarded to subgraph WebSocket
     /// connections (`subscriptions.forward_init_keys`), as a JSON object's text.
     pub init_payload: Option<Arc<str>>,
+    /// What the request's coprocessor stages share; `None` without a coprocessor.
+    pub coprocessor: Option<Arc<crate::coprocessor::context::RequestContext>>,
 }
 
 /// The media type a response is written in, as negotiated from `Accept`.

@@ -150,6 +150,13 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// The registry, for metrics registered only when their feature is on.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+}
+
+impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
         let requests = IntCounterVec::new(

@@ -1,6 +1,7 @@
 //! Telemetry: Prometheus metrics per gateway ([`metrics`]), logs and OTLP traces for the
 //! process ([`tracing`]).
 
+pub mod coprocessor;
 mod labels;
 pub mod metrics;
 mod rate_limit;
