@@ -33,6 +33,9 @@ pub(super) async fn answer<T: Transport>(
             return Ok(stream::response(kind, outcome, heartbeat));
         }
     }
+    if gateway.coprocessor.is_some() && !matches!(outcome, Outcome::Incremental(_)) {
+        return coprocessed(gateway, outcome, meta, accepts).await;
+    }
     match outcome {
         Outcome::Refused(error) => Err(error),
         Outcome::Incremental(incremental) => Ok(multipart::response(incremental)),
@@ -51,6 +54,39 @@ pub(super) async fn answer<T: Transport>(
             Ok(answer)
         }
     }
+}
+
+/// A single response through the `SupergraphResponse` stage (when configured).
+async fn coprocessed<T: Transport>(
+    gateway: &Gateway<T>,
+    outcome: Outcome,
+    meta: &RequestMeta,
+    accepts: Accepts,
+) -> Result<Response<HandlerBody>, RequestError> {
+    let (status, mut headers, body, memory) = match outcome {
+        Outcome::Refused(mut error) => {
+            let status = error.status(accepts.media);
+            let mut headers = std::mem::take(error.headers_mut());
+            if let Some((name, value)) = error.header().cloned() {
+                headers.insert(name, value);
+            }
+            (status, headers, error.into_body(), None)
+        }
+        whole => {
+            let (body, memory, headers) = whole.into_parts();
+            (StatusCode::OK, headers, body, memory)
+        }
+    };
+    let (status, body) =
+        super::coprocessed::supergraph_response(gateway, meta, status, &mut headers, body).await?;
+    use crate::executor::response::buffers;
+    let body = match memory {
+        Some(memory) => buffers::into_charged_bytes(body, memory),
+        None => buffers::into_bytes(body),
+    };
+    let mut answer = response(status, accepts.media.as_str(), body);
+    answer.headers_mut().extend(headers);
+    Ok(answer)
 }
 
 /// 504: the request was not done within `traffic.request_timeout`.

@@ -11,7 +11,7 @@ use crate::executor::transport::Transport;
 use crate::gateway::Gateway;
 use crate::lifecycle::Readiness;
 use crate::pipeline::error::RequestError;
-use crate::pipeline::request::Media;
+use crate::pipeline::request::{Media, RequestMeta};
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{CONTENT_TYPE, HeaderValue, RETRY_AFTER};
@@ -24,6 +24,7 @@ mod batch;
 mod body;
 mod cache_control;
 pub(crate) mod client_addr;
+mod coprocessed;
 mod csrf;
 mod decode;
 mod dispatch;
@@ -112,9 +113,19 @@ pub async fn handle<T: Transport>(
             .await
             .unwrap_or_else(|e| refuse(e, Media::Json)),
         Route::GraphQL => match negotiate::accepts(req.headers()) {
-            Ok(accepts) => graphql(gateway, req, accepts)
-                .await
-                .unwrap_or_else(|e| refuse(e, accepts.media)),
+            Ok(accepts) => {
+                // Only with a coprocessor: what its stages share for this request.
+                let ctx = gateway.coprocessor.as_ref().map(|c| {
+                    c.start(req.headers().clone(), req.method().clone(), None)
+                });
+                let answer = graphql(gateway, req, accepts, ctx.as_ref())
+                    .await
+                    .unwrap_or_else(|e| refuse(e, accepts.media));
+                match &ctx {
+                    Some(ctx) => coprocessed::router_response(gateway, ctx, answer).await,
+                    None => answer,
+                }
+            }
             Err(e) => refuse(e, Media::Json),
         },
     }
@@ -163,6 +174,7 @@ async fn graphql<T: Transport>(
     gateway: &Arc<Gateway<T>>,
     req: Request<Incoming>,
     accepts: negotiate::Accepts,
+    ctx: Option<&Arc<crate::coprocessor::context::RequestContext>>,
 ) -> Result<Response<HandlerBody>, RequestError> {
     csrf::check(&gateway.config.csrf, req.method(), req.headers())?;
     let Ok(_slot) = gateway.request_slots.try_acquire() else {
@@ -192,7 +204,43 @@ async fn graphql<T: Transport>(
         .map_err(|e| meta::unauthorized(&e))?;
     let mut meta = meta::build(gateway, req.headers(), peer(&req), claims, how);
     meta.deadline = Some(deadline.into_std());
-    let payload = body::read(&gateway.config, req, deadline).await?;
+    let path = ctx.map(|_| {
+        let uri = req.uri();
+        uri.path_and_query().map_or(uri.path(), |p| p.as_str()).to_owned()
+    });
+    let client = peer(&req);
+    let mut payload = body::read(&gateway.config, req, deadline).await?;
+    if let Some(ctx) = ctx {
+        if let Some(claims) = &meta.claims {
+            let claims = serde_json::Value::Object((**claims).clone());
+            let key = crate::coprocessor::context::JWT_CLAIMS.to_owned();
+            ctx.entries.lock().insert(key, claims);
+        }
+        meta.coprocessor = Some(ctx.clone());
+        let coprocessor = gateway.coprocessor.as_ref().filter(|c| c.router_request_on());
+        if let (Some(coprocessor), Some(path)) = (coprocessor, &path) {
+            let rebuild = |headers: &hyper::HeaderMap, meta: &mut RequestMeta| {
+                let claims = meta.claims.take();
+                let mut again = meta::build(gateway, headers, client, claims, how);
+                again.deadline = meta.deadline;
+                again.coprocessor = meta.coprocessor.take();
+                *meta = again;
+            };
+            let routed = coprocessed::router_request(
+                gateway,
+                coprocessor,
+                ctx,
+                path,
+                payload,
+                &mut meta,
+                rebuild,
+            );
+            payload = match routed.await? {
+                Ok(payload) => payload,
+                Err(answer) => return Ok(answer),
+            };
+        }
+    }
     if let Some(batch) = batch::requests(&gateway.config.batching, &payload)? {
         return batch::answer(gateway, &batch, &meta, accepts.media, deadline).await;
     }

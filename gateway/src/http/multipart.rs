@@ -110,6 +110,11 @@ impl HandlerBody {
         Self(Inner::Full(Full::new(body.into())))
     }
 
+    /// Whether the body is one whole buffer (not parts or a stream).
+    pub(super) fn is_full(&self) -> bool {
+        matches!(self.0, Inner::Full(_))
+    }
+
     /// A body of the chunks sent on `rx`, as they come.
     pub fn stream(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Self {
         Self(Inner::Stream(rx))
