@@ -310,8 +310,7 @@ mod tests {
             let parsed = serde_json::from_str::<RouterRequestConf>(&text);
             assert!(parsed.is_err(), "{bad}");
         }
-        let off: RouterRequestConf =
-            serde_json::from_str(r#"{"context": false}"#).expect("parses");
+        let off: RouterRequestConf = serde_json::from_str(r#"{"context": false}"#).expect("parses");
         assert_eq!(off, RouterRequestConf::default());
     }
 }

@@ -26,12 +26,12 @@ mod validate;
 
 pub use auth::{AuthenticationConfig, AuthorizationConfig, JwksSource, PolicyRule, TokenHeader};
 pub use batching::BatchingConfig;
+pub use checks::http_url as check_http_url;
 pub use coprocessor::{
     ContextConf, CoprocessorConfig, OnError, RouterRequestConf, RouterResponseConf, RouterStages,
     SubgraphAllStages, SubgraphRequestConf, SubgraphResponseConf, SubgraphStages,
     SupergraphRequestConf, SupergraphResponseConf, SupergraphStages,
 };
-pub use checks::http_url as check_http_url;
 pub use demand::{DemandControlConfig, DemandControlMode};
 pub use headers::{HeaderAction, HeaderRule, InsertRule, PropagateRule, RemoveRule};
 pub use http::{

@@ -20,8 +20,10 @@ pub struct HookedRequest {
 }
 
 /// Sends a (possibly rewritten) request to the subgraph.
-pub type Send<'a> =
-    dyn Fn(HookedRequest) -> BoxFuture<'a, Result<Fetched, FetchError>> + std::marker::Send + Sync + 'a;
+pub type Send<'a> = dyn Fn(HookedRequest) -> BoxFuture<'a, Result<Fetched, FetchError>>
+    + std::marker::Send
+    + Sync
+    + 'a;
 
 pub trait FetchHook: std::marker::Send + Sync {
     /// The fetch of `request`: the hook calls `send` (or not) and may change what

@@ -312,7 +312,9 @@ impl<T: Transport> Gateway<T> {
             .planning
             .prepare(&state, &query, name, deadline)
             .await?;
-        let mut changes = self.supergraph_stage(request, meta, &state, &cached).await?;
+        let mut changes = self
+            .supergraph_stage(request, meta, &state, &cached)
+            .await?;
         // The coprocessor's request instead: its operation prepared in turn.
         let replaced;
         let (request, query, cached) = match changes.request.take() {
@@ -321,7 +323,10 @@ impl<T: Transport> Gateway<T> {
                 replaced = other;
                 let query = persisted::query_of(self.persisted.as_deref(), &replaced)?;
                 let name = replaced.operation_name.as_deref();
-                let cached = self.planning.prepare(&state, &query, name, deadline).await?;
+                let cached = self
+                    .planning
+                    .prepare(&state, &query, name, deadline)
+                    .await?;
                 (&replaced, query, cached)
             }
         };
@@ -431,7 +436,10 @@ impl<T: Transport> Gateway<T> {
         state: &Arc<State>,
         cached: &crate::pipeline::operation::CachedOperation,
     ) -> Result<SupergraphChanges, RequestError> {
-        let coprocessor = self.coprocessor.as_ref().filter(|c| c.supergraph_request_on());
+        let coprocessor = self
+            .coprocessor
+            .as_ref()
+            .filter(|c| c.supergraph_request_on());
         let (Some(coprocessor), Some(ctx)) = (coprocessor, &meta.coprocessor) else {
             return Ok(SupergraphChanges::default());
         };

@@ -327,7 +327,12 @@ mod tests {
         let config = config();
         assert!(!satisfied(&Requirement::Authenticated, &config, None, None));
         let c = claims(json!({}));
-        assert!(satisfied(&Requirement::Authenticated, &config, Some(&c), None));
+        assert!(satisfied(
+            &Requirement::Authenticated,
+            &config,
+            Some(&c),
+            None
+        ));
     }
 
     #[test]
@@ -373,10 +378,18 @@ mod tests {
         let c = claims(json!({ "roles": ["user", "admin"], "org": { "region": "eu" } }));
         assert!(satisfied(&admin_eu, &config, Some(&c), None));
         let c = claims(json!({ "roles": "admin", "org": { "region": "us" } }));
-        assert!(!satisfied(&admin_eu, &config, Some(&c), None), "equals fails");
+        assert!(
+            !satisfied(&admin_eu, &config, Some(&c), None),
+            "equals fails"
+        );
         assert!(satisfied(&policies(&[&["admin"]]), &config, Some(&c), None));
         let c = claims(json!({ "roles": ["user"] }));
-        assert!(!satisfied(&policies(&[&["admin"]]), &config, Some(&c), None));
+        assert!(!satisfied(
+            &policies(&[&["admin"]]),
+            &config,
+            Some(&c),
+            None
+        ));
         assert!(
             !satisfied(&policies(&[&["unknown"]]), &config, Some(&c), None),
             "a policy without a rule is never granted"
@@ -390,7 +403,10 @@ mod tests {
         let grants = PolicyGrants(vec!["read".to_owned()]);
         assert!(satisfied(&policies("read"), &config, None, Some(&grants)));
         assert!(!satisfied(&policies("write"), &config, None, Some(&grants)));
-        assert!(!satisfied(&policies("read"), &config, None, None), "no grants");
+        assert!(
+            !satisfied(&policies("read"), &config, None, None),
+            "no grants"
+        );
         let c = claims(json!({ "roles": ["admin"] }));
         let none = PolicyGrants::default();
         assert!(

@@ -40,11 +40,10 @@ impl Client {
             .https_or_http()
             .enable_http1()
             .build();
-        let inner = hyper_util::client::legacy::Client::builder(
-            hyper_util::rt::TokioExecutor::new(),
-        )
-        .pool_idle_timeout(Duration::from_secs(15))
-        .build(https);
+        let inner =
+            hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                .pool_idle_timeout(Duration::from_secs(15))
+                .build(https);
         Self {
             inner,
             timeout,

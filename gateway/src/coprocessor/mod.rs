@@ -5,8 +5,8 @@
 //! the client, the metrics, and the failure mode (`on_error`). Nothing here runs, and
 //! nothing is allocated per request, while the section is absent.
 
-pub mod context;
 mod client;
+pub mod context;
 pub mod protocol;
 pub mod router;
 pub mod subgraph;
@@ -18,7 +18,6 @@ use context::RequestContext;
 use graphfleet_config::{Config, ContextConf, CoprocessorConfig, OnError};
 use protocol::{Context, Control, Payload, Stage};
 use std::time::Instant;
-
 
 pub struct Coprocessor {
     pub config: CoprocessorConfig,
@@ -33,7 +32,7 @@ pub struct Failed;
 /// What a stage's call came to.
 pub(crate) enum Called {
     /// The answer, to apply.
-    Answer(Payload),
+    Answer(Box<Payload>),
     /// The call failed and `on_error: continue` goes on without it.
     Skipped,
 }
@@ -63,7 +62,7 @@ impl Coprocessor {
                 };
                 self.metrics
                     .record(stage.as_str(), outcome, started.elapsed());
-                Ok(Called::Answer(answer))
+                Ok(Called::Answer(Box::new(answer)))
             }
             Err(e) => self.failed(stage, &e, started),
         }
@@ -84,7 +83,11 @@ impl Coprocessor {
         self.metrics
             .record(stage.as_str(), outcome, started.elapsed());
         tracing::warn!(stage = stage.as_str(), %error, fail_open = open, "coprocessor call failed");
-        if open { Ok(Called::Skipped) } else { Err(Failed) }
+        if open {
+            Ok(Called::Skipped)
+        } else {
+            Err(Failed)
+        }
     }
 
     /// A new request's context, when any stage uses one.
@@ -118,7 +121,12 @@ pub(crate) fn context_out(
 }
 
 /// The answer's context merged into the request's, by the rules of its stage.
-pub(crate) fn context_in(ctx: &RequestContext, stage: Stage, sent: &[String], answer: &mut Payload) {
+pub(crate) fn context_in(
+    ctx: &RequestContext,
+    stage: Stage,
+    sent: &[String],
+    answer: &mut Payload,
+) {
     let Some(returned) = answer.context.take() else {
         return;
     };

@@ -125,7 +125,10 @@ pub enum ProtocolError {
     #[error("the answer has version {0}; expected 1")]
     Version(u64),
     #[error("the answer is for stage {found}; expected {expected}")]
-    Stage { expected: &'static str, found: &'static str },
+    Stage {
+        expected: &'static str,
+        found: &'static str,
+    },
     #[error("the answer at {0} has no `control`")]
     MissingControl(&'static str),
     #[error("`control.break` {0} is not an HTTP status")]
@@ -227,7 +230,10 @@ pub fn check_graphql_response(body: &Value) -> Result<(), ProtocolError> {
             return bad("an error has no string `message`");
         }
     }
-    if !matches!(object.get("extensions"), None | Some(Value::Null | Value::Object(_))) {
+    if !matches!(
+        object.get("extensions"),
+        None | Some(Value::Null | Value::Object(_))
+    ) {
         return bad("`extensions` is not an object");
     }
     if !object.contains_key("data") && errors.is_empty() {
@@ -280,9 +286,12 @@ mod tests {
             json!({"version": 1, "stage": "SubgraphRequest", "control": "continue",
                    "id": "abc", "serviceName": "products", "context": {"entries": {}}})
         );
-        let response = serde_json::to_value(Payload::new(Stage::RouterResponse, "x"))
-            .expect("serializes");
-        assert_eq!(response, json!({"version": 1, "stage": "RouterResponse", "id": "x"}));
+        let response =
+            serde_json::to_value(Payload::new(Stage::RouterResponse, "x")).expect("serializes");
+        assert_eq!(
+            response,
+            json!({"version": 1, "stage": "RouterResponse", "id": "x"})
+        );
         let broke: Payload = serde_json::from_value(
             json!({"version": 1, "stage": "RouterRequest", "control": {"break": 401}}),
         )
@@ -296,7 +305,10 @@ mod tests {
         let ok = json!({"version": 1, "stage": "RouterRequest", "control": "continue"});
         assert!(read(ok, Stage::RouterRequest).is_ok());
         let v2 = json!({"version": 2, "stage": "RouterRequest", "control": "continue"});
-        assert_eq!(read(v2, Stage::RouterRequest), Err(ProtocolError::Version(2)));
+        assert_eq!(
+            read(v2, Stage::RouterRequest),
+            Err(ProtocolError::Version(2))
+        );
         let other = json!({"version": 1, "stage": "RouterResponse", "control": "continue"});
         assert!(matches!(
             read(other, Stage::RouterRequest),
@@ -312,7 +324,10 @@ mod tests {
         let capital = json!({"version": 1, "stage": "RouterRequest", "control": "Continue"});
         assert!(read(capital, Stage::RouterRequest).is_err());
         let big = json!({"version": 1, "stage": "RouterRequest", "control": {"break": 1000}});
-        assert_eq!(read(big, Stage::RouterRequest), Err(ProtocolError::BreakStatus(1000)));
+        assert_eq!(
+            read(big, Stage::RouterRequest),
+            Err(ProtocolError::BreakStatus(1000))
+        );
         let json_body = json!({"version": 1, "stage": "RouterResponse", "body": {}});
         assert!(read(json_body, Stage::RouterResponse).is_err());
         let missing = json!({"stage": "RouterRequest", "control": "continue"});
@@ -329,7 +344,10 @@ mod tests {
             entries: v.as_object().expect("object").clone(),
         };
         merge_at_request(&mut entries, returned(json!({"b": 3, "c": 4})));
-        assert_eq!(Value::Object(entries.clone()), json!({"a": 1, "b": 3, "c": 4}));
+        assert_eq!(
+            Value::Object(entries.clone()),
+            json!({"a": 1, "b": 3, "c": 4})
+        );
         let sent = vec!["a".to_owned(), "b".to_owned()];
         merge_at_response(&mut entries, &sent, returned(json!({"b": null, "d": 5})));
         assert_eq!(Value::Object(entries), json!({"b": null, "c": 4, "d": 5}));
@@ -342,7 +360,10 @@ mod tests {
             break_body(Stage::RouterRequest, text("not allowed")),
             error_body("not allowed", "ERROR")
         );
-        assert_eq!(break_body(Stage::RouterRequest, None), error_body("", "ERROR"));
+        assert_eq!(
+            break_body(Stage::RouterRequest, None),
+            error_body("", "ERROR")
+        );
         let errors = json!({"errors": [{"message": "no"}]});
         assert_eq!(
             break_body(Stage::RouterRequest, text(&errors.to_string())),
@@ -357,7 +378,10 @@ mod tests {
             code(break_body(Stage::SupergraphRequest, text("no"))),
             "EXTERNAL_DESERIALIZATION_ERROR"
         );
-        assert_eq!(code(break_body(Stage::SubgraphRequest, text("no"))), "ERROR");
+        assert_eq!(
+            code(break_body(Stage::SubgraphRequest, text("no"))),
+            "ERROR"
+        );
         let data = json!({"data": {"a": 1}});
         assert_eq!(break_body(Stage::SubgraphRequest, Some(data.clone())), data);
     }

@@ -12,7 +12,10 @@ use serde_json::Value;
 pub enum RouterNext {
     /// Go on; the body the answer gave instead (`None`: unchanged). Returned headers
     /// are in the context's `headers`.
-    Go { body: Option<String>, headers_changed: bool },
+    Go {
+        body: Option<String>,
+        headers_changed: bool,
+    },
     /// `control.break`: answer the client with this and run nothing else.
     Answer {
         status: StatusCode,

@@ -43,7 +43,9 @@ impl Coprocessor {
 
 /// The fetch error a failed stage gives (the reason is in the log).
 fn failed(name: &str) -> FetchError {
-    FetchError::http(format!("HTTP fetch failed from '{name}': coprocessor error"))
+    FetchError::http(format!(
+        "HTTP fetch failed from '{name}': coprocessor error"
+    ))
 }
 
 impl FetchHook for SubgraphHook {
@@ -61,11 +63,7 @@ impl FetchHook for SubgraphHook {
 }
 
 impl SubgraphHook {
-    async fn fetch(
-        &self,
-        request: HookedRequest,
-        send: &Send<'_>,
-    ) -> Result<Fetched, FetchError> {
+    async fn fetch(&self, request: HookedRequest, send: &Send<'_>) -> Result<Fetched, FetchError> {
         let number = self.fetches.fetch_add(1, Ordering::Relaxed);
         let id = format!("{}-{number}", self.ctx.id);
         let name = request.name.clone();
@@ -150,7 +148,12 @@ impl SubgraphHook {
     }
 
     /// `SubgraphResponse`: the answer merged instead of `fetched`.
-    async fn response(&self, name: &str, mut fetched: Fetched, id: &str) -> Result<Fetched, Failed> {
+    async fn response(
+        &self,
+        name: &str,
+        mut fetched: Fetched,
+        id: &str,
+    ) -> Result<Fetched, Failed> {
         let c = &self.coprocessor;
         let conf = &c.config.subgraph.all.response;
         if *conf == Default::default() {
@@ -183,7 +186,10 @@ impl SubgraphHook {
             Called::Answer(answer) => answer,
         };
         let returned = answer.headers.as_ref().map(protocol::headers_in);
-        let checked = answer.body.as_ref().filter(|_| c.config.response_validation);
+        let checked = answer
+            .body
+            .as_ref()
+            .filter(|_| c.config.response_validation);
         match (returned, checked.map(protocol::check_graphql_response)) {
             (Some(Err(e)), _) | (_, Some(Err(e))) => {
                 c.refused(stage, e)?;

@@ -116,7 +116,11 @@ impl Coprocessor {
             let body = protocol::break_body(stage, answer.body.take());
             let status = StatusCode::from_u16(code).expect("checked by read_answer");
             let body = serde_json::to_vec(&body).expect("JSON serializes");
-            return Err(RequestError::answer(status, headers.unwrap_or_default(), body));
+            return Err(RequestError::answer(
+                status,
+                headers.unwrap_or_default(),
+                body,
+            ));
         }
         let request = match answer.body.take() {
             None => None,
@@ -170,7 +174,10 @@ impl Coprocessor {
             Called::Answer(answer) => answer,
         };
         let returned = answer.headers.as_ref().map(protocol::headers_in);
-        let checked = answer.body.as_ref().filter(|_| self.config.response_validation);
+        let checked = answer
+            .body
+            .as_ref()
+            .filter(|_| self.config.response_validation);
         let problem = match (returned, checked.map(protocol::check_graphql_response)) {
             (Some(Err(e)), _) | (_, Some(Err(e))) => Some(e),
             (Some(Ok(returned)), _) => {
@@ -184,7 +191,9 @@ impl Coprocessor {
             return Ok((status, body));
         }
         context_in(ctx, stage, &sent_keys, &mut answer);
-        let status = answer.control.map_or(status, super::router::response_status);
+        let status = answer
+            .control
+            .map_or(status, super::router::response_status);
         let body = match answer.body {
             Some(value) => serde_json::to_vec(&value).expect("JSON serializes"),
             None => body,
@@ -206,7 +215,10 @@ fn request_json(request: &GraphQLRequest) -> Value {
         let variables = serde_json::to_value(variables).expect("variables serialize");
         out.insert("variables".into(), variables);
     }
-    let persisted = request.extensions.as_ref().and_then(|e| e.persisted_query.as_ref());
+    let persisted = request
+        .extensions
+        .as_ref()
+        .and_then(|e| e.persisted_query.as_ref());
     if let Some(persisted) = persisted {
         let hash = &persisted.sha256_hash;
         let extensions = json!({"persistedQuery": {"version": 1, "sha256Hash": hash}});

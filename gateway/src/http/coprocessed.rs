@@ -75,7 +75,11 @@ pub(super) async fn router_response<T: Transport>(
     ctx: &RequestContext,
     answer: Response<HandlerBody>,
 ) -> Response<HandlerBody> {
-    let Some(coprocessor) = gateway.coprocessor.as_ref().filter(|c| c.router_response_on()) else {
+    let Some(coprocessor) = gateway
+        .coprocessor
+        .as_ref()
+        .filter(|c| c.router_response_on())
+    else {
         return answer;
     };
     if answer.extensions().get::<Answered>().is_some() || !answer.body().is_full() {
@@ -109,7 +113,10 @@ pub(super) async fn supergraph_response<T: Transport>(
     headers: &mut hyper::HeaderMap,
     body: Vec<u8>,
 ) -> Result<(StatusCode, Vec<u8>), RequestError> {
-    let on = gateway.coprocessor.as_ref().filter(|c| c.supergraph_response_on());
+    let on = gateway
+        .coprocessor
+        .as_ref()
+        .filter(|c| c.supergraph_response_on());
     let (Some(coprocessor), Some(ctx)) = (on, &meta.coprocessor) else {
         return Ok((status, body));
     };

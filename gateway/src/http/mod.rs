@@ -115,9 +115,10 @@ pub async fn handle<T: Transport>(
         Route::GraphQL => match negotiate::accepts(req.headers()) {
             Ok(accepts) => {
                 // Only with a coprocessor: what its stages share for this request.
-                let ctx = gateway.coprocessor.as_ref().map(|c| {
-                    c.start(req.headers().clone(), req.method().clone(), None)
-                });
+                let ctx = gateway
+                    .coprocessor
+                    .as_ref()
+                    .map(|c| c.start(req.headers().clone(), req.method().clone(), None));
                 let answer = graphql(gateway, req, accepts, ctx.as_ref())
                     .await
                     .unwrap_or_else(|e| refuse(e, accepts.media));
@@ -206,7 +207,9 @@ async fn graphql<T: Transport>(
     meta.deadline = Some(deadline.into_std());
     let path = ctx.map(|_| {
         let uri = req.uri();
-        uri.path_and_query().map_or(uri.path(), |p| p.as_str()).to_owned()
+        uri.path_and_query()
+            .map_or(uri.path(), |p| p.as_str())
+            .to_owned()
     });
     let client = peer(&req);
     let mut payload = body::read(&gateway.config, req, deadline).await?;
@@ -217,7 +220,10 @@ async fn graphql<T: Transport>(
             ctx.entries.lock().insert(key, claims);
         }
         meta.coprocessor = Some(ctx.clone());
-        let coprocessor = gateway.coprocessor.as_ref().filter(|c| c.router_request_on());
+        let coprocessor = gateway
+            .coprocessor
+            .as_ref()
+            .filter(|c| c.router_request_on());
         if let (Some(coprocessor), Some(path)) = (coprocessor, &path) {
             let rebuild = |headers: &hyper::HeaderMap, meta: &mut RequestMeta| {
                 let claims = meta.claims.take();
