@@ -244,7 +244,10 @@ impl CoprocessorConfig {
 /// Problems with `config`, reported to `report`.
 pub(crate) fn validate(config: &CoprocessorConfig, report: &mut impl FnMut(&[&str], String)) {
     let path = ["coprocessor", "url"];
-    if let Err(why) = crate::checks::http_url(&config.url) {
+    if config.url.starts_with("unix:") {
+        let why = "Unix sockets (unix://) are not supported; use an http:// or https:// URL";
+        report(&path, why.to_owned());
+    } else if let Err(why) = crate::checks::http_url(&config.url) {
         report(&path, why);
     }
     if config.timeout.is_zero() {
