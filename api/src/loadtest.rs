@@ -403,6 +403,11 @@ pub struct LoadTestStatus {
     /// `startedAt`), once every segment reported it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_skew_ms: Option<f64>,
+    /// CPU the GraphGateway of `spec.target`'s pods used while it was loaded, from the pods' own
+    /// `process_cpu_seconds_total` before the load and after it (a `url` target, or a test
+    /// the operator did not watch from its start, has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_cpu: Option<GatewayCpu>,
     /// With `spec.targets`: each target's run, in the order they run (`results`, `segments`
     /// and `startSkewMs` above are then unset: they are per target).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -441,6 +446,29 @@ pub struct TargetStatus {
     pub passed_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passed_message: Option<String>,
+    /// CPU the target GraphGateway's pods used while it was loaded, from the pods' own
+    /// `process_cpu_seconds_total` before the load and after it (a `url` target, or a test
+    /// the operator did not watch from its start, has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gateway_cpu: Option<GatewayCpu>,
+}
+
+/// What a GraphGateway's pods spent on a load test: the efficiency figure.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GatewayCpu {
+    /// Gateway pods measured (those that answered both times, and any that started during
+    /// the load, counted from their start).
+    pub pods: u32,
+    /// CPU seconds (core-seconds) they used between the two readings.
+    pub core_seconds: f64,
+    /// The target's requests per CPU second used (`requests / coreSeconds`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requests_per_core_second: Option<f64>,
+    /// Pods read before the load that could not be read after it (gone in a rollout, or not
+    /// answering): their CPU is missing, so the figure is an upper bound.
+    #[serde(default)]
+    pub pods_lost: u32,
 }
 
 /// Progress and outcome of one k6 execution segment.

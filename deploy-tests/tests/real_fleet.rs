@@ -121,6 +121,20 @@ async fn two_targets_side_by_side(cluster: &RealCluster, ns: &str, url: &str) {
         second_start >= first_done,
         "targets overlapped: {first_done} > {second_start}"
     );
+    // Efficiency: the GraphGateway target's pods read their own CPU before and after the
+    // load; the URL target (the same pods by ClusterIP) is not one the operator can name.
+    let cpu = &targets[0]["gatewayCpu"];
+    println!("MEASURED LoadTest smoke target graphgateway CPU: {cpu}");
+    assert_eq!(cpu["pods"], 1, "{}", targets[0]);
+    let per_core = cpu["requestsPerCoreSecond"]
+        .as_f64()
+        .expect("requestsPerCoreSecond");
+    let core_seconds = cpu["coreSeconds"].as_f64().expect("coreSeconds");
+    // 200 requests over 10 s on a debug build: well above 0, well below what a 1-CPU limit
+    // over the run's seconds allows.
+    assert!(core_seconds > 0.0 && core_seconds < 30.0, "{cpu}");
+    assert!(per_core > 1.0, "{cpu}");
+    assert!(targets[1].get("gatewayCpu").is_none(), "{}", targets[1]);
     let passed = passed_condition(status);
     assert_eq!(passed["status"], "True", "{passed}");
     let report = report_md(cluster, ns, "smoke-report");
@@ -128,6 +142,7 @@ async fn two_targets_side_by_side(cluster: &RealCluster, ns: &str, url: &str) {
     for part in [
         "## Comparison",
         "| Target ",
+        "Req/CPU s",
         "## Target `graphgateway`",
         "## Target `cluster-ip`",
         "### Latency distribution",

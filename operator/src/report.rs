@@ -18,8 +18,8 @@ use crate::k6_summary::{Segment, merge_histograms};
 use crate::status::PASSED;
 use crate::status::loadtest::Observed;
 use graphfleet_api::{
-    LatencySummary, LoadTest, LoadTestResults, LoadTestStatus, SegmentStatus, SummarySource,
-    TargetStatus,
+    GatewayCpu, LatencySummary, LoadTest, LoadTestResults, LoadTestStatus, SegmentStatus,
+    SummarySource, TargetStatus,
 };
 
 /// The report's key in its ConfigMap.
@@ -95,6 +95,9 @@ fn header(lt: &LoadTest, status: &LoadTestStatus) -> String {
         if spec.synchronized() { "synchronized" } else { "unsynchronized" },
         status.phase.unwrap_or_default(),
     ));
+    if let Some(cpu) = &status.gateway_cpu {
+        out.push_str(&format!("Gateway CPU: {}.\n\n", cpu_words(cpu)));
+    }
     if let Some(c) = status.conditions.iter().find(|c| c.type_ == PASSED) {
         out.push_str(&format!(
             "Thresholds: **{}** ({}): {}\n\n",
@@ -105,6 +108,22 @@ fn header(lt: &LoadTest, status: &LoadTestStatus) -> String {
             },
             c.reason,
             c.message
+        ));
+    }
+    out
+}
+
+/// A target's CPU in words: "2.41 CPU seconds on 1 pod: 4,150 requests per CPU second".
+pub fn cpu_words(cpu: &GatewayCpu) -> String {
+    let pods = if cpu.pods == 1 { "pod" } else { "pods" };
+    let mut out = format!("{:.2} CPU seconds on {} {pods}", cpu.core_seconds, cpu.pods);
+    if let Some(r) = cpu.requests_per_core_second {
+        out.push_str(&format!(": {r:.0} requests per CPU second"));
+    }
+    if cpu.pods_lost > 0 {
+        out.push_str(&format!(
+            " ({} pod(s) gone before the second reading: an upper bound)",
+            cpu.pods_lost
         ));
     }
     out
@@ -296,12 +315,13 @@ fn comparison_table(targets: &[TargetStatus]) -> String {
                 r.dropped_iterations.to_string(),
                 format!("{:.1}", r.achieved_rate),
             ]);
+            row.extend(cpu_cells(t.gateway_cpu.as_ref()));
             row
         })
         .collect();
     for t in targets.iter().filter(|t| t.results.is_none()) {
         let mut row = vec![t.name.clone(), format!("{:?}", t.phase), verdict(t)];
-        row.extend(std::iter::repeat_n("-".to_owned(), 10));
+        row.extend(std::iter::repeat_n("-".to_owned(), 12));
         rows.push(row);
     }
     table(
@@ -319,9 +339,24 @@ fn comparison_table(targets: &[TargetStatus]) -> String {
             "Failures",
             "Dropped",
             "Achieved req/s",
+            "Gateway CPU s",
+            "Req/CPU s",
         ],
         &rows,
     )
+}
+
+/// The CPU columns of a target: seconds used and requests per CPU second, or dashes for a
+/// target not measured (a `url` target).
+fn cpu_cells(cpu: Option<&GatewayCpu>) -> [String; 2] {
+    match cpu {
+        Some(c) => [
+            format!("{:.2}", c.core_seconds),
+            c.requests_per_core_second
+                .map_or("-".to_owned(), |r| format!("{r:.0}")),
+        ],
+        None => ["-".to_owned(), "-".to_owned()],
+    }
 }
 
 /// The report's markdown with `spec.targets`: the comparison, then each target's sections

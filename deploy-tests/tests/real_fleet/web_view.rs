@@ -182,6 +182,8 @@ pub async fn shows_the_fleet(cluster: &RealCluster, ns: &str) {
             // The report's markdown comparison table, rendered as HTML.
             "<h2>Comparison</h2>".to_owned(),
             ">graphgateway</td>".to_owned(),
+            // The GraphGateway target's efficiency, in the targets table.
+            "requests per CPU second".to_owned(),
         ],
     );
 

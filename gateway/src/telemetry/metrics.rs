@@ -159,6 +159,14 @@ impl Metrics {
 impl Metrics {
     pub fn new() -> Self {
         let registry = Registry::new();
+        // process_cpu_seconds_total, memory, fds: what dashboards and the operator's
+        // LoadTest efficiency (requests per CPU second) read. Linux only.
+        #[cfg(target_os = "linux")]
+        registry
+            .register(Box::new(
+                prometheus::process_collector::ProcessCollector::for_self(),
+            ))
+            .expect("process metrics register once per registry");
         let requests = IntCounterVec::new(
             Opts::new(
                 "graphfleet_graphql_requests_total",

@@ -13,12 +13,14 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 
 use super::k6_api::K6Api;
+use super::loadtest_cpu;
 use super::{Context, Error, LOADTEST_CONTROLLER, NOT_READY_RECHECK, api, apply, now};
 use crate::k6_summary::summary_from_log;
 use crate::report;
 use crate::resources::loadtest::K6_CONTAINER;
 use crate::resources::loadtest::{LOADTEST_LABEL, SEGMENT_LABEL, SpecError, TARGET_LABEL};
 use crate::resources::{self, MANAGER};
+use crate::status::loadtest::cpu::TargetKey;
 use crate::status::loadtest::{
     LoggedSummaries, StartStep, jobs_to_stop, next_target, observe, record_resume, rejected_status,
     start_step,
@@ -108,24 +110,41 @@ async fn start_loadtest(
         apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
     }
     if lt.spec.targets.is_none() {
-        create_jobs(ctx, ns, jobs).await?;
+        create_jobs(ctx, lt, ns, jobs, &None).await?;
     }
     Ok(Ok(()))
 }
 
-/// Creates the Jobs that do not exist yet (Jobs are immutable: never updated).
-async fn create_jobs(ctx: &Context, ns: &str, jobs: Vec<Job>) -> Result<(), Error> {
+/// Creates the Jobs of `target` that do not exist yet (Jobs are immutable: never updated);
+/// before the first, the gateway's CPU is read (the load's starting point).
+async fn create_jobs(
+    ctx: &Context,
+    lt: &LoadTest,
+    ns: &str,
+    jobs: Vec<Job>,
+    target: &TargetKey,
+) -> Result<(), Error> {
     let job_api = api::<Job>(ctx, ns);
+    let total = jobs.len();
+    let mut missing = Vec::new();
     for job in jobs {
         let name = job.metadata.name.clone().unwrap_or_default();
         if job_api.get_opt(&name).await?.is_none() {
-            match job_api.create(&PostParams::default(), &job).await {
-                Ok(_) => {
-                    tracing::info!(job = %name, "created load-generator job")
-                }
-                Err(kube::Error::Api(e)) if e.code == 409 => {}
-                Err(e) => return Err(e.into()),
-            }
+            missing.push((name, job));
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    // Only before the first: Jobs recreated later would give a reading taken mid-load.
+    if missing.len() == total {
+        loadtest_cpu::before_load(ctx, lt, target).await;
+    }
+    for (name, job) in missing {
+        match job_api.create(&PostParams::default(), &job).await {
+            Ok(_) => tracing::info!(job = %name, "created load-generator job"),
+            Err(kube::Error::Api(e)) if e.code == 409 => {}
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(())
@@ -199,14 +218,16 @@ async fn observe_loadtest(
         match resources::loadtest::target_jobs(lt, target, image) {
             Ok(jobs) => {
                 tracing::info!(target = ?target.name, url = %target.url, "starting the next target");
-                create_jobs(ctx, ns, jobs).await?;
+                create_jobs(ctx, lt, ns, jobs, &target.name).await?;
                 starting = true;
             }
             Err(e) => tracing::warn!(error = %e, "cannot build the next target's Jobs"),
         }
     }
     let mut status = observed.status.clone();
+    loadtest_cpu::after_load(ctx, lt, &mut status).await;
     if status.phase.is_some_and(LoadTestPhase::is_finished) {
+        loadtest_cpu::forget(ctx, lt);
         let cm = report::config_map_of(lt, &status, &observed);
         apply(&api::<ConfigMap>(ctx, ns), &cm).await?;
         status.report_config_map = cm.metadata.name;

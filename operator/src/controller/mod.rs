@@ -40,6 +40,7 @@ mod gateway_revisions;
 mod gateway_usage;
 mod k6_api;
 mod loadtest;
+mod loadtest_cpu;
 #[cfg(test)]
 mod mock_api;
 mod subgraph;
@@ -106,6 +107,8 @@ pub struct Context {
     pub settings: Settings,
     /// k6 summaries read from finished segment pods' logs, by pod uid (a log is read once).
     pub k6_summaries: std::sync::Mutex<std::collections::HashMap<String, String>>,
+    /// Gateway pods' CPU read before each LoadTest target's load.
+    cpu_baselines: loadtest_cpu::Baselines,
     /// When each gateway's usage ConfigMap was last refreshed, and with what.
     usage_writes: gateway_usage::UsageWrites,
     /// Whether the cluster serves PodMonitors (the Prometheus Operator's CRD).
@@ -135,6 +138,7 @@ impl Context {
             metrics,
             settings,
             k6_summaries: Default::default(),
+            cpu_baselines: Default::default(),
             usage_writes: Default::default(),
             pod_monitors: Default::default(),
         }

@@ -35,11 +35,13 @@ pub fn gateway_pods_selector() -> String {
 
 /// `selector_labels` as a label-selector string (for status and the scale subresource).
 pub fn selector_string(gw: &GraphGateway) -> String {
-    selector_labels(gw)
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(",")
+    selector_string_of(&gw.name_any())
+}
+
+/// The label selector of the pods of the GraphGateway named `name`.
+pub fn selector_string_of(name: &str) -> String {
+    // In the order of `selector_labels` (a BTreeMap), as the status has always said it.
+    format!("{INSTANCE_LABEL}={name},{NAME_LABEL}={GATEWAY_APP}")
 }
 
 /// Selects a gateway's ConfigMaps of one component.

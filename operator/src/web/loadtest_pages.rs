@@ -64,6 +64,7 @@ pub fn loadtest(lt: &LoadTest, report: Option<&BTreeMap<String, String>>) -> Mar
                 @if let Some(t) = &status.start_time { dt { "Started" } dd { (time(t)) } }
                 @if let Some(t) = &status.completion_time { dt { "Finished" } dd { (time(t)) } }
                 @if let Some(m) = &status.message { dt { "Message" } dd { (m) } }
+                @if let Some(cpu) = &status.gateway_cpu { dt { "Gateway CPU" } dd { (crate::report::cpu_words(cpu)) } }
             }
             h2 { "Conditions" }
             (conditions_table(&status.conditions))
@@ -113,13 +114,14 @@ fn results_table(rows: &[(String, &LoadTestResults)]) -> Markup {
 fn targets_table(targets: &[TargetStatus]) -> Markup {
     html! {
         table #targets-table {
-            tr { th { "Target" } th { "URL" } th { "Phase" } th { "Passed" } th { "Message" } }
+            tr { th { "Target" } th { "URL" } th { "Phase" } th { "Passed" } th { "Gateway CPU" } th { "Message" } }
             @for t in targets {
                 tr {
                     td { (t.name) }
                     td { code { (t.url) } }
                     td { (format!("{:?}", t.phase)) }
                     td { @match t.passed { Some(true) => span.ok { "yes" }, Some(false) => span.bad { "no" }, None => span.muted { "–" } } }
+                    td { @match &t.gateway_cpu { Some(cpu) => (crate::report::cpu_words(cpu)), None => span.muted { "–" } } }
                     td { (t.message.as_deref().unwrap_or("")) }
                 }
             }
@@ -130,7 +132,8 @@ fn targets_table(targets: &[TargetStatus]) -> Markup {
     }
 }
 
-/// Achieved rate and p99 of each target side by side (SVG from the benchmark's charts).
+/// Achieved rate, p99, failures and (where measured) requests per CPU second of each
+/// target side by side (SVG from the benchmark's charts).
 fn targets_chart(targets: &[TargetStatus]) -> Markup {
     let done: Vec<(&str, &LoadTestResults)> = targets
         .iter()
@@ -148,12 +151,29 @@ fn targets_chart(targets: &[TargetStatus]) -> Markup {
             .map(|(name, r)| ((*name).to_owned(), vec![value(r)]))
             .collect(),
     };
-    let panels = [
+    let mut panels = vec![
         panel("achieved rate", "req/s", |r| r.achieved_rate),
         panel("p99 latency", "ms", |r| r.latency_ms.p99),
         panel("failed requests", "requests", |r| r.failures as f64),
     ];
-    match charts::bars(&panels, (1050, 320)) {
+    // Efficiency: only the targets whose gateway pods' CPU was read (GraphGateways).
+    let efficiency: Vec<(String, Vec<f64>)> = targets
+        .iter()
+        .filter_map(|t| {
+            let r = t.gateway_cpu.as_ref()?.requests_per_core_second?;
+            Some((t.name.clone(), vec![r]))
+        })
+        .collect();
+    if !efficiency.is_empty() {
+        panels.push(Bars {
+            title: "requests per CPU second".to_owned(),
+            y_desc: "req / CPU s".to_owned(),
+            categories: vec![String::new()],
+            series: efficiency,
+        });
+    }
+    let width = 350 * u32::try_from(panels.len()).unwrap_or(4);
+    match charts::bars(&panels, (width, 320)) {
         Ok(svg) => html! { div.chart #targets-chart { (svg_image(&svg, "targets side by side")) } },
         Err(e) => html! { p.error { (e) } },
     }

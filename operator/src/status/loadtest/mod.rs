@@ -5,8 +5,9 @@
 //!
 //! One module per job, bottom up: `job` (what a Job and its pods say), `segment`, `start`
 //! and `stop`, then `scheduling` (the `Scheduled` condition) and `observe` (the whole
-//! status).
+//! status); `cpu`, the gateway pods' CPU per target.
 
+pub mod cpu;
 mod job;
 mod observe;
 mod scheduling;

@@ -226,6 +226,7 @@ fn observe_single(
         segments: run.segments,
         conditions,
         report_config_map: previous.report_config_map.clone(),
+        gateway_cpu: previous.gateway_cpu.clone(),
         ..LoadTestStatus::default()
     };
     Observed {
@@ -292,6 +293,7 @@ fn observe_targets(
             passed_message: run
                 .verdict
                 .map(|v| v.message.replace("stopped the test", "stopped this target")),
+            gateway_cpu: before.and_then(|b| b.gateway_cpu.clone()),
         });
         target_summaries.push(run.summaries);
     }
