@@ -404,7 +404,7 @@ pub struct LoadTestStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start_skew_ms: Option<f64>,
     /// CPU the GraphGateway of `spec.target`'s pods used while it was loaded, from the pods' own
-    /// `process_cpu_seconds_total` before the load and after it (a `url` target, or a test
+    /// `graphfleet_process_cpu_seconds_total` before the load and after it (a `url` target, or a test
     /// the operator did not watch from its start, has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_cpu: Option<GatewayCpu>,
@@ -447,7 +447,7 @@ pub struct TargetStatus {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub passed_message: Option<String>,
     /// CPU the target GraphGateway's pods used while it was loaded, from the pods' own
-    /// `process_cpu_seconds_total` before the load and after it (a `url` target, or a test
+    /// `graphfleet_process_cpu_seconds_total` before the load and after it (a `url` target, or a test
     /// the operator did not watch from its start, has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gateway_cpu: Option<GatewayCpu>,

@@ -4,6 +4,8 @@
 pub mod coprocessor;
 mod labels;
 pub mod metrics;
+#[cfg(target_os = "linux")]
+mod process_cpu;
 mod rate_limit;
 mod resilience;
 pub mod tracing;

@@ -1,5 +1,5 @@
 //! The efficiency figure of a GraphGateway target: CPU its pods used while it was loaded,
-//! from each pod's own `process_cpu_seconds_total` read before the load and after it, and
+//! from each pod's own `graphfleet_process_cpu_seconds_total` read before the load and after it, and
 //! the target's requests per CPU second. Pure: readings in, [`GatewayCpu`] out.
 
 use std::collections::BTreeMap;
@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use graphfleet_api::{GatewayCpu, LoadTest, LoadTestStatus};
 use kube::ResourceExt;
 
-/// The metric every gateway pod exports (the process collector of its registry).
-pub const CPU_METRIC: &str = "process_cpu_seconds_total";
+/// The metric every gateway pod exports (telemetry/process_cpu.rs: 10 ms resolution).
+pub const CPU_METRIC: &str = "graphfleet_process_cpu_seconds_total";
 
 /// CPU seconds used so far, by pod uid, of the pods that answered.
 pub type CpuReading = BTreeMap<String, f64>;
@@ -117,17 +117,23 @@ mod tests {
 
     #[test]
     fn the_counter_is_read_with_or_without_labels_and_not_from_a_longer_name() {
-        let text = "# HELP process_cpu_seconds_total Total user and system CPU time.\n\
-                    # TYPE process_cpu_seconds_total counter\n\
-                    process_cpu_seconds_total_other 9\n\
-                    process_cpu_seconds_total 12.5\n";
+        let text = "# HELP graphfleet_process_cpu_seconds_total CPU time.\n\
+                    # TYPE graphfleet_process_cpu_seconds_total counter\n\
+                    graphfleet_process_cpu_seconds_total_other 9\n\
+                    graphfleet_process_cpu_seconds_total 12.5\n";
         assert_eq!(cpu_seconds(text), Some(12.5));
         assert_eq!(
-            cpu_seconds("process_cpu_seconds_total{pod=\"a\"} 3 1700000000\n"),
+            cpu_seconds("graphfleet_process_cpu_seconds_total{pod=\"a\"} 3 1700000000\n"),
             Some(3.0)
         );
-        assert_eq!(cpu_seconds("process_cpu_seconds_total_other 9\n"), None);
-        assert_eq!(cpu_seconds("process_cpu_seconds_total NaN\n"), None);
+        assert_eq!(
+            cpu_seconds("graphfleet_process_cpu_seconds_total_other 9\n"),
+            None
+        );
+        assert_eq!(
+            cpu_seconds("graphfleet_process_cpu_seconds_total NaN\n"),
+            None
+        );
         assert_eq!(cpu_seconds(""), None);
     }
 
